@@ -1,0 +1,1 @@
+"""Headwater benchmarks: run with ``python -m bench WORKLOAD`` (see ``--help``)."""

@@ -1,0 +1,39 @@
+"""Entry point: ``python -m bench WORKLOAD [options]``; ``python -m bench --help`` lists workloads."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench import wordcount
+
+
+@dataclass(frozen=True)
+class Workload:
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+WORKLOADS: dict[str, Workload] = {
+    "wordcount": Workload(wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",
+                          wordcount.add_arguments, wordcount.run),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description="Headwater benchmarks.")
+    sub = parser.add_subparsers(dest="workload", required=True, metavar="WORKLOAD",
+                                title="workloads")
+    for name, workload in WORKLOADS.items():
+        p = sub.add_parser(name, help=workload.help, description=workload.help,
+                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        workload.add_arguments(p)
+    args = parser.parse_args(argv)
+    return WORKLOADS[args.workload].run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The cloud side: topology master, schedulers, REST API. Built on headwater.common."""

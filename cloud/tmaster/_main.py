@@ -1,0 +1,72 @@
+"""The topology master process: ``python -m headwater.cloud.tmaster``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+import grpc
+from aiohttp import web
+
+from headwater.common._loader import load_topology
+from headwater.common.plan import pack_round_robin, validate
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+
+from ._http import make_app
+from ._master import TopologyMaster
+
+log = logging.getLogger("headwater.tmaster")
+
+
+async def serve(args: argparse.Namespace) -> None:
+    topology = load_topology(args.topology_file, args.topology)
+    validate(topology)
+    tm = TopologyMaster(topology, pack_round_robin(topology, args.containers))
+    server = grpc.aio.server()
+    pb_grpc.add_TopologyMasterServicer_to_server(tm, server)
+    grpc_port = server.add_insecure_port(f"{args.host}:{args.grpc_port}")
+    await server.start()
+    runner = web.AppRunner(make_app(tm), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, args.host, args.http_port)
+    await site.start()
+    http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    ready = {"grpc": f"{args.host}:{grpc_port}", "http": f"http://{args.host}:{http_port}",
+             "pid": os.getpid(), "topology": topology.name}
+    tmp = Path(args.ready_file + ".tmp")
+    tmp.write_text(json.dumps(ready))
+    tmp.rename(args.ready_file)
+    log.info("topology master for %r: gRPC %s, HTTP %s", topology.name, ready["grpc"], ready["http"])
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    await runner.cleanup()
+    await server.stop(0.5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="headwater-tmaster")
+    p.add_argument("--topology-file", required=True)
+    p.add_argument("--topology", default=None)
+    p.add_argument("--containers", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--grpc-port", type=int, default=0)
+    p.add_argument("--http-port", type=int, default=0)
+    p.add_argument("--ready-file", required=True)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s tmaster %(name)s: %(message)s")
+    asyncio.run(serve(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Headwater's exceptions: one root, and the tree below it.
+
+    HeadwaterError
+     +-- InvalidTopologyError      the topology cannot run as written (raised before
+     |                             any process starts); lists every problem found
+     +-- TopologyLoadError         a topology file could not be loaded
+     +-- SerializationError        an emitted value the wire codec cannot encode
+     +-- EmitError                 an emit that names an unknown stream or task
+     +-- ClusterError              a local cluster failed to start or stop
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class HeadwaterError(Exception):
+    """Root of every error Headwater raises on purpose."""
+
+
+class InvalidTopologyError(HeadwaterError):
+    """The topology cannot run; ``problems`` holds one message per defect."""
+
+    def __init__(self, topology: str, problems: Sequence[str]) -> None:
+        self.topology = topology
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"topology {topology!r} is invalid:\n{lines}")
+
+
+class TopologyLoadError(HeadwaterError):
+    """A topology file could not be loaded or does not define exactly one topology."""
+
+
+class SerializationError(HeadwaterError):
+    """A value handed to ``emit`` cannot be encoded by the wire codec."""
+
+
+class EmitError(HeadwaterError):
+    """An ``emit`` named a stream the component does not declare, or a bad direct task."""
+
+
+class ClusterError(HeadwaterError):
+    """A local cluster could not be started, or one of its processes failed to come up."""

@@ -1,0 +1,105 @@
+"""Load a topology file, whatever API style it uses.
+
+A file may define one native ``headwater.Topology`` value, one heronpy-style
+``Topology`` subclass, or build one with heronpy's ``TopologyBuilder`` and
+call ``build_and_submit()`` under ``__main__``. The file runs as ``__main__``
+in every process that needs the components (launcher, containers,
+instances), exactly as Heron runs a Python topology's module on each
+container, so it must build the same topology every time.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ._exceptions import TopologyLoadError
+from .api import Topology
+
+_captured: list[Topology] | None = None
+
+
+def submit(topology: Topology) -> None:
+    """Called by ``build_and_submit()``: hand the topology to the loader running this file."""
+    if _captured is None:
+        raise TopologyLoadError(
+            f"topology {topology.name!r} was submitted outside Headwater's loader: "
+            "run this file with `headwater run FILE`"
+        )
+    _captured.append(topology)
+
+
+@contextmanager
+def _capturing() -> Iterator[list[Topology]]:
+    global _captured
+    previous, _captured = _captured, []
+    try:
+        yield _captured
+    finally:
+        _captured = previous
+
+
+def load_topology(path: str | os.PathLike[str], name: str | None = None) -> Topology:
+    """Run ``path`` and return the one topology it defines (or the one called ``name``)."""
+    file = Path(path).resolve()
+    if not file.is_file():
+        raise TopologyLoadError(f"no topology file at {str(path)!r}: check the path")
+    old_argv, old_path = sys.argv[:], sys.path[:]
+    sys.argv = [str(file)]
+    sys.path.insert(0, str(file.parent))
+    try:
+        with _capturing() as captured:
+            try:
+                namespace = runpy.run_path(str(file), run_name="__main__")
+            except SystemExit as exc:
+                if exc.code not in (None, 0):
+                    raise TopologyLoadError(f"{file} exited with {exc.code!r} while loading") from exc
+                namespace = {}
+            except Exception as exc:
+                raise TopologyLoadError(
+                    f"{file} raised {type(exc).__name__} while loading: {exc}"
+                ) from exc
+            found = list(captured) + _found_in(namespace)
+    finally:
+        sys.argv = old_argv
+        # keep the file's folder importable: its components may import siblings lazily
+        sys.path[:] = old_path if str(file.parent) in old_path else [str(file.parent), *old_path]
+    unique: dict[str, Topology] = {}
+    for topo in found:
+        unique.setdefault(topo.name, topo)
+    if name is not None:
+        if name not in unique:
+            raise TopologyLoadError(
+                f"{file} defines no topology named {name!r} (found: {sorted(unique) or 'none'})"
+            )
+        return unique[name]
+    if not unique:
+        raise TopologyLoadError(
+            f"{file} defines no topology: define a headwater.Topology value, a heronpy "
+            "Topology subclass, or call TopologyBuilder.build_and_submit() under __main__"
+        )
+    if len(unique) > 1:
+        raise TopologyLoadError(
+            f"{file} defines {len(unique)} topologies ({', '.join(sorted(unique))}): "
+            "keep one per file or choose one with --topology NAME"
+        )
+    return next(iter(unique.values()))
+
+
+def _found_in(namespace: dict[str, Any]) -> list[Topology]:
+    out: list[Topology] = []
+    for value in namespace.values():
+        if isinstance(value, Topology):
+            out.append(value)
+        elif isinstance(value, type) and value.__module__ == "__main__":
+            convert = getattr(value, "__headwater_topology__", None)
+            if callable(convert):
+                topo = convert()
+                if topo is not None:
+                    out.append(topo)
+    return out

@@ -1,0 +1,136 @@
+"""The component contract: what the runtime calls on spouts and bolts, and when.
+
+Lifecycle, per instance process (one task of one component):
+
+1. The runtime constructs the component with no arguments (the class, or
+   the factory given to ``Topology.add_*``).
+2. ``open(ctx)`` once, on the executor thread, before any other call.
+3. Spouts: ``next_tuple()`` repeatedly while the spout is active, below its
+   max-pending limit and not throttled by backpressure. It should emit a few
+   tuples (or none) and return quickly; it must not block for long, because
+   acks, fails and ticks are delivered between calls on the same thread.
+   ``on_ack(tup_id)``/``on_fail(tup_id)`` report the fate of tuples emitted
+   with a ``tup_id`` under at-least-once.
+4. Bolts: ``process(tup)`` for every input tuple, ``on_tick(tup)`` every
+   tick interval when ``topology.tick.tuple.freq.secs`` is set.
+5. ``close()`` on orderly shutdown (not after a crash).
+
+All calls happen on one thread (the executor); components need no locks.
+An exception escaping any call is logged with its traceback, counted, and
+the instance process restarts (its in-flight tuples are replayed under
+at-least-once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol
+
+from typing import TYPE_CHECKING
+
+from ._stream import DEFAULT_STREAM, Stream
+from ._tuple import Tuple
+
+if TYPE_CHECKING:
+    from ._topology import Topology
+
+
+class Context(Protocol):
+    """What a running component sees of the runtime. Use only on the executor thread."""
+
+    @property
+    def task_id(self) -> int: ...
+    @property
+    def component(self) -> str: ...
+    @property
+    def component_index(self) -> int: ...
+    @property
+    def topology_name(self) -> str: ...
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def log(self) -> logging.Logger: ...
+
+    def component_tasks(self, component: str) -> list[int]:
+        """Sorted task ids of ``component``."""
+        ...
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str = DEFAULT_STREAM,
+        *,
+        tup_id: Any = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        """Send ``values`` downstream; may block while the output buffer is full."""
+        ...
+
+    def ack(self, tup: Tuple) -> None: ...
+    def fail(self, tup: Tuple) -> None: ...
+
+    def incr(self, counter: str, by: int = 1) -> None:
+        """Add to a user counter, reported per task as metric ``user:<counter>``."""
+        ...
+
+
+class Spout:
+    """A source. Subclass it and implement :meth:`next_tuple`.
+
+    >>> class Numbers(Spout):
+    ...     outputs = (Stream(("n",)),)
+    ...     def open(self, ctx):
+    ...         self.ctx, self.n = ctx, 0
+    ...     def next_tuple(self):
+    ...         self.n += 1
+    ...         self.ctx.emit([self.n])
+    """
+
+    outputs: ClassVar[Sequence[Stream | str]] = ()
+
+    def open(self, ctx: Context) -> None:
+        """Called once before anything else."""
+
+    def next_tuple(self) -> None:
+        raise NotImplementedError(f"{type(self).__qualname__} must implement next_tuple()")
+
+    def on_ack(self, tup_id: Any) -> None:
+        """The tuple tree rooted at ``tup_id`` was fully processed."""
+
+    def on_fail(self, tup_id: Any) -> None:
+        """The tuple tree rooted at ``tup_id`` failed or timed out; replay it if you can."""
+
+    def activate(self) -> None:
+        """The topology was activated; ``next_tuple`` calls resume."""
+
+    def deactivate(self) -> None:
+        """The topology was deactivated; ``next_tuple`` calls pause."""
+
+    def close(self) -> None:
+        """Orderly shutdown."""
+
+
+class Bolt:
+    """An operator or sink. Subclass it and implement :meth:`process`."""
+
+    outputs: ClassVar[Sequence[Stream | str]] = ()
+
+    def open(self, ctx: Context) -> None:
+        """Called once before anything else."""
+
+    def process(self, tup: Tuple) -> None:
+        raise NotImplementedError(f"{type(self).__qualname__} must implement process()")
+
+    def on_tick(self, tup: Tuple) -> None:
+        """Called every ``topology.tick.tuple.freq.secs`` seconds when configured."""
+
+    def close(self) -> None:
+        """Orderly shutdown."""
+
+
+Component = Spout | Bolt

@@ -1,0 +1,165 @@
+"""The logical plan: a topology as immutable data.
+
+``Topology`` is a frozen value; ``add_spout``/``add_bolt`` return a new one.
+Execution is separate (see ``headwater.cloud.local``).
+
+>>> from headwater import Topology, Spout, Bolt, fields
+>>> class Words(Spout):
+...     outputs = ("word",)
+...     def next_tuple(self): ...
+>>> class Count(Bolt):
+...     def process(self, tup): ...
+>>> t = (Topology("wc")
+...      .add_spout("words", Words, parallelism=2)
+...      .add_bolt("count", Count, inputs={"words": fields("word")}))
+>>> [c.name for c in t.components]
+['words', 'count']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal
+
+from ._component import Bolt, Spout
+from ._stream import DEFAULT_STREAM, Grouping, Input, Stream, as_streams
+
+Factory = Callable[[], Spout | Bolt]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a component may run: ``cloud`` (default) or edge agents matching ``selector``."""
+
+    where: Literal["cloud", "edge"] = "cloud"
+    selector: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ComponentSpec:
+    """One node of the logical plan."""
+
+    name: str
+    kind: Literal["spout", "bolt"]
+    factory: Factory = field(compare=False)
+    parallelism: int = 1
+    inputs: tuple[Input, ...] = ()
+    outputs: tuple[Stream, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+    placement: Placement = field(default_factory=Placement)
+
+    def stream(self, name: str) -> Stream | None:
+        for s in self.outputs:
+            if s.name == name:
+                return s
+        return None
+
+
+InputsArg = Mapping[str, Grouping] | Mapping[tuple[str, str], Grouping] | Sequence[Input]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A named DAG of components with its configuration."""
+
+    name: str
+    components: tuple[ComponentSpec, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+
+    def component(self, name: str) -> ComponentSpec:
+        for c in self.components:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def add(self, spec: ComponentSpec) -> Topology:
+        """Return a copy with ``spec`` appended; a duplicate name is rejected with a hint."""
+        if any(c.name == spec.name for c in self.components):
+            from .._exceptions import InvalidTopologyError
+
+            raise InvalidTopologyError(
+                self.name,
+                [
+                    f"component {spec.name!r} is defined twice: do you have two components "
+                    "with the same name? Give each a unique name."
+                ],
+            )
+        return replace(self, components=(*self.components, spec))
+
+    def add_spout(
+        self,
+        name: str,
+        spout: Factory,
+        *,
+        parallelism: int = 1,
+        outputs: Sequence[Stream | str] | None = None,
+        config: Mapping[str, Any] | None = None,
+        placement: Placement | None = None,
+    ) -> Topology:
+        return self.add(
+            ComponentSpec(
+                name,
+                "spout",
+                spout,
+                parallelism,
+                (),
+                _outputs(spout, outputs),
+                dict(config or {}),
+                placement or Placement(),
+            )
+        )
+
+    def add_bolt(
+        self,
+        name: str,
+        bolt: Factory,
+        *,
+        inputs: InputsArg,
+        parallelism: int = 1,
+        outputs: Sequence[Stream | str] | None = None,
+        config: Mapping[str, Any] | None = None,
+        placement: Placement | None = None,
+    ) -> Topology:
+        return self.add(
+            ComponentSpec(
+                name,
+                "bolt",
+                bolt,
+                parallelism,
+                _inputs(inputs),
+                _outputs(bolt, outputs),
+                dict(config or {}),
+                placement or Placement(),
+            )
+        )
+
+    def with_config(self, **updates: Any) -> Topology:
+        """Return a copy whose config has ``updates`` merged in (keys with dots: pass a dict)."""
+        return replace(self, config={**self.config, **updates})
+
+    def merged_config(self, component: str) -> dict[str, Any]:
+        """Topology config overlaid by the component's own."""
+        return {**self.config, **self.component(component).config}
+
+
+def _outputs(factory: Factory, outputs: Sequence[Stream | str] | None) -> tuple[Stream, ...]:
+    if outputs is None:
+        outputs = getattr(factory, "outputs", ())
+    return as_streams(list(outputs or ()))
+
+
+def _inputs(inputs: InputsArg) -> tuple[Input, ...]:
+    if isinstance(inputs, Mapping):
+        out = []
+        for key, grouping in inputs.items():
+            if isinstance(key, tuple):
+                out.append(Input(key[0], key[1], grouping))
+            else:
+                out.append(Input(key, DEFAULT_STREAM, grouping))
+        return tuple(out)
+    return tuple(inputs)

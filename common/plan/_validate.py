@@ -1,0 +1,148 @@
+"""Validation of the logical plan: every defect found, each naming its component and the fix."""
+
+from __future__ import annotations
+
+from .._exceptions import InvalidTopologyError
+from ..api import RuntimeConfig, Topology
+from ..api._stream import CustomGrouping
+from ..wire import SUPPORTED_TYPES, is_supported_type
+
+_GROUPINGS = {"shuffle", "fields", "all", "global", "none", "direct", "custom"}
+
+
+def validate(topology: Topology) -> None:
+    """Raise InvalidTopologyError listing every problem; return quietly when it can run."""
+    problems: list[str] = []
+    names = [c.name for c in topology.components]
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            problems.append(
+                f"component {name!r} is defined twice: do you have two components with the "
+                "same name? Give each a unique name."
+            )
+        seen.add(name)
+    if not topology.components:
+        problems.append("the topology has no components: add at least one spout")
+    elif not any(c.kind == "spout" for c in topology.components):
+        problems.append("the topology has no spout: every DAG needs a source")
+    by_name = {c.name: c for c in topology.components}
+    for comp in topology.components:
+        where = f"{comp.kind} {comp.name!r}"
+        if not comp.name or comp.name.startswith("__"):
+            problems.append(f"{where}: names must be non-empty and must not start with '__'")
+        if comp.parallelism < 1:
+            problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
+        try:
+            RuntimeConfig.from_mapping(topology.merged_config(comp.name))
+        except ValueError as exc:
+            problems.append(f"{where}: bad config: {exc}")
+        if comp.kind == "spout" and comp.inputs:
+            problems.append(f"{where} has inputs; spouts are sources: make it a bolt")
+        if comp.kind == "bolt" and not comp.inputs:
+            problems.append(f"{where} has no inputs: subscribe it to a stream or remove it")
+        stream_names = [s.name for s in comp.outputs]
+        for dup in {n for n in stream_names if stream_names.count(n) > 1}:
+            problems.append(f"{where} declares stream {dup!r} twice")
+        for stream in comp.outputs:
+            if len(set(stream.fields)) != len(stream.fields):
+                problems.append(f"{where}: stream {stream.name!r} repeats a field name")
+            for fname, tp in zip(stream.fields, stream.schema or (), strict=False):
+                if not is_supported_type(tp):
+                    ok = ", ".join(t.__name__ for t in SUPPORTED_TYPES)
+                    problems.append(
+                        f"{where}: field {fname!r} of stream {stream.name!r} has type "
+                        f"{getattr(tp, '__qualname__', tp)!r}, which cannot be serialised; "
+                        f"emit one of {ok} (convert the value, e.g. to a dict or bytes)"
+                    )
+            if stream.schema is not None and len(stream.schema) != len(stream.fields):
+                problems.append(
+                    f"{where}: stream {stream.name!r} has {len(stream.fields)} fields but "
+                    f"{len(stream.schema)} schema types"
+                )
+        for inp in comp.inputs:
+            src = by_name.get(inp.component)
+            if src is None:
+                hint = _closest(inp.component, names)
+                problems.append(
+                    f"{where} subscribes to unknown component {inp.component!r}"
+                    + (f": did you mean {hint!r}?" if hint else ": add it or fix the name")
+                )
+                continue
+            stream = src.stream(inp.stream)
+            if stream is None:
+                declared = ", ".join(repr(s.name) for s in src.outputs) or "none"
+                problems.append(
+                    f"{where} subscribes to stream {inp.stream!r} of {inp.component!r}, which "
+                    f"declares no such stream (it declares: {declared}); declare it in "
+                    f"{inp.component!r}'s outputs"
+                )
+                continue
+            g = inp.grouping
+            if g.kind not in _GROUPINGS:
+                problems.append(f"{where}: unknown grouping {g.kind!r}")
+            missing = [f for f in g.fields if f not in stream.fields]
+            if g.kind == "fields" and not g.fields:
+                problems.append(f"{where}: fields grouping on {inp.component!r} names no field")
+            if missing:
+                problems.append(
+                    f"{where} groups {inp.component!r}.{inp.stream} by undeclared field(s) "
+                    f"{', '.join(map(repr, missing))}; the stream declares "
+                    f"{', '.join(map(repr, stream.fields)) or 'no fields'}"
+                )
+            if g.kind == "direct" and not stream.direct:
+                problems.append(
+                    f"{where} uses direct grouping on {inp.component!r}.{inp.stream}, which is "
+                    "not declared direct: declare Stream(..., direct=True)"
+                )
+            if g.kind == "custom" and not isinstance(g.custom, CustomGrouping):
+                problems.append(
+                    f"{where}: custom grouping on {inp.component!r} must provide "
+                    "prepare(context, component, stream, target_tasks) and choose_tasks(values)"
+                )
+    cycle = _find_cycle(topology)
+    if cycle:
+        problems.append(
+            "cycle: " + " -> ".join(repr(c) for c in cycle) + "; a topology must be a DAG: "
+            f"remove the input of {cycle[0]!r} from {cycle[-2]!r}"
+        )
+    if problems:
+        raise InvalidTopologyError(topology.name, problems)
+
+
+def _find_cycle(topology: Topology) -> list[str] | None:
+    children: dict[str, list[str]] = {c.name: [] for c in topology.components}
+    for c in topology.components:
+        for inp in c.inputs:
+            if inp.component in children:
+                children[inp.component].append(c.name)
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for child in children[node]:
+            if state.get(child) == 1:
+                return [*path[path.index(child) :], child]
+            if child not in state:
+                found = visit(child)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for name in children:
+        if name not in state:
+            found = visit(name)
+            if found:
+                return found
+    return None
+
+
+def _closest(name: str, candidates: list[str]) -> str | None:
+    import difflib
+
+    match = difflib.get_close_matches(name, candidates, n=1)
+    return match[0] if match else None

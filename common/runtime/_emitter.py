@@ -1,0 +1,200 @@
+"""Batching of outgoing tuples and acks in an instance.
+
+Tuples are buffered per (destination task, stream, rooted) and leave as one
+frame when a buffer reaches the batch size, when its oldest tuple has waited
+the linger time, or when the executor goes idle. Values are encoded once per
+batch; a value the codec rejects is dropped alone, logged and counted, and
+the rest of its batch goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._exceptions import SerializationError
+from ..api import Tuple
+from ..wire import Kind, encode, encode_frame
+from ..wire._frame import STMGR
+from ._routing import Router
+
+Sink = Callable[[bytes], None]
+_getrandbits = random.getrandbits
+
+
+class _Buffer:
+    __slots__ = ("entries", "since")
+
+    def __init__(self, now: float) -> None:
+        self.entries: list[Any] = []
+        self.since = now
+
+
+class Emitter:
+    """Routes, batches and encodes what one instance emits. Executor thread only."""
+
+    def __init__(
+        self,
+        router: Router,
+        task: int,
+        component: str,
+        sink: Sink,
+        batch_size: int,
+        linger_s: float,
+        log: logging.Logger,
+    ) -> None:
+        self.router = router
+        self.task = task
+        self.component = component
+        self.sink = sink
+        self.batch_size = batch_size
+        self.linger_s = linger_s
+        self.log = log
+        self._buffers: dict[tuple[int, str, bool], _Buffer] = {}
+        self._acks: dict[int, list[int]] = {}
+        self._fails: dict[int, list[int]] = {}
+        self._roots: list[int] = []  # spout: flat [root, xor_of_edges, ...]
+        self.emitted = 0
+        self.serialization_errors = 0
+        self._stream_bytes = {name: name.encode() for name in router.streams}
+
+    # -- data -----------------------------------------------------------------
+    def emit(
+        self,
+        values: list[Any],
+        stream: str,
+        roots: Sequence[tuple[int, int]] | None,
+        anchors: Sequence[Tuple] | None,
+        direct_task: int | None,
+    ) -> list[int]:
+        """Route one tuple. ``roots``: (spout task, root id) pairs when the tuple is tracked.
+
+        Returns the destination tasks. For a tracked tuple, each destination gets
+        a fresh edge id, XORed into every anchor (bolts) or into the spout's root
+        entry (spouts).
+        """
+        dests: list[int] = []
+        for select in self.router.selectors(stream):
+            dests.extend(select(values, direct_task))
+        if not dests:
+            return dests
+        now = time.monotonic()
+        buffers = self._buffers
+        if roots is None:
+            for dest in dests:
+                key = (dest, stream, False)
+                buf = buffers.get(key)
+                if buf is None:
+                    buf = buffers[key] = _Buffer(now)
+                buf.entries.append(values)
+                if len(buf.entries) >= self.batch_size:
+                    self._flush(key, buf)
+        else:
+            for dest in dests:
+                edge = _getrandbits(63) or 1
+                flat: list[int] = []
+                for rtask, rid in roots:
+                    flat += (rtask, rid, edge)
+                if anchors is not None:
+                    for a in anchors:
+                        a._ack_val ^= edge
+                else:
+                    for _, rid in roots:
+                        self._roots += (rid, edge)
+                key = (dest, stream, True)
+                buf = buffers.get(key)
+                if buf is None:
+                    buf = buffers[key] = _Buffer(now)
+                buf.entries.append((values, flat))
+                if len(buf.entries) >= self.batch_size:
+                    self._flush(key, buf)
+        self.emitted += 1
+        return dests
+
+    def ack(self, tup: Tuple) -> None:
+        roots = tup.roots
+        if roots:
+            val = tup._ack_val
+            for i in range(0, len(roots), 3):
+                self._acks.setdefault(roots[i], []).extend((roots[i + 1], roots[i + 2] ^ val))
+
+    def fail(self, tup: Tuple) -> None:
+        roots = tup.roots
+        if roots:
+            for i in range(0, len(roots), 3):
+                self._fails.setdefault(roots[i], []).append(roots[i + 1])
+
+    # -- flushing -------------------------------------------------------------
+    def flush_due(self, now: float) -> None:
+        deadline = now - self.linger_s
+        for key, buf in list(self._buffers.items()):
+            if buf.since <= deadline:
+                self._flush(key, buf)
+        if self._acks or self._fails or self._roots:
+            self._flush_control()
+
+    def flush_all(self) -> None:
+        # roots before data: the tracker must know a root before any ack for it
+        self._flush_roots()
+        for key, buf in list(self._buffers.items()):
+            self._flush(key, buf)
+        self._flush_control()
+
+    @property
+    def buffered(self) -> int:
+        return sum(len(b.entries) for b in self._buffers.values())
+
+    def _flush_roots(self) -> None:
+        if self._roots:
+            roots, self._roots = self._roots, []
+            self.sink(encode_frame(Kind.ROOTS, STMGR, self.task, len(roots) // 2, b"", encode(roots)))
+
+    def _flush_control(self) -> None:
+        self._flush_roots()
+        if self._acks:
+            acks, self._acks = self._acks, {}
+            for dest, flat in acks.items():
+                self.sink(encode_frame(Kind.ACK, dest, self.task, len(flat) // 2, b"", encode(flat)))
+        if self._fails:
+            fails, self._fails = self._fails, {}
+            for dest, flat in fails.items():
+                self.sink(encode_frame(Kind.FAIL, dest, self.task, len(flat), b"", encode(flat)))
+
+    def _flush(self, key: tuple[int, str, bool], buf: _Buffer) -> None:
+        del self._buffers[key]
+        entries = buf.entries
+        if not entries:
+            return
+        self._flush_roots()
+        dest, stream, rooted = key
+        try:
+            payload = encode(entries)
+        except SerializationError:
+            entries, payload = self._encode_valid(entries, stream, rooted)
+            if not entries:
+                return
+        kind = Kind.DATA_ROOTED if rooted else Kind.DATA
+        self.sink(encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload))
+
+    def _encode_valid(self, entries: list[Any], stream: str, rooted: bool) -> tuple[list[Any], bytes]:
+        good = []
+        for entry in entries:
+            try:
+                encode(entry)
+            except SerializationError as exc:
+                self.serialization_errors += 1
+                if self.serialization_errors <= 3:
+                    self.log.error(
+                        "%s task %d dropped a tuple on stream %r: %s",
+                        self.component, self.task, stream, exc,
+                    )
+                if rooted:  # fail its tree now instead of waiting for the timeout
+                    flat = entry[1]
+                    for i in range(0, len(flat), 3):
+                        self._fails.setdefault(flat[i], []).append(flat[i + 1])
+            else:
+                good.append(entry)
+        return good, encode(good) if good else b""

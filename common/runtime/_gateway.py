@@ -1,0 +1,129 @@
+"""An instance's gateway thread: socket I/O with the container's stmgr.
+
+One thread multiplexes reads and writes on the Unix socket with a selector,
+as Heron's Python instance does with asyncore. Reading stops while the
+data-in queue is above its high water mark (so the stmgr's buffer to this
+instance fills and the stmgr starts backpressure) and resumes below the low
+mark. The executor wakes the gateway through a socketpair when it queues
+output or drains input.
+"""
+
+from __future__ import annotations
+
+import logging
+import selectors
+import socket
+import threading
+from collections import deque
+
+from ..wire import FrameReader
+from ..wire._frame import length_prefix
+from ._queues import ByteQueue
+
+log = logging.getLogger(__name__)
+_WRITE_CHUNK = 1 << 20
+
+
+class Gateway(threading.Thread):
+    def __init__(
+        self,
+        sock: socket.socket,
+        inbox: ByteQueue,
+        outbox: ByteQueue,
+        metrics_out: deque[bytes],
+    ) -> None:
+        super().__init__(name="hw-gateway", daemon=True)
+        self.sock = sock
+        self.inbox = inbox
+        self.outbox = outbox
+        self.metrics_out = metrics_out
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._halt = threading.Event()
+        self.eof = threading.Event()
+        self._pending = bytearray()
+
+    def wake(self) -> None:
+        """Threadsafe: make the gateway look at its queues now."""
+        try:
+            self._wake_w.send(b"\0")
+        except (BlockingIOError, OSError):
+            pass  # a wake-up is already pending, or we are shutting down
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.wake()
+
+    def run(self) -> None:
+        sock = self.sock
+        sock.setblocking(False)
+        sel = selectors.DefaultSelector()
+        sel.register(self._wake_r, selectors.EVENT_READ)
+        sel.register(sock, selectors.EVENT_READ)
+        reader = FrameReader()
+        reading = True
+        interest = selectors.EVENT_READ
+        try:
+            while True:
+                self._fill()
+                if self._halt.is_set() and not self._pending:
+                    break
+                want = (selectors.EVENT_READ if reading else 0) | (
+                    selectors.EVENT_WRITE if self._pending else 0
+                )
+                if want != interest:
+                    if interest:
+                        sel.unregister(sock)
+                    if want:
+                        sel.register(sock, want)
+                    interest = want
+                for key, mask in sel.select(timeout=0.5):
+                    if key.fileobj is self._wake_r:
+                        try:
+                            while self._wake_r.recv(4096):
+                                pass
+                        except BlockingIOError:
+                            pass
+                        continue
+                    if mask & selectors.EVENT_READ:
+                        try:
+                            data = sock.recv(1 << 20)
+                        except BlockingIOError:
+                            data = None
+                        if data == b"":
+                            self.eof.set()
+                            self.inbox.close()
+                            return
+                        if data:
+                            for frame in reader.feed(data):
+                                self.inbox.put(frame, block=False)
+                    if mask & selectors.EVENT_WRITE and self._pending:
+                        try:
+                            sent = sock.send(self._pending)
+                        except BlockingIOError:
+                            sent = 0
+                        del self._pending[:sent]
+                # hysteresis: stop reading above the high mark, resume below the low mark
+                if reading and self.inbox.nbytes >= self.inbox.high:
+                    reading = False
+                elif not reading and self.inbox.nbytes <= self.inbox.low:
+                    reading = True
+        except OSError as exc:
+            log.debug("gateway socket closed: %s", exc)
+            self.eof.set()
+            self.inbox.close()
+        finally:
+            sel.close()
+
+    def _fill(self) -> None:
+        if len(self._pending) >= _WRITE_CHUNK:
+            return
+        pending = self._pending
+        while self.metrics_out:
+            frame = self.metrics_out.popleft()
+            pending += length_prefix(frame)
+            pending += frame
+        for frame in self.outbox.drain(_WRITE_CHUNK):
+            pending += length_prefix(frame)
+            pending += frame

@@ -1,0 +1,431 @@
+"""An instance process: one task of one component, as in Heron's two-thread instance.
+
+The main thread is the executor: it runs user code, routes and batches what
+it emits, and reports metrics. The gateway thread moves frames between the
+executor's bounded queues and the stmgr's Unix socket. An exception in user
+code is logged with its traceback, reported to the stmgr, and ends the
+process with status 1; the container restarts it.
+
+Run as ``python -m headwater.common.runtime.instance --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._loader import load_topology
+from ..api import (
+    DEFAULT_STREAM,
+    TICK_COMPONENT,
+    TICK_STREAM,
+    Bolt,
+    RuntimeConfig,
+    Spout,
+    Topology,
+    Tuple,
+)
+from ..plan import task_ids
+from ..wire import Kind, decode, encode, encode_frame, parse_frame
+from ..wire._frame import STMGR
+from ._emitter import Emitter
+from ._gateway import Gateway
+from ._queues import ByteQueue
+from ._routing import Router
+
+log = logging.getLogger("headwater.instance")
+METRICS_INTERVAL_S = 1.0
+
+
+class InstanceContext:
+    """The runtime as a component sees it (implements ``headwater.Context``)."""
+
+    def __init__(self, instance: Instance) -> None:
+        self._i = instance
+
+    @property
+    def task_id(self) -> int:
+        return self._i.task
+
+    @property
+    def component(self) -> str:
+        return self._i.component
+
+    @property
+    def component_index(self) -> int:
+        return self._i.index
+
+    @property
+    def topology_name(self) -> str:
+        return self._i.topology.name
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        return self._i.conf
+
+    @property
+    def topology(self) -> Topology:
+        return self._i.topology
+
+    @property
+    def log(self) -> logging.Logger:
+        return self._i.user_log
+
+    def component_tasks(self, component: str) -> list[int]:
+        return list(self._i.ids.get(component, []))
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str = DEFAULT_STREAM,
+        *,
+        tup_id: Any = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        return self._i.emit(values, stream, tup_id, anchors, direct_task, need_task_ids)
+
+    def ack(self, tup: Tuple) -> None:
+        self._i.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self._i.fail(tup)
+
+    def incr(self, counter: str, by: int = 1) -> None:
+        c = self._i.user_counters
+        c[counter] = c.get(counter, 0) + by
+
+
+class Instance:
+    def __init__(self, topology: Topology, task: int, sock: socket.socket) -> None:
+        self.topology = topology
+        self.task = task
+        self.ids = task_ids(topology)
+        self.component = next(c for c, ts in self.ids.items() if task in ts)
+        self.index = self.ids[self.component].index(task)
+        self.spec = topology.component(self.component)
+        self.conf = topology.merged_config(self.component)
+        self.rc = RuntimeConfig.from_mapping(self.conf)
+        self.user_log = logging.getLogger(f"headwater.user.{self.component}")
+        self.inbox = ByteQueue(self.rc.instance_high_water, self.rc.instance_low_water)
+        self.outbox = ByteQueue(self.rc.instance_high_water, self.rc.instance_low_water)
+        self.metrics_out: deque[bytes] = deque(maxlen=16)
+        self.gateway = Gateway(sock, self.inbox, self.outbox, self.metrics_out)
+        self.ctx = InstanceContext(self)
+        self.component_obj: Spout | Bolt = self.spec.factory()
+        self.router = Router(topology, self.component, self.ctx, seed=task * 7919 + os.getpid())
+        self.emitter = Emitter(
+            self.router,
+            task,
+            self.component,
+            self._send,
+            self.rc.batch_size,
+            self.rc.batch_linger_ms / 1000.0,
+            log,
+        )
+        self.stopping = False
+        self.active = False
+        # spout bookkeeping
+        self._next_root = (task << 40) | (int(time.time()) & 0xFFFFFF) << 16
+        self.pending: dict[int, Any] = {}
+        self._immediate_acks: list[Any] = []
+        # counters
+        self.executed = 0
+        self.acked = 0
+        self.failed = 0
+        self.exec_ns = 0
+        self.exec_count = 0
+        self.stream_emits: dict[str, int] = {}
+        self.user_counters: dict[str, int] = {}
+
+    # -- output ---------------------------------------------------------------
+    def _send(self, frame: bytes) -> None:
+        self.outbox.put(frame)
+        self.gateway.wake()
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str,
+        tup_id: Any,
+        anchors: Sequence[Tuple] | None,
+        direct_task: int | None,
+        need_task_ids: bool,
+    ) -> list[int] | None:
+        vals = values if type(values) is list else list(values)
+        roots: list[tuple[int, int]] | None = None
+        if self.rc.acking:
+            if anchors is not None:
+                rooted = [a for a in anchors if a.roots]
+                if rooted:
+                    seen: dict[tuple[int, int], None] = {}
+                    for a in rooted:
+                        r = a.roots
+                        assert r is not None
+                        for i in range(0, len(r), 3):
+                            seen[(r[i], r[i + 1])] = None
+                    roots = list(seen)
+                    anchors = rooted
+                else:
+                    anchors = None
+            elif tup_id is not None and isinstance(self.component_obj, Spout):
+                self._next_root += 1
+                root = self._next_root
+                self.pending[root] = tup_id
+                roots = [(self.task, root)]
+        else:
+            anchors = None
+            if tup_id is not None and isinstance(self.component_obj, Spout):
+                self._immediate_acks.append(tup_id)
+        dests = self.emitter.emit(vals, stream, roots, anchors if roots else None, direct_task)
+        if roots is not None and not dests and anchors is None:
+            # a tracked tuple nobody subscribes to is complete at once
+            del self.pending[roots[0][1]]
+            self._immediate_acks.append(tup_id)
+        self.stream_emits[stream] = self.stream_emits.get(stream, 0) + 1
+        return dests if need_task_ids else None
+
+    def ack(self, tup: Tuple) -> None:
+        self.acked += 1
+        if self.rc.acking:
+            self.emitter.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self.failed += 1
+        if self.rc.acking:
+            self.emitter.fail(tup)
+
+    # -- main loop ------------------------------------------------------------
+    def run(self) -> None:
+        self.gateway.start()
+        self._send(encode_frame(Kind.CONTROL, STMGR, self.task, 0, b"",
+                                encode({"type": "hello", "task": self.task, "pid": os.getpid()})))
+        self.component_obj.open(self.ctx)
+        try:
+            if isinstance(self.component_obj, Spout):
+                self._run_spout(self.component_obj)
+            else:
+                self._run_bolt(self.component_obj)
+        finally:
+            self.emitter.flush_all()
+            self._report_metrics()
+        self.component_obj.close()
+
+    def _run_spout(self, spout: Spout) -> None:
+        rc = self.rc
+        idle = 0.0
+        next_metrics = time.monotonic() + METRICS_INTERVAL_S
+        while not self.stopping:
+            self._drain_inbox(spout)
+            if self._immediate_acks:
+                acks, self._immediate_acks = self._immediate_acks, []
+                for tup_id in reversed(acks):
+                    self.acked += 1
+                    spout.on_ack(tup_id)
+            can_emit = self.active and (
+                not rc.acking or rc.max_spout_pending is None or len(self.pending) < rc.max_spout_pending
+            )
+            emitted = False
+            if can_emit:
+                before = self.emitter.emitted
+                spout.next_tuple()
+                emitted = self.emitter.emitted != before
+            now = time.monotonic()
+            if emitted:
+                idle = 0.0
+                self.emitter.flush_due(now)
+            else:
+                self.emitter.flush_all()
+                idle = min(max(idle * 2, 0.0005), 0.05 if can_emit else 0.2)
+                self._wait_inbox(idle)
+            if now >= next_metrics:
+                self._report_metrics()
+                next_metrics = now + METRICS_INTERVAL_S
+
+    def _run_bolt(self, bolt: Bolt) -> None:
+        tick = self.rc.tick_interval_s
+        next_tick = time.monotonic() + tick if tick else float("inf")
+        next_metrics = time.monotonic() + METRICS_INTERVAL_S
+        linger = self.rc.batch_linger_ms / 1000.0
+        while not self.stopping:
+            frame = self.inbox.get(timeout=min(linger if self.emitter.buffered else 0.2, 0.2))
+            if frame is not None:
+                self._handle(frame, bolt)
+                if not len(self.inbox):
+                    self.emitter.flush_all()
+            else:
+                if self.gateway.eof.is_set():
+                    log.info("stmgr went away; task %d exits", self.task)
+                    return
+                self.emitter.flush_all()
+            now = time.monotonic()
+            self.emitter.flush_due(now)
+            if now >= next_tick:
+                assert tick is not None
+                bolt.on_tick(Tuple("__tick", TICK_COMPONENT, TICK_STREAM, 0, [], time.time()))
+                next_tick = now + tick
+            if now >= next_metrics:
+                self._report_metrics()
+                next_metrics = now + METRICS_INTERVAL_S
+
+    def _wait_inbox(self, timeout: float) -> None:
+        frame = self.inbox.get(timeout=timeout)
+        if frame is not None:
+            self._handle(frame, self.component_obj)
+
+    def _drain_inbox(self, comp: Spout | Bolt) -> None:
+        while True:
+            frame = self.inbox.get(timeout=0)
+            if frame is None:
+                if self.gateway.eof.is_set():
+                    self.stopping = True
+                return
+            self._handle(frame, comp)
+
+    def _handle(self, raw: bytes, comp: Spout | Bolt) -> None:
+        f = parse_frame(raw)
+        kind = f.kind
+        if kind == Kind.DATA or kind == Kind.DATA_ROOTED:
+            assert isinstance(comp, Bolt)
+            entries = decode(f.payload)
+            src = f.src
+            component = self._component_of(src)
+            stream = f.stream
+            now = time.time()
+            process = comp.process
+            t0 = time.perf_counter_ns()
+            if kind == Kind.DATA:
+                for values in entries:
+                    process(Tuple(None, component, stream, src, values, now))
+            else:
+                for values, roots in entries:
+                    process(Tuple(None, component, stream, src, values, now, roots))
+            self.exec_ns += time.perf_counter_ns() - t0
+            self.exec_count += len(entries)
+            self.executed += len(entries)
+        elif kind == Kind.ACKED or kind == Kind.FAILED:
+            assert isinstance(comp, Spout)
+            for root in decode(f.payload):
+                tup_id = self.pending.pop(root, _MISSING)
+                if tup_id is _MISSING:
+                    continue
+                if kind == Kind.ACKED:
+                    self.acked += 1
+                    comp.on_ack(tup_id)
+                else:
+                    self.failed += 1
+                    comp.on_fail(tup_id)
+        elif kind == Kind.CONTROL:
+            msg = decode(f.payload)
+            kind_ = msg.get("type")
+            if kind_ == "activate" and isinstance(comp, Spout):
+                if not self.active:
+                    self.active = True
+                    comp.activate()
+            elif kind_ == "deactivate" and isinstance(comp, Spout):
+                if self.active:
+                    self.active = False
+                    comp.deactivate()
+            elif kind_ == "stop":
+                self.stopping = True
+
+    def _component_of(self, task: int) -> str:
+        cache = self.__dict__.setdefault("_src_cache", {})
+        name = cache.get(task)
+        if name is None:
+            name = next((c for c, ts in self.ids.items() if task in ts), "?")
+            cache[task] = name
+        return name  # type: ignore[no-any-return]
+
+    def _report_metrics(self) -> None:
+        m = {
+            "type": "metrics",
+            "task": self.task,
+            "emitted": self.emitter.emitted,
+            "executed": self.executed,
+            "acked": self.acked,
+            "failed": self.failed,
+            "pending": len(self.pending),
+            "execute_latency_us": (self.exec_ns / self.exec_count / 1000.0) if self.exec_count else 0.0,
+            "in_queue_bytes": self.inbox.nbytes,
+            "in_queue_frames": len(self.inbox),
+            "out_queue_bytes": self.outbox.nbytes,
+            "out_queue_frames": len(self.outbox),
+            "backpressure_ms": self.outbox.blocked_s * 1000.0,
+            "serialization_errors": self.emitter.serialization_errors,
+            "emitted_by_stream": self.stream_emits,
+            "user": self.user_counters,
+        }
+        self.exec_ns = self.exec_count = 0
+        self.metrics_out.append(encode_frame(Kind.METRICS, STMGR, self.task, 0, b"", encode(m)))
+        self.gateway.wake()
+
+
+_MISSING = object()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="headwater-instance")
+    p.add_argument("--topology-file", required=True)
+    p.add_argument("--topology", default=None)
+    p.add_argument("--task", type=int, required=True)
+    p.add_argument("--socket", required=True)
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
+        format=f"%(asctime)s %(levelname)s task={args.task} %(name)s: %(message)s",
+    )
+    stop = {"flag": False}
+    inst: Instance | None = None
+
+    def on_term(signum: int, frame: object) -> None:
+        stop["flag"] = True
+        if inst is not None:
+            inst.stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(args.socket)
+    try:
+        topology = load_topology(args.topology_file, args.topology)
+        inst = Instance(topology, args.task, sock)
+        if stop["flag"]:
+            return 0
+        inst.run()
+    except Exception as exc:
+        tb = traceback.format_exc()
+        comp = inst.component if inst is not None else "?"
+        log.error("task %d (%s) failed: user code raised\n%s", args.task, comp, tb)
+        report = {"type": "exception", "task": args.task, "component": comp,
+                  "message": f"{type(exc).__name__}: {exc}", "traceback": tb}
+        frame = encode_frame(Kind.CONTROL, STMGR, args.task, 0, b"", encode(report))
+        if inst is not None and inst.gateway.is_alive():
+            inst.metrics_out.append(frame)
+            inst.gateway.stop()
+            inst.gateway.join(2.0)
+        else:
+            from ..wire._frame import length_prefix
+
+            sock.setblocking(True)
+            sock.sendall(length_prefix(frame) + frame)
+        return 1
+    finally:
+        if inst is not None:
+            inst.gateway.stop()
+            inst.gateway.join(2.0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

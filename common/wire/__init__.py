@@ -1,0 +1,26 @@
+"""Wire formats: binary frames for the data plane, the value codec, protobuf stubs."""
+
+from ._codec import SUPPORTED_TYPES, decode, encode, is_supported_type
+from ._frame import (
+    FRAME_HEADER,
+    Kind,
+    FrameReader,
+    encode_frame,
+    frame_dest,
+    frame_kind,
+    parse_frame,
+)
+
+__all__ = [
+    "FRAME_HEADER",
+    "SUPPORTED_TYPES",
+    "FrameReader",
+    "Kind",
+    "decode",
+    "encode",
+    "encode_frame",
+    "frame_dest",
+    "frame_kind",
+    "is_supported_type",
+    "parse_frame",
+]

@@ -1,0 +1,102 @@
+"""Binary data-plane frames (layout documented in proto/headwater/v1/runtime.proto).
+
+A stmgr routes a frame by its header alone (``kind`` and ``dest_task``), so
+relaying never decodes tuples. On local IPC each frame is preceded by its
+length as a little-endian u32; between stmgrs frames ride in a protobuf
+``Frames`` message.
+"""
+
+from __future__ import annotations
+
+import struct
+from enum import IntEnum
+from typing import NamedTuple
+
+FRAME_HEADER = struct.Struct("<BiiIB")
+_KIND_DEST = struct.Struct("<Bi")
+_LEN = struct.Struct("<I")
+STMGR = -1  # dest_task for frames the stmgr consumes itself
+
+
+class Kind(IntEnum):
+    """What a frame carries; the payload is msgpack unless noted."""
+
+    DATA = 1  # list of value lists
+    DATA_ROOTED = 2  # list of [values, roots]; roots = flat [task, root, edge, ...]
+    ACK = 3  # to the spout's stmgr: flat [root, xor, ...]
+    FAIL = 4  # to the spout's stmgr: flat [root, ...]
+    ROOTS = 5  # spout -> own stmgr: flat [root, xor_of_edges, ...]
+    ACKED = 6  # stmgr -> spout: [root, ...] whose trees completed
+    FAILED = 7  # stmgr -> spout: [root, ...] failed or timed out
+    CONTROL = 8  # msgpack dict; see runtime/_control.py
+    METRICS = 9  # instance -> stmgr: msgpack dict
+
+
+class Frame(NamedTuple):
+    kind: int
+    dest: int
+    src: int
+    count: int
+    stream: str
+    payload: memoryview
+
+
+def encode_frame(
+    kind: int, dest: int, src: int, count: int, stream: bytes, payload: bytes
+) -> bytes:
+    """Build one frame (without the IPC length prefix)."""
+    return FRAME_HEADER.pack(kind, dest, src, count, len(stream)) + stream + payload
+
+
+def frame_kind(frame: bytes | memoryview) -> int:
+    return frame[0]
+
+
+def frame_dest(frame: bytes | memoryview) -> int:
+    return _KIND_DEST.unpack_from(frame)[1]  # type: ignore[no-any-return]
+
+
+def parse_frame(frame: bytes | memoryview) -> Frame:
+    """Split a frame into header fields and a zero-copy payload view."""
+    kind, dest, src, count, slen = FRAME_HEADER.unpack_from(frame)
+    view = memoryview(frame)
+    start = FRAME_HEADER.size
+    stream = bytes(view[start : start + slen]).decode()
+    return Frame(kind, dest, src, count, stream, view[start + slen :])
+
+
+def length_prefix(frame: bytes) -> bytes:
+    return _LEN.pack(len(frame))
+
+
+class FrameReader:
+    """Incremental parser of length-prefixed frames from a byte stream.
+
+    Feed it whatever ``recv`` returned; it yields complete frames as bytes.
+    Not thread-safe: one reader per connection, used by one thread.
+    """
+
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        out: list[bytes] = []
+        pos = 0
+        end = len(buf)
+        while end - pos >= 4:
+            (n,) = _LEN.unpack_from(buf, pos)
+            if end - pos - 4 < n:
+                break
+            out.append(bytes(buf[pos + 4 : pos + 4 + n]))
+            pos += 4 + n
+        if pos:
+            del buf[:pos]
+        return out
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)

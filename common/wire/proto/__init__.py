@@ -1,0 +1,1 @@
+"""Generated protobuf stubs (see proto/)."""

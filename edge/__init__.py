@@ -1,0 +1,1 @@
+"""The edge device agent (discovery, MQTT ingestion, uplink). Built on headwater.common."""

@@ -1,0 +1,124 @@
+"""Spouts and bolts of Heron's Python examples, written fresh for Headwater.
+
+Behaviour follows Heron's examples (``WordSpout`` cycles six words with a
+constant tup_id; ``CountBolt`` counts "heron" ten times; ``HalfAckBolt`` acks
+odd and fails even tuples per task). Two additions make runs checkable: the
+spouts stop after ``HERON_EXAMPLE_LIMIT`` tuples per task when it is set, and
+counts are published as user counters through ``global_metrics``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from itertools import cycle
+from typing import Any
+
+from headwater.heronpy.api import global_metrics
+from headwater.heronpy.api.bolt.bolt import Bolt
+from headwater.heronpy.api.custom_grouping import ICustomGrouping
+from headwater.heronpy.api.spout.spout import Spout
+from headwater.heronpy.api.stream import Stream
+
+WORDS = ["hello", "bye", "good", "bad", "heron", "storm"]
+LIMIT = int(os.environ.get("HERON_EXAMPLE_LIMIT", "0")) or None
+
+
+class WordSpout(Spout):
+    outputs = ["word"]
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.logger.info("In initialize() of WordSpout")
+        self.words = cycle(WORDS)
+        self.emit_count = 0
+        self.ack_count = 0
+        self.fail_count = 0
+
+    def next_tuple(self) -> None:
+        if LIMIT is not None and self.emit_count >= LIMIT:
+            return
+        word = next(self.words)
+        self.emit([word], tup_id="message id")
+        self.emit_count += 1
+
+    def ack(self, tup_id: Any) -> None:
+        self.ack_count += 1
+        global_metrics.safe_incr("spout_acks")
+
+    def fail(self, tup_id: Any) -> None:
+        self.fail_count += 1
+        global_metrics.safe_incr("spout_fails")
+
+
+class MultiStreamSpout(Spout):
+    outputs = ["word", Stream(fields=["error_msg"], name="error")]
+    ERROR_EVERY = 1000
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.words = cycle(WORDS)
+        self.emit_count = 0
+
+    def next_tuple(self) -> None:
+        if LIMIT is not None and self.emit_count >= LIMIT:
+            return
+        self.emit([next(self.words)])
+        self.emit_count += 1
+        if self.emit_count % self.ERROR_EVERY == 0:
+            self.emit(["test error message"], stream="error")
+
+
+class CountBolt(Bolt):
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.counter: Counter[str] = Counter()
+        self.total = 0
+
+    def process(self, tup: Any) -> None:
+        word = tup.values[0]
+        inc = 10 if word == "heron" else 1
+        self.counter[word] += inc
+        self.total += inc
+        global_metrics.safe_incr("count", inc)
+        self.ack(tup)
+
+    def process_tick(self, tup: Any) -> None:
+        self.log(f"Current map: {self.counter}")
+
+
+class HalfAckBolt(Bolt):
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.total = 0
+
+    def process(self, tup: Any) -> None:
+        self.total += 1
+        if self.total % 2 == 0:
+            self.fail(tup)
+        else:
+            self.ack(tup)
+
+
+class StreamAggregateBolt(Bolt):
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.stream_counter: Counter[str] = Counter()
+
+    def process(self, tup: Any) -> None:
+        self.stream_counter[tup.stream] += 1
+        global_metrics.safe_incr(f"stream:{tup.stream}")
+
+
+class ConsumeBolt(Bolt):
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.total = 0
+
+    def process(self, tup: Any) -> None:
+        self.total += 1
+        global_metrics.safe_incr("consumed")
+
+
+class SampleCustomGrouping(ICustomGrouping):
+    """Sends everything to the consumer's first task."""
+
+    def prepare(self, context: Any, component: str, stream: str, target_tasks: list[int]) -> None:
+        self.target_tasks = target_tasks
+
+    def choose_tasks(self, values: list[Any]) -> list[int]:
+        return [self.target_tasks[0]]

@@ -1,0 +1,67 @@
+"""Headwater: one streaming DAG runtime for edge gateways and the cloud.
+
+Write a topology with the native API (``Topology``, ``Spout``, ``Bolt``) or
+heronpy's (``headwater.heronpy``), then run it with ``headwater run FILE``.
+"""
+
+from headwater.common._exceptions import (
+    ClusterError,
+    EmitError,
+    HeadwaterError,
+    InvalidTopologyError,
+    SerializationError,
+    TopologyLoadError,
+)
+from headwater.common.api import (
+    DEFAULT_STREAM,
+    Bolt,
+    ComponentSpec,
+    Context,
+    CustomGrouping,
+    Grouping,
+    Input,
+    Placement,
+    Reliability,
+    Spout,
+    Stream,
+    Topology,
+    Tuple,
+    all_tasks,
+    custom,
+    direct,
+    fields,
+    global_,
+    none,
+    shuffle,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_STREAM",
+    "Bolt",
+    "ClusterError",
+    "ComponentSpec",
+    "Context",
+    "CustomGrouping",
+    "EmitError",
+    "Grouping",
+    "HeadwaterError",
+    "Input",
+    "InvalidTopologyError",
+    "Placement",
+    "Reliability",
+    "SerializationError",
+    "Spout",
+    "Stream",
+    "Topology",
+    "TopologyLoadError",
+    "Tuple",
+    "all_tasks",
+    "custom",
+    "direct",
+    "fields",
+    "global_",
+    "none",
+    "shuffle",
+]

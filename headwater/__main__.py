@@ -1,0 +1,5 @@
+import sys
+
+from headwater._cli import main
+
+sys.exit(main())

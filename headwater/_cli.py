@@ -1,0 +1,227 @@
+"""The ``headwater`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from headwater.common._exceptions import HeadwaterError
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args))
+    except HeadwaterError as exc:
+        print(f"headwater: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="headwater",
+        description="Edge-to-cloud IoT streaming: run, inspect and manage topologies.",
+    )
+    sub = p.add_subparsers(metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a topology file as a local cluster of real processes")
+    run.add_argument("file", help="a Python file defining one topology (any API style)")
+    run.add_argument("--containers", type=_positive_int, default=1, metavar="N",
+                     help="containers (stream managers) to spread instances over (default 1)")
+    run.add_argument("--duration", type=_positive_float, default=None, metavar="S",
+                     help="stop after S seconds (default: run until Ctrl-C or SIGTERM)")
+    run.add_argument("--topology", default=None, metavar="NAME",
+                     help="which topology, when the file defines several")
+    run.add_argument("--quiet", action="store_true", help="no periodic status lines")
+    run.set_defaults(func=_cmd_run)
+
+    status = sub.add_parser("status", help="show a running topology's plan and metrics")
+    status.add_argument("topology", nargs="?", help="topology name (default: the only one running)")
+    status.add_argument("--tmaster", metavar="URL", help="the topology master's HTTP address")
+    status.add_argument("--json", action="store_true", help="print the raw JSON")
+    status.set_defaults(func=_cmd_status)
+
+    for name, verb in (("activate", "resume"), ("deactivate", "pause")):
+        s = sub.add_parser(name, help=f"{verb} a running topology's spouts")
+        s.add_argument("topology", nargs="?")
+        s.add_argument("--tmaster", metavar="URL")
+        s.set_defaults(func=_cmd_state, action=name)
+
+    demo = sub.add_parser("demo", help="run the bundled demo on this machine")
+    demo.add_argument("--duration", type=_positive_float, default=None, metavar="S")
+    demo.set_defaults(func=_cmd_demo)
+    return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {value}")
+    return value
+
+
+# -- run ---------------------------------------------------------------------------
+def _cmd_run(args: argparse.Namespace) -> int:
+    from headwater.cloud.local import LocalCluster
+
+    cluster = LocalCluster(args.file, containers=args.containers, topology=args.topology)
+    return _run_cluster(cluster, args.duration, args.quiet)
+
+
+def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop["signal"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        cluster.start()
+        n = len(cluster.plan.instances)
+        print(f"running {cluster.topology.name!r}: {n} instances in {cluster.containers} "
+              f"containers", flush=True)
+        print(f"  topology master: {cluster.http_address}/api/v1/topologies/"
+              f"{cluster.topology.name}", flush=True)
+        print(f"  logs: {cluster.workdir}", flush=True)
+        print("  stop with Ctrl-C", flush=True)
+        start = time.monotonic()
+        next_report = start + 5.0
+        while not stop["signal"]:
+            now = time.monotonic()
+            if duration is not None and now - start >= duration:
+                break
+            restarted = cluster.restart_dead_containers()
+            for c in restarted:
+                print(f"container {c} died; restarted", flush=True)
+            if cluster.tmaster.poll() is not None:
+                print("the topology master exited; stopping", file=sys.stderr)
+                return 1
+            if not quiet and now >= next_report:
+                _print_brief(cluster)
+                next_report = now + 5.0
+            time.sleep(0.1)
+        try:
+            _print_status(cluster.summary(), cluster.metrics())
+        except OSError:
+            pass
+    finally:
+        print("stopping...", flush=True)
+        cluster.stop()
+        for s, h in old.items():
+            signal.signal(s, h)
+    print("stopped", flush=True)
+    return 0
+
+
+def _print_brief(cluster: Any) -> None:
+    try:
+        comps = cluster.metrics()["components"]
+    except OSError:
+        return
+    parts = [f"{name}: emitted {int(m['emitted'])} executed {int(m['executed'])}"
+             for name, m in comps.items()]
+    print("  " + " | ".join(parts), flush=True)
+
+
+# -- status ------------------------------------------------------------------------
+def _find_tmaster(topology: str | None, url: str | None) -> tuple[str, str]:
+    from headwater.cloud.local import state_dir
+
+    if url:
+        with urllib.request.urlopen(f"{url}/api/v1/topologies", timeout=5) as r:
+            names = [t["name"] for t in json.loads(r.read())]
+        if topology is None:
+            topology = names[0]
+        return url, topology
+    records = sorted(state_dir().glob("*.json"))
+    running = [json.loads(p.read_text()) for p in records]
+    if topology is not None:
+        running = [r for r in running if r["topology"] == topology]
+    if not running:
+        raise HeadwaterError(
+            "no running topology found" + (f" named {topology!r}" if topology else "")
+            + "; start one with `headwater run FILE`, or pass --tmaster URL"
+        )
+    if len(running) > 1:
+        names = ", ".join(r["topology"] for r in running)
+        raise HeadwaterError(f"several topologies are running ({names}): name one")
+    return running[0]["http"], running[0]["topology"]
+
+
+def _get(url: str) -> Any:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return json.loads(r.read())
+    except (urllib.error.URLError, OSError) as exc:
+        raise HeadwaterError(f"cannot reach the topology master at {url}: {exc}") from exc
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    base, name = _find_tmaster(args.topology, args.tmaster)
+    summary = _get(f"{base}/api/v1/topologies/{name}")
+    metrics = _get(f"{base}/api/v1/topologies/{name}/metrics")
+    if args.json:
+        print(json.dumps({"topology": summary, "metrics": metrics}, indent=2))
+    else:
+        _print_status(summary, metrics)
+    return 0
+
+
+def _cmd_state(args: argparse.Namespace) -> int:
+    base, name = _find_tmaster(args.topology, args.tmaster)
+    req = urllib.request.Request(f"{base}/api/v1/topologies/{name}/{args.action}", method="POST")
+    with urllib.request.urlopen(req, timeout=5) as r:
+        print(f"{name}: {json.loads(r.read())['state']}")
+    return 0
+
+
+def _print_status(summary: dict[str, Any], metrics: dict[str, Any]) -> None:
+    print(f"topology {summary['name']}  state {summary['state']}  "
+          f"up {summary['uptime_s']}s  plan revision {summary['plan_revision']}")
+    print(f"{'component':<20}{'emitted':>12}{'executed':>12}{'acked':>10}{'failed':>10}"
+          f"{'bp ms':>10}{'restarts':>10}")
+    for name, m in metrics["components"].items():
+        print(f"{name:<20}{int(m['emitted']):>12}{int(m['executed']):>12}{int(m['acked']):>10}"
+              f"{int(m['failed']):>10}{int(m['backpressure_ms']):>10}{int(m['restarts']):>10}")
+    print(f"{'container':<10}{'pid':>8}{'in MB':>10}{'out MB':>10}{'batches in':>12}"
+          f"{'buffer KB':>11}{'bp ms':>10}")
+    for c, m in sorted(metrics["containers"].items()):
+        print(f"{c:<10}{int(m.get('pid', 0)):>8}{m.get('bytes_in', 0) / 1e6:>10.1f}"
+              f"{m.get('bytes_out', 0) / 1e6:>10.1f}{int(m.get('batches_in', 0)):>12}"
+              f"{m.get('buffer_bytes', 0) / 1e3:>11.1f}{int(m.get('backpressure_ms', 0)):>10}")
+
+
+# -- demo --------------------------------------------------------------------------
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from headwater.cloud.local import LocalCluster
+
+    demo = Path(__file__).parent / "_demo" / "wordcount.py"
+    print("Headwater demo: word count over 2 containers of real processes.")
+    cluster = LocalCluster(demo, containers=2)
+    return _run_cluster(cluster, args.duration, quiet=False)
