@@ -1,4 +1,7 @@
-"""Entry point: ``python -m bench WORKLOAD [options]``; ``python -m bench --help`` lists workloads."""
+"""Entry point: ``python -m bench WORKLOAD [options]``.
+
+``python -m bench --help`` lists the workloads.
+"""
 
 from __future__ import annotations
 
@@ -18,18 +21,26 @@ class Workload:
 
 
 WORKLOADS: dict[str, Workload] = {
-    "wordcount": Workload(wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",
-                          wordcount.add_arguments, wordcount.run),
+    "wordcount": Workload(
+        wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",
+        wordcount.add_arguments,
+        wordcount.run,
+    ),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description="Headwater benchmarks.")
-    sub = parser.add_subparsers(dest="workload", required=True, metavar="WORKLOAD",
-                                title="workloads")
+    sub = parser.add_subparsers(
+        dest="workload", required=True, metavar="WORKLOAD", title="workloads"
+    )
     for name, workload in WORKLOADS.items():
-        p = sub.add_parser(name, help=workload.help, description=workload.help,
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=workload.help,
+            description=workload.help,
+            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        )
         workload.add_arguments(p)
     args = parser.parse_args(argv)
     return WORKLOADS[args.workload].run(args)

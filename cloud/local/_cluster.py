@@ -55,7 +55,7 @@ class LocalCluster:
             raise ClusterError(f"--containers must be 1 or more, got {containers}")
         self.topology_file = str(Path(topology_file).resolve())
         self.topology_name = topology
-        self.topology: Topology = load_topology(self.topology_file, topology)
+        self.topology: Topology = load_topology(topology_file, topology)
         validate(self.topology)
         self.plan: PhysicalPlan = pack_round_robin(self.topology, containers)
         self.containers = containers

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
+
+N = TypeVar("N", int, float, int | None, float | None)
 
 # heronpy's keys (heronpy.api.api_constants), kept verbatim for compatibility.
 TOPOLOGY_RELIABILITY_MODE = "topology.reliability.mode"
@@ -62,30 +64,30 @@ class RuntimeConfig:
         except ValueError:
             choices = ", ".join(r.value for r in Reliability)
             raise ValueError(f"{TOPOLOGY_RELIABILITY_MODE}={mode!r}: use one of {choices}") from None
-        pending = conf.get(TOPOLOGY_MAX_SPOUT_PENDING)
-        tick = conf.get(TOPOLOGY_TICK_TUPLE_FREQ_SECS)
         base = cls()
+        pending = _number(conf, TOPOLOGY_MAX_SPOUT_PENDING, int, None, positive=True)
+        tick = _number(conf, TOPOLOGY_TICK_TUPLE_FREQ_SECS, float, None, positive=True)
         cfg = cls(
             reliability=reliability,
-            max_spout_pending=int(pending) if pending is not None else None,
-            message_timeout_s=float(conf.get(TOPOLOGY_MESSAGE_TIMEOUT_SECS, base.message_timeout_s)),
-            tick_interval_s=float(tick) if tick is not None else None,
-            batch_size=int(conf.get(BATCH_SIZE, base.batch_size)),
-            batch_linger_ms=float(conf.get(BATCH_LINGER_MS, base.batch_linger_ms)),
-            stmgr_high_water=int(conf.get(STMGR_HIGH_WATER_BYTES, base.stmgr_high_water)),
-            stmgr_low_water=int(conf.get(STMGR_LOW_WATER_BYTES, base.stmgr_low_water)),
-            instance_high_water=int(
-                conf.get(INSTANCE_HIGH_WATER_BYTES, base.instance_high_water)
+            max_spout_pending=pending,
+            message_timeout_s=_number(
+                conf, TOPOLOGY_MESSAGE_TIMEOUT_SECS, float, base.message_timeout_s, positive=True
             ),
-            instance_low_water=int(conf.get(INSTANCE_LOW_WATER_BYTES, base.instance_low_water)),
+            tick_interval_s=tick,
+            batch_size=_number(conf, BATCH_SIZE, int, base.batch_size, positive=True),
+            batch_linger_ms=_number(conf, BATCH_LINGER_MS, float, base.batch_linger_ms),
+            stmgr_high_water=_number(conf, STMGR_HIGH_WATER_BYTES, int, base.stmgr_high_water,
+                                     positive=True),
+            stmgr_low_water=_number(conf, STMGR_LOW_WATER_BYTES, int, base.stmgr_low_water),
+            instance_high_water=_number(
+                conf, INSTANCE_HIGH_WATER_BYTES, int, base.instance_high_water, positive=True
+            ),
+            instance_low_water=_number(
+                conf, INSTANCE_LOW_WATER_BYTES, int, base.instance_low_water
+            ),
         )
-        for name, value in (
-            ("max spout pending", cfg.max_spout_pending),
-            ("message timeout", cfg.message_timeout_s),
-            ("batch size", cfg.batch_size),
-        ):
-            if value is not None and value <= 0:
-                raise ValueError(f"{name} must be positive, got {value}")
+        if cfg.batch_linger_ms < 0:
+            raise ValueError(f"{BATCH_LINGER_MS} must be 0 or more, got {cfg.batch_linger_ms}")
         if cfg.stmgr_low_water >= cfg.stmgr_high_water:
             raise ValueError(f"{STMGR_LOW_WATER_BYTES} must be below {STMGR_HIGH_WATER_BYTES}")
         if cfg.instance_low_water >= cfg.instance_high_water:
@@ -93,3 +95,20 @@ class RuntimeConfig:
                 f"{INSTANCE_LOW_WATER_BYTES} must be below {INSTANCE_HIGH_WATER_BYTES}"
             )
         return cfg
+
+
+def _number(
+    conf: Mapping[str, Any], key: str, kind: Callable[[Any], N], default: N, *,
+    positive: bool = False,
+) -> N:
+    """Read ``key`` as ``kind`` (heronpy passes numbers as strings too); errors name the key."""
+    raw = conf.get(key)
+    if raw is None:
+        return default
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"{key}={raw!r} is not a number") from None
+    if positive and value <= 0:  # type: ignore[operator]
+        raise ValueError(f"{key} must be positive, got {raw!r}")
+    return value

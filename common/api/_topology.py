@@ -50,6 +50,9 @@ class ComponentSpec:
     config: Mapping[str, Any] = field(default_factory=dict)
     placement: Placement = field(default_factory=Placement)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
+
     def stream(self, name: str) -> Stream | None:
         for s in self.outputs:
             if s.name == name:

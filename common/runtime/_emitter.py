@@ -59,6 +59,7 @@ class Emitter:
         self._roots: list[int] = []  # spout: flat [root, xor_of_edges, ...]
         self.emitted = 0
         self.serialization_errors = 0
+        self.dropped = False  # set when emit() dropped its tuple; the caller clears it
         self._stream_bytes = {name: name.encode() for name in router.streams}
 
     # -- data -----------------------------------------------------------------
@@ -77,8 +78,14 @@ class Emitter:
         entry (spouts).
         """
         dests: list[int] = []
-        for select in self.router.selectors(stream):
-            dests.extend(select(values, direct_task))
+        try:
+            for select in self.router.selectors(stream):
+                dests.extend(select(values, direct_task))
+        except (TypeError, ValueError, OverflowError) as exc:
+            # a grouping key the codec cannot hash: drop this tuple alone
+            self.dropped = True
+            self._count_bad(stream, f"grouping key cannot be encoded: {exc}")
+            return []
         if not dests:
             return dests
         now = time.monotonic()
@@ -179,18 +186,21 @@ class Emitter:
         kind = Kind.DATA_ROOTED if rooted else Kind.DATA
         self.sink(encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload))
 
+    def _count_bad(self, stream: str, reason: str) -> None:
+        self.serialization_errors += 1
+        if self.serialization_errors <= 3:  # then quiet: the counter tells the rest
+            self.log.error(
+                "%s task %d dropped a tuple on stream %r: %s",
+                self.component, self.task, stream, reason,
+            )
+
     def _encode_valid(self, entries: list[Any], stream: str, rooted: bool) -> tuple[list[Any], bytes]:
         good = []
         for entry in entries:
             try:
                 encode(entry)
             except SerializationError as exc:
-                self.serialization_errors += 1
-                if self.serialization_errors <= 3:
-                    self.log.error(
-                        "%s task %d dropped a tuple on stream %r: %s",
-                        self.component, self.task, stream, exc,
-                    )
+                self._count_bad(stream, str(exc))
                 if rooted:  # fail its tree now instead of waiting for the timeout
                     flat = entry[1]
                     for i in range(0, len(flat), 3):

@@ -139,6 +139,7 @@ class Instance:
         self._next_root = (task << 40) | (int(time.time()) & 0xFFFFFF) << 16
         self.pending: dict[int, Any] = {}
         self._immediate_acks: list[Any] = []
+        self._immediate_fails: list[Any] = []
         # counters
         self.executed = 0
         self.acked = 0
@@ -189,9 +190,13 @@ class Instance:
                 self._immediate_acks.append(tup_id)
         dests = self.emitter.emit(vals, stream, roots, anchors if roots else None, direct_task)
         if roots is not None and not dests and anchors is None:
-            # a tracked tuple nobody subscribes to is complete at once
+            # a tracked tuple nobody subscribes to is complete at once; one the
+            # emitter had to drop has failed
             del self.pending[roots[0][1]]
-            self._immediate_acks.append(tup_id)
+            (self._immediate_fails if self.emitter.dropped else self._immediate_acks).append(
+                tup_id
+            )
+        self.emitter.dropped = False
         self.stream_emits[stream] = self.stream_emits.get(stream, 0) + 1
         return dests if need_task_ids else None
 
@@ -232,6 +237,11 @@ class Instance:
                 for tup_id in reversed(acks):
                     self.acked += 1
                     spout.on_ack(tup_id)
+            if self._immediate_fails:
+                fails, self._immediate_fails = self._immediate_fails, []
+                for tup_id in fails:
+                    self.failed += 1
+                    spout.on_fail(tup_id)
             can_emit = self.active and (
                 not rc.acking or rc.max_spout_pending is None or len(self.pending) < rc.max_spout_pending
             )

@@ -53,7 +53,7 @@ class ByteQueue:
         """Pop the oldest frame, waiting up to ``timeout`` seconds; None when none came."""
         with self._cond:
             if not self._items:
-                if timeout is not None and timeout <= 0:
+                if self._closed or (timeout is not None and timeout <= 0):
                     return None
                 self._cond.wait(timeout)
                 if not self._items:

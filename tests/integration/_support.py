@@ -1,0 +1,68 @@
+"""Helpers for tests that run real local clusters."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from headwater.cloud.local import LocalCluster
+
+TOPOLOGIES = Path(__file__).parent / "topologies"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+T = TypeVar("T")
+
+
+def wait_for(cond: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+    """Poll ``cond`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+@contextmanager
+def running(file: Path | str, containers: int = 2, env: dict[str, str] | None = None,
+            **kw: Any) -> Iterator[LocalCluster]:
+    """A started cluster that is always stopped; logs are printed when the test fails."""
+    cluster = LocalCluster(file, containers=containers, env=env, **kw)
+    cluster.start()
+    try:
+        cluster.wait_running(timeout=60)
+        yield cluster
+    except BaseException:
+        dump_logs(cluster.workdir)
+        raise
+    finally:
+        cluster.stop()
+
+
+def dump_logs(workdir: Path) -> None:
+    for log in sorted(workdir.glob("*.log")):
+        text = log.read_text(errors="replace")
+        print(f"===== {log.name} (last 4000 chars) =====\n{text[-4000:]}")
+
+
+def read_records(out: Path, component: str) -> dict[int, list[list[Any]]]:
+    """Per task: the value lists a RecordBolt wrote."""
+    result: dict[int, list[list[Any]]] = {}
+    for f in sorted(out.glob(f"{component}-*.jsonl")):
+        task = int(f.stem.rsplit("-", 1)[1])
+        result[task] = [json.loads(line) for line in f.read_text().splitlines() if line]
+    return result
+
+
+def task_metric(cluster: LocalCluster, component: str, name: str) -> dict[int, float]:
+    tasks = cluster.metrics()["tasks"]
+    return {int(t): m.get(name, 0.0) for t, m in tasks.items() if m["component"] == component}
+
+
+def component_total(cluster: LocalCluster, component: str, name: str) -> float:
+    return sum(task_metric(cluster, component, name).values())

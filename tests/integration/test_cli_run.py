@@ -1,0 +1,105 @@
+"""Acceptance 2: `headwater run` of the word count example, its processes, and clean stops."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from headwater.cloud.local import state_dir
+
+from ._support import EXAMPLES, wait_for
+
+WORDCOUNT = EXAMPLES / "iot" / "wordcount.py"
+pytestmark = pytest.mark.cluster
+
+
+def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "headwater", "run", *args],
+        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def _record() -> dict[str, str] | None:
+    files = list(state_dir().glob("*.json"))
+    return json.loads(files[0].read_text()) if files else None
+
+
+def _tasks(http: str, name: str) -> dict[str, dict[str, float]]:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{http}/api/v1/topologies/{name}/metrics", timeout=5) as r:
+        return json.loads(r.read())["tasks"]  # type: ignore[no-any-return]
+
+
+def _counts(out: Path) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for f in out.glob("count-*.json"):
+        total.update(json.loads(f.read_text()))
+    return total
+
+
+def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Path) -> None:
+    proc = _start([str(WORDCOUNT), "--containers", "2", "--duration", "20"],
+                  {"WORDCOUNT_OUTPUT": str(out_dir)})
+    try:
+        record = wait_for(_record, 30, "the run to record its topology master")
+        tasks = wait_for(
+            lambda: (t := _tasks(record["http"], "wordcount"))
+            and all(m.get("connected") == 1.0 and "pid" in m for m in t.values()) and t,
+            30, "every instance to connect",
+        )
+        launcher = psutil.Process(proc.pid)
+        children = launcher.children(recursive=True)
+        containers = [p for p in children if "headwater.common.runtime.container" in p.cmdline()]
+        instances = [p for p in children if "headwater.common.runtime.instance" in p.cmdline()]
+        assert len(containers) == 2  # one stmgr per container
+        assert len(tasks) == 6  # lines x2, split x2, count x2
+        pids = {int(m["pid"]) for m in tasks.values()}
+        assert pids == {p.pid for p in instances}  # one OS process per instance
+        for p in instances:  # each instance is a child of its container's stmgr process
+            assert p.parent().pid in {c.pid for c in containers}
+        expected = runpy.run_path(str(WORDCOUNT))["expected_counts"]()
+        wait_for(lambda: _counts(out_dir) == Counter(expected), 30, "the exact word counts")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out
+    assert "stopped" in out
+    gone = psutil.wait_procs([psutil.Process(pid) for pid in pids if psutil.pid_exists(pid)], 5)
+    assert not gone[1], "instances survived the run"
+    assert _counts(out_dir) == Counter(expected)  # totals written again on close: unchanged
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None:
+    proc = _start([str(WORDCOUNT), "--containers", "2", "--quiet"],
+                  {"WORDCOUNT_OUTPUT": str(out_dir)})
+    try:
+        record = wait_for(_record, 30, "the run to start")
+        wait_for(lambda: all(m.get("connected") == 1.0
+                             for m in _tasks(record["http"], "wordcount").values()),
+                 30, "every instance to connect")
+        everyone = psutil.Process(proc.pid).children(recursive=True)
+        assert len(everyone) == 1 + 2 + 6  # tmaster, stmgrs, instances
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out
+    _, alive = psutil.wait_procs(everyone, timeout=5)
+    assert not alive, f"left behind: {[p.pid for p in alive]}"
+    assert _record() is None  # the status record is removed with the cluster

@@ -1,0 +1,43 @@
+"""seq spout -> relay (fails every second new tuple once when FLAKY=1) -> recording sink."""
+
+from __future__ import annotations
+
+import os
+
+from _kit import RecordBolt, SeqSpout
+
+from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
+
+FLAKY = os.environ.get("HW_TEST_FLAKY") == "1"
+
+
+class Relay(Bolt):
+    outputs = ("seq", "key")
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.seen: set[int] = set()
+        self.n = 0
+
+    def process(self, tup: Tuple) -> None:
+        seq = tup.values[0]
+        if FLAKY and seq not in self.seen:
+            self.seen.add(seq)
+            self.n += 1
+            if self.n % 2 == 0:
+                self.ctx.fail(tup)
+                return
+        self.ctx.emit(tup.values, anchors=[tup])
+        self.ctx.ack(tup)
+
+
+topology = (
+    Topology("flaky", config={
+        "topology.reliability.mode": Reliability.AT_LEAST_ONCE.value,
+        "topology.message.timeout.secs": int(os.environ.get("HW_TEST_TIMEOUT", "3")),
+        "topology.max.spout.pending": 200,
+    })
+    .add_spout("seq", SeqSpout, parallelism=2)
+    .add_bolt("relay", Relay, parallelism=2, inputs={"seq": fields("seq")})
+    .add_bolt("sink", RecordBolt, parallelism=2, inputs={"relay": fields("seq")})
+)

@@ -1,0 +1,9 @@
+from _parts import Pass, Words
+
+from headwater import Topology, shuffle
+
+topology = (
+    Topology("unknown-input")
+    .add_spout("words", Words)
+    .add_bolt("count", Pass, inputs={"wrods": shuffle()})
+)

@@ -1,0 +1,47 @@
+"""Each package imports on its own in a fresh interpreter."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "headwater",
+        "headwater.common",
+        "headwater.edge",
+        "headwater.cloud",
+        "headwater.heronpy",
+        "headwater.common.runtime.instance",
+    ],
+)
+def test_imports_in_a_fresh_interpreter(module: str) -> None:
+    proc = _run(f"import {module}")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_instance_does_not_import_grpc() -> None:
+    code = (
+        "import sys\n"
+        "import headwater.common.runtime._instance\n"
+        "bad = sorted(m for m in sys.modules if m == 'grpc' or m.startswith('grpc.'))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "[]"
