@@ -1,12 +1,12 @@
 """Headwater's exceptions: one root, and the tree below it.
 
-    HeadwaterError
-     +-- InvalidTopologyError      the topology cannot run as written (raised before
-     |                             any process starts); lists every problem found
-     +-- TopologyLoadError         a topology file could not be loaded
-     +-- SerializationError        an emitted value the wire codec cannot encode
-     +-- EmitError                 an emit that names an unknown stream or task
-     +-- ClusterError              a local cluster failed to start or stop
+HeadwaterError
+ +-- InvalidTopologyError      the topology cannot run as written (raised before
+ |                             any process starts); lists every problem found
+ +-- TopologyLoadError         a topology file could not be loaded
+ +-- SerializationError        an emitted value the wire codec cannot encode
+ +-- EmitError                 an emit that names an unknown stream or task
+ +-- ClusterError              a local cluster failed to start or stop
 """
 
 from __future__ import annotations

@@ -58,7 +58,9 @@ def load_topology(path: str | os.PathLike[str], name: str | None = None) -> Topo
                 namespace = runpy.run_path(str(file), run_name="__main__")
             except SystemExit as exc:
                 if exc.code not in (None, 0):
-                    raise TopologyLoadError(f"{file} exited with {exc.code!r} while loading") from exc
+                    raise TopologyLoadError(
+                        f"{file} exited with {exc.code!r} while loading"
+                    ) from exc
                 namespace = {}
             except Exception as exc:
                 raise TopologyLoadError(

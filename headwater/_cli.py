@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -39,12 +40,26 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run a topology file as a local cluster of real processes")
     run.add_argument("file", help="a Python file defining one topology (any API style)")
-    run.add_argument("--containers", type=_positive_int, default=1, metavar="N",
-                     help="containers (stream managers) to spread instances over (default 1)")
-    run.add_argument("--duration", type=_positive_float, default=None, metavar="S",
-                     help="stop after S seconds (default: run until Ctrl-C or SIGTERM)")
-    run.add_argument("--topology", default=None, metavar="NAME",
-                     help="which topology, when the file defines several")
+    run.add_argument(
+        "--containers",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="containers (stream managers) to spread instances over (default 1)",
+    )
+    run.add_argument(
+        "--duration",
+        type=_positive_float,
+        default=None,
+        metavar="S",
+        help="stop after S seconds (default: run until Ctrl-C or SIGTERM)",
+    )
+    run.add_argument(
+        "--topology",
+        default=None,
+        metavar="NAME",
+        help="which topology, when the file defines several",
+    )
     run.add_argument("--quiet", action="store_true", help="no periodic status lines")
     run.set_defaults(func=_cmd_run)
 
@@ -104,10 +119,14 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
     try:
         cluster.start()
         n = len(cluster.plan.instances)
-        print(f"running {cluster.topology.name!r}: {n} instances in {cluster.containers} "
-              f"containers", flush=True)
-        print(f"  topology master: {cluster.http_address}/api/v1/topologies/"
-              f"{cluster.topology.name}", flush=True)
+        print(
+            f"running {cluster.topology.name!r}: {n} instances in {cluster.containers} containers",
+            flush=True,
+        )
+        print(
+            f"  topology master: {cluster.http_address}/api/v1/topologies/{cluster.topology.name}",
+            flush=True,
+        )
         print(f"  logs: {cluster.workdir}", flush=True)
         print("  stop with Ctrl-C", flush=True)
         start = time.monotonic()
@@ -126,10 +145,8 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
                 _print_brief(cluster)
                 next_report = now + 5.0
             time.sleep(0.1)
-        try:
+        with contextlib.suppress(OSError):
             _print_status(cluster.summary(), cluster.metrics())
-        except OSError:
-            pass
     finally:
         print("stopping...", flush=True)
         cluster.stop()
@@ -144,8 +161,10 @@ def _print_brief(cluster: Any) -> None:
         comps = cluster.metrics()["components"]
     except OSError:
         return
-    parts = [f"{name}: emitted {int(m['emitted'])} executed {int(m['executed'])}"
-             for name, m in comps.items()]
+    parts = [
+        f"{name}: emitted {int(m['emitted'])} executed {int(m['executed'])}"
+        for name, m in comps.items()
+    ]
     print("  " + " | ".join(parts), flush=True)
 
 
@@ -165,12 +184,13 @@ def _find_tmaster(topology: str | None, url: str | None) -> tuple[str, str]:
         running = [r for r in running if r["topology"] == topology]
     if not running:
         raise HeadwaterError(
-            "no running topology found" + (f" named {topology!r}" if topology else "")
+            "no running topology found"
+            + (f" named {topology!r}" if topology else "")
             + "; start one with `headwater run FILE`, or pass --tmaster URL"
         )
     if len(running) > 1:
-        names = ", ".join(r["topology"] for r in running)
-        raise HeadwaterError(f"several topologies are running ({names}): name one")
+        listed = ", ".join(r["topology"] for r in running)
+        raise HeadwaterError(f"several topologies are running ({listed}): name one")
     return running[0]["http"], running[0]["topology"]
 
 
@@ -202,19 +222,29 @@ def _cmd_state(args: argparse.Namespace) -> int:
 
 
 def _print_status(summary: dict[str, Any], metrics: dict[str, Any]) -> None:
-    print(f"topology {summary['name']}  state {summary['state']}  "
-          f"up {summary['uptime_s']}s  plan revision {summary['plan_revision']}")
-    print(f"{'component':<20}{'emitted':>12}{'executed':>12}{'acked':>10}{'failed':>10}"
-          f"{'bp ms':>10}{'restarts':>10}")
+    print(
+        f"topology {summary['name']}  state {summary['state']}  "
+        f"up {summary['uptime_s']}s  plan revision {summary['plan_revision']}"
+    )
+    print(
+        f"{'component':<20}{'emitted':>12}{'executed':>12}{'acked':>10}{'failed':>10}"
+        f"{'bp ms':>10}{'restarts':>10}"
+    )
     for name, m in metrics["components"].items():
-        print(f"{name:<20}{int(m['emitted']):>12}{int(m['executed']):>12}{int(m['acked']):>10}"
-              f"{int(m['failed']):>10}{int(m['backpressure_ms']):>10}{int(m['restarts']):>10}")
-    print(f"{'container':<10}{'pid':>8}{'in MB':>10}{'out MB':>10}{'batches in':>12}"
-          f"{'buffer KB':>11}{'bp ms':>10}")
+        print(
+            f"{name:<20}{int(m['emitted']):>12}{int(m['executed']):>12}{int(m['acked']):>10}"
+            f"{int(m['failed']):>10}{int(m['backpressure_ms']):>10}{int(m['restarts']):>10}"
+        )
+    print(
+        f"{'container':<10}{'pid':>8}{'in MB':>10}{'out MB':>10}{'batches in':>12}"
+        f"{'buffer KB':>11}{'bp ms':>10}"
+    )
     for c, m in sorted(metrics["containers"].items()):
-        print(f"{c:<10}{int(m.get('pid', 0)):>8}{m.get('bytes_in', 0) / 1e6:>10.1f}"
-              f"{m.get('bytes_out', 0) / 1e6:>10.1f}{int(m.get('batches_in', 0)):>12}"
-              f"{m.get('buffer_bytes', 0) / 1e3:>11.1f}{int(m.get('backpressure_ms', 0)):>10}")
+        print(
+            f"{c:<10}{int(m.get('pid', 0)):>8}{m.get('bytes_in', 0) / 1e6:>10.1f}"
+            f"{m.get('bytes_out', 0) / 1e6:>10.1f}{int(m.get('batches_in', 0)):>12}"
+            f"{m.get('buffer_bytes', 0) / 1e3:>11.1f}{int(m.get('backpressure_ms', 0)):>10}"
+        )
 
 
 # -- demo --------------------------------------------------------------------------

@@ -73,8 +73,16 @@ class LocalCluster:
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
         ready = self.workdir / "tmaster.json"
-        args = ["-m", "headwater.cloud.tmaster", "--topology-file", self.topology_file,
-                "--containers", str(self.containers), "--ready-file", str(ready)]
+        args = [
+            "-m",
+            "headwater.cloud.tmaster",
+            "--topology-file",
+            self.topology_file,
+            "--containers",
+            str(self.containers),
+            "--ready-file",
+            str(ready),
+        ]
         if self.topology_name:
             args += ["--topology", self.topology_name]
         self.tmaster = spawn(args, env=self.env, log_path=str(self.workdir / "tmaster.log"))
@@ -96,10 +104,20 @@ class LocalCluster:
         return self
 
     def _start_container(self, c: int) -> None:
-        args = ["-m", "headwater.common.runtime.container", "--topology-file",
-                self.topology_file, "--container", str(c), "--containers",
-                str(self.containers), "--tmaster", self.grpc_address,
-                "--workdir", str(self.workdir)]
+        args = [
+            "-m",
+            "headwater.common.runtime.container",
+            "--topology-file",
+            self.topology_file,
+            "--container",
+            str(c),
+            "--containers",
+            str(self.containers),
+            "--tmaster",
+            self.grpc_address,
+            "--workdir",
+            str(self.workdir),
+        ]
         if self.topology_name:
             args += ["--topology", self.topology_name]
         self.container_procs[c] = spawn(
@@ -135,10 +153,17 @@ class LocalCluster:
         d = state_dir()
         d.mkdir(parents=True, exist_ok=True)
         self._record = d / f"{self.topology.name}.json"
-        self._record.write_text(json.dumps({
-            "topology": self.topology.name, "http": self.http_address,
-            "grpc": self.grpc_address, "pid": os.getpid(), "workdir": str(self.workdir),
-        }))
+        self._record.write_text(
+            json.dumps(
+                {
+                    "topology": self.topology.name,
+                    "http": self.http_address,
+                    "grpc": self.grpc_address,
+                    "pid": os.getpid(),
+                    "workdir": str(self.workdir),
+                }
+            )
+        )
 
     # -- observing ---------------------------------------------------------------
     def get(self, path: str) -> Any:
@@ -165,7 +190,9 @@ class LocalCluster:
             except OSError:
                 pass
             time.sleep(0.1)
-        raise ClusterError(f"not every instance connected within {timeout}s; logs in {self.workdir}")
+        raise ClusterError(
+            f"not every instance connected within {timeout}s; logs in {self.workdir}"
+        )
 
     def _check_alive(self) -> None:
         if self.tmaster is not None and self.tmaster.poll() is not None:

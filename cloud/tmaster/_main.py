@@ -37,12 +37,18 @@ async def serve(args: argparse.Namespace) -> None:
     site = web.TCPSite(runner, args.host, args.http_port)
     await site.start()
     http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    ready = {"grpc": f"{args.host}:{grpc_port}", "http": f"http://{args.host}:{http_port}",
-             "pid": os.getpid(), "topology": topology.name}
+    ready = {
+        "grpc": f"{args.host}:{grpc_port}",
+        "http": f"http://{args.host}:{http_port}",
+        "pid": os.getpid(),
+        "topology": topology.name,
+    }
     tmp = Path(args.ready_file + ".tmp")
     tmp.write_text(json.dumps(ready))
     tmp.rename(args.ready_file)
-    log.info("topology master for %r: gRPC %s, HTTP %s", topology.name, ready["grpc"], ready["http"])
+    log.info(
+        "topology master for %r: gRPC %s, HTTP %s", topology.name, ready["grpc"], ready["http"]
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -62,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--http-port", type=int, default=0)
     p.add_argument("--ready-file", required=True)
     args = p.parse_args(argv)
-    logging.basicConfig(level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s tmaster %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s tmaster %(name)s: %(message)s",
+    )
     asyncio.run(serve(args))
     return 0
 

@@ -38,9 +38,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self._watchers: set[asyncio.Queue[pb.PhysicalPlan]] = set()
 
     # -- gRPC ------------------------------------------------------------------
-    async def Register(  # noqa: N802
-        self, request: pb.RegisterRequest, context: Any
-    ) -> pb.RegisterResponse:
+    async def Register(self, request: pb.RegisterRequest, context: Any) -> pb.RegisterResponse:
         if request.topology != self.topology.name:
             return pb.RegisterResponse(
                 accepted=False, reason=f"this master runs {self.topology.name!r}"
@@ -54,9 +52,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             self._publish()
         return pb.RegisterResponse(accepted=True)
 
-    async def Watch(  # noqa: N802
-        self, request: pb.WatchRequest, context: Any
-    ) -> AsyncIterator[pb.PhysicalPlan]:
+    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.PhysicalPlan]:
         queue: asyncio.Queue[pb.PhysicalPlan] = asyncio.Queue()
         self._watchers.add(queue)
         try:
@@ -68,17 +64,20 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         finally:
             self._watchers.discard(queue)
 
-    async def SendHeartbeat(  # noqa: N802
-        self, request: pb.Heartbeat, context: Any
-    ) -> pb.HeartbeatAck:
+    async def SendHeartbeat(self, request: pb.Heartbeat, context: Any) -> pb.HeartbeatAck:
         self.last_heartbeat[request.container] = time.monotonic()
         for m in request.metrics:
             self.metrics.setdefault(m.scope, {})[m.name] = m.value
         for e in request.exceptions:
-            self.exceptions.append({
-                "task": e.task_id, "component": e.component, "message": e.message,
-                "traceback": e.traceback, "time_ms": e.time_ms,
-            })
+            self.exceptions.append(
+                {
+                    "task": e.task_id,
+                    "component": e.component,
+                    "message": e.message,
+                    "traceback": e.traceback,
+                    "time_ms": e.time_ms,
+                }
+            )
         return pb.HeartbeatAck(plan_revision=self.revision)
 
     # -- plan ------------------------------------------------------------------
@@ -91,8 +90,12 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             state=self.state,
             containers=[self.containers[c] for c in sorted(self.containers)],
             instances=[
-                pb.InstanceInfo(task_id=i.task_id, component=i.component,
-                                component_index=i.index, container=i.container)
+                pb.InstanceInfo(
+                    task_id=i.task_id,
+                    component=i.component,
+                    component_index=i.index,
+                    container=i.container,
+                )
                 for i in self.plan.instances
             ],
         )
@@ -126,10 +129,16 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 for c, info in sorted(self.containers.items())
             ],
             "components": [
-                {"name": c.name, "kind": c.kind, "parallelism": c.parallelism,
-                 "inputs": [{"component": i.component, "stream": i.stream,
-                             "grouping": str(i.grouping)} for i in c.inputs],
-                 "outputs": [{"stream": s.name, "fields": list(s.fields)} for s in c.outputs]}
+                {
+                    "name": c.name,
+                    "kind": c.kind,
+                    "parallelism": c.parallelism,
+                    "inputs": [
+                        {"component": i.component, "stream": i.stream, "grouping": str(i.grouping)}
+                        for i in c.inputs
+                    ],
+                    "outputs": [{"stream": s.name, "fields": list(s.fields)} for s in c.outputs],
+                }
                 for c in self.topology.components
             ],
         }
@@ -142,12 +151,25 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             m_out = {"component": inst.component, "container": inst.container, **m}
             tasks[str(inst.task_id)] = m_out
             agg = components.setdefault(inst.component, {})
-            for k in ("emitted", "executed", "acked", "failed", "backpressure_ms",
-                      "restarts", "exceptions", "serialization_errors"):
+            for k in (
+                "emitted",
+                "executed",
+                "acked",
+                "failed",
+                "backpressure_ms",
+                "restarts",
+                "exceptions",
+                "serialization_errors",
+            ):
                 agg[k] = agg.get(k, 0.0) + m.get(k, 0.0)
         containers = {
             scope.split(":", 1)[1]: values
-            for scope, values in self.metrics.items() if scope.startswith("container:")
+            for scope, values in self.metrics.items()
+            if scope.startswith("container:")
         }
-        return {"topology": self.topology.name, "components": components,
-                "tasks": tasks, "containers": containers}
+        return {
+            "topology": self.topology.name,
+            "components": components,
+            "tasks": tasks,
+            "containers": containers,
+        }

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Protocol
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ._stream import DEFAULT_STREAM, Stream
 from ._tuple import Tuple

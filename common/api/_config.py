@@ -63,7 +63,9 @@ class RuntimeConfig:
             reliability = Reliability(str(getattr(mode, "value", mode)))
         except ValueError:
             choices = ", ".join(r.value for r in Reliability)
-            raise ValueError(f"{TOPOLOGY_RELIABILITY_MODE}={mode!r}: use one of {choices}") from None
+            raise ValueError(
+                f"{TOPOLOGY_RELIABILITY_MODE}={mode!r}: use one of {choices}"
+            ) from None
         base = cls()
         pending = _number(conf, TOPOLOGY_MAX_SPOUT_PENDING, int, None, positive=True)
         tick = _number(conf, TOPOLOGY_TICK_TUPLE_FREQ_SECS, float, None, positive=True)
@@ -76,8 +78,9 @@ class RuntimeConfig:
             tick_interval_s=tick,
             batch_size=_number(conf, BATCH_SIZE, int, base.batch_size, positive=True),
             batch_linger_ms=_number(conf, BATCH_LINGER_MS, float, base.batch_linger_ms),
-            stmgr_high_water=_number(conf, STMGR_HIGH_WATER_BYTES, int, base.stmgr_high_water,
-                                     positive=True),
+            stmgr_high_water=_number(
+                conf, STMGR_HIGH_WATER_BYTES, int, base.stmgr_high_water, positive=True
+            ),
             stmgr_low_water=_number(conf, STMGR_LOW_WATER_BYTES, int, base.stmgr_low_water),
             instance_high_water=_number(
                 conf, INSTANCE_HIGH_WATER_BYTES, int, base.instance_high_water, positive=True
@@ -98,7 +101,11 @@ class RuntimeConfig:
 
 
 def _number(
-    conf: Mapping[str, Any], key: str, kind: Callable[[Any], N], default: N, *,
+    conf: Mapping[str, Any],
+    key: str,
+    kind: Callable[[Any], N],
+    default: N,
+    *,
     positive: bool = False,
 ) -> N:
     """Read ``key`` as ``kind`` (heronpy passes numbers as strings too); errors name the key."""

@@ -69,8 +69,6 @@ def shuffle() -> Grouping:
 
 def fields(*names: str) -> Grouping:
     """Same values of ``names`` always go to the same task (hashing the encoded bytes)."""
-    if len(names) == 1 and not isinstance(names[0], str):
-        names = tuple(names[0])
     return Grouping("fields", tuple(names))
 
 

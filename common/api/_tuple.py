@@ -16,11 +16,20 @@ class Tuple:
     opaque to user code.
     """
 
-    __slots__ = ("_ack_val", "component", "creation_time", "id", "roots", "stream", "task", "values")
+    __slots__ = (
+        "_ack_val",
+        "component",
+        "creation_time",
+        "id",
+        "roots",
+        "stream",
+        "task",
+        "values",
+    )
 
     def __init__(
         self,
-        id: int | None,
+        id: str | None,
         component: str,
         stream: str,
         task: int,

@@ -51,8 +51,12 @@ class PhysicalPlan:
             "topology": self.topology,
             "containers": self.containers,
             "instances": [
-                {"task": i.task_id, "component": i.component, "index": i.index,
-                 "container": i.container}
+                {
+                    "task": i.task_id,
+                    "component": i.component,
+                    "index": i.index,
+                    "container": i.container,
+                }
                 for i in self.instances
             ],
         }

@@ -69,8 +69,8 @@ def validate(topology: Topology) -> None:
                     + (f": did you mean {hint!r}?" if hint else ": add it or fix the name")
                 )
                 continue
-            stream = src.stream(inp.stream)
-            if stream is None:
+            declared_stream = src.stream(inp.stream)
+            if declared_stream is None:
                 declared = ", ".join(repr(s.name) for s in src.outputs) or "none"
                 problems.append(
                     f"{where} subscribes to stream {inp.stream!r} of {inp.component!r}, which "
@@ -81,16 +81,16 @@ def validate(topology: Topology) -> None:
             g = inp.grouping
             if g.kind not in _GROUPINGS:
                 problems.append(f"{where}: unknown grouping {g.kind!r}")
-            missing = [f for f in g.fields if f not in stream.fields]
+            missing = [f for f in g.fields if f not in declared_stream.fields]
             if g.kind == "fields" and not g.fields:
                 problems.append(f"{where}: fields grouping on {inp.component!r} names no field")
             if missing:
                 problems.append(
                     f"{where} groups {inp.component!r}.{inp.stream} by undeclared field(s) "
                     f"{', '.join(map(repr, missing))}; the stream declares "
-                    f"{', '.join(map(repr, stream.fields)) or 'no fields'}"
+                    f"{', '.join(map(repr, declared_stream.fields)) or 'no fields'}"
                 )
-            if g.kind == "direct" and not stream.direct:
+            if g.kind == "direct" and not declared_stream.direct:
                 problems.append(
                     f"{where} uses direct grouping on {inp.component!r}.{inp.stream}, which is "
                     "not declared direct: declare Stream(..., direct=True)"

@@ -59,10 +59,7 @@ class XorTracker:
     def fail(self, task: int, root: int) -> bool:
         """Drop ``root``; True when it was pending (so the spout must hear of it)."""
         key = (task, root)
-        for bucket in self._buckets:
-            if bucket.pop(key, None) is not None:
-                return True
-        return False
+        return any(bucket.pop(key, None) is not None for bucket in self._buckets)
 
     def forget_task(self, task: int) -> None:
         """A spout instance restarted: its roots are meaningless now."""

@@ -25,7 +25,7 @@ from typing import Any
 # grpc loads.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
-import grpc  # noqa: E402
+import grpc
 
 from .._loader import load_topology
 from ..plan import pack_round_robin, validate
@@ -84,10 +84,14 @@ class Container:
 
     def _spawn(self, task: int) -> None:
         args = [
-            "-m", "headwater.common.runtime.instance",
-            "--topology-file", self.args.topology_file,
-            "--task", str(task),
-            "--socket", self.socket_path,
+            "-m",
+            "headwater.common.runtime.instance",
+            "--topology-file",
+            self.args.topology_file,
+            "--task",
+            str(task),
+            "--socket",
+            self.socket_path,
         ]
         if self.args.topology:
             args += ["--topology", self.args.topology]
@@ -105,8 +109,9 @@ class Container:
                     self.backoff[task] = min(max(delay * 2, 0.25), 5.0)
                     self.restart_at[task] = now + delay
                     self.stmgr.restarts[task] = self.stmgr.restarts.get(task, 0) + 1
-                    log.warning("task %d exited with %s; restarting in %.2fs",
-                                task, proc.returncode, delay)
+                    log.warning(
+                        "task %d exited with %s; restarting in %.2fs", task, proc.returncode, delay
+                    )
                 elif now >= self.restart_at[task]:
                     del self.restart_at[task]
                     self._spawn(task)
@@ -127,13 +132,19 @@ class Container:
                 async with grpc.aio.insecure_channel(self.args.tmaster) as channel:
                     stub = pb_grpc.TopologyMasterStub(channel)
                     info = pb.ContainerInfo(
-                        container=self.id, stmgr_address=self.address, pid=os.getpid(),
+                        container=self.id,
+                        stmgr_address=self.address,
+                        pid=os.getpid(),
                         incarnation=self.incarnation,
                     )
-                    await stub.Register(pb.RegisterRequest(topology=self.topology.name, container=info))
+                    await stub.Register(
+                        pb.RegisterRequest(topology=self.topology.name, container=info)
+                    )
                     hb = asyncio.get_running_loop().create_task(self._heartbeat(stub))
                     try:
-                        watch = stub.Watch(pb.WatchRequest(topology=self.topology.name, container=self.id))
+                        watch = stub.Watch(
+                            pb.WatchRequest(topology=self.topology.name, container=self.id)
+                        )
                         delay = 0.1
                         async for plan in watch:
                             self._on_plan(plan)
@@ -157,14 +168,24 @@ class Container:
             for task, proc in self.procs.items():
                 metrics.append(pb.Metric(scope=f"task:{task}", name="pid", value=proc.pid))
             reports, self.exceptions[:] = list(self.exceptions), []
-            await stub.SendHeartbeat(pb.Heartbeat(
-                topology=self.topology.name, container=self.id, incarnation=self.incarnation,
-                metrics=metrics,
-                exceptions=[pb.ExceptionReport(
-                    task_id=r["task"], component=r["component"], message=r["message"],
-                    traceback=r["traceback"], time_ms=int(time.time() * 1000),
-                ) for r in reports],
-            ))
+            await stub.SendHeartbeat(
+                pb.Heartbeat(
+                    topology=self.topology.name,
+                    container=self.id,
+                    incarnation=self.incarnation,
+                    metrics=metrics,
+                    exceptions=[
+                        pb.ExceptionReport(
+                            task_id=r["task"],
+                            component=r["component"],
+                            message=r["message"],
+                            traceback=r["traceback"],
+                            time_ms=int(time.time() * 1000),
+                        )
+                        for r in reports
+                    ],
+                )
+            )
             await asyncio.sleep(HEARTBEAT_S)
 
 

@@ -157,14 +157,18 @@ class Emitter:
     def _flush_roots(self) -> None:
         if self._roots:
             roots, self._roots = self._roots, []
-            self.sink(encode_frame(Kind.ROOTS, STMGR, self.task, len(roots) // 2, b"", encode(roots)))
+            self.sink(
+                encode_frame(Kind.ROOTS, STMGR, self.task, len(roots) // 2, b"", encode(roots))
+            )
 
     def _flush_control(self) -> None:
         self._flush_roots()
         if self._acks:
             acks, self._acks = self._acks, {}
             for dest, flat in acks.items():
-                self.sink(encode_frame(Kind.ACK, dest, self.task, len(flat) // 2, b"", encode(flat)))
+                self.sink(
+                    encode_frame(Kind.ACK, dest, self.task, len(flat) // 2, b"", encode(flat))
+                )
         if self._fails:
             fails, self._fails = self._fails, {}
             for dest, flat in fails.items():
@@ -184,17 +188,24 @@ class Emitter:
             if not entries:
                 return
         kind = Kind.DATA_ROOTED if rooted else Kind.DATA
-        self.sink(encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload))
+        self.sink(
+            encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload)
+        )
 
     def _count_bad(self, stream: str, reason: str) -> None:
         self.serialization_errors += 1
         if self.serialization_errors <= 3:  # then quiet: the counter tells the rest
             self.log.error(
                 "%s task %d dropped a tuple on stream %r: %s",
-                self.component, self.task, stream, reason,
+                self.component,
+                self.task,
+                stream,
+                reason,
             )
 
-    def _encode_valid(self, entries: list[Any], stream: str, rooted: bool) -> tuple[list[Any], bytes]:
+    def _encode_valid(
+        self, entries: list[Any], stream: str, rooted: bool
+    ) -> tuple[list[Any], bytes]:
         good = []
         for entry in entries:
             try:

@@ -10,6 +10,7 @@ output or drains input.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import selectors
 import socket
@@ -46,10 +47,9 @@ class Gateway(threading.Thread):
 
     def wake(self) -> None:
         """Threadsafe: make the gateway look at its queues now."""
-        try:
+        # BlockingIOError: a wake-up is already pending; OSError: shutting down
+        with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
-        except (BlockingIOError, OSError):
-            pass  # a wake-up is already pending, or we are shutting down
 
     def stop(self) -> None:
         self._halt.set()
@@ -80,11 +80,9 @@ class Gateway(threading.Thread):
                     interest = want
                 for key, mask in sel.select(timeout=0.5):
                     if key.fileobj is self._wake_r:
-                        try:
+                        with contextlib.suppress(BlockingIOError):
                             while self._wake_r.recv(4096):
                                 pass
-                        except BlockingIOError:
-                            pass
                         continue
                     if mask & selectors.EVENT_READ:
                         try:

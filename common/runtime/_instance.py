@@ -193,9 +193,7 @@ class Instance:
             # a tracked tuple nobody subscribes to is complete at once; one the
             # emitter had to drop has failed
             del self.pending[roots[0][1]]
-            (self._immediate_fails if self.emitter.dropped else self._immediate_acks).append(
-                tup_id
-            )
+            (self._immediate_fails if self.emitter.dropped else self._immediate_acks).append(tup_id)
         self.emitter.dropped = False
         self.stream_emits[stream] = self.stream_emits.get(stream, 0) + 1
         return dests if need_task_ids else None
@@ -213,8 +211,16 @@ class Instance:
     # -- main loop ------------------------------------------------------------
     def run(self) -> None:
         self.gateway.start()
-        self._send(encode_frame(Kind.CONTROL, STMGR, self.task, 0, b"",
-                                encode({"type": "hello", "task": self.task, "pid": os.getpid()})))
+        self._send(
+            encode_frame(
+                Kind.CONTROL,
+                STMGR,
+                self.task,
+                0,
+                b"",
+                encode({"type": "hello", "task": self.task, "pid": os.getpid()}),
+            )
+        )
         self.component_obj.open(self.ctx)
         try:
             if isinstance(self.component_obj, Spout):
@@ -243,7 +249,9 @@ class Instance:
                     self.failed += 1
                     spout.on_fail(tup_id)
             can_emit = self.active and (
-                not rc.acking or rc.max_spout_pending is None or len(self.pending) < rc.max_spout_pending
+                not rc.acking
+                or rc.max_spout_pending is None
+                or len(self.pending) < rc.max_spout_pending
             )
             emitted = False
             if can_emit:
@@ -366,7 +374,9 @@ class Instance:
             "acked": self.acked,
             "failed": self.failed,
             "pending": len(self.pending),
-            "execute_latency_us": (self.exec_ns / self.exec_count / 1000.0) if self.exec_count else 0.0,
+            "execute_latency_us": (self.exec_ns / self.exec_count / 1000.0)
+            if self.exec_count
+            else 0.0,
             "in_queue_bytes": self.inbox.nbytes,
             "in_queue_frames": len(self.inbox),
             "out_queue_bytes": self.outbox.nbytes,
@@ -417,8 +427,13 @@ def main(argv: list[str] | None = None) -> int:
         tb = traceback.format_exc()
         comp = inst.component if inst is not None else "?"
         log.error("task %d (%s) failed: user code raised\n%s", args.task, comp, tb)
-        report = {"type": "exception", "task": args.task, "component": comp,
-                  "message": f"{type(exc).__name__}: {exc}", "traceback": tb}
+        report = {
+            "type": "exception",
+            "task": args.task,
+            "component": comp,
+            "message": f"{type(exc).__name__}: {exc}",
+            "traceback": tb,
+        }
         frame = encode_frame(Kind.CONTROL, STMGR, args.task, 0, b"", encode(report))
         if inst is not None and inst.gateway.is_alive():
             inst.metrics_out.append(frame)

@@ -158,7 +158,7 @@ class _PeerServicer(pb_grpc.StreamManagerServicer):
     def __init__(self, stmgr: StreamManager) -> None:
         self.stmgr = stmgr
 
-    async def Exchange(  # noqa: N802 (gRPC method name)
+    async def Exchange(
         self, request_iterator: AsyncIterator[pb.Frames], context: Any
     ) -> AsyncIterator[pb.Frames]:
         stmgr = self.stmgr
@@ -169,7 +169,7 @@ class _PeerServicer(pb_grpc.StreamManagerServicer):
                 stmgr.bytes_in += len(frame)
                 stmgr.route(frame)
         return
-        yield  # an async generator that never answers
+        yield  # type: ignore[unreachable]  # an async generator that never answers
 
 
 class StreamManager:
@@ -287,7 +287,9 @@ class StreamManager:
         flat = decode(_payload(frame))
         if kind == Kind.ACK:
             ack = self.tracker.ack
-            done = [flat[i] for i in range(0, len(flat), 2) if ack(spout_task, flat[i], flat[i + 1])]
+            done = [
+                flat[i] for i in range(0, len(flat), 2) if ack(spout_task, flat[i], flat[i + 1])
+            ]
             if done:
                 self._acked.setdefault(spout_task, []).extend(done)
         else:
@@ -304,7 +306,9 @@ class StreamManager:
         for kind, pending in ((Kind.ACKED, self._acked), (Kind.FAILED, self._failed)):
             for task, roots in pending.items():
                 if task in self.conns:
-                    self.deliver(task, encode_frame(kind, task, STMGR, len(roots), b"", encode(roots)))
+                    self.deliver(
+                        task, encode_frame(kind, task, STMGR, len(roots), b"", encode(roots))
+                    )
             pending.clear()
 
     def expire_roots(self) -> None:
@@ -345,9 +349,9 @@ class StreamManager:
             for k, v in last.items():
                 if k in _CUMULATIVE:
                     base[k] = base.get(k, 0) + v
-            user = base.setdefault("user", {})  # type: ignore[arg-type]
+            user = base.setdefault("user", {})
             for k, v in (last.get("user") or {}).items():
-                user[k] = user.get(k, 0) + v  # type: ignore[index, attr-defined]
+                user[k] = user.get(k, 0) + v
         if self.task_component[task] in self.spout_components:
             self.tracker.forget_task(task)
 
@@ -382,9 +386,21 @@ class StreamManager:
     def hello_frames(self) -> list[bytes]:
         """Sent first on every new peer stream: our live backpressure requests."""
         return [
-            encode_frame(Kind.CONTROL, STMGR, STMGR, 0, b"", encode(
-                {"type": "bp", "on": True, "key": f"{self.container}/{key}", "spouts": sorted(spouts)}
-            ))
+            encode_frame(
+                Kind.CONTROL,
+                STMGR,
+                STMGR,
+                0,
+                b"",
+                encode(
+                    {
+                        "type": "bp",
+                        "on": True,
+                        "key": f"{self.container}/{key}",
+                        "spouts": sorted(spouts),
+                    }
+                ),
+            )
             for key, spouts in self.local_congestion.items()
         ]
 
@@ -407,8 +423,11 @@ class StreamManager:
                 return  # a spout's inbox holds acks only: bounded by max pending
         else:
             spouts = frozenset().union(
-                *(self._upstream[self.task_component[t]]
-                  for t, c in self.task_container.items() if c == container)
+                *(
+                    self._upstream[self.task_component[t]]
+                    for t, c in self.task_container.items()
+                    if c == container
+                )
             )
         self.local_congestion[key] = spouts
         if self._bp_since is None:
@@ -430,9 +449,16 @@ class StreamManager:
         self._rethrottle()
 
     def _broadcast_bp(self, key: str, on: bool, spouts: frozenset[str]) -> None:
-        frame = encode_frame(Kind.CONTROL, STMGR, STMGR, 0, b"", encode(
-            {"type": "bp", "on": on, "key": f"{self.container}/{key}", "spouts": sorted(spouts)}
-        ))
+        frame = encode_frame(
+            Kind.CONTROL,
+            STMGR,
+            STMGR,
+            0,
+            b"",
+            encode(
+                {"type": "bp", "on": on, "key": f"{self.container}/{key}", "spouts": sorted(spouts)}
+            ),
+        )
         for link in self.peers.values():
             # control jumps the queue: a congested peer link must still carry it
             link.queue.appendleft(frame)
@@ -483,7 +509,7 @@ class StreamManager:
                 out.append((ts, k, float(m.get(k, 0))))
             for stream, n in (m.get("emitted_by_stream") or {}).items():
                 out.append((ts, f"emitted:{stream}", float(n)))
-            user = dict(base.get("user", {}))  # type: ignore[call-overload]
+            user = dict(base.get("user", {}))
             for name, n in (m.get("user") or {}).items():
                 user[name] = user.get(name, 0) + n
             for name, n in user.items():
@@ -502,10 +528,12 @@ class StreamManager:
 
     # -- serving ----------------------------------------------------------------
     async def start_peer_server(self, host: str) -> str:
-        server = grpc.aio.server(options=[
-            ("grpc.max_send_message_length", 64 << 20),
-            ("grpc.max_receive_message_length", 64 << 20),
-        ])
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_send_message_length", 64 << 20),
+                ("grpc.max_receive_message_length", 64 << 20),
+            ]
+        )
         pb_grpc.add_StreamManagerServicer_to_server(_PeerServicer(self), server)
         port = server.add_insecure_port(f"{host}:0")
         await server.start()
@@ -526,8 +554,14 @@ class StreamManager:
 
 
 _CUMULATIVE = ("emitted", "executed", "acked", "failed", "backpressure_ms", "serialization_errors")
-_GAUGES = ("pending", "execute_latency_us", "in_queue_bytes", "in_queue_frames",
-           "out_queue_bytes", "out_queue_frames")
+_GAUGES = (
+    "pending",
+    "execute_latency_us",
+    "in_queue_bytes",
+    "in_queue_frames",
+    "out_queue_bytes",
+    "out_queue_frames",
+)
 
 
 def _payload(frame: bytes) -> memoryview:

@@ -3,8 +3,8 @@
 from ._codec import SUPPORTED_TYPES, decode, encode, is_supported_type
 from ._frame import (
     FRAME_HEADER,
-    Kind,
     FrameReader,
+    Kind,
     encode_frame,
     frame_dest,
     frame_kind,

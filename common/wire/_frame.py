@@ -36,7 +36,7 @@ class Frame(NamedTuple):
     kind: int
     dest: int
     src: int
-    count: int
+    n: int  # tuples or acks in the payload
     stream: str
     payload: memoryview
 

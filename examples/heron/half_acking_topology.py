@@ -16,9 +16,11 @@ if __name__ == "__main__":
         inputs={word_spout: Grouping.fields("word")},
         config={constants.TOPOLOGY_TICK_TUPLE_FREQ_SECS: 10},
     )
-    builder.set_config({
-        constants.TOPOLOGY_RELIABILITY_MODE: constants.TopologyReliabilityMode.ATLEAST_ONCE,
-        constants.TOPOLOGY_MAX_SPOUT_PENDING: 100000000,
-        constants.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 300,
-    })
+    builder.set_config(
+        {
+            constants.TOPOLOGY_RELIABILITY_MODE: constants.TopologyReliabilityMode.ATLEAST_ONCE,
+            constants.TOPOLOGY_MAX_SPOUT_PENDING: 100000000,
+            constants.TOPOLOGY_MESSAGE_TIMEOUT_SECS: 300,
+        }
+    )
     builder.build_and_submit()

@@ -51,10 +51,13 @@ class Count(Bolt):
 
 
 topology = (
-    Topology("demo-wordcount", config={
-        "topology.reliability.mode": Reliability.AT_LEAST_ONCE.value,
-        "topology.max.spout.pending": 2000,
-    })
+    Topology(
+        "demo-wordcount",
+        config={
+            "topology.reliability.mode": Reliability.AT_LEAST_ONCE.value,
+            "topology.max.spout.pending": 2000,
+        },
+    )
     .add_spout("sentences", Sentences, parallelism=1)
     .add_bolt("split", Split, parallelism=2, inputs={"sentences": shuffle()})
     .add_bolt("count", Count, parallelism=2, inputs={"split": fields("word")})

@@ -16,10 +16,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 T = TypeVar("T")
 
 
-def wait_for(cond: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+def wait_for(cond: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
     """Poll ``cond`` until it returns something truthy; fail with ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
-    last: Any = None
+    last: T | None = None
     while time.monotonic() < deadline:
         last = cond()
         if last:
@@ -29,8 +29,9 @@ def wait_for(cond: Callable[[], T], timeout: float, what: str, interval: float =
 
 
 @contextmanager
-def running(file: Path | str, containers: int = 2, env: dict[str, str] | None = None,
-            **kw: Any) -> Iterator[LocalCluster]:
+def running(
+    file: Path | str, containers: int = 2, env: dict[str, str] | None = None, **kw: Any
+) -> Iterator[LocalCluster]:
     """A started cluster that is always stopped; logs are printed when the test fails."""
     cluster = LocalCluster(file, containers=containers, env=env, **kw)
     cluster.start()

@@ -19,8 +19,12 @@ def _sink_seqs(out: Path) -> list[int]:
 
 def test_bolt_failing_every_second_tuple_once(out_dir: Path) -> None:
     n = 2000
-    env = {"HW_TEST_OUT": str(out_dir), "HW_TEST_N": str(n), "HW_TEST_FLAKY": "1",
-           "HW_TEST_TIMEOUT": "30"}  # no timeouts: every fail is the relay's
+    env = {
+        "HW_TEST_OUT": str(out_dir),
+        "HW_TEST_N": str(n),
+        "HW_TEST_FLAKY": "1",
+        "HW_TEST_TIMEOUT": "30",
+    }  # no timeouts: every fail is the relay's
     with running(TOPOLOGIES / "flaky.py", env=env) as c:
         wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(n)), 90, "every seq at the sink")
         wait_for(lambda: component_total(c, "seq", "acked") == n, 30, "every tree acked")
@@ -33,20 +37,29 @@ def test_bolt_failing_every_second_tuple_once(out_dir: Path) -> None:
 
 def test_bolt_sigkilled_mid_run(out_dir: Path) -> None:
     n = 3000
-    env = {"HW_TEST_OUT": str(out_dir), "HW_TEST_N": str(n), "HW_TEST_RATE": "300",
-           "HW_TEST_TIMEOUT": "4"}
+    env = {
+        "HW_TEST_OUT": str(out_dir),
+        "HW_TEST_N": str(n),
+        "HW_TEST_RATE": "300",
+        "HW_TEST_TIMEOUT": "4",
+    }
     with running(TOPOLOGIES / "flaky.py", env=env) as c:
         wait_for(lambda: len(_sink_seqs(out_dir)) > n // 4, 60, "a quarter at the sink")
-        pids = {t: int(m["pid"]) for t, m in c.metrics()["tasks"].items()
-                if m["component"] == "relay"}
+        pids = {
+            t: int(m["pid"]) for t, m in c.metrics()["tasks"].items() if m["component"] == "relay"
+        }
         for pid in pids.values():
             os.kill(pid, signal.SIGKILL)
         assert len(_sink_seqs(out_dir)) < n  # killed mid-run
-        wait_for(lambda: all(v >= 1 for v in task_metric(c, "relay", "restarts").values()),
-                 30, "the container to restart the relays")
+        wait_for(
+            lambda: all(v >= 1 for v in task_metric(c, "relay", "restarts").values()),
+            30,
+            "the container to restart the relays",
+        )
         wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(n)), 90, "every seq at the sink")
         wait_for(lambda: component_total(c, "seq", "acked") == n, 30, "every tree acked")
-        new_pids = {t: int(m["pid"]) for t, m in c.metrics()["tasks"].items()
-                    if m["component"] == "relay"}
+        new_pids = {
+            t: int(m["pid"]) for t, m in c.metrics()["tasks"].items() if m["component"] == "relay"
+        }
         assert set(new_pids.values()).isdisjoint(pids.values())
         assert component_total(c, "seq", "user:replayed") >= 1

@@ -60,9 +60,12 @@ def test_slow_bolt_throttles_only_its_own_spout() -> None:
         assert json.loads(urllib.request.urlopen(req, timeout=5).read())["state"] == "PAUSED"
         # nothing dropped: once the spouts pause, everything emitted gets processed
         wait_for(
-            lambda: (e := component_total(c, "fast", "emitted")) > 0
-            and component_total(c, "slow", "executed") == e,
-            90, "the slow bolt to drain every tuple the fast spout emitted",
+            lambda: (
+                (e := component_total(c, "fast", "emitted")) > 0
+                and component_total(c, "slow", "executed") == e
+            ),
+            90,
+            "the slow bolt to drain every tuple the fast spout emitted",
         )
     assert loaded >= 0.8 * baseline, (loaded, baseline)
     assert max(peak.values()) < RSS_BOUND, {pid: rss >> 20 for pid, rss in peak.items()}

@@ -25,7 +25,10 @@ pytestmark = pytest.mark.cluster
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "headwater", "run", *args],
-        env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
 
 
@@ -49,15 +52,19 @@ def _counts(out: Path) -> Counter[str]:
 
 
 def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Path) -> None:
-    proc = _start([str(WORDCOUNT), "--containers", "2", "--duration", "20"],
-                  {"WORDCOUNT_OUTPUT": str(out_dir)})
+    proc = _start(
+        [str(WORDCOUNT), "--containers", "2", "--duration", "20"],
+        {"WORDCOUNT_OUTPUT": str(out_dir)},
+    )
     try:
         record = wait_for(_record, 30, "the run to record its topology master")
-        tasks = wait_for(
-            lambda: (t := _tasks(record["http"], "wordcount"))
-            and all(m.get("connected") == 1.0 and "pid" in m for m in t.values()) and t,
-            30, "every instance to connect",
-        )
+
+        def connected() -> dict[str, dict[str, float]] | None:
+            t = _tasks(record["http"], "wordcount")
+            ok = all(m.get("connected") == 1.0 and "pid" in m for m in t.values())
+            return t if ok else None
+
+        tasks = wait_for(connected, 30, "every instance to connect")
         launcher = psutil.Process(proc.pid)
         children = launcher.children(recursive=True)
         containers = [p for p in children if "headwater.common.runtime.container" in p.cmdline()]
@@ -67,7 +74,9 @@ def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Pat
         pids = {int(m["pid"]) for m in tasks.values()}
         assert pids == {p.pid for p in instances}  # one OS process per instance
         for p in instances:  # each instance is a child of its container's stmgr process
-            assert p.parent().pid in {c.pid for c in containers}
+            parent = p.parent()
+            assert parent is not None
+            assert parent.pid in {c.pid for c in containers}
         expected = runpy.run_path(str(WORDCOUNT))["expected_counts"]()
         wait_for(lambda: _counts(out_dir) == Counter(expected), 30, "the exact word counts")
         out, _ = proc.communicate(timeout=60)
@@ -84,13 +93,18 @@ def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Pat
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None:
-    proc = _start([str(WORDCOUNT), "--containers", "2", "--quiet"],
-                  {"WORDCOUNT_OUTPUT": str(out_dir)})
+    proc = _start(
+        [str(WORDCOUNT), "--containers", "2", "--quiet"], {"WORDCOUNT_OUTPUT": str(out_dir)}
+    )
     try:
         record = wait_for(_record, 30, "the run to start")
-        wait_for(lambda: all(m.get("connected") == 1.0
-                             for m in _tasks(record["http"], "wordcount").values()),
-                 30, "every instance to connect")
+        wait_for(
+            lambda: all(
+                m.get("connected") == 1.0 for m in _tasks(record["http"], "wordcount").values()
+            ),
+            30,
+            "every instance to connect",
+        )
         everyone = psutil.Process(proc.pid).children(recursive=True)
         assert len(everyone) == 1 + 2 + 6  # tmaster, stmgrs, instances
         proc.send_signal(sig)

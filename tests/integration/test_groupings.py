@@ -20,8 +20,15 @@ def test_every_grouping_routes_exactly(out_dir: Path) -> None:
     with running(TOPOLOGIES / "groupings.py", containers=2, env=env) as cluster:
         ids = task_ids(cluster.topology)
         assert {cluster.plan.container_of(t) for t in ids["shuffle"]} == {0, 1}
-        expected_totals = {"shuffle": N, "fields": N, "all": 3 * N, "global": N,
-                           "none": N, "custom": N, "direct": N}
+        expected_totals = {
+            "shuffle": N,
+            "fields": N,
+            "all": 3 * N,
+            "global": N,
+            "none": N,
+            "custom": N,
+            "direct": N,
+        }
 
         def complete() -> bool:
             return all(

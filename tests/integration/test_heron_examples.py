@@ -15,8 +15,11 @@ pytestmark = pytest.mark.cluster
 def test_word_count_acks_every_tuple() -> None:
     with running(HERON / "word_count_topology.py", env={"HERON_EXAMPLE_LIMIT": "600"}) as c:
         # 2 spout tasks x 600 words; "heron" (1 word in 6) counts 10
-        wait_for(lambda: component_total(c, "count_bolt", "user:count") == 1000 + 200 * 10,
-                 60, "all words counted")
+        wait_for(
+            lambda: component_total(c, "count_bolt", "user:count") == 1000 + 200 * 10,
+            60,
+            "all words counted",
+        )
         wait_for(lambda: component_total(c, "word_spout", "acked") == 1200, 30, "all acks")
         assert component_total(c, "word_spout", "user:spout_acks") == 1200
         assert component_total(c, "word_spout", "failed") == 0
@@ -26,8 +29,15 @@ def test_word_count_acks_every_tuple() -> None:
 def test_half_acking_fails_half() -> None:
     with running(HERON / "half_acking_topology.py", env={"HERON_EXAMPLE_LIMIT": "600"}) as c:
         # every word arrives 200 times at one task, so each task acks and fails evenly
-        wait_for(lambda: component_total(c, "word_spout", "acked")
-                 + component_total(c, "word_spout", "failed") == 1200, 60, "every ack or fail")
+        wait_for(
+            lambda: (
+                component_total(c, "word_spout", "acked")
+                + component_total(c, "word_spout", "failed")
+                == 1200
+            ),
+            60,
+            "every ack or fail",
+        )
         assert component_total(c, "word_spout", "acked") == 600
         assert component_total(c, "word_spout", "failed") == 600
         assert component_total(c, "word_spout", "user:spout_fails") == 600
@@ -36,21 +46,29 @@ def test_half_acking_fails_half() -> None:
 
 def test_multi_stream() -> None:
     with running(HERON / "multi_stream_topology.py", env={"HERON_EXAMPLE_LIMIT": "3000"}) as c:
-        wait_for(lambda: component_total(c, "stream_aggregator", "executed") == 6006, 60,
-                 "the aggregator to see both streams")
+        wait_for(
+            lambda: component_total(c, "stream_aggregator", "executed") == 6006,
+            60,
+            "the aggregator to see both streams",
+        )
         assert component_total(c, "stream_aggregator", "user:stream:default") == 6000
         assert component_total(c, "stream_aggregator", "user:stream:error") == 6
-        wait_for(lambda: component_total(c, "count_bolt", "user:count") == 5000 + 1000 * 10,
-                 30, "the counts")
+        wait_for(
+            lambda: component_total(c, "count_bolt", "user:count") == 5000 + 1000 * 10,
+            30,
+            "the counts",
+        )
         assert component_total(c, "spout", "acked") == 0  # no tup_id: no acks
 
 
 def test_custom_grouping() -> None:
-    with running(HERON / "custom_grouping_topology.py",
-                 env={"HERON_EXAMPLE_LIMIT": "600"}) as c:
+    with running(HERON / "custom_grouping_topology.py", env={"HERON_EXAMPLE_LIMIT": "600"}) as c:
         first = min(task_ids(c.topology)["consume_bolt"])
-        wait_for(lambda: component_total(c, "consume_bolt", "user:consumed") == 600, 60,
-                 "all words consumed")
+        wait_for(
+            lambda: component_total(c, "consume_bolt", "user:consumed") == 600,
+            60,
+            "all words consumed",
+        )
         per_task = task_metric(c, "consume_bolt", "user:consumed")
         assert per_task == {t: (600.0 if t == first else 0.0) for t in per_task}
         # at-most-once with a tup_id: heronpy acks at once

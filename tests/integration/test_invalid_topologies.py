@@ -11,7 +11,7 @@ from headwater.cloud.local import state_dir
 
 from ._support import TOPOLOGIES
 
-INVALID = TOPOLOGIES / "invalid"
+INVALID = TOPOLOGIES
 
 
 @pytest.mark.parametrize(
@@ -20,16 +20,31 @@ INVALID = TOPOLOGIES / "invalid"
         ("cycle.py", ["cycle:", "'upper'", "'lower'", "a topology must be a DAG"]),
         ("unknown_input.py", ["bolt 'count'", "unknown component 'wrods'", "did you mean 'words'"]),
         ("duplicate.py", ["'count' is defined twice", "Give each a unique name"]),
-        ("undeclared_field.py", ["bolt 'count'", "undeclared field(s) 'sensor'",
-                                 "the stream declares 'word'"]),
-        ("unserialisable.py", ["spout 'words'", "field 'lock'", "cannot be serialised",
-                               "convert the value"]),
+        (
+            "undeclared_field.py",
+            ["bolt 'count'", "undeclared field(s) 'sensor'", "the stream declares 'word'"],
+        ),
+        (
+            "unserialisable.py",
+            ["spout 'words'", "field 'lock'", "cannot be serialised", "convert the value"],
+        ),
     ],
 )
 def test_invalid_topology_fails_before_any_process_starts(file: str, expected: list[str]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "headwater", "run", str(INVALID / file), "--containers", "2"],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "headwater",
+            "run",
+            str(INVALID / f"invalid_{file}"),
+            "--containers",
+            "2",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith("headwater: error: ")
@@ -42,13 +57,19 @@ def test_invalid_topology_fails_before_any_process_starts(file: str, expected: l
 def test_bad_arguments_say_what_to_do() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "headwater", "run", "nope.py", "--containers", "0"],
-        capture_output=True, text=True, timeout=60,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert "--containers: must be 1 or more, got 0" in proc.stderr
     proc = subprocess.run(
         [sys.executable, "-m", "headwater", "run", "nope.py"],
-        capture_output=True, text=True, timeout=60,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2
     assert "no topology file at 'nope.py': check the path" in proc.stderr

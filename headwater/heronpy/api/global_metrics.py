@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-metricsContainer: Counter[str] = Counter()  # noqa: N816 (heronpy name)
+metricsContainer: Counter[str] = Counter()
 lock = threading.Lock()
 _ctx: Any = None  # the running component's context, set when it opens
 

@@ -28,7 +28,9 @@ DEFAULT_TOPOLOGY_CONFIG: dict[str, Any] = {
 }
 
 
-def _native(name: str, specs: list[HeronComponentSpec], config: Mapping[str, Any]) -> NativeTopology:
+def _native(
+    name: str, specs: list[HeronComponentSpec], config: Mapping[str, Any]
+) -> NativeTopology:
     topo = NativeTopology(name, config={**DEFAULT_TOPOLOGY_CONFIG, **config})
     for spec in specs:
         topo = topo.add(spec.to_native())

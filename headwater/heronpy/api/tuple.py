@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from headwater.common.api import TICK_COMPONENT, TICK_STREAM
-from headwater.common.api import Tuple as Tuple
+from headwater.common.api import TICK_COMPONENT, TICK_STREAM, Tuple
 
 HeronTuple = Tuple
+
+__all__ = ["HeronTuple", "Tuple", "TupleHelper"]
 
 
 class TupleHelper:

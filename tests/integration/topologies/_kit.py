@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
-from headwater import Bolt, Context, Spout, Tuple
+from headwater import Bolt, Context, Spout, Stream, Tuple
 
 OUT = os.environ.get("HW_TEST_OUT", "")
 
@@ -23,7 +24,7 @@ class SeqSpout(Spout):
     ``RATE`` (per task, per second) paces emission when set.
     """
 
-    outputs = ("seq", "key")
+    outputs: ClassVar[Sequence[Stream | str]] = ("seq", "key")
     N = int(os.environ.get("HW_TEST_N", "600"))
     RATE = float(os.environ.get("HW_TEST_RATE", "0"))
     KEYS = 7
@@ -67,3 +68,17 @@ class RecordBolt(Bolt):
 
     def close(self) -> None:
         self.file.close()
+
+
+class Words(Spout):
+    outputs = ("word",)
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Pass(Bolt):
+    outputs = ("word",)
+
+    def process(self, tup: Tuple) -> None:
+        pass

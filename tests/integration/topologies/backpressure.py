@@ -56,12 +56,15 @@ class Sink(Bolt):
 
 
 topology = (
-    Topology("backpressure", config={
-        "headwater.stmgr.buffer.high.bytes": 256 << 10,
-        "headwater.stmgr.buffer.low.bytes": 128 << 10,
-        "headwater.instance.queue.high.bytes": 256 << 10,
-        "headwater.instance.queue.low.bytes": 128 << 10,
-    })
+    Topology(
+        "backpressure",
+        config={
+            "headwater.stmgr.buffer.high.bytes": 256 << 10,
+            "headwater.stmgr.buffer.low.bytes": 128 << 10,
+            "headwater.instance.queue.high.bytes": 256 << 10,
+            "headwater.instance.queue.low.bytes": 128 << 10,
+        },
+    )
     .add_spout("fast", Fast)
     .add_bolt("slow", Slow, inputs={"fast": shuffle()})
     .add_spout("steady", Steady)

@@ -32,11 +32,14 @@ class Relay(Bolt):
 
 
 topology = (
-    Topology("flaky", config={
-        "topology.reliability.mode": Reliability.AT_LEAST_ONCE.value,
-        "topology.message.timeout.secs": int(os.environ.get("HW_TEST_TIMEOUT", "3")),
-        "topology.max.spout.pending": 200,
-    })
+    Topology(
+        "flaky",
+        config={
+            "topology.reliability.mode": Reliability.AT_LEAST_ONCE.value,
+            "topology.message.timeout.secs": int(os.environ.get("HW_TEST_TIMEOUT", "3")),
+            "topology.max.spout.pending": 200,
+        },
+    )
     .add_spout("seq", SeqSpout, parallelism=2)
     .add_bolt("relay", Relay, parallelism=2, inputs={"seq": fields("seq")})
     .add_bolt("sink", RecordBolt, parallelism=2, inputs={"relay": fields("seq")})

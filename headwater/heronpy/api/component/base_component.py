@@ -5,8 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-_LEVELS = {None: logging.INFO, "trace": logging.DEBUG, "debug": logging.DEBUG,
-           "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+_LEVELS = {
+    None: logging.INFO,
+    "trace": logging.DEBUG,
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 class BaseComponent:

@@ -15,7 +15,7 @@ from ..stream import Grouping, Stream
 class GlobalStreamId:
     """A (component, stream) pair; ``spec['error']`` makes one."""
 
-    def __init__(self, componentId: Any, streamId: str) -> None:  # noqa: N803 (heronpy names)
+    def __init__(self, componentId: Any, streamId: str) -> None:
         if not isinstance(componentId, str | HeronComponentSpec):
             raise TypeError("componentId must be a str or a HeronComponentSpec")
         if not isinstance(streamId, str):

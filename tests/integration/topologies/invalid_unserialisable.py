@@ -1,6 +1,6 @@
 import threading
 
-from _parts import Pass, Words
+from _kit import Pass, Words
 
 from headwater import Stream, Topology, shuffle
 

@@ -1,4 +1,4 @@
-from _parts import Pass, Words
+from _kit import Pass, Words
 
 from headwater import Topology, shuffle
 
