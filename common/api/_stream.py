@@ -67,9 +67,15 @@ def shuffle() -> Grouping:
     return Grouping("shuffle")
 
 
-def fields(*names: str) -> Grouping:
-    """Same values of ``names`` always go to the same task (hashing the encoded bytes)."""
-    return Grouping("fields", tuple(names))
+def fields(*names: str | Sequence[str]) -> Grouping:
+    """Same values of ``names`` always go to the same task (hashing the encoded bytes).
+
+    Takes names (``fields("site", "sensor")``) or one sequence of them.
+    """
+    flat: list[str] = []
+    for name in names:
+        flat.extend([name] if isinstance(name, str) else name)
+    return Grouping("fields", tuple(flat))
 
 
 def all_tasks() -> Grouping:

@@ -35,6 +35,28 @@ def test_bolt_failing_every_second_tuple_once(out_dir: Path) -> None:
     assert _sink_seqs(out_dir) == list(range(n))  # failed before the sink: no duplicates
 
 
+def test_exception_in_user_code_is_reported_and_the_instance_restarts(out_dir: Path) -> None:
+    n = 1000
+    env = {
+        "HW_TEST_OUT": str(out_dir),
+        "HW_TEST_N": str(n),
+        "HW_TEST_RAISE_AT": "500",
+        "HW_TEST_TIMEOUT": "4",
+    }
+    with running(TOPOLOGIES / "flaky.py", env=env) as c:
+        wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(n)), 90, "every seq at the sink")
+        (report,) = wait_for(lambda: c.get("/exceptions"), 30, "the exception report")
+        assert report["component"] == "relay"
+        assert report["message"] == "RuntimeError: relay cannot handle seq 500"
+        assert "Traceback (most recent call last)" in report["traceback"]
+        assert 'raise RuntimeError(f"relay cannot handle seq {seq}")' in report["traceback"]
+        assert component_total(c, "relay", "exceptions") == 1
+        assert component_total(c, "relay", "restarts") == 1
+        task = report["task"]
+        log = (c.workdir / f"task-{task}.log").read_text()
+        assert "RuntimeError: relay cannot handle seq 500" in log
+
+
 def test_bolt_sigkilled_mid_run(out_dir: Path) -> None:
     n = 3000
     env = {

@@ -105,6 +105,49 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
             30,
             "every instance to connect",
         )
+        status = subprocess.run(
+            [sys.executable, "-m", "headwater", "status"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+        assert "topology wordcount  state RUNNING" in status
+        for column in ("emitted", "executed", "acked", "failed", "bp ms", "restarts"):
+            assert column in status
+        assert all(name in status for name in ("lines", "split", "count"))
+        raw = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "headwater", "status", "--json"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+        )
+        task = next(iter(raw["metrics"]["tasks"].values()))
+        for key in (
+            "emitted",
+            "executed",
+            "acked",
+            "failed",
+            "execute_latency_us",
+            "in_queue_bytes",
+            "out_queue_bytes",
+            "backpressure_ms",
+            "pid",
+        ):
+            assert key in task
+        stmgr = raw["metrics"]["containers"]["0"]
+        for key in (
+            "bytes_in",
+            "bytes_out",
+            "batches_in",
+            "batches_out",
+            "buffer_bytes",
+            "backpressure_ms",
+        ):
+            assert key in stmgr
         everyone = psutil.Process(proc.pid).children(recursive=True)
         assert len(everyone) == 1 + 2 + 6  # tmaster, stmgrs, instances
         proc.send_signal(sig)

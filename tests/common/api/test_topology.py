@@ -182,8 +182,8 @@ def test_inputs_as_input_list() -> None:
 
 
 def test_fields_accepts_names_or_a_sequence() -> None:
-    as_list = fields(["a", "b"])  # type: ignore[arg-type]
-    as_tuple = fields(("a", "b"))  # type: ignore[arg-type]
+    as_list = fields(["a", "b"])
+    as_tuple = fields(("a", "b"))
     assert fields("a", "b") == as_list == as_tuple
     assert fields("a", "b").fields == ("a", "b")
     assert str(fields("a", "b")) == "fields(a, b)"

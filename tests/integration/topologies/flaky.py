@@ -9,6 +9,8 @@ from _kit import RecordBolt, SeqSpout
 from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
 
 FLAKY = os.environ.get("HW_TEST_FLAKY") == "1"
+RAISE_AT = int(os.environ.get("HW_TEST_RAISE_AT", "-1"))
+OUT = os.environ.get("HW_TEST_OUT", "")
 
 
 class Relay(Bolt):
@@ -21,6 +23,9 @@ class Relay(Bolt):
 
     def process(self, tup: Tuple) -> None:
         seq = tup.values[0]
+        if seq == RAISE_AT and not os.path.exists(os.path.join(OUT, "raised")):
+            open(os.path.join(OUT, "raised"), "w").close()
+            raise RuntimeError(f"relay cannot handle seq {seq}")
         if FLAKY and seq not in self.seen:
             self.seen.add(seq)
             self.n += 1
