@@ -54,9 +54,10 @@ class Emitter:
         self.linger_s = linger_s
         self.log = log
         self._buffers: dict[tuple[int, str, bool], _Buffer] = {}
-        self._acks: dict[int, list[int]] = {}
+        self._acks: dict[int, dict[int, int]] = {}  # spout task -> root -> xor
         self._fails: dict[int, list[int]] = {}
         self._roots: list[int] = []  # spout: flat [root, xor_of_edges, ...]
+        self._control_since: float | None = None
         self.emitted = 0
         self.serialization_errors = 0
         self.dropped = False  # set when emit() dropped its tuple; the caller clears it
@@ -125,8 +126,15 @@ class Emitter:
         roots = tup.roots
         if roots:
             val = tup._ack_val
+            acks = self._acks
             for i in range(0, len(roots), 3):
-                self._acks.setdefault(roots[i], []).extend((roots[i + 1], roots[i + 2] ^ val))
+                # XOR-merge acks of one root within a batch: a word-count bolt
+                # acking seven words of one sentence sends one entry, not seven
+                per_root = acks.get(roots[i])
+                if per_root is None:
+                    per_root = acks[roots[i]] = {}
+                rid = roots[i + 1]
+                per_root[rid] = per_root.get(rid, 0) ^ roots[i + 2] ^ val
 
     def fail(self, tup: Tuple) -> None:
         roots = tup.roots
@@ -136,12 +144,20 @@ class Emitter:
 
     # -- flushing -------------------------------------------------------------
     def flush_due(self, now: float) -> None:
+        """Flush buffers whose oldest entry has lingered long enough, acks included.
+
+        Ack bookkeeping lingers like data (from the first flush_due that sees it),
+        so that acking rides in a few large frames instead of one per tuple.
+        """
         deadline = now - self.linger_s
         for key, buf in list(self._buffers.items()):
             if buf.since <= deadline:
                 self._flush(key, buf)
         if self._acks or self._fails or self._roots:
-            self._flush_control()
+            if self._control_since is None:
+                self._control_since = now
+            elif self._control_since <= deadline or len(self._roots) > 2 * self.batch_size:
+                self._flush_control()
 
     def flush_all(self) -> None:
         # roots before data: the tracker must know a root before any ack for it
@@ -152,7 +168,13 @@ class Emitter:
 
     @property
     def buffered(self) -> int:
-        return sum(len(b.entries) for b in self._buffers.values())
+        """Tuples and ack entries waiting to leave."""
+        return (
+            sum(len(b.entries) for b in self._buffers.values())
+            + len(self._roots)
+            + sum(len(a) for a in self._acks.values())
+            + sum(len(f) for f in self._fails.values())
+        )
 
     def _flush_roots(self) -> None:
         if self._roots:
@@ -162,10 +184,14 @@ class Emitter:
             )
 
     def _flush_control(self) -> None:
+        self._control_since = None
         self._flush_roots()
         if self._acks:
             acks, self._acks = self._acks, {}
-            for dest, flat in acks.items():
+            for dest, per_root in acks.items():
+                flat = [x for pair in per_root.items() if pair[1] for x in pair]
+                if not flat:
+                    continue
                 self.sink(
                     encode_frame(Kind.ACK, dest, self.task, len(flat) // 2, b"", encode(flat))
                 )

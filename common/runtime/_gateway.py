@@ -42,17 +42,24 @@ class Gateway(threading.Thread):
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._halt = threading.Event()
+        # True while the loop may block in select(). Set before the loop drains
+        # the outbox, so a frame queued after that drain always finds it True.
+        self.idle = False
+        self.reading = True  # False while the inbox is above its high mark
         self.eof = threading.Event()
         self._pending = bytearray()
 
     def wake(self) -> None:
-        """Threadsafe: make the gateway look at its queues now."""
+        """Threadsafe: make the gateway look at its queues now (a no-op while it is busy)."""
+        if not self.idle:
+            return
         # BlockingIOError: a wake-up is already pending; OSError: shutting down
         with contextlib.suppress(OSError):
             self._wake_w.send(b"\0")
 
     def stop(self) -> None:
         self._halt.set()
+        self.idle = True
         self.wake()
 
     def run(self) -> None:
@@ -62,10 +69,11 @@ class Gateway(threading.Thread):
         sel.register(self._wake_r, selectors.EVENT_READ)
         sel.register(sock, selectors.EVENT_READ)
         reader = FrameReader()
-        reading = True
+        self.reading = reading = True
         interest = selectors.EVENT_READ
         try:
             while True:
+                self.idle = True
                 self._fill()
                 if self._halt.is_set() and not self._pending:
                     break
@@ -78,7 +86,9 @@ class Gateway(threading.Thread):
                     if want:
                         sel.register(sock, want)
                     interest = want
-                for key, mask in sel.select(timeout=0.5):
+                events = sel.select(timeout=0.5)
+                self.idle = False
+                for key, mask in events:
                     if key.fileobj is self._wake_r:
                         with contextlib.suppress(BlockingIOError):
                             while self._wake_r.recv(4096):
@@ -104,9 +114,9 @@ class Gateway(threading.Thread):
                         del self._pending[:sent]
                 # hysteresis: stop reading above the high mark, resume below the low mark
                 if reading and self.inbox.nbytes >= self.inbox.high:
-                    reading = False
+                    self.reading = reading = False
                 elif not reading and self.inbox.nbytes <= self.inbox.low:
-                    reading = True
+                    self.reading = reading = True
         except OSError as exc:
             log.debug("gateway socket closed: %s", exc)
             self.eof.set()

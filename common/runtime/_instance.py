@@ -116,6 +116,7 @@ class Instance:
         self.spec = topology.component(self.component)
         self.conf = topology.merged_config(self.component)
         self.rc = RuntimeConfig.from_mapping(self.conf)
+        self.acking = self.rc.acking
         self.user_log = logging.getLogger(f"headwater.user.{self.component}")
         self.inbox = ByteQueue(self.rc.instance_high_water, self.rc.instance_low_water)
         self.outbox = ByteQueue(self.rc.instance_high_water, self.rc.instance_low_water)
@@ -165,7 +166,7 @@ class Instance:
     ) -> list[int] | None:
         vals = values if type(values) is list else list(values)
         roots: list[tuple[int, int]] | None = None
-        if self.rc.acking:
+        if self.acking:
             if anchors is not None:
                 rooted = [a for a in anchors if a.roots]
                 if rooted:
@@ -200,12 +201,12 @@ class Instance:
 
     def ack(self, tup: Tuple) -> None:
         self.acked += 1
-        if self.rc.acking:
+        if self.acking:
             self.emitter.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
         self.failed += 1
-        if self.rc.acking:
+        if self.acking:
             self.emitter.fail(tup)
 
     # -- main loop ------------------------------------------------------------
@@ -233,7 +234,8 @@ class Instance:
         self.component_obj.close()
 
     def _run_spout(self, spout: Spout) -> None:
-        rc = self.rc
+        max_pending = self.rc.max_spout_pending if self.acking else None
+        linger = self.rc.batch_linger_ms / 1000.0
         idle = 0.0
         next_metrics = time.monotonic() + METRICS_INTERVAL_S
         while not self.stopping:
@@ -248,24 +250,22 @@ class Instance:
                 for tup_id in fails:
                     self.failed += 1
                     spout.on_fail(tup_id)
-            can_emit = self.active and (
-                not rc.acking
-                or rc.max_spout_pending is None
-                or len(self.pending) < rc.max_spout_pending
-            )
+            can_emit = self.active and (max_pending is None or len(self.pending) < max_pending)
             emitted = False
             if can_emit:
                 before = self.emitter.emitted
                 spout.next_tuple()
                 emitted = self.emitter.emitted != before
             now = time.monotonic()
-            if emitted:
-                idle = 0.0
-                self.emitter.flush_due(now)
-            else:
-                self.emitter.flush_all()
+            self.emitter.flush_due(now)
+            if not emitted:
+                if not can_emit:
+                    # at max pending (or paused): acks come back only for what has left
+                    self.emitter.flush_all()
                 idle = min(max(idle * 2, 0.0005), 0.05 if can_emit else 0.2)
-                self._wait_inbox(idle)
+                self._wait_inbox(min(idle, linger) if self.emitter.buffered else idle)
+            else:
+                idle = 0.0
             if now >= next_metrics:
                 self._report_metrics()
                 next_metrics = now + METRICS_INTERVAL_S
@@ -276,12 +276,12 @@ class Instance:
         next_metrics = time.monotonic() + METRICS_INTERVAL_S
         linger = self.rc.batch_linger_ms / 1000.0
         while not self.stopping:
-            frame = self.inbox.get(timeout=min(linger if self.emitter.buffered else 0.2, 0.2))
+            frame = self.inbox.get(timeout=linger if self.emitter.buffered else 0.2)
             if frame is not None:
                 self._handle(frame, bolt)
-                if not len(self.inbox):
-                    self.emitter.flush_all()
-            else:
+                if not self.gateway.reading and self.inbox.nbytes <= self.inbox.low:
+                    self.gateway.wake()  # it paused reading at the high mark: resume
+            else:  # no input for a whole linger: everything buffered goes now
                 if self.gateway.eof.is_set():
                     log.info("stmgr went away; task %d exits", self.task)
                     return
