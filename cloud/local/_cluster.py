@@ -14,10 +14,12 @@ outlives the cluster even when the launcher is killed.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -29,6 +31,8 @@ from headwater.common._loader import load_topology
 from headwater.common.api import Topology
 from headwater.common.plan import PhysicalPlan, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
+
+log = logging.getLogger("headwater.local")
 
 
 def state_dir() -> Path:
@@ -69,20 +73,30 @@ class LocalCluster:
         self.grpc_address = ""
         self.http_address = ""
         self._record: Path | None = None
+        self._stopping = threading.Event()
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
+        self._start_tmaster(timeout)
+        for c in range(self.containers):
+            self._start_container(c)
+        self._write_record()
+        return self
+
+    def _start_tmaster(self, timeout: float = 30.0) -> None:
+        """Start (or restart, on the same ports and state) the topology master."""
         ready = self.workdir / "tmaster.json"
+        ready.unlink(missing_ok=True)
         args = [
-            "-m",
-            "headwater.cloud.tmaster",
-            "--topology-file",
-            self.topology_file,
-            "--containers",
-            str(self.containers),
-            "--ready-file",
-            str(ready),
-        ]
+            "-m", "headwater.cloud.tmaster",
+            "--topology-file", self.topology_file,
+            "--containers", str(self.containers),
+            "--ready-file", str(ready),
+            "--state-dir", str(self.workdir / "tmaster-state"),
+        ]  # fmt: skip
+        if self.grpc_address:  # a restart keeps the addresses the containers know
+            args += ["--grpc-port", self.grpc_address.rsplit(":", 1)[1],
+                     "--http-port", self.http_address.rsplit(":", 1)[1]]  # fmt: skip
         if self.topology_name:
             args += ["--topology", self.topology_name]
         self.tmaster = spawn(args, env=self.env, log_path=str(self.workdir / "tmaster.log"))
@@ -98,40 +112,49 @@ class LocalCluster:
             time.sleep(0.02)
         info = json.loads(ready.read_text())
         self.grpc_address, self.http_address = info["grpc"], info["http"]
-        for c in range(self.containers):
-            self._start_container(c)
-        self._write_record()
-        return self
 
     def _start_container(self, c: int) -> None:
         args = [
-            "-m",
-            "headwater.common.runtime.container",
-            "--topology-file",
-            self.topology_file,
-            "--container",
-            str(c),
-            "--containers",
-            str(self.containers),
-            "--tmaster",
-            self.grpc_address,
-            "--workdir",
-            str(self.workdir),
-        ]
+            "-m", "headwater.common.runtime.container",
+            "--topology-file", self.topology_file,
+            "--container", str(c),
+            "--containers", str(self.containers),
+            "--tmaster", self.grpc_address,
+            "--workdir", str(self.workdir),
+            "--state-dir", str(self.workdir / "state" / f"container-{c}"),
+        ]  # fmt: skip
         if self.topology_name:
             args += ["--topology", self.topology_name]
         self.container_procs[c] = spawn(
             args, env=self.env, log_path=str(self.workdir / f"container-{c}.log")
         )
 
-    def restart_dead_containers(self) -> list[int]:
-        """Restart containers whose process has exited; return their ids."""
-        dead = [c for c, p in self.container_procs.items() if p.poll() is not None]
-        for c in dead:
-            self._start_container(c)
-        return dead
+    def restart_dead(self) -> list[str]:
+        """Restart the master and the containers whose process has exited; name them."""
+        restarted = []
+        if self.tmaster is not None and self.tmaster.poll() is not None:
+            self._start_tmaster()
+            restarted.append("the topology master")
+        for c, p in list(self.container_procs.items()):
+            if p.poll() is not None:
+                self._start_container(c)
+                restarted.append(f"container {c}")
+        return restarted
+
+    def supervise(self, interval: float = 0.2) -> None:
+        """Restart dead processes from a background thread until ``stop()``."""
+
+        def loop() -> None:
+            while not self._stopping.wait(interval):
+                try:
+                    self.restart_dead()
+                except Exception:  # keep supervising: the next round retries
+                    log.exception("restarting a dead process failed")
+
+        threading.Thread(target=loop, name="hw-supervisor", daemon=True).start()
 
     def stop(self) -> None:
+        self._stopping.set()
         procs = list(self.container_procs.values())
         terminate(procs, grace_s=8.0)
         if self.tmaster is not None:
@@ -195,6 +218,8 @@ class LocalCluster:
         )
 
     def _check_alive(self) -> None:
+        if self._stopping.is_set():
+            return
         if self.tmaster is not None and self.tmaster.poll() is not None:
             raise ClusterError(f"the topology master exited; see {self.workdir / 'tmaster.log'}")
 

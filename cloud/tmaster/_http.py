@@ -22,6 +22,9 @@ def make_app(tm: TopologyMaster) -> web.Application:
     async def plan(request: web.Request) -> web.Response:
         return web.json_response(tm.plan.to_dict())
 
+    async def checkpoints(request: web.Request) -> web.Response:
+        return web.json_response(tm.checkpoints_view())
+
     async def exceptions(request: web.Request) -> web.Response:
         return web.json_response(list(tm.exceptions))
 
@@ -45,6 +48,7 @@ def make_app(tm: TopologyMaster) -> web.Application:
     app.router.add_get(f"{base}/metrics", metrics)
     app.router.add_get(f"{base}/plan", plan)
     app.router.add_get(f"{base}/exceptions", exceptions)
+    app.router.add_get(f"{base}/checkpoints", checkpoints)
     app.router.add_post(f"{base}/activate", activate)
     app.router.add_post(f"{base}/deactivate", deactivate)
     return app

@@ -27,7 +27,7 @@ log = logging.getLogger("headwater.tmaster")
 async def serve(args: argparse.Namespace) -> None:
     topology = load_topology(args.topology_file, args.topology)
     validate(topology)
-    tm = TopologyMaster(topology, pack_round_robin(topology, args.containers))
+    tm = TopologyMaster(topology, pack_round_robin(topology, args.containers), Path(args.state_dir))
     server = grpc.aio.server()
     pb_grpc.add_TopologyMasterServicer_to_server(tm, server)
     grpc_port = server.add_insecure_port(f"{args.host}:{args.grpc_port}")
@@ -53,7 +53,9 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    coordinator = loop.create_task(tm.run_coordinator())
     await stop.wait()
+    coordinator.cancel()
     await runner.cleanup()
     await server.stop(0.5)
 
@@ -67,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grpc-port", type=int, default=0)
     p.add_argument("--http-port", type=int, default=0)
     p.add_argument("--ready-file", required=True)
+    p.add_argument("--state-dir", required=True, help="where the checkpoint catalogue persists")
     args = p.parse_args(argv)
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),

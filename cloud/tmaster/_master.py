@@ -1,9 +1,19 @@
-"""The topology master: physical plan, container registration, heartbeats, metrics.
+"""The topology master: physical plan, registration, heartbeats, checkpoints, recovery.
 
 Containers register with their stmgr address; once all have, the master
 publishes the physical plan (with every address) to every watcher, and again
-whenever a container re-registers (a restart moves its address). Heartbeats
-carry metrics and exception reports, served as JSON by ``_http``.
+whenever a container re-registers (a restart moves its address).
+
+Exactly-once topologies add the checkpoint coordinator (Chandy-Lamport
+barriers, as in Heron and Flink): every interval the master orders the spouts
+to snapshot and inject markers for checkpoint N; each instance snapshots when
+markers from all its inputs have arrived and acknowledges; N is complete when
+every instance has, and the master then tells transactional sinks to publish.
+Any failure (a lost instance, a restarted container, a restarted master)
+opens a new epoch: every container restarts its instances from the last
+complete checkpoint and acknowledges; only then do the spouts resume. A
+snapshot that fails its checksum marks its checkpoint corrupt, and the
+restore falls back to the one before.
 """
 
 from __future__ import annotations
@@ -13,29 +23,62 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
-from headwater.common.api import Topology
+from headwater.common.api import Reliability, RuntimeConfig, Topology
+from headwater.common.api._config import CHECKPOINT_INTERVAL_SECS
 from headwater.common.plan import PhysicalPlan
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
+from ._catalogue import Catalogue, CheckpointRecord
+
 log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0
+CHECKPOINT_TIMEOUT_S = 60.0
 
 
 class TopologyMaster(pb_grpc.TopologyMasterServicer):
-    def __init__(self, topology: Topology, plan: PhysicalPlan) -> None:
+    def __init__(self, topology: Topology, plan: PhysicalPlan, state_dir: Path) -> None:
         self.topology = topology
         self.plan = plan
-        self.state = "RUNNING"
+        rc = RuntimeConfig.from_mapping(topology.config)
+        self.exactly_once = rc.reliability is Reliability.EXACTLY_ONCE
+        self.interval_s = float(topology.config.get(CHECKPOINT_INTERVAL_SECS, 3.0))
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.catalogue = Catalogue(state_dir / "catalogue.json")
+        self.user_state = "RUNNING"  # what activate/deactivate asked for
         self.revision = 0
         self.started = time.time()
         self.containers: dict[int, pb.ContainerInfo] = {}
         self.last_heartbeat: dict[int, float] = {}
         self.metrics: dict[str, dict[str, float]] = {}
         self.exceptions: deque[dict[str, Any]] = deque(maxlen=200)
-        self._watchers: set[asyncio.Queue[pb.PhysicalPlan]] = set()
+        self._watchers: set[asyncio.Queue[pb.Command]] = set()
+        # recovery: every start of the master is a new epoch (it cannot know
+        # what was in flight), restored from the last complete checkpoint
+        self.restoring: pb.Restore | None = None
+        self.restored: set[int] = set()
+        self.in_flight: CheckpointRecord | None = None
+        self.recoveries = 0
+        self._last_checkpoint = time.monotonic()
+        if self.exactly_once:
+            self.catalogue.epoch += 1
+            self.catalogue.save()
+            self.restoring = pb.Restore(
+                checkpoint_id=self.catalogue.latest_complete(), epoch=self.catalogue.epoch
+            )
+
+    @property
+    def epoch(self) -> int:
+        return self.catalogue.epoch
+
+    @property
+    def state(self) -> str:
+        if self.restoring is not None:
+            return "RESTORING"
+        return self.user_state
 
     # -- gRPC ------------------------------------------------------------------
     async def Register(self, request: pb.RegisterRequest, context: Any) -> pb.RegisterResponse:
@@ -49,16 +92,21 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self.last_heartbeat[info.container] = time.monotonic()
         if old is None or old.stmgr_address != info.stmgr_address:
             log.info("container %d registered at %s", info.container, info.stmgr_address)
-            self._publish()
+            if old is not None and old.incarnation != info.incarnation and self.exactly_once:
+                self.begin_restore(f"container {info.container} restarted")
+            else:
+                self._publish()
         return pb.RegisterResponse(accepted=True)
 
-    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.PhysicalPlan]:
-        queue: asyncio.Queue[pb.PhysicalPlan] = asyncio.Queue()
+    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Command]:
+        queue: asyncio.Queue[pb.Command] = asyncio.Queue()
         self._watchers.add(queue)
         try:
             current = self.physical_plan()
             if current is not None:
-                yield current
+                yield pb.Command(plan=current)
+                if self.restoring is not None:
+                    yield pb.Command(restore=self.restoring)
             while True:
                 yield await queue.get()
         finally:
@@ -80,6 +128,116 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             )
         return pb.HeartbeatAck(plan_revision=self.revision)
 
+    async def AckCheckpoint(self, request: pb.CheckpointAck, context: Any) -> pb.Empty:
+        rec = self.in_flight
+        if rec is None or request.checkpoint_id != rec.id or request.epoch != self.epoch:
+            return pb.Empty()  # late: from a rolled-back epoch or an abandoned checkpoint
+        rec.acked.add(request.task_id)
+        rec.size_bytes += request.size_bytes
+        if len(rec.acked) == len(self.plan.instances):
+            rec.state = "COMPLETE"
+            rec.duration_ms = (time.monotonic() - rec._t0) * 1000.0
+            self.in_flight = None
+            self.catalogue.save()
+            complete = self.catalogue.complete()
+            keep_from = complete[-2].id if len(complete) >= 2 else rec.id
+            log.info(
+                "checkpoint %d complete in %.0f ms (%d bytes)",
+                rec.id,
+                rec.duration_ms,
+                rec.size_bytes,
+            )
+            self.broadcast(pb.Command(commit=pb.CheckpointCommit(id=rec.id, keep_from=keep_from)))
+        return pb.Empty()
+
+    async def AckRestore(self, request: pb.RestoreAck, context: Any) -> pb.Empty:
+        r = self.restoring
+        if r is None or request.epoch != r.epoch:
+            return pb.Empty()
+        if not request.ok:
+            log.warning(
+                "container %d cannot restore checkpoint %d: %s; falling back to the "
+                "previous checkpoint",
+                request.container,
+                request.checkpoint_id,
+                request.error,
+            )
+            rec = self.catalogue.find(request.checkpoint_id)
+            if rec is not None:
+                rec.state = "CORRUPT"
+            self.exceptions.append(
+                {
+                    "task": -1,
+                    "component": "checkpoint",
+                    "message": request.error,
+                    "traceback": "",
+                    "time_ms": int(time.time() * 1000),
+                }
+            )
+            self.begin_restore(
+                f"checkpoint {request.checkpoint_id} unusable", below=request.checkpoint_id
+            )
+            return pb.Empty()
+        self.restored.add(request.container)
+        if len(self.restored) == self.plan.containers:
+            log.info(
+                "epoch %d: every container restored checkpoint %d; resuming",
+                r.epoch,
+                r.checkpoint_id,
+            )
+            self.restoring = None
+            self._last_checkpoint = time.monotonic()
+            self._publish()
+        return pb.Empty()
+
+    async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
+        if self.exactly_once:
+            self.begin_restore(f"container {request.container}: {request.reason}")
+        return pb.Empty()
+
+    # -- recovery and checkpoints --------------------------------------------------
+    def begin_restore(self, reason: str, below: int | None = None) -> None:
+        if self.in_flight is not None:
+            self.in_flight.state = "FAILED"
+            self.in_flight = None
+        self.catalogue.epoch += 1
+        target = self.catalogue.latest_complete(below=below)
+        self.catalogue.save()
+        self.recoveries += 1
+        log.warning("%s: rolling back to checkpoint %d (epoch %d)", reason, target, self.epoch)
+        self.restoring = pb.Restore(checkpoint_id=target, epoch=self.epoch)
+        self.restored = set()
+        self._publish()
+
+    async def run_coordinator(self) -> None:
+        """Trigger checkpoints on the interval; time out stuck ones."""
+        if not self.exactly_once:
+            return
+        while True:
+            await asyncio.sleep(min(0.1, self.interval_s / 4))
+            now = time.monotonic()
+            rec = self.in_flight
+            if rec is not None:
+                if now - rec._t0 > CHECKPOINT_TIMEOUT_S:
+                    log.warning("checkpoint %d timed out", rec.id)
+                    rec.state = "FAILED"
+                    self.in_flight = None
+                    self.catalogue.save()
+                continue
+            if (
+                self.restoring is None
+                and self.user_state == "RUNNING"
+                and now - self._last_checkpoint >= self.interval_s
+                and self.physical_plan() is not None
+            ):
+                self._last_checkpoint = now
+                self.in_flight = self.catalogue.start(self.epoch)
+                self.broadcast(
+                    pb.Command(
+                        checkpoint=pb.CheckpointRequest(id=self.in_flight.id, epoch=self.epoch)
+                    )
+                )
+
     # -- plan ------------------------------------------------------------------
     def physical_plan(self) -> pb.PhysicalPlan | None:
         if len(self.containers) < self.plan.containers:
@@ -88,6 +246,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             topology=self.topology.name,
             revision=self.revision,
             state=self.state,
+            epoch=self.epoch,
             containers=[self.containers[c] for c in sorted(self.containers)],
             instances=[
                 pb.InstanceInfo(
@@ -101,15 +260,20 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         )
 
     def set_state(self, state: str) -> None:
-        self.state = state
+        self.user_state = state
         self._publish()
 
     def _publish(self) -> None:
         self.revision += 1
         plan = self.physical_plan()
         if plan is not None:
-            for q in self._watchers:
-                q.put_nowait(plan)
+            self.broadcast(pb.Command(plan=plan))
+            if self.restoring is not None:  # idempotent: containers done with it re-ack
+                self.broadcast(pb.Command(restore=self.restoring))
+
+    def broadcast(self, command: pb.Command) -> None:
+        for q in self._watchers:
+            q.put_nowait(command)
 
     # -- views (JSON) ------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
@@ -118,6 +282,8 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             "name": self.topology.name,
             "state": self.state,
             "plan_revision": self.revision,
+            "epoch": self.epoch,
+            "recoveries": self.recoveries,
             "uptime_s": round(time.time() - self.started, 1),
             "containers": [
                 {
@@ -141,6 +307,15 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 }
                 for c in self.topology.components
             ],
+        }
+
+    def checkpoints_view(self) -> dict[str, Any]:
+        return {
+            "exactly_once": self.exactly_once,
+            "interval_s": self.interval_s,
+            "epoch": self.epoch,
+            "latest_complete": self.catalogue.latest_complete(),
+            "checkpoints": [c.to_dict() for c in self.catalogue.checkpoints],
         }
 
     def metrics_view(self) -> dict[str, Any]:

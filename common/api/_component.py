@@ -13,7 +13,15 @@ Lifecycle, per instance process (one task of one component):
    with a ``tup_id`` under at-least-once.
 4. Bolts: ``process(tup)`` for every input tuple, ``on_tick(tup)`` every
    tick interval when ``topology.tick.tuple.freq.secs`` is set.
-5. ``close()`` on orderly shutdown (not after a crash).
+5. Exactly-once topologies only: ``on_restore(checkpoint_id)`` once after
+   ``open`` (0 on a clean start) with ``ctx.state`` already restored;
+   ``on_checkpoint(checkpoint_id)`` just before each snapshot (after every
+   input's barrier, with no tuple in between); ``on_commit(checkpoint_id)``
+   when that checkpoint is complete everywhere (transactional sinks publish
+   here). A component with heronpy's ``StatefulComponent`` gets
+   ``init_state(state)`` before ``open`` and ``pre_save(id)`` before each
+   snapshot.
+6. ``close()`` on orderly shutdown (not after a crash).
 
 All calls happen on one thread (the executor); components need no locks.
 An exception escaping any call is logged with its traceback, counted, and
@@ -31,6 +39,7 @@ from ._stream import DEFAULT_STREAM, Stream
 from ._tuple import Tuple
 
 if TYPE_CHECKING:
+    from ..state import KeyedState, State
     from ._topology import Topology
 
 
@@ -72,6 +81,15 @@ class Context(Protocol):
     def ack(self, tup: Tuple) -> None: ...
     def fail(self, tup: Tuple) -> None: ...
 
+    @property
+    def state(self) -> State:
+        """This instance's checkpointed state (exactly-once topologies restore it)."""
+        ...
+
+    def keyed_state(self, name: str) -> KeyedState:
+        """A checkpointed mapping from the keys of a fields-grouped input to values."""
+        ...
+
     def incr(self, counter: str, by: int = 1) -> None:
         """Add to a user counter, reported per task as metric ``user:<counter>``."""
         ...
@@ -106,6 +124,15 @@ class Spout:
     def activate(self) -> None:
         """The topology was activated; ``next_tuple`` calls resume."""
 
+    def on_restore(self, checkpoint_id: int) -> None:
+        """Exactly-once: state was restored from ``checkpoint_id`` (0: a clean start)."""
+
+    def on_checkpoint(self, checkpoint_id: int) -> None:
+        """Exactly-once: a snapshot of ``ctx.state`` is about to be taken."""
+
+    def on_commit(self, checkpoint_id: int) -> None:
+        """Exactly-once: ``checkpoint_id`` is complete in every instance."""
+
     def deactivate(self) -> None:
         """The topology was deactivated; ``next_tuple`` calls pause."""
 
@@ -126,6 +153,15 @@ class Bolt:
 
     def on_tick(self, tup: Tuple) -> None:
         """Called every ``topology.tick.tuple.freq.secs`` seconds when configured."""
+
+    def on_restore(self, checkpoint_id: int) -> None:
+        """Exactly-once: state was restored from ``checkpoint_id`` (0: a clean start)."""
+
+    def on_checkpoint(self, checkpoint_id: int) -> None:
+        """Exactly-once: a snapshot of ``ctx.state`` is about to be taken."""
+
+    def on_commit(self, checkpoint_id: int) -> None:
+        """Exactly-once: ``checkpoint_id`` is complete in every instance."""
 
     def close(self) -> None:
         """Orderly shutdown."""

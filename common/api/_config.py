@@ -16,6 +16,7 @@ TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_ENABLE_ACKING = "topology.acking"
 TOPOLOGY_DEBUG = "topology.debug"
+CHECKPOINT_INTERVAL_SECS = "topology.stateful.checkpoint.interval.seconds"
 # Headwater's own knobs.
 BATCH_SIZE = "headwater.batch.size"
 BATCH_LINGER_MS = "headwater.batch.linger.ms"

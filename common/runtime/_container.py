@@ -1,8 +1,12 @@
 """A container process: one stream manager and the instances placed on it.
 
 It registers with the topology master, receives the physical plan (peer
-addresses), heartbeats metrics, starts one OS process per local instance
-and restarts any that die. SIGTERM stops everything in order.
+addresses) and commands, heartbeats metrics, and starts one OS process per
+local instance. At-most-once and at-least-once: a dead instance is restarted
+alone (with backoff). Exactly-once: a dead instance is reported to the
+master, which rolls every container back to the last complete checkpoint;
+the container then restarts all its instances, hands each its snapshot from
+the checkpoint store, and acknowledges. SIGTERM stops everything in order.
 
 Run as ``python -m headwater.common.runtime.container --help``.
 """
@@ -28,7 +32,9 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 import grpc
 
 from .._loader import load_topology
+from ..api import Reliability
 from ..plan import pack_round_robin, validate
+from ..state import CheckpointStore, CorruptCheckpointError
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._procs import spawn, terminate
@@ -50,10 +56,22 @@ class Container:
         self.incarnation = time.time_ns()
         self.exceptions: list[dict[str, Any]] = []
         self.stmgr = StreamManager(self.topology, self.plan, self.id, self.exceptions.append)
+        self.local_tasks = sorted(self.stmgr.local_tasks)
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.restart_at: dict[int, float] = {}
         self.backoff: dict[int, float] = {}
         self.stopping = asyncio.Event()
+        self.stub: pb_grpc.TopologyMasterStub | None = None
+        self.exactly_once = self.stmgr.rc.reliability is Reliability.EXACTLY_ONCE
+        self.store: CheckpointStore | None = None
+        self.restore: pb.Restore | None = None  # the one in progress
+        self.snapshots: dict[int, bytes | None] = {}  # task -> blob to hand over
+        self.handed: set[int] = set()
+        self.failure_reported = -1  # epoch of the last failure report
+        if self.exactly_once:
+            self.store = CheckpointStore(args.state_dir)
+            self.stmgr.on_state = self._on_state
+            self.stmgr.on_hello = self._on_hello
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -64,8 +82,9 @@ class Container:
         await self.stmgr.start_local_server(self.socket_path)
         self.address = await self.stmgr.start_peer_server(self.args.host)
         log.info("container %d: stmgr at %s, ipc %s", self.id, self.address, self.socket_path)
-        for inst in self.plan.in_container(self.id):
-            self._spawn(inst.task_id)
+        if not self.exactly_once:  # exactly-once instances start with the first restore
+            for task in self.local_tasks:
+                self._spawn(task)
         tasks = [
             loop.create_task(self._master_session()),
             loop.create_task(self._supervise()),
@@ -75,24 +94,20 @@ class Container:
         log.info("container %d stopping", self.id)
         for task in list(self.stmgr.conns):
             self.stmgr.send_control(task, {"type": "stop"})
-        await asyncio.get_running_loop().run_in_executor(
-            None, terminate, list(self.procs.values()), 3.0
-        )
+        await loop.run_in_executor(None, terminate, list(self.procs.values()), 3.0)
         for t in tasks:
             t.cancel()
         await self.stmgr.close()
+        if self.store is not None:
+            self.store.close()
 
     def _spawn(self, task: int) -> None:
         args = [
-            "-m",
-            "headwater.common.runtime.instance",
-            "--topology-file",
-            self.args.topology_file,
-            "--task",
-            str(task),
-            "--socket",
-            self.socket_path,
-        ]
+            "-m", "headwater.common.runtime.instance",
+            "--topology-file", self.args.topology_file,
+            "--task", str(task),
+            "--socket", self.socket_path,
+        ]  # fmt: skip
         if self.args.topology:
             args += ["--topology", self.args.topology]
         self.procs[task] = spawn(args, log_path=str(self.workdir / f"task-{task}.log"))
@@ -103,6 +118,9 @@ class Container:
             now = time.monotonic()
             for task, proc in list(self.procs.items()):
                 if proc.poll() is None:
+                    continue
+                if self.exactly_once:
+                    await self._report_failure(task, proc.returncode)
                     continue
                 if task not in self.restart_at:
                     delay = self.backoff.get(task, 0.0)
@@ -119,6 +137,24 @@ class Container:
                 if self.backoff.get(task) and task not in self.restart_at:
                     self.backoff[task] = max(0.0, self.backoff[task] - 0.01)
 
+    async def _report_failure(self, task: int, code: int | None) -> None:
+        if self.failure_reported == self.stmgr.epoch or self.stub is None:
+            return
+        self.failure_reported = self.stmgr.epoch
+        self.stmgr.restarts[task] = self.stmgr.restarts.get(task, 0) + 1
+        log.warning("task %d exited with %s; asking for a rollback", task, code)
+        try:
+            await self.stub.ReportFailure(
+                pb.FailureReport(
+                    topology=self.topology.name,
+                    container=self.id,
+                    task_id=task,
+                    reason=f"task {task} exited with {code}",
+                )
+            )
+        except grpc.RpcError:
+            self.failure_reported = -1  # the master is away: report again later
+
     async def _expire(self) -> None:
         interval = self.stmgr.rc.message_timeout_s / 3
         while True:
@@ -132,24 +168,24 @@ class Container:
                 async with grpc.aio.insecure_channel(self.args.tmaster) as channel:
                     stub = pb_grpc.TopologyMasterStub(channel)
                     info = pb.ContainerInfo(
-                        container=self.id,
-                        stmgr_address=self.address,
-                        pid=os.getpid(),
+                        container=self.id, stmgr_address=self.address, pid=os.getpid(),
                         incarnation=self.incarnation,
-                    )
+                    )  # fmt: skip
                     await stub.Register(
                         pb.RegisterRequest(topology=self.topology.name, container=info)
                     )
+                    self.stub = stub
                     hb = asyncio.get_running_loop().create_task(self._heartbeat(stub))
                     try:
                         watch = stub.Watch(
                             pb.WatchRequest(topology=self.topology.name, container=self.id)
                         )
                         delay = 0.1
-                        async for plan in watch:
-                            self._on_plan(plan)
+                        async for command in watch:
+                            await self._on_command(command)
                     finally:
                         hb.cancel()
+                        self.stub = None
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
@@ -157,35 +193,116 @@ class Container:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
 
-    def _on_plan(self, plan: pb.PhysicalPlan) -> None:
-        self.stmgr.set_peers({c.container: c.stmgr_address for c in plan.containers})
-        self.stmgr.set_active(plan.state == "RUNNING")
+    # -- commands ---------------------------------------------------------------
+    async def _on_command(self, command: pb.Command) -> None:
+        which = command.WhichOneof("command")
+        if which == "plan":
+            plan = command.plan
+            self.stmgr.set_peers({c.container: c.stmgr_address for c in plan.containers})
+            if not self.exactly_once or plan.epoch == self.stmgr.epoch:
+                self.stmgr.set_active(plan.state == "RUNNING")
+        elif which == "checkpoint":
+            if command.checkpoint.epoch == self.stmgr.epoch:
+                msg = {"type": "checkpoint", "id": command.checkpoint.id}
+                for task in list(self.stmgr.conns):
+                    if self.stmgr.task_component[task] in self.stmgr.spout_components:
+                        self.stmgr.send_control(task, msg)
+        elif which == "commit":
+            for task in list(self.stmgr.conns):
+                self.stmgr.send_control(task, {"type": "commit", "id": command.commit.id})
+            if self.store is not None:
+                self.store.prune(command.commit.keep_from)
+        elif which == "restore":
+            await self._restore(command.restore)
+
+    async def _restore(self, restore: pb.Restore) -> None:
+        if restore.epoch <= self.stmgr.epoch and self.restore is None:
+            if restore.epoch == self.stmgr.epoch and len(self.handed) == len(self.local_tasks):
+                await self._ack_restore(restore, ok=True)  # a repeated order: already done
+            return
+        log.info("epoch %d: restoring checkpoint %d", restore.epoch, restore.checkpoint_id)
+        procs = list(self.procs.values())
+        self.procs.clear()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        self.stmgr.reset(restore.epoch)
+        await asyncio.get_running_loop().run_in_executor(None, terminate, procs, 1.0)
+        assert self.store is not None
+        snapshots: dict[int, bytes | None] = {}
+        try:
+            for task in self.local_tasks:
+                snapshots[task] = (
+                    self.store.load(restore.checkpoint_id, task) if restore.checkpoint_id else None
+                )
+        except CorruptCheckpointError as exc:
+            log.warning("%s", exc)
+            self.restore = None
+            await self._ack_restore(restore, ok=False, error=str(exc))
+            return
+        self.restore, self.snapshots, self.handed = restore, snapshots, set()
+        for task in self.local_tasks:
+            self._spawn(task)
+
+    def _on_hello(self, task: int) -> None:
+        r = self.restore
+        if r is None or task not in self.snapshots:
+            return
+        self.stmgr.send_control(
+            task, {"type": "restore", "checkpoint": r.checkpoint_id, "blob": self.snapshots[task]}
+        )
+        self.handed.add(task)
+        if len(self.handed) == len(self.local_tasks):
+            self.restore = None
+            self.snapshots = {}
+            asyncio.get_running_loop().create_task(self._ack_restore(r, ok=True))
+
+    async def _ack_restore(self, r: pb.Restore, ok: bool, error: str = "") -> None:
+        if self.stub is None:
+            return
+        try:
+            await self.stub.AckRestore(pb.RestoreAck(
+                topology=self.topology.name, container=self.id, epoch=r.epoch,
+                checkpoint_id=r.checkpoint_id, ok=ok, error=error,
+            ))  # fmt: skip
+        except grpc.RpcError as exc:
+            log.debug("restore ack not delivered: %s", exc)
+
+    def _on_state(self, task: int, checkpoint: int, blob: bytes) -> None:
+        assert self.store is not None
+        size = self.store.save(checkpoint, task, blob)
+        if self.stub is not None:
+            asyncio.get_running_loop().create_task(self._ack_checkpoint(task, checkpoint, size))
+
+    async def _ack_checkpoint(self, task: int, checkpoint: int, size: int) -> None:
+        if self.stub is None:
+            return
+        try:
+            await self.stub.AckCheckpoint(pb.CheckpointAck(
+                topology=self.topology.name, container=self.id, task_id=task,
+                checkpoint_id=checkpoint, epoch=self.stmgr.epoch, size_bytes=size,
+            ))  # fmt: skip
+        except grpc.RpcError as exc:
+            log.debug("checkpoint ack not delivered: %s", exc)
 
     async def _heartbeat(self, stub: pb_grpc.TopologyMasterStub) -> None:
         while True:
             metrics = [pb.Metric(scope=s, name=n, value=v) for s, n, v in self.stmgr.metrics()]
             metrics.append(pb.Metric(scope=f"container:{self.id}", name="pid", value=os.getpid()))
+            metrics.append(
+                pb.Metric(scope=f"container:{self.id}", name="epoch", value=self.stmgr.epoch)
+            )
             for task, proc in self.procs.items():
                 metrics.append(pb.Metric(scope=f"task:{task}", name="pid", value=proc.pid))
             reports, self.exceptions[:] = list(self.exceptions), []
-            await stub.SendHeartbeat(
-                pb.Heartbeat(
-                    topology=self.topology.name,
-                    container=self.id,
-                    incarnation=self.incarnation,
-                    metrics=metrics,
-                    exceptions=[
-                        pb.ExceptionReport(
-                            task_id=r["task"],
-                            component=r["component"],
-                            message=r["message"],
-                            traceback=r["traceback"],
-                            time_ms=int(time.time() * 1000),
-                        )
-                        for r in reports
-                    ],
-                )
-            )
+            await stub.SendHeartbeat(pb.Heartbeat(
+                topology=self.topology.name, container=self.id, incarnation=self.incarnation,
+                metrics=metrics,
+                exceptions=[pb.ExceptionReport(
+                    task_id=r["task"], component=r["component"], message=r["message"],
+                    traceback=r["traceback"], time_ms=int(time.time() * 1000),
+                ) for r in reports],
+            ))  # fmt: skip
             await asyncio.sleep(HEARTBEAT_S)
 
 
@@ -197,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--containers", type=int, required=True)
     p.add_argument("--tmaster", required=True, help="host:port of the topology master")
     p.add_argument("--workdir", required=True)
+    p.add_argument("--state-dir", required=True, help="where this container's checkpoints live")
     p.add_argument("--host", default="127.0.0.1")
     args = p.parse_args(argv)
     logging.basicConfig(

@@ -29,12 +29,15 @@ from ..api import (
     TICK_COMPONENT,
     TICK_STREAM,
     Bolt,
+    Reliability,
     RuntimeConfig,
     Spout,
     Topology,
     Tuple,
 )
 from ..plan import task_ids
+from ..state import KeyedState, State, StatefulComponent
+from ..state._state import dump_snapshot, load_snapshot
 from ..wire import Kind, decode, encode, encode_frame, parse_frame
 from ..wire._frame import STMGR
 from ._emitter import Emitter
@@ -101,6 +104,16 @@ class InstanceContext:
     def fail(self, tup: Tuple) -> None:
         self._i.fail(tup)
 
+    @property
+    def state(self) -> State:
+        return self._i.state
+
+    def keyed_state(self, name: str) -> KeyedState:
+        keyed = self._i.keyed
+        if name not in keyed:
+            keyed[name] = KeyedState()
+        return keyed[name]
+
     def incr(self, counter: str, by: int = 1) -> None:
         c = self._i.user_counters
         c[counter] = c.get(counter, 0) + by
@@ -117,6 +130,28 @@ class Instance:
         self.conf = topology.merged_config(self.component)
         self.rc = RuntimeConfig.from_mapping(self.conf)
         self.acking = self.rc.acking
+        self.exactly_once = self.rc.reliability is Reliability.EXACTLY_ONCE
+        self.state = State()
+        self.keyed: dict[str, KeyedState] = {}
+        self.restored_from = 0
+        # barrier alignment: upstream tasks, those whose marker arrived, and
+        # frames held back from them until the checkpoint is taken
+        self.sources = frozenset(
+            t for inp in self.spec.inputs for t in self.ids.get(inp.component, [])
+        )
+        self.downstream = sorted(
+            {
+                t
+                for c in topology.components
+                for inp in c.inputs
+                if inp.component == self.component
+                for t in self.ids[c.name]
+            }
+        )
+        self._barrier = 0
+        self._barrier_seen: set[int] = set()
+        self._stash: list[bytes] = []
+        self.checkpoints = 0
         self.user_log = logging.getLogger(f"headwater.user.{self.component}")
         self.inbox = ByteQueue(self.rc.instance_high_water, self.rc.instance_low_water)
         self.outbox = ByteQueue(self.rc.instance_high_water, self.rc.instance_low_water)
@@ -222,7 +257,17 @@ class Instance:
                 encode({"type": "hello", "task": self.task, "pid": os.getpid()}),
             )
         )
-        self.component_obj.open(self.ctx)
+        early: list[bytes] = []
+        if self.exactly_once:
+            early = self._await_restore()
+        comp = self.component_obj
+        if isinstance(comp, StatefulComponent):
+            comp.init_state(self.state)
+        comp.open(self.ctx)
+        if self.exactly_once:
+            comp.on_restore(self.restored_from)
+        for raw in early:
+            self._handle(raw, comp)
         try:
             if isinstance(self.component_obj, Spout):
                 self._run_spout(self.component_obj)
@@ -296,6 +341,57 @@ class Instance:
                 self._report_metrics()
                 next_metrics = now + METRICS_INTERVAL_S
 
+    # -- checkpoints ------------------------------------------------------------
+    def _await_restore(self) -> list[bytes]:
+        """Block until the stmgr hands over this task's snapshot; keep what came before."""
+        early: list[bytes] = []
+        while True:
+            raw = self.inbox.get(timeout=0.5)
+            if raw is None:
+                if self.gateway.eof.is_set() or self.stopping:
+                    raise SystemExit(0)
+                continue
+            f = parse_frame(raw)
+            if f.kind != Kind.CONTROL:
+                early.append(raw)
+                continue
+            msg = decode(f.payload)
+            if msg.get("type") != "restore":
+                early.append(raw)
+                continue
+            self.restored_from = int(msg["checkpoint"])
+            if msg.get("blob") is not None:
+                self.state, self.keyed, _ = load_snapshot(msg["blob"])
+            log.info("task %d restored from checkpoint %d", self.task, self.restored_from)
+            return early
+
+    def _on_marker(self, src: int, checkpoint: int, comp: Spout | Bolt) -> None:
+        if checkpoint < self._barrier:
+            return  # from a checkpoint already taken: cannot happen in one epoch
+        if checkpoint > self._barrier:
+            self._barrier = checkpoint
+            self._barrier_seen = set()
+        self._barrier_seen.add(src)
+        if self._barrier_seen >= self.sources:
+            self._take_snapshot(checkpoint)
+            self._barrier_seen = set()
+            stash, self._stash = self._stash, []
+            for raw in stash:
+                self._handle(raw, comp)
+
+    def _take_snapshot(self, checkpoint: int) -> None:
+        comp = self.component_obj
+        if isinstance(comp, StatefulComponent):
+            comp.pre_save(checkpoint)
+        comp.on_checkpoint(checkpoint)
+        blob = dump_snapshot(self.state, self.keyed)
+        # everything emitted before the barrier leaves before the markers
+        self.emitter.flush_all()
+        for task in self.downstream:
+            self._send(encode_frame(Kind.MARKER, task, self.task, checkpoint, b"", b""))
+        self._send(encode_frame(Kind.STATE, STMGR, self.task, checkpoint, b"", blob))
+        self.checkpoints += 1
+
     def _wait_inbox(self, timeout: float) -> None:
         frame = self.inbox.get(timeout=timeout)
         if frame is not None:
@@ -313,6 +409,12 @@ class Instance:
     def _handle(self, raw: bytes, comp: Spout | Bolt) -> None:
         f = parse_frame(raw)
         kind = f.kind
+        if self._barrier_seen and f.src in self._barrier_seen and kind != Kind.CONTROL:
+            self._stash.append(raw)  # this input is past the barrier: hold it back
+            return
+        if kind == Kind.MARKER:
+            self._on_marker(f.src, f.n, comp)
+            return
         if kind == Kind.DATA or kind == Kind.DATA_ROOTED:
             assert isinstance(comp, Bolt)
             entries = decode(f.payload)
@@ -356,6 +458,10 @@ class Instance:
                     comp.deactivate()
             elif kind_ == "stop":
                 self.stopping = True
+            elif kind_ == "checkpoint" and isinstance(comp, Spout):
+                self._take_snapshot(int(msg["id"]))
+            elif kind_ == "commit":
+                comp.on_commit(int(msg["id"]))
 
     def _component_of(self, task: int) -> str:
         cache = self.__dict__.setdefault("_src_cache", {})
@@ -383,6 +489,7 @@ class Instance:
             "out_queue_frames": len(self.outbox),
             "backpressure_ms": self.outbox.blocked_s * 1000.0,
             "serialization_errors": self.emitter.serialization_errors,
+            "checkpoints": self.checkpoints,
             "emitted_by_stream": self.stream_emits,
             "user": self.user_counters,
         }

@@ -46,6 +46,7 @@ class InstanceConnection(asyncio.Protocol):
         self.task: int | None = None
         self.pid: int | None = None
         self.paused_reading = False
+        self.stale = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -55,6 +56,8 @@ class InstanceConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         stmgr = self.stmgr
+        if self.stale:
+            return  # an instance of a rolled-back epoch, about to be killed
         stmgr.bytes_in += len(data)
         for frame in self.reader.feed(data):
             stmgr.on_local_frame(self, frame)
@@ -107,7 +110,7 @@ class PeerLink:
 
     async def _frames(self) -> AsyncIterator[pb.Frames]:
         # first message: who we are, then current backpressure state
-        yield pb.Frames(frames=self.stmgr.hello_frames())
+        yield pb.Frames(frames=self.stmgr.hello_frames(), epoch=self.stmgr.epoch)
         while True:
             if not self.queue:
                 self._ready.clear()
@@ -123,7 +126,7 @@ class PeerLink:
             self.stmgr.bytes_out += size
             if self.nbytes <= self.stmgr.rc.stmgr_low_water:
                 self.stmgr.congestion_off(f"peer:{self.container}")
-            yield pb.Frames(frames=batch)
+            yield pb.Frames(frames=batch, epoch=self.stmgr.epoch)
 
     async def _run(self) -> None:
         delay = 0.05
@@ -163,6 +166,8 @@ class _PeerServicer(pb_grpc.StreamManagerServicer):
     ) -> AsyncIterator[pb.Frames]:
         stmgr = self.stmgr
         async for msg in request_iterator:
+            if msg.epoch != stmgr.epoch:
+                continue  # sent before a rollback: that timeline is gone
             frames = msg.frames
             stmgr.frames_in += len(frames)
             for frame in frames:
@@ -187,6 +192,10 @@ class StreamManager:
         self.container = container
         self.rc = RuntimeConfig.from_mapping(topology.config)
         self.on_exception = on_exception
+        # set by the container: a snapshot arrived; an instance said hello
+        self.on_state: Callable[[int, int, bytes], None] = lambda task, ckpt, blob: None
+        self.on_hello: Callable[[int], None] = lambda task: None
+        self.epoch = 0
         self.local_tasks = {i.task_id for i in plan.in_container(container)}
         self.task_container = {i.task_id: i.container for i in plan.instances}
         self.task_component = {i.task_id: i.component for i in plan.instances}
@@ -220,7 +229,7 @@ class StreamManager:
     # -- routing ----------------------------------------------------------------
     def route(self, frame: bytes) -> None:
         kind = frame[0]
-        if kind == Kind.DATA or kind == Kind.DATA_ROOTED:
+        if kind == Kind.DATA or kind == Kind.DATA_ROOTED or kind == Kind.MARKER:
             dest = frame_dest(frame)
             if dest in self.local_tasks:
                 self.deliver(dest, frame)
@@ -240,8 +249,10 @@ class StreamManager:
     def on_local_frame(self, conn: InstanceConnection, frame: bytes) -> None:
         self.frames_in += 1
         kind = frame[0]
-        if kind == Kind.DATA or kind == Kind.DATA_ROOTED or kind == Kind.ACK or kind == Kind.FAIL:
+        if kind <= Kind.FAIL or kind == Kind.MARKER:  # data, rooted data, acks, fails
             self.route(frame)
+        elif kind == Kind.STATE:
+            self.on_state(_src(frame), _count(frame), bytes(_payload(frame)))
         elif kind == Kind.ROOTS:
             task = _src(frame)
             flat = decode(_payload(frame))
@@ -335,6 +346,7 @@ class StreamManager:
             if self.active:
                 self.send_control(task, {"type": "activate"})
         log.info("task %d (%s) connected, pid %d", task, self.task_component[task], pid)
+        self.on_hello(task)
 
     def on_instance_lost(self, conn: InstanceConnection) -> None:
         task = conn.task
@@ -354,6 +366,24 @@ class StreamManager:
                 user[k] = user.get(k, 0) + v
         if self.task_component[task] in self.spout_components:
             self.tracker.forget_task(task)
+
+    def reset(self, epoch: int) -> None:
+        """Roll back: forget every frame, root and connection of the previous epoch."""
+        self.epoch = epoch
+        self.active = False
+        for conn in self.conns.values():
+            conn.stale = True
+        self.conns.clear()
+        self.waiting.clear()
+        self.waiting_bytes.clear()
+        for link in self.peers.values():
+            link.queue.clear()
+            link.nbytes = 0
+        self.tracker = XorTracker(self.rc.message_timeout_s)
+        self._acked.clear()
+        self._failed.clear()
+        for key in list(self.local_congestion):
+            self.congestion_off(key)
 
     def send_control(self, task: int, msg: dict[str, Any]) -> None:
         conn = self.conns.get(task)
@@ -569,6 +599,12 @@ def _payload(frame: bytes) -> memoryview:
 
     slen = frame[FRAME_HEADER.size - 1]
     return memoryview(frame)[FRAME_HEADER.size + slen :]
+
+
+def _count(frame: bytes) -> int:
+    from ..wire._frame import FRAME_HEADER
+
+    return FRAME_HEADER.unpack_from(frame)[3]  # type: ignore[no-any-return]
 
 
 def _src(frame: bytes) -> int:

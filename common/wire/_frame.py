@@ -30,6 +30,8 @@ class Kind(IntEnum):
     FAILED = 7  # stmgr -> spout: [root, ...] failed or timed out
     CONTROL = 8  # msgpack dict; see runtime/_control.py
     METRICS = 9  # instance -> stmgr: msgpack dict
+    MARKER = 10  # checkpoint barrier to a downstream task; count = checkpoint id
+    STATE = 11  # instance -> stmgr: pickled snapshot; count = checkpoint id
 
 
 class Frame(NamedTuple):

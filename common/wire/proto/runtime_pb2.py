@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aheadwater/v1/runtime.proto\x12\x0cheadwater.v1\"\x18\n\x06\x46rames\x12\x0e\n\x06\x66rames\x18\x01 \x03(\x0c\"[\n\rContainerInfo\x12\x11\n\tcontainer\x18\x01 \x01(\x05\x12\x15\n\rstmgr_address\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x13\n\x0bincarnation\x18\x04 \x01(\x03\"^\n\x0cInstanceInfo\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x17\n\x0f\x63omponent_index\x18\x03 \x01(\x05\x12\x11\n\tcontainer\x18\x04 \x01(\x05\"\xa1\x01\n\x0cPhysicalPlan\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x03\x12/\n\ncontainers\x18\x03 \x03(\x0b\x32\x1b.headwater.v1.ContainerInfo\x12-\n\tinstances\x18\x04 \x03(\x0b\x32\x1a.headwater.v1.InstanceInfo\x12\r\n\x05state\x18\x05 \x01(\t\"S\n\x0fRegisterRequest\x12\x10\n\x08topology\x18\x01 \x01(\t\x12.\n\tcontainer\x18\x02 \x01(\x0b\x32\x1b.headwater.v1.ContainerInfo\"4\n\x10RegisterResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\"3\n\x0cWatchRequest\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\"4\n\x06Metric\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\"j\n\x0f\x45xceptionReport\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x0f\n\x07time_ms\x18\x05 \x01(\x03\"\x9f\x01\n\tHeartbeat\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\x12\x13\n\x0bincarnation\x18\x03 \x01(\x03\x12%\n\x07metrics\x18\x04 \x03(\x0b\x32\x14.headwater.v1.Metric\x12\x31\n\nexceptions\x18\x05 \x03(\x0b\x32\x1d.headwater.v1.ExceptionReport\"%\n\x0cHeartbeatAck\x12\x15\n\rplan_revision\x18\x01 \x01(\x03\x32K\n\rStreamManager\x12:\n\x08\x45xchange\x12\x14.headwater.v1.Frames\x1a\x14.headwater.v1.Frames(\x01\x30\x01\x32\xe4\x01\n\x0eTopologyMaster\x12I\n\x08Register\x12\x1d.headwater.v1.RegisterRequest\x1a\x1e.headwater.v1.RegisterResponse\x12\x41\n\x05Watch\x12\x1a.headwater.v1.WatchRequest\x1a\x1a.headwater.v1.PhysicalPlan0\x01\x12\x44\n\rSendHeartbeat\x12\x17.headwater.v1.Heartbeat\x1a\x1a.headwater.v1.HeartbeatAckb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aheadwater/v1/runtime.proto\x12\x0cheadwater.v1\"\'\n\x06\x46rames\x12\x0e\n\x06\x66rames\x18\x01 \x03(\x0c\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\"[\n\rContainerInfo\x12\x11\n\tcontainer\x18\x01 \x01(\x05\x12\x15\n\rstmgr_address\x18\x02 \x01(\t\x12\x0b\n\x03pid\x18\x03 \x01(\x05\x12\x13\n\x0bincarnation\x18\x04 \x01(\x03\"^\n\x0cInstanceInfo\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x17\n\x0f\x63omponent_index\x18\x03 \x01(\x05\x12\x11\n\tcontainer\x18\x04 \x01(\x05\"\xb0\x01\n\x0cPhysicalPlan\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x10\n\x08revision\x18\x02 \x01(\x03\x12/\n\ncontainers\x18\x03 \x03(\x0b\x32\x1b.headwater.v1.ContainerInfo\x12-\n\tinstances\x18\x04 \x03(\x0b\x32\x1a.headwater.v1.InstanceInfo\x12\r\n\x05state\x18\x05 \x01(\t\x12\r\n\x05\x65poch\x18\x06 \x01(\x03\".\n\x11\x43heckpointRequest\x12\n\n\x02id\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\"1\n\x10\x43heckpointCommit\x12\n\n\x02id\x18\x01 \x01(\x03\x12\x11\n\tkeep_from\x18\x02 \x01(\x03\"/\n\x07Restore\x12\x15\n\rcheckpoint_id\x18\x01 \x01(\x03\x12\r\n\x05\x65poch\x18\x02 \x01(\x03\"\xd3\x01\n\x07\x43ommand\x12*\n\x04plan\x18\x01 \x01(\x0b\x32\x1a.headwater.v1.PhysicalPlanH\x00\x12\x35\n\ncheckpoint\x18\x02 \x01(\x0b\x32\x1f.headwater.v1.CheckpointRequestH\x00\x12\x30\n\x06\x63ommit\x18\x03 \x01(\x0b\x32\x1e.headwater.v1.CheckpointCommitH\x00\x12(\n\x07restore\x18\x04 \x01(\x0b\x32\x15.headwater.v1.RestoreH\x00\x42\t\n\x07\x63ommand\"\x7f\n\rCheckpointAck\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\x12\x0f\n\x07task_id\x18\x03 \x01(\x05\x12\x15\n\rcheckpoint_id\x18\x04 \x01(\x03\x12\r\n\x05\x65poch\x18\x05 \x01(\x03\x12\x12\n\nsize_bytes\x18\x06 \x01(\x03\"r\n\nRestoreAck\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\x12\r\n\x05\x65poch\x18\x03 \x01(\x03\x12\x15\n\rcheckpoint_id\x18\x04 \x01(\x03\x12\n\n\x02ok\x18\x05 \x01(\x08\x12\r\n\x05\x65rror\x18\x06 \x01(\t\"U\n\rFailureReport\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\x12\x0f\n\x07task_id\x18\x03 \x01(\x05\x12\x0e\n\x06reason\x18\x04 \x01(\t\"\x07\n\x05\x45mpty\"S\n\x0fRegisterRequest\x12\x10\n\x08topology\x18\x01 \x01(\t\x12.\n\tcontainer\x18\x02 \x01(\x0b\x32\x1b.headwater.v1.ContainerInfo\"4\n\x10RegisterResponse\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\"3\n\x0cWatchRequest\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\"4\n\x06Metric\x12\r\n\x05scope\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\"j\n\x0f\x45xceptionReport\x12\x0f\n\x07task_id\x18\x01 \x01(\x05\x12\x11\n\tcomponent\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x11\n\ttraceback\x18\x04 \x01(\t\x12\x0f\n\x07time_ms\x18\x05 \x01(\x03\"\x9f\x01\n\tHeartbeat\x12\x10\n\x08topology\x18\x01 \x01(\t\x12\x11\n\tcontainer\x18\x02 \x01(\x05\x12\x13\n\x0bincarnation\x18\x03 \x01(\x03\x12%\n\x07metrics\x18\x04 \x03(\x0b\x32\x14.headwater.v1.Metric\x12\x31\n\nexceptions\x18\x05 \x03(\x0b\x32\x1d.headwater.v1.ExceptionReport\"%\n\x0cHeartbeatAck\x12\x15\n\rplan_revision\x18\x01 \x01(\x03\x32K\n\rStreamManager\x12:\n\x08\x45xchange\x12\x14.headwater.v1.Frames\x1a\x14.headwater.v1.Frames(\x01\x30\x01\x32\xa2\x03\n\x0eTopologyMaster\x12I\n\x08Register\x12\x1d.headwater.v1.RegisterRequest\x1a\x1e.headwater.v1.RegisterResponse\x12<\n\x05Watch\x12\x1a.headwater.v1.WatchRequest\x1a\x15.headwater.v1.Command0\x01\x12\x44\n\rSendHeartbeat\x12\x17.headwater.v1.Heartbeat\x1a\x1a.headwater.v1.HeartbeatAck\x12\x41\n\rAckCheckpoint\x12\x1b.headwater.v1.CheckpointAck\x1a\x13.headwater.v1.Empty\x12;\n\nAckRestore\x12\x18.headwater.v1.RestoreAck\x1a\x13.headwater.v1.Empty\x12\x41\n\rReportFailure\x12\x1b.headwater.v1.FailureReport\x1a\x13.headwater.v1.Emptyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,29 +33,45 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'headwater.v1.runtime_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_FRAMES']._serialized_start=44
-  _globals['_FRAMES']._serialized_end=68
-  _globals['_CONTAINERINFO']._serialized_start=70
-  _globals['_CONTAINERINFO']._serialized_end=161
-  _globals['_INSTANCEINFO']._serialized_start=163
-  _globals['_INSTANCEINFO']._serialized_end=257
-  _globals['_PHYSICALPLAN']._serialized_start=260
-  _globals['_PHYSICALPLAN']._serialized_end=421
-  _globals['_REGISTERREQUEST']._serialized_start=423
-  _globals['_REGISTERREQUEST']._serialized_end=506
-  _globals['_REGISTERRESPONSE']._serialized_start=508
-  _globals['_REGISTERRESPONSE']._serialized_end=560
-  _globals['_WATCHREQUEST']._serialized_start=562
-  _globals['_WATCHREQUEST']._serialized_end=613
-  _globals['_METRIC']._serialized_start=615
-  _globals['_METRIC']._serialized_end=667
-  _globals['_EXCEPTIONREPORT']._serialized_start=669
-  _globals['_EXCEPTIONREPORT']._serialized_end=775
-  _globals['_HEARTBEAT']._serialized_start=778
-  _globals['_HEARTBEAT']._serialized_end=937
-  _globals['_HEARTBEATACK']._serialized_start=939
-  _globals['_HEARTBEATACK']._serialized_end=976
-  _globals['_STREAMMANAGER']._serialized_start=978
-  _globals['_STREAMMANAGER']._serialized_end=1053
-  _globals['_TOPOLOGYMASTER']._serialized_start=1056
-  _globals['_TOPOLOGYMASTER']._serialized_end=1284
+  _globals['_FRAMES']._serialized_end=83
+  _globals['_CONTAINERINFO']._serialized_start=85
+  _globals['_CONTAINERINFO']._serialized_end=176
+  _globals['_INSTANCEINFO']._serialized_start=178
+  _globals['_INSTANCEINFO']._serialized_end=272
+  _globals['_PHYSICALPLAN']._serialized_start=275
+  _globals['_PHYSICALPLAN']._serialized_end=451
+  _globals['_CHECKPOINTREQUEST']._serialized_start=453
+  _globals['_CHECKPOINTREQUEST']._serialized_end=499
+  _globals['_CHECKPOINTCOMMIT']._serialized_start=501
+  _globals['_CHECKPOINTCOMMIT']._serialized_end=550
+  _globals['_RESTORE']._serialized_start=552
+  _globals['_RESTORE']._serialized_end=599
+  _globals['_COMMAND']._serialized_start=602
+  _globals['_COMMAND']._serialized_end=813
+  _globals['_CHECKPOINTACK']._serialized_start=815
+  _globals['_CHECKPOINTACK']._serialized_end=942
+  _globals['_RESTOREACK']._serialized_start=944
+  _globals['_RESTOREACK']._serialized_end=1058
+  _globals['_FAILUREREPORT']._serialized_start=1060
+  _globals['_FAILUREREPORT']._serialized_end=1145
+  _globals['_EMPTY']._serialized_start=1147
+  _globals['_EMPTY']._serialized_end=1154
+  _globals['_REGISTERREQUEST']._serialized_start=1156
+  _globals['_REGISTERREQUEST']._serialized_end=1239
+  _globals['_REGISTERRESPONSE']._serialized_start=1241
+  _globals['_REGISTERRESPONSE']._serialized_end=1293
+  _globals['_WATCHREQUEST']._serialized_start=1295
+  _globals['_WATCHREQUEST']._serialized_end=1346
+  _globals['_METRIC']._serialized_start=1348
+  _globals['_METRIC']._serialized_end=1400
+  _globals['_EXCEPTIONREPORT']._serialized_start=1402
+  _globals['_EXCEPTIONREPORT']._serialized_end=1508
+  _globals['_HEARTBEAT']._serialized_start=1511
+  _globals['_HEARTBEAT']._serialized_end=1670
+  _globals['_HEARTBEATACK']._serialized_start=1672
+  _globals['_HEARTBEATACK']._serialized_end=1709
+  _globals['_STREAMMANAGER']._serialized_start=1711
+  _globals['_STREAMMANAGER']._serialized_end=1786
+  _globals['_TOPOLOGYMASTER']._serialized_start=1789
+  _globals['_TOPOLOGYMASTER']._serialized_end=2207
 # @@protoc_insertion_point(module_scope)

@@ -8,10 +8,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Frames(_message.Message):
-    __slots__ = ("frames",)
+    __slots__ = ("frames", "epoch")
     FRAMES_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     frames: _containers.RepeatedScalarFieldContainer[bytes]
-    def __init__(self, frames: _Optional[_Iterable[bytes]] = ...) -> None: ...
+    epoch: int
+    def __init__(self, frames: _Optional[_Iterable[bytes]] = ..., epoch: _Optional[int] = ...) -> None: ...
 
 class ContainerInfo(_message.Message):
     __slots__ = ("container", "stmgr_address", "pid", "incarnation")
@@ -38,18 +40,104 @@ class InstanceInfo(_message.Message):
     def __init__(self, task_id: _Optional[int] = ..., component: _Optional[str] = ..., component_index: _Optional[int] = ..., container: _Optional[int] = ...) -> None: ...
 
 class PhysicalPlan(_message.Message):
-    __slots__ = ("topology", "revision", "containers", "instances", "state")
+    __slots__ = ("topology", "revision", "containers", "instances", "state", "epoch")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     INSTANCES_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
     topology: str
     revision: int
     containers: _containers.RepeatedCompositeFieldContainer[ContainerInfo]
     instances: _containers.RepeatedCompositeFieldContainer[InstanceInfo]
     state: str
-    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., containers: _Optional[_Iterable[_Union[ContainerInfo, _Mapping]]] = ..., instances: _Optional[_Iterable[_Union[InstanceInfo, _Mapping]]] = ..., state: _Optional[str] = ...) -> None: ...
+    epoch: int
+    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., containers: _Optional[_Iterable[_Union[ContainerInfo, _Mapping]]] = ..., instances: _Optional[_Iterable[_Union[InstanceInfo, _Mapping]]] = ..., state: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class CheckpointRequest(_message.Message):
+    __slots__ = ("id", "epoch")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    epoch: int
+    def __init__(self, id: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class CheckpointCommit(_message.Message):
+    __slots__ = ("id", "keep_from")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KEEP_FROM_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    keep_from: int
+    def __init__(self, id: _Optional[int] = ..., keep_from: _Optional[int] = ...) -> None: ...
+
+class Restore(_message.Message):
+    __slots__ = ("checkpoint_id", "epoch")
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    checkpoint_id: int
+    epoch: int
+    def __init__(self, checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+
+class Command(_message.Message):
+    __slots__ = ("plan", "checkpoint", "commit", "restore")
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
+    plan: PhysicalPlan
+    checkpoint: CheckpointRequest
+    commit: CheckpointCommit
+    restore: Restore
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ...) -> None: ...
+
+class CheckpointAck(_message.Message):
+    __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    task_id: int
+    checkpoint_id: int
+    epoch: int
+    size_bytes: int
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+
+class RestoreAck(_message.Message):
+    __slots__ = ("topology", "container", "epoch", "checkpoint_id", "ok", "error")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    EPOCH_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    epoch: int
+    checkpoint_id: int
+    ok: bool
+    error: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., epoch: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., ok: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
+
+class FailureReport(_message.Message):
+    __slots__ = ("topology", "container", "task_id", "reason")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    task_id: int
+    reason: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., task_id: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class Empty(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
 
 class RegisterRequest(_message.Message):
     __slots__ = ("topology", "container")

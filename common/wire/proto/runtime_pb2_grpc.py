@@ -117,12 +117,27 @@ class TopologyMasterStub:
         self.Watch = channel.unary_stream(
                 '/headwater.v1.TopologyMaster/Watch',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.WatchRequest.SerializeToString,
-                response_deserializer=headwater_dot_v1_dot_runtime__pb2.PhysicalPlan.FromString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Command.FromString,
                 _registered_method=True)
         self.SendHeartbeat = channel.unary_unary(
                 '/headwater.v1.TopologyMaster/SendHeartbeat',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.Heartbeat.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.HeartbeatAck.FromString,
+                _registered_method=True)
+        self.AckCheckpoint = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/AckCheckpoint',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.CheckpointAck.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
+        self.AckRestore = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/AckRestore',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.RestoreAck.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
+        self.ReportFailure = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/ReportFailure',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.FailureReport.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
                 _registered_method=True)
 
 
@@ -136,7 +151,8 @@ class TopologyMasterServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Watch(self, request, context):
-        """Streams the physical plan whenever it is complete or changes.
+        """Streams commands: the physical plan whenever it is complete or changes,
+        and checkpoint, commit and restore orders.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -144,6 +160,25 @@ class TopologyMasterServicer:
 
     def SendHeartbeat(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckCheckpoint(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckRestore(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReportFailure(self, request, context):
+        """A container lost an instance of an exactly-once topology: roll back.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -159,12 +194,27 @@ def add_TopologyMasterServicer_to_server(servicer, server):
             'Watch': grpc.unary_stream_rpc_method_handler(
                     servicer.Watch,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.WatchRequest.FromString,
-                    response_serializer=headwater_dot_v1_dot_runtime__pb2.PhysicalPlan.SerializeToString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Command.SerializeToString,
             ),
             'SendHeartbeat': grpc.unary_unary_rpc_method_handler(
                     servicer.SendHeartbeat,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.Heartbeat.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.HeartbeatAck.SerializeToString,
+            ),
+            'AckCheckpoint': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckCheckpoint,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.CheckpointAck.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'AckRestore': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckRestore,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.RestoreAck.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'ReportFailure': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportFailure,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.FailureReport.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,7 +270,7 @@ class TopologyMaster:
             target,
             '/headwater.v1.TopologyMaster/Watch',
             headwater_dot_v1_dot_runtime__pb2.WatchRequest.SerializeToString,
-            headwater_dot_v1_dot_runtime__pb2.PhysicalPlan.FromString,
+            headwater_dot_v1_dot_runtime__pb2.Command.FromString,
             options,
             channel_credentials,
             insecure,
@@ -248,6 +298,87 @@ class TopologyMaster:
             '/headwater.v1.TopologyMaster/SendHeartbeat',
             headwater_dot_v1_dot_runtime__pb2.Heartbeat.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.HeartbeatAck.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckCheckpoint(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/AckCheckpoint',
+            headwater_dot_v1_dot_runtime__pb2.CheckpointAck.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckRestore(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/AckRestore',
+            headwater_dot_v1_dot_runtime__pb2.RestoreAck.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportFailure(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/ReportFailure',
+            headwater_dot_v1_dot_runtime__pb2.FailureReport.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
             options,
             channel_credentials,
             insecure,

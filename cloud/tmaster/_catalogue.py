@@ -1,0 +1,89 @@
+"""The topology master's persisted state: epoch and checkpoint catalogue.
+
+A JSON file written atomically (temp file, fsync, rename) after every
+change, so that a restarted master resumes the running topology from its
+last complete checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+KEEP = 20  # catalogue entries kept for the API; snapshots are pruned separately
+
+
+@dataclass
+class CheckpointRecord:
+    id: int
+    epoch: int
+    started: float  # wall clock, seconds
+    state: str = "IN_PROGRESS"  # IN_PROGRESS, COMPLETE, FAILED, CORRUPT
+    duration_ms: float | None = None
+    size_bytes: int = 0
+    acked: set[int] = field(default_factory=set)
+    _t0: float = field(default_factory=time.monotonic)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("_t0")
+        d["acked"] = len(self.acked)
+        return d
+
+
+class Catalogue:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.epoch = 0
+        self.next_id = 1
+        self.checkpoints: list[CheckpointRecord] = []
+        if path.exists():
+            data = json.loads(path.read_text())
+            self.epoch = int(data["epoch"])
+            self.next_id = int(data["next_id"])
+            for c in data["checkpoints"]:
+                rec = CheckpointRecord(
+                    c["id"], c["epoch"], c["started"], c["state"], c["duration_ms"], c["size_bytes"]
+                )
+                if rec.state == "IN_PROGRESS":
+                    rec.state = "FAILED"  # the master died during it
+                self.checkpoints.append(rec)
+
+    def complete(self) -> list[CheckpointRecord]:
+        return [c for c in self.checkpoints if c.state == "COMPLETE"]
+
+    def latest_complete(self, below: int | None = None) -> int:
+        """Id of the newest complete checkpoint (below ``below``), or 0 for none."""
+        ids = [c.id for c in self.complete() if below is None or c.id < below]
+        return max(ids, default=0)
+
+    def find(self, checkpoint_id: int) -> CheckpointRecord | None:
+        return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
+
+    def start(self, epoch: int) -> CheckpointRecord:
+        rec = CheckpointRecord(self.next_id, epoch, time.time())
+        self.next_id += 1
+        self.checkpoints.append(rec)
+        self.save()
+        return rec
+
+    def save(self) -> None:
+        # never drop the complete checkpoints a restore may still need
+        complete = self.complete()[-3:]
+        rest = [c for c in self.checkpoints if c not in complete][-KEEP:]
+        self.checkpoints = sorted(complete + rest, key=lambda c: c.id)
+        data = {
+            "epoch": self.epoch,
+            "next_id": self.next_id,
+            "checkpoints": [c.to_dict() for c in self.checkpoints],
+        }
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.path)
