@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import wordcount
+from bench import exactly_once, wordcount
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,11 @@ class Workload:
 
 
 WORKLOADS: dict[str, Workload] = {
+    "exactly-once": Workload(
+        exactly_once.__doc__.splitlines()[0] if exactly_once.__doc__ else "",
+        exactly_once.add_arguments,
+        exactly_once.run,
+    ),
     "wordcount": Workload(
         wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",
         wordcount.add_arguments,

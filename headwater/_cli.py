@@ -142,7 +142,7 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
                 next_report = now + 5.0
             time.sleep(0.1)
         with contextlib.suppress(OSError):
-            _print_status(cluster.summary(), cluster.metrics())
+            _print_status(cluster.summary(), cluster.metrics(), cluster.get("/checkpoints"))
     finally:
         print("stopping...", flush=True)
         cluster.stop()
@@ -202,10 +202,13 @@ def _cmd_status(args: argparse.Namespace) -> int:
     base, name = _find_tmaster(args.topology, args.tmaster)
     summary = _get(f"{base}/api/v1/topologies/{name}")
     metrics = _get(f"{base}/api/v1/topologies/{name}/metrics")
+    checkpoints = _get(f"{base}/api/v1/topologies/{name}/checkpoints")
     if args.json:
-        print(json.dumps({"topology": summary, "metrics": metrics}, indent=2))
+        print(json.dumps(
+            {"topology": summary, "metrics": metrics, "checkpoints": checkpoints}, indent=2
+        ))  # fmt: skip
     else:
-        _print_status(summary, metrics)
+        _print_status(summary, metrics, checkpoints)
     return 0
 
 
@@ -217,7 +220,9 @@ def _cmd_state(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_status(summary: dict[str, Any], metrics: dict[str, Any]) -> None:
+def _print_status(
+    summary: dict[str, Any], metrics: dict[str, Any], checkpoints: dict[str, Any] | None = None
+) -> None:
     print(
         f"topology {summary['name']}  state {summary['state']}  "
         f"up {summary['uptime_s']}s  plan revision {summary['plan_revision']}"
@@ -241,6 +246,15 @@ def _print_status(summary: dict[str, Any], metrics: dict[str, Any]) -> None:
             f"{m.get('bytes_out', 0) / 1e6:>10.1f}{int(m.get('batches_in', 0)):>12}"
             f"{m.get('buffer_bytes', 0) / 1e3:>11.1f}{int(m.get('backpressure_ms', 0)):>10}"
         )
+    if checkpoints and checkpoints["exactly_once"]:
+        print(f"checkpoints every {checkpoints['interval_s']}s, epoch {checkpoints['epoch']}, "
+              f"latest complete {checkpoints['latest_complete']}")  # fmt: skip
+        print(f"{'id':>6}  {'state':<12}{'started':<10}{'duration ms':>12}{'size KB':>10}")
+        for c in checkpoints["checkpoints"][-5:]:
+            started = time.strftime("%H:%M:%S", time.localtime(c["started"]))
+            duration = f"{c['duration_ms']:.0f}" if c["duration_ms"] is not None else "-"
+            print(f"{c['id']:>6}  {c['state']:<12}{started:<10}{duration:>12}"
+                  f"{c['size_bytes'] / 1e3:>10.1f}")  # fmt: skip
 
 
 # -- demo --------------------------------------------------------------------------

@@ -82,7 +82,7 @@ class DurableLog:
     def read(self, offset: int, limit: int) -> list[bytes]:
         """Up to ``limit`` records starting at ``offset`` (fewer at the end)."""
         out: list[bytes] = []
-        if offset >= self._end:
+        if offset >= self._end or limit <= 0:
             return out
         for _, value in self._db.items(from_key=_OFFSET.pack(offset)):
             out.append(value)

@@ -9,11 +9,13 @@ instance starts, so a corrupted checkpoint is found before it can be used.
 
 from __future__ import annotations
 
+import shutil
 import struct
+import tempfile
 import zlib
 from pathlib import Path
 
-from rocksdict import Options, Rdict, WriteOptions
+from rocksdict import AccessType, Options, Rdict, WriteOptions
 
 from .._exceptions import HeadwaterError
 
@@ -28,11 +30,17 @@ class CorruptCheckpointError(HeadwaterError):
 class CheckpointStore:
     """Snapshots keyed by (checkpoint id, task). Not thread-safe: one owner."""
 
-    def __init__(self, path: str | Path) -> None:
-        Path(path).mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: str | Path, *, reader: bool = False) -> None:
+        """Open the store; ``reader=True`` reads beside its running owner (for tools, tests)."""
         opts = Options(raw_mode=True)
-        opts.create_if_missing(True)
-        self._db = Rdict(str(path), opts)
+        self._secondary: str | None = None
+        if reader:
+            self._secondary = tempfile.mkdtemp(prefix="hw-ckpt-reader-")
+            self._db = Rdict(str(path), opts, access_type=AccessType.secondary(self._secondary))
+        else:
+            Path(path).mkdir(parents=True, exist_ok=True)
+            opts.create_if_missing(True)
+            self._db = Rdict(str(path), opts)
         self._sync = WriteOptions()
         self._sync.sync = True
 
@@ -43,6 +51,8 @@ class CheckpointStore:
 
     def load(self, checkpoint_id: int, task: int) -> bytes:
         """Return the snapshot, or raise CorruptCheckpointError."""
+        if self._secondary is not None:
+            self._db.try_catch_up_with_primary()
         raw = self._db.get(_KEY.pack(checkpoint_id, task))
         if raw is None:
             raise CorruptCheckpointError(
@@ -77,3 +87,5 @@ class CheckpointStore:
 
     def close(self) -> None:
         self._db.close()
+        if self._secondary is not None:
+            shutil.rmtree(self._secondary, ignore_errors=True)

@@ -10,6 +10,7 @@ counts are published as user counters through ``global_metrics``.
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 from itertools import cycle
 from typing import Any
@@ -18,10 +19,12 @@ from headwater.heronpy.api import global_metrics
 from headwater.heronpy.api.bolt.bolt import Bolt
 from headwater.heronpy.api.custom_grouping import ICustomGrouping
 from headwater.heronpy.api.spout.spout import Spout
+from headwater.heronpy.api.state.stateful_component import StatefulComponent
 from headwater.heronpy.api.stream import Stream
 
 WORDS = ["hello", "bye", "good", "bad", "heron", "storm"]
 LIMIT = int(os.environ.get("HERON_EXAMPLE_LIMIT", "0")) or None
+RATE = float(os.environ.get("HERON_EXAMPLE_RATE", "0"))  # words/s per spout task; 0: no pacing
 
 
 class WordSpout(Spout):
@@ -122,3 +125,62 @@ class SampleCustomGrouping(ICustomGrouping):
 
     def choose_tasks(self, values: list[Any]) -> list[int]:
         return [self.target_tasks[0]]
+
+
+class StatefulWordSpout(Spout, StatefulComponent):
+    """Heron's StatefulWordSpout: counts what it emitted and checkpoints the counts.
+
+    On restore it resumes the word cycle where the checkpoint left it, so a
+    rollback replays exactly what followed the checkpoint.
+    """
+
+    outputs = ["word"]
+
+    def init_state(self, stateful_state: Any) -> None:
+        self.recovered_state = stateful_state
+        self.logger.info("Checkpoint Snapshot recovered : %s", self.recovered_state)
+
+    def pre_save(self, checkpoint_id: Any) -> None:
+        for k, v in self.counter.items():
+            self.recovered_state.put(k, v)
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.counter: Counter[str] = Counter(
+            {k: self.recovered_state.get(k) for k in list(self.recovered_state)}
+        )
+        self.emit_count = sum(self.counter.values())
+        self._start, self._paced = time.monotonic(), 0
+        self.words = cycle(
+            WORDS[self.emit_count % len(WORDS) :] + WORDS[: self.emit_count % len(WORDS)]
+        )
+
+    def next_tuple(self) -> None:
+        if LIMIT is not None and self.emit_count >= LIMIT:
+            return
+        if RATE and self._paced >= (time.monotonic() - self._start) * RATE:
+            return
+        word = next(self.words)
+        self.emit([word], tup_id="message id")
+        self.counter[word] += 1
+        self.emit_count += 1
+        self._paced += 1
+
+
+class StatefulCountBolt(Bolt, StatefulComponent):
+    """Heron's StatefulCountBolt: word counts kept in checkpointed state."""
+
+    def init_state(self, stateful_state: Any) -> None:
+        self.recovered_state = stateful_state
+
+    def pre_save(self, checkpoint_id: Any) -> None:
+        for k, v in self.counter.items():
+            self.recovered_state.put(k, v)
+
+    def initialize(self, config: dict[str, Any], context: Any) -> None:
+        self.counter: Counter[str] = Counter(
+            {k: self.recovered_state.get(k) for k in list(self.recovered_state)}
+        )
+
+    def process(self, tup: Any) -> None:
+        self.counter[tup.values[0]] += 1
+        self.ack(tup)

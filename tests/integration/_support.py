@@ -65,5 +65,19 @@ def task_metric(cluster: LocalCluster, component: str, name: str) -> dict[int, f
     return {int(t): m.get(name, 0.0) for t, m in tasks.items() if m["component"] == component}
 
 
+def checkpointed_state(cluster: LocalCluster, checkpoint: int, task: int) -> dict[Any, Any]:
+    """The state a task snapshotted in ``checkpoint``, read beside the running cluster."""
+    from headwater.common.state import CheckpointStore
+    from headwater.common.state._state import load_snapshot
+
+    container = cluster.plan.container_of(task)
+    store = CheckpointStore(cluster.workdir / "state" / f"container-{container}", reader=True)
+    try:
+        state, _, _ = load_snapshot(store.load(checkpoint, task))
+    finally:
+        store.close()
+    return dict(state)
+
+
 def component_total(cluster: LocalCluster, component: str, name: str) -> float:
     return sum(task_metric(cluster, component, name).values())

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import os
+import signal
+from collections import Counter
+
 import pytest
 
 from headwater.common.plan import task_ids
 
-from ._support import EXAMPLES, component_total, running, task_metric, wait_for
+from ._support import (
+    EXAMPLES,
+    checkpointed_state,
+    component_total,
+    running,
+    task_metric,
+    wait_for,
+)
 
 HERON = EXAMPLES / "heron"
 pytestmark = pytest.mark.cluster
@@ -74,3 +85,30 @@ def test_custom_grouping() -> None:
         # at-most-once with a tup_id: heronpy acks at once
         wait_for(lambda: component_total(c, "word_spout", "acked") == 600, 30, "immediate acks")
         assert component_total(c, "word_spout", "failed") == 0
+
+
+def test_stateful_word_count_is_exact_after_a_kill() -> None:
+    limit = 30_000  # words per spout task, paced so that the kill lands mid-run
+    env = {"HERON_EXAMPLE_LIMIT": str(limit), "HERON_EXAMPLE_RATE": "5000"}
+    with running(HERON / "stateful_word_count_topology.py", env=env) as c:
+        c.supervise()
+        wait_for(lambda: c.get("/checkpoints")["latest_complete"] >= 2, 60, "two checkpoints")
+        ids = task_ids(c.topology)
+        victim = int(c.metrics()["tasks"][str(ids["count_bolt"][0])]["pid"])
+        os.kill(victim, signal.SIGKILL)
+        spouts, counts = ids["word_spout"], ids["count_bolt"]
+        per_word = 2 * limit // 6  # 2 tasks, 6 words in the cycle
+        expected = dict.fromkeys(["hello", "bye", "good", "bad", "heron", "storm"], per_word)
+
+        def checkpointed() -> dict[str, int] | None:
+            latest = c.get("/checkpoints")["latest_complete"]
+            states = {t: checkpointed_state(c, latest, t) for t in spouts + counts}
+            if sum(sum(states[t].values()) for t in spouts) < 2 * limit:
+                return None  # the spouts have not finished as of that checkpoint
+            total: Counter[str] = Counter()
+            for t in counts:
+                total.update(states[t])
+            return dict(total) if total == Counter(expected) else None
+
+        assert wait_for(checkpointed, 120, "exact counts in checkpointed state") == expected
+        assert c.summary()["recoveries"] >= 1

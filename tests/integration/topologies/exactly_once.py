@@ -46,6 +46,28 @@ class Total(Bolt):
         self.ctx.emit([key, seq, count, total])
 
 
+class Window(Bolt):
+    """Tumbling windows of WINDOW seqs per key: emits [key, window, count, sum] when one closes."""
+
+    outputs = ("key", "window", "count", "sum")
+    WINDOW = 100
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.open_windows = ctx.keyed_state("window")  # key -> [window, count, sum]
+
+    def process(self, tup: Tuple) -> None:
+        key, seq = tup.values
+        w = seq // self.WINDOW
+        acc = self.open_windows.get(key)
+        if acc is not None and acc[0] != w:
+            self.ctx.emit([key, *acc])
+            acc = None
+        if acc is None:
+            acc = [w, 0, 0]
+        self.open_windows[key] = [w, acc[1] + 1, acc[2] + seq]
+
+
 topology = (
     Topology(
         "exactly-once",
@@ -67,5 +89,12 @@ topology = (
         partial(TransactionalFileSink, OUT, format=FORMAT),
         parallelism=2,
         inputs={"total": fields("key")},
+    )
+    .add_bolt("window", Window, parallelism=2, inputs={"log": fields("key")})
+    .add_bolt(
+        "window_sink",
+        partial(TransactionalFileSink, f"{OUT}-windows", format=FORMAT),
+        parallelism=1,
+        inputs={"window": fields("key")},
     )
 )

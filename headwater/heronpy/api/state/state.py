@@ -1,0 +1,9 @@
+"""heronpy's ``State`` and ``HashMapState``: Headwater's checkpointed ``State``."""
+
+from __future__ import annotations
+
+from headwater.common.state import State
+
+HashMapState = State
+
+__all__ = ["HashMapState", "State"]

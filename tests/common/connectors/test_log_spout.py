@@ -1,0 +1,147 @@
+"""headwater.common.connectors._log_spout: the replayable durable-log spout."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from headwater.common.api import Context
+from headwater.common.connectors import LogSpout
+from headwater.common.connectors._log_spout import append_records
+from headwater.common.state import State
+from headwater.common.state._state import dump_snapshot, load_snapshot
+
+
+class FakeContext:
+    component = "reader"
+
+    def __init__(self, index: int, state: State | None = None) -> None:
+        self.component_index = index
+        self.state = state if state is not None else State()
+        self.emitted: list[list[Any]] = []
+
+    def component_tasks(self, component: str) -> list[int]:
+        assert component == "reader"
+        return [1, 2]
+
+    def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
+        self.emitted.append(list(values))
+
+
+def open_spout(path: Path, index: int, state: State | None = None) -> tuple[LogSpout, FakeContext]:
+    ctx = FakeContext(index, state)
+    spout = LogSpout(path, partitions=4)
+    spout.open(cast(Context, ctx))
+    return spout, ctx
+
+
+def drain(spout: LogSpout, calls: int = 20) -> None:
+    for _ in range(calls):
+        spout.next_tuple()
+
+
+def write_partitions(path: Path, per_partition: int = 3) -> None:
+    for p in range(4):
+        first = append_records(path, p, [[p, i, f"p{p}-{i}"] for i in range(per_partition)])
+        assert first == 0
+
+
+def by_partition(emitted: list[list[Any]]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for p, i, _ in emitted:
+        out.setdefault(p, []).append(i)
+    return out
+
+
+def test_append_records_returns_first_offset(tmp_path: Path) -> None:
+    assert append_records(tmp_path, 0, [[1], [2]]) == 0
+    assert append_records(tmp_path, 0, [[3]]) == 2
+    assert append_records(tmp_path, 1, [[4]]) == 0
+
+
+def test_reads_only_its_own_partitions_in_order(tmp_path: Path) -> None:
+    write_partitions(tmp_path)
+    for index, mine in ((0, [0, 2]), (1, [1, 3])):
+        spout, ctx = open_spout(tmp_path, index)
+        try:
+            assert spout.mine == mine
+            drain(spout)
+            assert by_partition(ctx.emitted) == {p: [0, 1, 2] for p in mine}
+            assert all(rec[2] == f"p{rec[0]}-{rec[1]}" for rec in ctx.emitted)
+            assert ctx.state["offsets"] == {p: 3 for p in mine}
+        finally:
+            spout.close()
+
+
+def test_nothing_past_the_end(tmp_path: Path) -> None:
+    write_partitions(tmp_path, per_partition=2)
+    spout, ctx = open_spout(tmp_path, 0)
+    try:
+        drain(spout)
+        assert len(ctx.emitted) == 4
+        drain(spout)
+        assert len(ctx.emitted) == 4
+        assert ctx.state["offsets"] == {0: 2, 2: 2}
+    finally:
+        spout.close()
+
+
+def test_missing_partition_emits_nothing(tmp_path: Path) -> None:
+    append_records(tmp_path, 1, [["only"]])
+    spout, ctx = open_spout(tmp_path, 0)
+    try:
+        drain(spout)
+        assert ctx.emitted == []
+        assert ctx.state["offsets"] == {0: 0, 2: 0}
+    finally:
+        spout.close()
+
+
+def test_batches_are_bounded(tmp_path: Path) -> None:
+    append_records(tmp_path, 0, [[i] for i in range(10)])
+    ctx = FakeContext(0)
+    spout = LogSpout(tmp_path, partitions=1)
+    spout.READ_BATCH = 4
+    spout.open(cast(Context, ctx))
+    try:
+        spout.next_tuple()
+        assert ctx.emitted == [[0], [1], [2], [3]]
+        drain(spout, 5)
+        assert ctx.emitted == [[i] for i in range(10)]
+        assert ctx.state["offsets"] == {0: 10}
+    finally:
+        spout.close()
+
+
+def test_resumes_from_restored_offsets(tmp_path: Path) -> None:
+    write_partitions(tmp_path, per_partition=5)
+    spout, ctx = open_spout(tmp_path, 0)
+    try:
+        drain(spout)
+        assert ctx.state["offsets"] == {0: 5, 2: 5}
+    finally:
+        spout.close()
+
+    # the snapshot taken at the last checkpoint had read 2 of p0 and 4 of p2
+    snapshot = dump_snapshot(State({"offsets": {0: 2, 2: 4}}), {})
+    restored, _, _ = load_snapshot(snapshot)
+    spout, ctx = open_spout(tmp_path, 0, restored)
+    try:
+        drain(spout)
+        assert by_partition(ctx.emitted) == {0: [2, 3, 4], 2: [4]}
+        assert restored["offsets"] == {0: 5, 2: 5}
+    finally:
+        spout.close()
+
+
+def test_fresh_state_starts_at_zero_and_keeps_other_offsets(tmp_path: Path) -> None:
+    write_partitions(tmp_path, per_partition=1)
+    state = State({"offsets": {1: 7}})
+    spout, ctx = open_spout(tmp_path, 1, state)
+    try:
+        assert state["offsets"] == {1: 7, 3: 0}
+        drain(spout)
+        assert by_partition(ctx.emitted) == {3: [0]}
+    finally:
+        spout.close()

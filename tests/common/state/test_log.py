@@ -1,0 +1,129 @@
+"""headwater.common.state._log: the durable, partitioned record log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from headwater.common.state import DurableLog
+
+
+def test_append_returns_first_offsets(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    try:
+        assert log.end == 0
+        assert log.append([b"a", b"b", b"c"]) == 0
+        assert log.append([b"d"]) == 3
+        assert log.append([b"e", b"f"], sync=False) == 4
+        assert log.append([]) == 6
+        assert log.end == 6
+    finally:
+        log.close()
+
+
+def test_read_ranges(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    try:
+        records = [f"r{i}".encode() for i in range(10)]
+        log.append(records)
+        assert log.read(0, 3) == records[:3]
+        assert log.read(4, 2) == records[4:6]
+        assert log.read(7, 100) == records[7:]
+        assert log.read(9, 1) == [b"r9"]
+        assert log.read(10, 5) == []
+        assert log.read(50, 5) == []
+        assert log.read(0, 1000) == records
+    finally:
+        log.close()
+
+
+def test_read_with_zero_limit_returns_nothing(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    try:
+        log.append([b"a", b"b"])
+        assert log.read(0, 0) == []
+    finally:
+        log.close()
+
+
+def test_records_are_kept_in_offset_order_beyond_255(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    try:
+        records = [i.to_bytes(4, "big") for i in range(300)]
+        log.append(records)
+        assert log.read(250, 20) == records[250:270]
+    finally:
+        log.close()
+
+
+def test_reopen_is_durable(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    log.append([b"a", b"b", b"c"])
+    log.close()
+    log = DurableLog(tmp_path / "p0")
+    try:
+        assert log.end == 3
+        assert log.append([b"d"]) == 3
+        assert log.read(0, 10) == [b"a", b"b", b"c", b"d"]
+    finally:
+        log.close()
+
+
+def test_reader_sees_appends_after_refresh(tmp_path: Path) -> None:
+    writer = DurableLog(tmp_path / "p0")
+    writer.append([b"a", b"b"])
+    reader = DurableLog(tmp_path / "p0", reader=True)
+    try:
+        assert reader.reader
+        assert reader.end == 2
+        assert reader.read(0, 10) == [b"a", b"b"]
+        writer.append([b"c", b"d"])
+        assert reader.end == 2
+        assert reader.read(2, 10) == []
+        assert reader.refresh() == 4
+        assert reader.end == 4
+        assert reader.read(1, 10) == [b"b", b"c", b"d"]
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_reader_cannot_append(tmp_path: Path) -> None:
+    writer = DurableLog(tmp_path / "p0")
+    reader = DurableLog(tmp_path / "p0", reader=True)
+    try:
+        with pytest.raises(PermissionError):
+            reader.append([b"x"])
+        assert reader.refresh() == 0
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_writer_refresh_is_its_end(tmp_path: Path) -> None:
+    writer = DurableLog(tmp_path / "p0")
+    try:
+        writer.append([b"x", b"y"])
+        assert writer.refresh() == 2
+    finally:
+        writer.close()
+
+
+def test_reader_close_removes_its_secondary(tmp_path: Path) -> None:
+    writer = DurableLog(tmp_path / "p0")
+    writer.append([b"x"])
+    readers = tmp_path / ".readers"
+    first = DurableLog(tmp_path / "p0", reader=True)
+    second = DurableLog(tmp_path / "p0", reader=True)
+    try:
+        entries = sorted(p.name for p in readers.iterdir())
+        assert len(entries) == 2
+        assert all(name.startswith("p0-") for name in entries)
+        first.close()
+        assert len(list(readers.iterdir())) == 1
+    finally:
+        second.close()
+        writer.close()
+    assert list(readers.iterdir()) == []
+    assert (tmp_path / "p0").is_dir()
