@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="which topology, when the file defines several",
     )
+    run.add_argument(
+        "--workdir",
+        default=None,
+        metavar="DIR",
+        help="keep logs and state here; running again with the same DIR resumes "
+        "an exactly-once topology from its last checkpoint",
+    )
     run.add_argument("--quiet", action="store_true", help="no periodic status lines")
     run.set_defaults(func=_cmd_run)
 
@@ -105,7 +112,9 @@ def _positive_float(text: str) -> float:
 def _cmd_run(args: argparse.Namespace) -> int:
     from headwater.cloud.local import LocalCluster
 
-    cluster = LocalCluster(args.file, containers=args.containers, topology=args.topology)
+    cluster = LocalCluster(
+        args.file, containers=args.containers, topology=args.topology, workdir=args.workdir
+    )
     return _run_cluster(cluster, args.duration, args.quiet)
 
 

@@ -22,10 +22,13 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from headwater.cloud.tmaster._catalogue import check_same_topology
 from headwater.common._exceptions import ClusterError
 from headwater.common._loader import load_topology
 from headwater.common.api import Topology
@@ -59,7 +62,10 @@ class LocalCluster:
             raise ClusterError(f"--containers must be 1 or more, got {containers}")
         self.topology_file = str(Path(topology_file).resolve())
         self.topology_name = topology
-        self.topology: Topology = load_topology(topology_file, topology)
+        # the file runs with the cluster's environment here too, so that the
+        # launcher packs exactly the topology its processes will build
+        with _environ(env or {}):
+            self.topology: Topology = load_topology(topology_file, topology)
         validate(self.topology)
         self.plan: PhysicalPlan = pack_round_robin(self.topology, containers)
         self.containers = containers
@@ -67,6 +73,9 @@ class LocalCluster:
         # short path: Unix socket paths must stay under 108 bytes
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="hw-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
+        # resuming from an old work directory: refuse another topology before starting
+        check_same_topology(self.workdir / "tmaster-state" / "topology.json", self.topology,
+                            self.plan)  # fmt: skip
         self.env = dict(env or {})
         self.tmaster: subprocess.Popen[bytes] | None = None
         self.container_procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -234,3 +243,17 @@ class LocalCluster:
             if "pid" in m:
                 out[f"task:{task}"] = int(m["pid"])
         return out
+
+
+@contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

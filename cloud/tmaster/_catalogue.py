@@ -14,6 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headwater.common._exceptions import HeadwaterError
+from headwater.common.api import Topology
+from headwater.common.plan import PhysicalPlan
+
 KEEP = 20  # catalogue entries kept for the API; snapshots are pruned separately
 
 
@@ -87,3 +91,30 @@ class Catalogue:
             f.flush()
             os.fsync(f.fileno())
         tmp.replace(self.path)
+
+
+def check_same_topology(path: Path, topology: Topology, plan: PhysicalPlan) -> None:
+    """Persist the topology's shape and physical plan; refuse to resume a different one.
+
+    Snapshots are stored per (checkpoint, task) in each container, so resuming
+    from this state only makes sense with the same components, parallelism and
+    packing.
+    """
+    shape = {
+        "topology": topology.name,
+        "components": [[c.name, c.kind, c.parallelism] for c in topology.components],
+        "plan": plan.to_dict(),
+    }
+    if path.exists():
+        old = json.loads(path.read_text())
+        if old != shape:
+            raise HeadwaterError(
+                f"{path.parent} holds the state of topology {old['topology']!r} with another "
+                f"shape or packing ({old['plan']['containers']} containers); resume it with the "
+                "same file and --containers, or start in a fresh work directory"
+            )
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(shape))
+    tmp.replace(path)

@@ -32,7 +32,7 @@ from headwater.common.plan import PhysicalPlan
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
-from ._catalogue import Catalogue, CheckpointRecord
+from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
 
 log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0
@@ -47,6 +47,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self.exactly_once = rc.reliability is Reliability.EXACTLY_ONCE
         self.interval_s = float(topology.config.get(CHECKPOINT_INTERVAL_SECS, 3.0))
         state_dir.mkdir(parents=True, exist_ok=True)
+        check_same_topology(state_dir / "topology.json", topology, plan)
         self.catalogue = Catalogue(state_dir / "catalogue.json")
         self.user_state = "RUNNING"  # what activate/deactivate asked for
         self.revision = 0

@@ -12,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from headwater import HeadwaterError
 from headwater.cloud.local import LocalCluster
 from headwater.common.connectors._log_spout import append_records
 from headwater.common.runtime import key_hash
 from headwater.common.state import CheckpointStore
 
-from ._support import TOPOLOGIES, dump_logs, wait_for
+from ._support import TOPOLOGIES, dump_logs, running, wait_for
 
 pytestmark = pytest.mark.cluster
 KEYS = 20
@@ -161,3 +162,29 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path: Path) ->
         raise
     finally:
         second.stop()
+    with pytest.raises(HeadwaterError, match="resume it with the same file and --containers"):
+        LocalCluster(TOPOLOGIES / "exactly_once.py", containers=1, env=env, workdir=workdir)
+
+
+def test_parquet_sink_output_is_exact(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    n = 20_000
+    _produce(tmp_path / "log", n)
+    env = {**_env(tmp_path), "HW_TEST_FORMAT": "parquet"}
+    out = tmp_path / "out"
+
+    def parquet_rows() -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        for f in sorted(out.glob("part-*.parquet")) if out.exists() else []:
+            table = pq.read_table(f)
+            assert table.column_names == ["key", "seq", "count", "total"]
+            rows.extend(list(r.values()) for r in table.to_pylist())
+        return rows
+
+    with running(TOPOLOGIES / "exactly_once.py", env=env):
+        wait_for(lambda: len(parquet_rows()) >= n, 60, "every row in parquet files")
+    jsonl = out / "as-jsonl"
+    jsonl.mkdir()
+    (jsonl / "part-0-0.jsonl").write_text("\n".join(json.dumps(r) for r in parquet_rows()))
+    _check_exact(jsonl, n)
