@@ -38,6 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--records", type=int, default=3_000_000, help="records in the input log")
     p.add_argument("--state-keys", default="1000,10000,100000,1000000")
     p.add_argument("--kills", type=int, default=5)
+    p.add_argument(
+        "--parts",
+        default="throughput,state,recovery",
+        help="which measurements to run (comma-separated)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS)
 
 
