@@ -354,7 +354,12 @@ class StreamManager:
             return
         del self.conns[task]
         self.congestion_off(f"task:{task}")
-        # fold the dead incarnation's counters into the task's running totals
+        self._fold_metrics(task)
+        if self.task_component[task] in self.spout_components:
+            self.tracker.forget_task(task)
+
+    def _fold_metrics(self, task: int) -> None:
+        """Add a dead incarnation's counters to the task's totals, so they never go back."""
         last = self.task_metrics.pop(task, None)
         if last:
             base = self.task_base.setdefault(task, {})
@@ -364,15 +369,14 @@ class StreamManager:
             user = base.setdefault("user", {})
             for k, v in (last.get("user") or {}).items():
                 user[k] = user.get(k, 0) + v
-        if self.task_component[task] in self.spout_components:
-            self.tracker.forget_task(task)
 
     def reset(self, epoch: int) -> None:
         """Roll back: forget every frame, root and connection of the previous epoch."""
         self.epoch = epoch
         self.active = False
-        for conn in self.conns.values():
+        for task, conn in self.conns.items():
             conn.stale = True
+            self._fold_metrics(task)
         self.conns.clear()
         self.waiting.clear()
         self.waiting_bytes.clear()
