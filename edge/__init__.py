@@ -1,1 +1,5 @@
-"""The edge device agent (discovery, MQTT ingestion, uplink). Built on headwater.common."""
+"""The edge device agent: MQTT ingestion, durable log, uplink. Built on headwater.common."""
+
+from ._ingest import IngestStats, MqttIngest, MqttSource
+
+__all__ = ["IngestStats", "MqttIngest", "MqttSource"]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,3 +46,41 @@ def out_dir(tmp_path: Path) -> Path:
     d = tmp_path / "out"
     d.mkdir()
     return d
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A real Mosquitto broker on a loopback port; yields (host, port)."""
+    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\n"
+        "allow_anonymous true\n"
+        "persistence false\n"
+        "max_queued_messages 0\n"  # keep a whole backlog for a paused subscriber
+        "max_inflight_messages 20\n"
+    )
+    log = tmp_path / "mosquitto.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([binary, "-c", str(conf)], stdout=out, stderr=out)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"mosquitto did not start: {log.read_text()}") from None
+            time.sleep(0.02)
+    try:
+        yield ("127.0.0.1", port)
+    finally:
+        proc.terminate()
+        proc.wait(5)
