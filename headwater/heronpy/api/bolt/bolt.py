@@ -9,7 +9,6 @@ from typing import Any
 from headwater.common.api import Bolt as NativeBolt
 from headwater.common.api import Context, Tuple
 
-from .. import global_metrics
 from ..component.base_component import BaseComponent
 from ..component.component_spec import HeronComponentSpec
 from ..stream import Stream
@@ -21,10 +20,7 @@ class Bolt(BaseComponent, NativeBolt):
     """Override ``initialize``, ``process`` and ``process_tick`` as in heronpy."""
 
     def open(self, ctx: Context) -> None:
-        self._ctx = ctx
-        self.logger = ctx.log
-        global_metrics._ctx = ctx
-        self.initialize(config=dict(ctx.config), context=TopologyContext(ctx, ctx.topology))
+        self._attach(ctx)
 
     def on_tick(self, tup: Tuple) -> None:
         self.process_tick(tup)

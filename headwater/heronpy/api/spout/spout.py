@@ -9,7 +9,6 @@ from typing import Any
 from headwater.common.api import Context
 from headwater.common.api import Spout as NativeSpout
 
-from .. import global_metrics
 from ..component.base_component import BaseComponent
 from ..component.component_spec import HeronComponentSpec
 from ..stream import Stream
@@ -21,10 +20,7 @@ class Spout(BaseComponent, NativeSpout):
 
     # -- native contract -> heronpy methods ---------------------------------------
     def open(self, ctx: Context) -> None:
-        self._ctx = ctx
-        self.logger = ctx.log
-        global_metrics._ctx = ctx
-        self.initialize(config=dict(ctx.config), context=TopologyContext(ctx, ctx.topology))
+        self._attach(ctx)
 
     def on_ack(self, tup_id: Any) -> None:
         self.ack(tup_id)
