@@ -7,6 +7,9 @@ HeadwaterError
  +-- SerializationError        an emitted value the wire codec cannot encode
  +-- EmitError                 an emit that names an unknown stream or task
  +-- ClusterError              a local cluster failed to start or stop
+ +-- PackageMismatchError      topology code whose hash is not the one expected
+ +-- CorruptCheckpointError    a stored snapshot fails its checksum or is missing
+                               (defined in headwater.common.state)
 """
 
 from __future__ import annotations
@@ -42,3 +45,7 @@ class EmitError(HeadwaterError):
 
 class ClusterError(HeadwaterError):
     """A local cluster could not be started, or one of its processes failed to come up."""
+
+
+class PackageMismatchError(HeadwaterError):
+    """A topology package's content does not hash to the expected value: refused."""

@@ -9,6 +9,7 @@ from headwater.common._exceptions import (
     EmitError,
     HeadwaterError,
     InvalidTopologyError,
+    PackageMismatchError,
     SerializationError,
     TopologyLoadError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "HeadwaterError",
     "Input",
     "InvalidTopologyError",
+    "PackageMismatchError",
     "Placement",
     "Reliability",
     "SerializationError",

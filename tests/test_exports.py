@@ -16,6 +16,7 @@ EXPECTED = [
     "HeadwaterError",
     "Input",
     "InvalidTopologyError",
+    "PackageMismatchError",
     "Placement",
     "Reliability",
     "SerializationError",
@@ -52,6 +53,7 @@ def test_exceptions_share_one_root() -> None:
         "ClusterError",
         "EmitError",
         "InvalidTopologyError",
+        "PackageMismatchError",
         "SerializationError",
         "TopologyLoadError",
     ):
