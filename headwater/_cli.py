@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import time
@@ -70,17 +71,55 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no periodic status lines")
     run.set_defaults(func=_cmd_run)
 
+    master_help = ("the master's API URL (default: $HEADWATER_MASTER, else the topology "
+                   "started by `headwater run` on this machine)")  # fmt: skip
     status = sub.add_parser("status", help="show a running topology's plan and metrics")
     status.add_argument("topology", nargs="?", help="topology name (default: the only one running)")
-    status.add_argument("--tmaster", metavar="URL", help="the topology master's HTTP address")
+    status.add_argument("--master", "--tmaster", dest="url", metavar="URL", help=master_help)
     status.add_argument("--json", action="store_true", help="print the raw JSON")
     status.set_defaults(func=_cmd_status)
 
     for name, verb in (("activate", "resume"), ("deactivate", "pause")):
         s = sub.add_parser(name, help=f"{verb} a running topology's spouts")
         s.add_argument("topology", nargs="?")
-        s.add_argument("--tmaster", metavar="URL")
+        s.add_argument("--master", "--tmaster", dest="url", metavar="URL", help=master_help)
         s.set_defaults(func=_cmd_state, action=name)
+
+    master = sub.add_parser("master", help="run the master daemon (topology masters, "
+                            "scheduler, package store, API)")  # fmt: skip
+    master.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    master.add_argument("--port", type=int, default=7070, help="gRPC port for nodes")
+    master.add_argument("--http-port", type=int, default=7071, help="REST API port")
+    master.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="where topologies, packages and checkpoints persist",
+    )
+    master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
+    master.set_defaults(func=_cmd_master)
+
+    worker = sub.add_parser("worker", help="run a cloud worker that hosts containers")
+    worker.add_argument(
+        "--master",
+        required=True,
+        metavar="HOST:PORT",
+        help="the master's gRPC address (headwater master --port)",
+    )
+    worker.add_argument("--id", default=None, help="node id (default: worker-HOST-PID)")
+    worker.add_argument("--workdir", default=None, metavar="DIR")
+    worker.set_defaults(func=_cmd_worker)
+
+    submit = sub.add_parser("submit", help="package a topology file and run it on the master")
+    submit.add_argument("file")
+    submit.add_argument("--containers", type=_positive_int, default=1, metavar="N")
+    submit.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    submit.set_defaults(func=_cmd_submit)
+
+    kill = sub.add_parser("kill", help="stop a topology and remove it from the master")
+    kill.add_argument("topology")
+    kill.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    kill.set_defaults(func=_cmd_kill)
 
     demo = sub.add_parser("demo", help="run the bundled demo on this machine")
     demo.add_argument("--duration", type=_positive_float, default=None, metavar="S")
@@ -177,10 +216,14 @@ def _print_brief(cluster: Any) -> None:
 def _find_tmaster(topology: str | None, url: str | None) -> tuple[str, str]:
     from headwater.cloud.local import state_dir
 
+    url = url or os.environ.get("HEADWATER_MASTER")
     if url:
-        with urllib.request.urlopen(f"{url}/api/v1/topologies", timeout=5) as r:
-            names = [t["name"] for t in json.loads(r.read())]
+        names = [t["name"] for t in _get(f"{url}/api/v1/topologies")]
         if topology is None:
+            if len(names) != 1:
+                raise HeadwaterError(
+                    f"{len(names)} topologies run on {url} ({', '.join(names) or 'none'}): name one"
+                )
             topology = names[0]
         return url, topology
     records = sorted(state_dir().glob("*.json"))
@@ -208,7 +251,7 @@ def _get(url: str) -> Any:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    base, name = _find_tmaster(args.topology, args.tmaster)
+    base, name = _find_tmaster(args.topology, args.url)
     summary = _get(f"{base}/api/v1/topologies/{name}")
     metrics = _get(f"{base}/api/v1/topologies/{name}/metrics")
     checkpoints = _get(f"{base}/api/v1/topologies/{name}/checkpoints")
@@ -222,7 +265,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_state(args: argparse.Namespace) -> int:
-    base, name = _find_tmaster(args.topology, args.tmaster)
+    base, name = _find_tmaster(args.topology, args.url)
     req = urllib.request.Request(f"{base}/api/v1/topologies/{name}/{args.action}", method="POST")
     with urllib.request.urlopen(req, timeout=5) as r:
         print(f"{name}: {json.loads(r.read())['state']}")
@@ -274,3 +317,91 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     print("Headwater demo: word count over 2 containers of real processes.")
     cluster = LocalCluster(demo, containers=2)
     return _run_cluster(cluster, args.duration, quiet=False)
+
+
+# -- daemons -------------------------------------------------------------------------
+def _daemon_logging() -> None:
+    import logging
+
+    logging.basicConfig(
+        level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _default_dir(name: str) -> Path:
+    from headwater.cloud.local import state_dir
+
+    return state_dir() / name
+
+
+def _cmd_master(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from headwater.cloud.master._main import serve
+
+    _daemon_logging()
+    state = Path(args.state_dir) if args.state_dir else _default_dir("master")
+    ready = Path(args.ready_file) if args.ready_file else None
+    asyncio.run(serve(args.host, args.port, args.http_port, state, ready))
+    return 0
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal as signals
+
+    from headwater import __version__
+    from headwater.common.runtime._node import Node
+
+    _daemon_logging()
+    workdir = Path(args.workdir) if args.workdir else _default_dir(f"worker-{os.getpid()}")
+
+    async def main() -> None:
+        node = Node(args.master, workdir, kind="worker", node_id=args.id, version=__version__)
+        loop = asyncio.get_running_loop()
+        for s in (signals.SIGTERM, signals.SIGINT):
+            loop.add_signal_handler(s, node.stopping.set)
+        await node.run()
+
+    asyncio.run(main())
+    return 0
+
+
+def _api(method: str, url: str, data: bytes | None = None) -> Any:
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        raise HeadwaterError(exc.read().decode(errors="replace") or str(exc)) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise HeadwaterError(f"cannot reach the master at {url}: {exc}") from exc
+
+
+def _master_url(url: str | None) -> str:
+    url = url or os.environ.get("HEADWATER_MASTER")
+    if not url:
+        raise HeadwaterError("name the master: --master URL or HEADWATER_MASTER=URL "
+                             "(headwater master prints its API URL)")  # fmt: skip
+    return url.rstrip("/")
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    from urllib.parse import urlencode
+
+    from headwater.common._package import build_package, package_hash
+
+    data, entry = build_package(args.file)
+    base = _master_url(args.url)
+    query = urlencode({"entry": entry, "containers": args.containers})
+    result = _api("POST", f"{base}/api/v1/topologies?{query}", data)
+    print(f"submitted {result['topology']!r}: package {package_hash(data)}, "
+          f"{result['containers']} containers")  # fmt: skip
+    return 0
+
+
+def _cmd_kill(args: argparse.Namespace) -> int:
+    _api("DELETE", f"{_master_url(args.url)}/api/v1/topologies/{args.topology}")
+    print(f"killed {args.topology!r}")
+    return 0

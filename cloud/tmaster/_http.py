@@ -1,54 +1,81 @@
-"""The topology master's JSON endpoint (tracker-style, read-mostly)."""
+"""The tracker-style JSON API over one or many topology masters.
+
+Routes, for every topology NAME the lookup knows:
+
+    GET  /api/v1/topologies                     every topology's summary
+    GET  /api/v1/topologies/NAME                summary (state, containers, components)
+    GET  /api/v1/topologies/NAME/metrics        per component, task and stmgr
+    GET  /api/v1/topologies/NAME/plan           the physical plan
+    GET  /api/v1/topologies/NAME/checkpoints    exactly-once checkpoints
+    GET  /api/v1/topologies/NAME/exceptions     errors reported by instances
+    POST /api/v1/topologies/NAME/activate|deactivate
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 from aiohttp import web
 
 from ._master import TopologyMaster
 
+Lookup = Callable[[str], TopologyMaster | None]
 
-def make_app(tm: TopologyMaster) -> web.Application:
-    base = f"/api/v1/topologies/{tm.topology.name}"
+
+def add_topology_routes(
+    app: web.Application, lookup: Lookup, every: Callable[[], Iterable[TopologyMaster]]
+) -> None:
+    def tm_of(request: web.Request) -> TopologyMaster:
+        name = request.match_info["name"]
+        tm = lookup(name)
+        if tm is None:
+            known = ", ".join(sorted(t.topology.name for t in every())) or "none"
+            raise web.HTTPNotFound(
+                text=f"no topology named {name!r} (running: {known}); submit it first"
+            )
+        return tm
 
     async def topologies(request: web.Request) -> web.Response:
-        return web.json_response([tm.summary()])
+        return web.json_response([tm.summary() for tm in every()])
 
     async def topology(request: web.Request) -> web.Response:
-        return web.json_response(tm.summary())
+        return web.json_response(tm_of(request).summary())
 
     async def metrics(request: web.Request) -> web.Response:
-        return web.json_response(tm.metrics_view())
+        return web.json_response(tm_of(request).metrics_view())
 
     async def plan(request: web.Request) -> web.Response:
-        return web.json_response(tm.plan.to_dict())
+        return web.json_response(tm_of(request).plan.to_dict())
 
     async def checkpoints(request: web.Request) -> web.Response:
-        return web.json_response(tm.checkpoints_view())
+        return web.json_response(tm_of(request).checkpoints_view())
 
     async def exceptions(request: web.Request) -> web.Response:
-        return web.json_response(list(tm.exceptions))
+        return web.json_response(list(tm_of(request).exceptions))
 
     async def activate(request: web.Request) -> web.Response:
+        tm = tm_of(request)
         tm.set_state("RUNNING")
         return web.json_response({"state": tm.state})
 
     async def deactivate(request: web.Request) -> web.Response:
+        tm = tm_of(request)
         tm.set_state("PAUSED")
         return web.json_response({"state": tm.state})
 
-    async def not_found(request: web.Request) -> web.Response:
-        raise web.HTTPNotFound(
-            text=f"no such resource; topologies are listed at /api/v1/topologies "
-            f"(this master runs {tm.topology.name!r})"
-        )
-
-    app = web.Application()
+    base = "/api/v1/topologies/{name}"
     app.router.add_get("/api/v1/topologies", topologies)
     app.router.add_get(base, topology)
     app.router.add_get(f"{base}/metrics", metrics)
     app.router.add_get(f"{base}/plan", plan)
-    app.router.add_get(f"{base}/exceptions", exceptions)
     app.router.add_get(f"{base}/checkpoints", checkpoints)
+    app.router.add_get(f"{base}/exceptions", exceptions)
     app.router.add_post(f"{base}/activate", activate)
     app.router.add_post(f"{base}/deactivate", deactivate)
+
+
+def make_app(tm: TopologyMaster) -> web.Application:
+    """The API of a single-topology master process (``headwater run``)."""
+    app = web.Application()
+    add_topology_routes(app, lambda name: tm if name == tm.topology.name else None, lambda: [tm])
     return app

@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,8 @@ class Container:
         self.id = args.container
         self.workdir = Path(args.workdir)
         self.socket_path = str(self.workdir / f"c{self.id}.sock")
+        if len(self.socket_path) > 100:  # AF_UNIX paths stop at 108 bytes
+            self.socket_path = os.path.join(tempfile.mkdtemp(prefix="hw-"), f"c{self.id}.sock")
         self.incarnation = time.time_ns()
         self.exceptions: list[dict[str, Any]] = []
         self.stmgr = StreamManager(self.topology, self.plan, self.id, self.exceptions.append)

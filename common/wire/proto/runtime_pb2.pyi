@@ -206,3 +206,91 @@ class HeartbeatAck(_message.Message):
     PLAN_REVISION_FIELD_NUMBER: _ClassVar[int]
     plan_revision: int
     def __init__(self, plan_revision: _Optional[int] = ...) -> None: ...
+
+class NodeInfo(_message.Message):
+    __slots__ = ("node_id", "kind", "labels", "version", "pid", "hostname")
+    class LabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LABELS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    kind: str
+    labels: _containers.ScalarMap[str, str]
+    version: str
+    pid: int
+    hostname: str
+    def __init__(self, node_id: _Optional[str] = ..., kind: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[str] = ..., pid: _Optional[int] = ..., hostname: _Optional[str] = ...) -> None: ...
+
+class RunContainer(_message.Message):
+    __slots__ = ("topology", "container", "containers", "package", "entry")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    containers: int
+    package: str
+    entry: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., containers: _Optional[int] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ...) -> None: ...
+
+class StopContainer(_message.Message):
+    __slots__ = ("topology", "container")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ...) -> None: ...
+
+class NodeCommand(_message.Message):
+    __slots__ = ("run", "stop")
+    RUN_FIELD_NUMBER: _ClassVar[int]
+    STOP_FIELD_NUMBER: _ClassVar[int]
+    run: RunContainer
+    stop: StopContainer
+    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ...) -> None: ...
+
+class NodeStatus(_message.Message):
+    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CONTAINERS_FIELD_NUMBER: _ClassVar[int]
+    BACKLOG_BYTES_FIELD_NUMBER: _ClassVar[int]
+    BACKLOG_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    containers: _containers.RepeatedScalarFieldContainer[str]
+    backlog_bytes: int
+    backlog_batches: int
+    metrics: _containers.ScalarMap[str, float]
+    error: str
+    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class PackageRequest(_message.Message):
+    __slots__ = ("package",)
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    package: str
+    def __init__(self, package: _Optional[str] = ...) -> None: ...
+
+class Package(_message.Message):
+    __slots__ = ("data",)
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    def __init__(self, data: _Optional[bytes] = ...) -> None: ...

@@ -388,3 +388,163 @@ class TopologyMaster:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class ClusterStub:
+    """Missing associated documentation comment in .proto file."""
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Attach = channel.unary_stream(
+                '/headwater.v1.Cluster/Attach',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.NodeInfo.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.NodeCommand.FromString,
+                _registered_method=True)
+        self.ReportStatus = channel.unary_unary(
+                '/headwater.v1.Cluster/ReportStatus',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.NodeStatus.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
+        self.FetchPackage = channel.unary_unary(
+                '/headwater.v1.Cluster/FetchPackage',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.PackageRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Package.FromString,
+                _registered_method=True)
+
+
+class ClusterServicer:
+    """Missing associated documentation comment in .proto file."""
+
+    def Attach(self, request, context):
+        """A node announces itself, then receives its commands on this stream
+        until it disconnects; the master never dials a node.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReportStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def FetchPackage(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ClusterServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Attach': grpc.unary_stream_rpc_method_handler(
+                    servicer.Attach,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.NodeInfo.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.NodeCommand.SerializeToString,
+            ),
+            'ReportStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportStatus,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.NodeStatus.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'FetchPackage': grpc.unary_unary_rpc_method_handler(
+                    servicer.FetchPackage,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.PackageRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Package.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'headwater.v1.Cluster', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('headwater.v1.Cluster', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Cluster:
+    """Missing associated documentation comment in .proto file."""
+
+    @staticmethod
+    def Attach(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/headwater.v1.Cluster/Attach',
+            headwater_dot_v1_dot_runtime__pb2.NodeInfo.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.NodeCommand.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Cluster/ReportStatus',
+            headwater_dot_v1_dot_runtime__pb2.NodeStatus.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def FetchPackage(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Cluster/FetchPackage',
+            headwater_dot_v1_dot_runtime__pb2.PackageRequest.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Package.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

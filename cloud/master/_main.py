@@ -1,0 +1,48 @@
+"""``headwater master``: the long-running master daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+from pathlib import Path
+
+import grpc
+from aiohttp import web
+
+from ._http import make_app
+from ._master import Master, add_services
+
+log = logging.getLogger("headwater.master")
+
+
+async def serve(host: str, port: int, http_port: int, state_dir: Path,
+                ready_file: Path | None = None) -> None:  # fmt: skip
+    server = grpc.aio.server(options=[("grpc.max_send_message_length", 64 << 20),
+                                      ("grpc.max_receive_message_length", 64 << 20)])  # fmt: skip
+    bound = server.add_insecure_port(f"{host}:{port}")
+    master = Master(state_dir, grpc_address=f"{host}:{bound}")
+    add_services(server, master)
+    await server.start()
+    master.resume()
+    runner = web.AppRunner(make_app(master), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, http_port)
+    await site.start()
+    http_bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    info = {"grpc": f"{host}:{bound}", "http": f"http://{host}:{http_bound}", "pid": os.getpid()}
+    log.info("master: gRPC %s, API %s, state %s", info["grpc"], info["http"], state_dir)
+    if ready_file is not None:
+        tmp = ready_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        tmp.replace(ready_file)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("master stopping")
+    await runner.cleanup()
+    await server.stop(1.0)

@@ -1,0 +1,288 @@
+"""The master: hosts a topology master per submitted topology and schedules containers on nodes.
+
+Nodes (cloud workers now, edge agents later) dial the master and attach:
+they announce themselves and receive commands on the attach stream (run or
+stop a container); the master never dials a node. A submitted topology's
+package is stored by its hash; its containers are dealt to the attached
+workers, and a worker that attaches later takes the containers still
+waiting. Deployments are persisted, so a restarted master resumes every
+topology and re-sends each node its containers when it re-attaches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import time
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from headwater.common._exceptions import HeadwaterError, PackageMismatchError
+from headwater.common._loader import load_topology
+from headwater.common._package import PackageStore, unpack_package
+from headwater.common.plan import pack_round_robin, validate
+from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+
+from ..tmaster._master import TopologyMaster
+
+log = logging.getLogger("headwater.master")
+NODE_OFFLINE_AFTER_S = 6.0
+
+
+@dataclass
+class Deployment:
+    name: str
+    package: str
+    entry: str
+    containers: int
+    assignment: dict[int, str] = field(default_factory=dict)  # container -> node id
+
+
+@dataclass
+class NodeRecord:
+    info: pb.NodeInfo
+    queue: asyncio.Queue[pb.NodeCommand] | None = None
+    last_seen: float = field(default_factory=time.monotonic)
+    attached_at: float = field(default_factory=time.time)
+    status: pb.NodeStatus | None = None
+    error: str = ""
+
+    def view(self) -> dict[str, Any]:
+        s = self.status
+        online = self.queue is not None and time.monotonic() - self.last_seen < NODE_OFFLINE_AFTER_S
+        return {
+            "id": self.info.node_id,
+            "kind": self.info.kind,
+            "labels": dict(self.info.labels),
+            "version": self.info.version,
+            "hostname": self.info.hostname,
+            "online": online,
+            "last_heartbeat_s_ago": round(time.monotonic() - self.last_seen, 1),
+            "containers": list(s.containers) if s else [],
+            "backlog_bytes": s.backlog_bytes if s else 0,
+            "backlog_batches": s.backlog_batches if s else 0,
+            "error": self.error,
+        }
+
+
+class Master:
+    def __init__(self, state_dir: str | Path, grpc_address: str = "") -> None:
+        self.state_dir = Path(state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.packages = PackageStore(self.state_dir / "packages")
+        self.grpc_address = grpc_address
+        self.deployments: dict[str, Deployment] = {}
+        self.tms: dict[str, TopologyMaster] = {}
+        self._coordinators: dict[str, asyncio.Task[None]] = {}
+        self.nodes: dict[str, NodeRecord] = {}
+
+    # -- deployments -------------------------------------------------------------
+    def _record_path(self) -> Path:
+        return self.state_dir / "deployments.json"
+
+    def _save(self) -> None:
+        tmp = self._record_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps([asdict(d) for d in self.deployments.values()]))
+        tmp.replace(self._record_path())
+
+    def resume(self) -> None:
+        """Recreate the topology masters of every persisted deployment."""
+        if not self._record_path().exists():
+            return
+        for d in json.loads(self._record_path().read_text()):
+            dep = Deployment(d["name"], d["package"], d["entry"], d["containers"],
+                             {int(k): v for k, v in d["assignment"].items()})  # fmt: skip
+            try:
+                self._start_topology(dep)
+            except HeadwaterError as exc:
+                log.error("cannot resume topology %r: %s", dep.name, exc)
+
+    def submit(self, data: bytes, entry: str, containers: int) -> dict[str, Any]:
+        """Store and validate a package, start its topology master, schedule its containers."""
+        if containers < 1:
+            raise HeadwaterError(f"containers must be 1 or more, got {containers}")
+        digest = self.packages.put(data)
+        code = self._unpack(digest)
+        if not (code / entry).is_file():
+            raise HeadwaterError(f"the package has no file {entry!r}; submit the topology file")
+        topology = load_topology(code / entry)  # runs the file here, as every container will
+        validate(topology)
+        if topology.name in self.deployments:
+            raise HeadwaterError(
+                f"topology {topology.name!r} is already running; kill it first "
+                f"(`headwater kill {topology.name}`)"
+            )
+        dep = Deployment(topology.name, digest, entry, containers)
+        self._start_topology(dep)
+        self._schedule(dep)
+        self._save()
+        log.info("submitted %r (%s, %d containers)", dep.name, digest[:19], containers)
+        return {"topology": dep.name, "package": digest, "containers": containers}
+
+    def _unpack(self, digest: str) -> Path:
+        code = self.state_dir / "code" / digest.split(":")[1]
+        if not (code / ".verified").exists():
+            shutil.rmtree(code, ignore_errors=True)
+            unpack_package(self.packages.get(digest), digest, code)
+            (code / ".verified").touch()
+        return code
+
+    def _start_topology(self, dep: Deployment) -> None:
+        topology = load_topology(self._unpack(dep.package) / dep.entry)
+        plan = pack_round_robin(topology, dep.containers)
+        tm = TopologyMaster(topology, plan, self.state_dir / "topologies" / dep.name)
+        self.deployments[dep.name] = dep
+        self.tms[dep.name] = tm
+        self._coordinators[dep.name] = asyncio.get_running_loop().create_task(tm.run_coordinator())
+
+    def kill(self, name: str) -> None:
+        dep = self.deployments.pop(name, None)
+        if dep is None:
+            known = ", ".join(sorted(self.deployments)) or "none"
+            raise HeadwaterError(f"no topology named {name!r} (running: {known})")
+        self.tms.pop(name)
+        self._coordinators.pop(name).cancel()
+        for container, node_id in dep.assignment.items():
+            self._send(
+                node_id, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=container))
+            )
+        shutil.rmtree(self.state_dir / "topologies" / name, ignore_errors=True)
+        self._save()
+        log.info("killed %r", name)
+
+    # -- scheduling --------------------------------------------------------------
+    def _workers(self) -> list[str]:
+        return sorted(n for n, r in self.nodes.items()
+                      if r.info.kind == "worker" and r.queue is not None)  # fmt: skip
+
+    def _schedule(self, dep: Deployment) -> None:
+        """Deal unassigned containers to attached workers; send each its run command."""
+        workers = self._workers()
+        if not workers:
+            return
+        load = {w: 0 for w in workers}
+        for node in dep.assignment.values():
+            if node in load:
+                load[node] += 1
+        for c in range(dep.containers):
+            if c not in dep.assignment:
+                node = min(workers, key=lambda w: (load[w], w))
+                dep.assignment[c] = node
+                load[node] += 1
+                self._send(node, self._run_command(dep, c))
+        self._save()
+
+    def _run_command(self, dep: Deployment, container: int) -> pb.NodeCommand:
+        return pb.NodeCommand(run=pb.RunContainer(
+            topology=dep.name, container=container, containers=dep.containers,
+            package=dep.package, entry=dep.entry,
+        ))  # fmt: skip
+
+    def _send(self, node_id: str, command: pb.NodeCommand) -> None:
+        record = self.nodes.get(node_id)
+        if record is not None and record.queue is not None:
+            record.queue.put_nowait(command)
+
+    # -- node sessions -----------------------------------------------------------
+    async def attach(self, info: pb.NodeInfo) -> AsyncIterator[pb.NodeCommand]:
+        queue: asyncio.Queue[pb.NodeCommand] = asyncio.Queue()
+        record = self.nodes.get(info.node_id)
+        if record is None:
+            record = self.nodes[info.node_id] = NodeRecord(info)
+        record.info, record.queue, record.last_seen = info, queue, time.monotonic()
+        record.attached_at = time.time()
+        log.info("%s %s attached (labels %s)", info.kind, info.node_id, dict(info.labels))
+        for dep in list(self.deployments.values()):  # what it ran before, then what waits
+            for c, node in dep.assignment.items():
+                if node == info.node_id:
+                    queue.put_nowait(self._run_command(dep, c))
+            self._schedule(dep)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            if record.queue is queue:
+                record.queue = None
+            log.info("%s %s detached", info.kind, info.node_id)
+
+    def report(self, status: pb.NodeStatus) -> None:
+        record = self.nodes.get(status.node_id)
+        if record is not None:
+            record.status = status
+            record.last_seen = time.monotonic()
+            record.error = status.error
+
+    def fetch(self, digest: str, node_id: str = "") -> bytes:
+        try:
+            return self.packages.get(digest)
+        except PackageMismatchError as exc:
+            log.error("%s", exc)
+            raise
+
+
+class _TopologyDispatch(pb_grpc.TopologyMasterServicer):
+    """Routes each container's call to the master of its topology."""
+
+    def __init__(self, master: Master) -> None:
+        self.master = master
+
+    async def _tm(self, name: str, context: Any) -> TopologyMaster:
+        tm = self.master.tms.get(name)
+        if tm is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no topology named {name!r}")
+        assert tm is not None
+        return tm
+
+    async def Register(self, request: pb.RegisterRequest, context: Any) -> pb.RegisterResponse:
+        return await (await self._tm(request.topology, context)).Register(request, context)
+
+    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Command]:
+        tm = await self._tm(request.topology, context)
+        async for command in tm.Watch(request, context):
+            yield command
+
+    async def SendHeartbeat(self, request: pb.Heartbeat, context: Any) -> pb.HeartbeatAck:
+        return await (await self._tm(request.topology, context)).SendHeartbeat(request, context)
+
+    async def AckCheckpoint(self, request: pb.CheckpointAck, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).AckCheckpoint(request, context)
+
+    async def AckRestore(self, request: pb.RestoreAck, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).AckRestore(request, context)
+
+    async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).ReportFailure(request, context)
+
+
+class _ClusterService(pb_grpc.ClusterServicer):
+    def __init__(self, master: Master) -> None:
+        self.master = master
+
+    async def Attach(self, request: pb.NodeInfo, context: Any) -> AsyncIterator[pb.NodeCommand]:
+        async for command in self.master.attach(request):
+            yield command
+
+    async def ReportStatus(self, request: pb.NodeStatus, context: Any) -> pb.Empty:
+        self.master.report(request)
+        return pb.Empty()
+
+    async def FetchPackage(self, request: pb.PackageRequest, context: Any) -> pb.Package:
+        try:
+            return pb.Package(data=self.master.fetch(request.package))
+        except KeyError:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no package {request.package}")
+        except PackageMismatchError as exc:
+            await context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+        raise AssertionError("unreachable")
+
+
+def add_services(server: grpc.aio.Server, master: Master) -> None:
+    pb_grpc.add_TopologyMasterServicer_to_server(_TopologyDispatch(master), server)
+    pb_grpc.add_ClusterServicer_to_server(_ClusterService(master), server)

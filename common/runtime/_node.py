@@ -1,0 +1,204 @@
+"""A node daemon: attaches to the master and runs the containers it is given.
+
+Cloud workers and edge agents are nodes. A node dials the master (it is
+never dialled), announces itself, and receives run/stop orders on the
+attach stream. For each container it fetches the topology's package by
+hash, refuses it unless the bytes hash to that name, unpacks it once, and
+starts a container process, which it restarts if it dies. It reports
+status every few seconds, and reconnects with exponential backoff and
+jitter when the master is away; its containers keep running meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks containers
+
+import grpc
+
+from .._exceptions import PackageMismatchError
+from .._package import unpack_package
+from ..wire.proto import runtime_pb2 as pb
+from ..wire.proto import runtime_pb2_grpc as pb_grpc
+from ._procs import spawn, terminate
+
+log = logging.getLogger("headwater.node")
+STATUS_S = 2.0
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Reconnect delays: exponential from ``initial`` to ``maximum``, with full jitter."""
+
+    initial: float = 0.2
+    maximum: float = 10.0
+    factor: float = 2.0
+
+    def delays(self, rng: random.Random) -> Callable[[], float]:
+        current = [self.initial]
+
+        def next_delay() -> float:
+            d = rng.uniform(0, current[0])
+            current[0] = min(current[0] * self.factor, self.maximum)
+            return d
+
+        return next_delay
+
+
+class Node:
+    def __init__(
+        self,
+        master: str,
+        workdir: str | Path,
+        *,
+        kind: str = "worker",
+        node_id: str | None = None,
+        labels: dict[str, str] | None = None,
+        version: str = "",
+        backoff: Backoff = Backoff(),
+    ) -> None:
+        self.master = master
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.kind = kind
+        self.node_id = node_id or f"{kind}-{socket.gethostname()}-{os.getpid()}"
+        self.labels = dict(labels or {})
+        self.version = version
+        self.backoff = backoff
+        self.containers: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
+        self.orders: dict[tuple[str, int], pb.RunContainer] = {}
+        self.error = ""
+        self.stopping = asyncio.Event()
+        self._stub: pb_grpc.ClusterStub | None = None
+
+    def info(self) -> pb.NodeInfo:
+        return pb.NodeInfo(node_id=self.node_id, kind=self.kind, labels=self.labels,
+                           version=self.version, pid=os.getpid(),
+                           hostname=socket.gethostname())  # fmt: skip
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        tasks = [loop.create_task(self._session()), loop.create_task(self._supervise())]
+        await self.stopping.wait()
+        for t in tasks:
+            t.cancel()
+        procs = list(self.containers.values())
+        self.containers.clear()
+        await loop.run_in_executor(None, terminate, procs, 10.0)
+
+    async def _session(self) -> None:
+        next_delay = self.backoff.delays(random.Random())
+        while True:
+            try:
+                async with grpc.aio.insecure_channel(self.master, options=[
+                    ("grpc.max_receive_message_length", 64 << 20),
+                ]) as channel:  # fmt: skip
+                    self._stub = stub = pb_grpc.ClusterStub(channel)
+                    status = asyncio.get_running_loop().create_task(self._report(stub))
+                    try:
+                        async for command in stub.Attach(self.info()):
+                            next_delay = self.backoff.delays(random.Random())
+                            await self._on_command(stub, command)
+                    finally:
+                        status.cancel()
+                        self._stub = None
+            except asyncio.CancelledError:
+                raise
+            except grpc.RpcError as exc:
+                log.debug("master %s unreachable: %s", self.master, exc.code())
+            await asyncio.sleep(next_delay())
+
+    async def _on_command(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
+        which = command.WhichOneof("command")
+        if which == "run":
+            run = command.run
+            key = (run.topology, run.container)
+            if key in self.orders:
+                return  # already running it: a re-attach repeats the orders
+            try:
+                entry = await self._package(stub, run)
+            except PackageMismatchError as exc:
+                self.error = str(exc)
+                log.error("%s", exc)
+                return
+            self.orders[key] = run
+            self._start(run, entry)
+        elif which == "stop":
+            key = (command.stop.topology, command.stop.container)
+            self.orders.pop(key, None)
+            proc = self.containers.pop(key, None)
+            if proc is not None:
+                await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
+                log.info("stopped container %d of %r", key[1], key[0])
+
+    async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
+        code = self.workdir / "packages" / run.package.split(":")[-1]
+        if not (code / ".verified").exists():
+            try:
+                reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.DATA_LOSS:
+                    raise PackageMismatchError(str(exc.details())) from exc
+                raise
+            shutil.rmtree(code, ignore_errors=True)
+            unpack_package(reply.data, run.package, code)  # refuses a hash mismatch
+            (code / ".verified").touch()
+        return code / run.entry
+
+    def _start(self, run: pb.RunContainer, entry: Path) -> None:
+        home = self.workdir / run.topology / f"container-{run.container}"
+        home.mkdir(parents=True, exist_ok=True)
+        args = [
+            "-m", "headwater.common.runtime.container",
+            "--topology-file", str(entry),
+            "--container", str(run.container),
+            "--containers", str(run.containers),
+            "--tmaster", self.master,
+            "--workdir", str(home),
+            "--state-dir", str(home / "state"),
+        ]  # fmt: skip
+        self.containers[(run.topology, run.container)] = spawn(
+            args, log_path=str(home / "container.log")
+        )
+        log.info("started container %d of %r", run.container, run.topology)
+
+    async def _supervise(self) -> None:
+        backoff: dict[tuple[str, int], float] = {}
+        while True:
+            await asyncio.sleep(0.2)
+            for key, proc in list(self.containers.items()):
+                if proc.poll() is None or key not in self.orders:
+                    continue
+                delay = backoff.get(key, 0.0)
+                backoff[key] = min(max(delay * 2, 0.5), 10.0)
+                log.warning("container %d of %r exited with %s; restarting in %.1fs",
+                            key[1], key[0], proc.returncode, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                if key in self.orders:
+                    run = self.orders[key]
+                    self._start(run, self.workdir / "packages" / run.package.split(":")[-1]
+                                / run.entry)  # fmt: skip
+
+    async def _report(self, stub: pb_grpc.ClusterStub) -> None:
+        while True:
+            await stub.ReportStatus(self.status())
+            await asyncio.sleep(STATUS_S)
+
+    def status(self) -> pb.NodeStatus:
+        return pb.NodeStatus(
+            node_id=self.node_id,
+            containers=[f"{t}/{c}" for (t, c), p in self.containers.items() if p.poll() is None],
+            error=self.error,
+            metrics={"uptime_s": time.monotonic()},
+        )

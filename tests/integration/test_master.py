@@ -1,0 +1,145 @@
+"""The daemons: `headwater master`, `headwater worker`, and submit/status/kill against them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from ..conftest import free_port
+from ._support import EXAMPLES, wait_for
+
+pytestmark = pytest.mark.cluster
+WORDCOUNT = EXAMPLES / "iot" / "wordcount.py"
+
+
+class Daemons:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.grpc = self.http = ""
+
+    def start_master(self) -> None:
+        ready = self.tmp / "master.json"
+        self._spawn(["master", "--port", str(free_port()), "--http-port", str(free_port()),
+                     "--state-dir", str(self.tmp / "master"), "--ready-file", str(ready)],
+                    "master.log")  # fmt: skip
+        info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
+        self.grpc, self.http = info["grpc"], info["http"]
+
+    def start_worker(self, name: str, env: dict[str, str] | None = None) -> psutil.Process:
+        proc = self._spawn(["worker", "--master", self.grpc, "--id", name,
+                            "--workdir", str(self.tmp / name)], f"{name}.log", env)  # fmt: skip
+        return psutil.Process(proc.pid)
+
+    def _spawn(self, args: list[str], log: str,
+               env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
+        with open(self.tmp / log, "wb") as out:
+            proc = subprocess.Popen([sys.executable, "-m", "headwater", *args], stdout=out,
+                                    stderr=out, env={**os.environ, **(env or {})})  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def cli(self, *args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "headwater", *args, "--master", self.http],
+                              capture_output=True, text=True, timeout=60,
+                              check=True).stdout  # fmt: skip
+
+    def api(self, path: str) -> Any:
+        with urllib.request.urlopen(f"{self.http}{path}", timeout=5) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def logs(self) -> None:
+        for f in sorted(self.tmp.rglob("*.log")):
+            print(f"===== {f.relative_to(self.tmp)} =====\n{f.read_text(errors='replace')[-3000:]}")
+
+
+@pytest.fixture
+def daemons(tmp_path: Path) -> Iterator[Daemons]:
+    d = Daemons(tmp_path)
+    try:
+        yield d
+    except BaseException:
+        d.logs()
+        raise
+    finally:
+        d.stop()
+
+
+def _counts(out: Path) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for f in out.glob("count-*.json"):
+        total.update(json.loads(f.read_text()))
+    return total
+
+
+def test_submit_runs_on_workers_and_kill_stops_it(daemons: Daemons, tmp_path: Path) -> None:
+    import runpy
+
+    out = tmp_path / "out"
+    out.mkdir()
+    daemons.start_master()
+    env = {"WORDCOUNT_OUTPUT": str(out)}
+    workers = [daemons.start_worker(n, env) for n in ("w1", "w2")]
+    wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,
+             "two workers online")  # fmt: skip
+    assert "submitted 'wordcount'" in daemons.cli("submit", str(WORDCOUNT), "--containers", "2")
+    expected = Counter(runpy.run_path(str(WORDCOUNT))["expected_counts"]())
+    wait_for(lambda: _counts(out) == expected, 90, "exact word counts")
+
+    nodes = {n["id"]: n for n in daemons.api("/api/v1/nodes")}
+    wait_for(lambda: all(n["containers"] for n in daemons.api("/api/v1/nodes")), 10,
+             "status reports")  # fmt: skip
+    nodes = {n["id"]: n for n in daemons.api("/api/v1/nodes")}
+    assert sorted(c for n in nodes.values() for c in n["containers"]) == [
+        "wordcount/0", "wordcount/1",
+    ]  # fmt: skip
+    assert all(n["kind"] == "worker" and n["online"] for n in nodes.values())
+    tasks = daemons.api("/api/v1/topologies/wordcount/metrics")["tasks"]
+    worker_pids = {w.pid for w in workers}
+    for m in tasks.values():  # every instance runs under a worker: container -> instance
+        ancestors = {p.pid for p in psutil.Process(int(m["pid"])).parents()}
+        assert ancestors & worker_pids
+    assert "topology wordcount  state RUNNING" in daemons.cli("status", "wordcount")
+
+    daemons.cli("kill", "wordcount")
+    wait_for(lambda: not any(w.children() for w in workers), 30, "containers to stop")
+    assert daemons.api("/api/v1/topologies") == []
+
+
+def test_a_package_whose_hash_does_not_match_is_refused(daemons: Daemons) -> None:
+    daemons.start_master()
+    daemons.cli("submit", str(WORDCOUNT))  # no worker yet: its container waits
+    store = Path(daemons.tmp / "master" / "packages")
+    (stored,) = list(store.iterdir())
+    stored.write_bytes(stored.read_bytes()[:-8] + b"tampered")
+    worker = daemons.start_worker("w1")
+
+    def refused() -> str | None:
+        nodes = daemons.api("/api/v1/nodes")
+        return nodes[0]["error"] if nodes and nodes[0]["error"] else None
+
+    error = wait_for(refused, 30, "the worker to refuse the package")
+    assert "refusing topology package" in error
+    assert "submit the topology again" in error
+    assert not worker.children()  # nothing ran
+    assert "refusing topology package" in (daemons.tmp / "w1.log").read_text()
