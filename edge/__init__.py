@@ -1,5 +1,7 @@
 """The edge device agent: MQTT ingestion, durable log, uplink. Built on headwater.common."""
 
+from ._agent import Agent
 from ._ingest import IngestStats, MqttIngest, MqttSource
+from ._outbox import Outbox, ReplayFilter
 
-__all__ = ["IngestStats", "MqttIngest", "MqttSource"]
+__all__ = ["Agent", "IngestStats", "MqttIngest", "MqttSource", "Outbox", "ReplayFilter"]

@@ -96,6 +96,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="where topologies, packages and checkpoints persist",
     )
+    master.add_argument(
+        "--no-advertise",
+        dest="advertise",
+        action="store_false",
+        help="do not announce the master by zeroconf on --host's network",
+    )
     master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
     master.set_defaults(func=_cmd_master)
 
@@ -109,6 +115,45 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--id", default=None, help="node id (default: worker-HOST-PID)")
     worker.add_argument("--workdir", default=None, metavar="DIR")
     worker.set_defaults(func=_cmd_worker)
+
+    agent = sub.add_parser("agent", help="run the edge agent daemon on a gateway")
+    agent.add_argument(
+        "--master",
+        default=None,
+        metavar="HOST:PORT",
+        help="the master's gRPC address (default: find it by zeroconf)",
+    )
+    agent.add_argument("--id", default=None, help="node id (default: agent-HOST-PID)")
+    agent.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_label,
+        help="a label for edge placement (repeatable)",
+    )
+    agent.add_argument(
+        "--mqtt",
+        default=None,
+        metavar="HOST:PORT",
+        help="the MQTT broker to ingest from (default: no ingestion)",
+    )
+    agent.add_argument(
+        "--topic",
+        action="append",
+        default=None,
+        metavar="FILTER",
+        help="MQTT topic filter (repeatable; default sensors/#)",
+    )
+    agent.add_argument(
+        "--outbox-budget",
+        type=_positive_int,
+        default=256 << 20,
+        metavar="BYTES",
+        help="outbox size that throttles ingestion",
+    )
+    agent.add_argument("--workdir", default=None, metavar="DIR")
+    agent.set_defaults(func=_cmd_agent)
 
     submit = sub.add_parser("submit", help="package a topology file and run it on the master")
     submit.add_argument("file")
@@ -135,6 +180,13 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
     return value
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. site=north)")
+    return key, value
 
 
 def _positive_float(text: str) -> float:
@@ -343,7 +395,7 @@ def _cmd_master(args: argparse.Namespace) -> int:
     _daemon_logging()
     state = Path(args.state_dir) if args.state_dir else _default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
-    asyncio.run(serve(args.host, args.port, args.http_port, state, ready))
+    asyncio.run(serve(args.host, args.port, args.http_port, state, ready, args.advertise))
     return 0
 
 
@@ -404,4 +456,34 @@ def _cmd_submit(args: argparse.Namespace) -> int:
 def _cmd_kill(args: argparse.Namespace) -> int:
     _api("DELETE", f"{_master_url(args.url)}/api/v1/topologies/{args.topology}")
     print(f"killed {args.topology!r}")
+    return 0
+
+
+def _cmd_agent(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal as signals
+
+    from headwater import __version__
+    from headwater.edge import Agent, MqttSource
+
+    _daemon_logging()
+    workdir = Path(args.workdir) if args.workdir else _default_dir("agent")
+    mqtt = None
+    if args.mqtt:
+        host, _, port = args.mqtt.rpartition(":")
+        if not host or not port.isdigit():
+            raise HeadwaterError(f"--mqtt {args.mqtt!r}: give HOST:PORT, e.g. 127.0.0.1:1883")
+        mqtt = MqttSource(host, int(port), tuple(args.topic or ["sensors/#"]),
+                          client_id=f"headwater-{args.id or 'agent'}")  # fmt: skip
+
+    async def main() -> None:
+        agent = Agent(args.master, workdir, node_id=args.id, labels=dict(args.label),
+                      version=__version__, mqtt=mqtt,
+                      outbox_budget=args.outbox_budget)  # fmt: skip
+        loop = asyncio.get_running_loop()
+        for s in (signals.SIGTERM, signals.SIGINT):
+            loop.add_signal_handler(s, agent.stopping.set)
+        await agent.run()
+
+    asyncio.run(main())
     return 0

@@ -19,7 +19,7 @@ log = logging.getLogger("headwater.master")
 
 
 async def serve(host: str, port: int, http_port: int, state_dir: Path,
-                ready_file: Path | None = None) -> None:  # fmt: skip
+                ready_file: Path | None = None, advertise: bool = True) -> None:  # fmt: skip
     server = grpc.aio.server(options=[("grpc.max_send_message_length", 64 << 20),
                                       ("grpc.max_receive_message_length", 64 << 20)])  # fmt: skip
     bound = server.add_insecure_port(f"{host}:{port}")
@@ -38,11 +38,19 @@ async def serve(host: str, port: int, http_port: int, state_dir: Path,
         tmp = ready_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(info))
         tmp.replace(ready_file)
+    zc = None
+    if advertise:
+        from headwater import __version__
+        from headwater.common._discovery import advertise as announce
+
+        zc = await announce(host, bound, info["http"], __version__)  # type: ignore[arg-type]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("master stopping")
+    if zc is not None:
+        await zc.async_close()
     await runner.cleanup()
     await server.stop(1.0)

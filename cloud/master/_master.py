@@ -68,6 +68,7 @@ class NodeRecord:
             "containers": list(s.containers) if s else [],
             "backlog_bytes": s.backlog_bytes if s else 0,
             "backlog_batches": s.backlog_batches if s else 0,
+            "metrics": dict(s.metrics) if s else {},
             "error": self.error,
         }
 

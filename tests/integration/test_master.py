@@ -3,86 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 
-from ..conftest import free_port
+from ._daemons import Daemons
 from ._support import EXAMPLES, wait_for
 
 pytestmark = pytest.mark.cluster
 WORDCOUNT = EXAMPLES / "iot" / "wordcount.py"
-
-
-class Daemons:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.grpc = self.http = ""
-
-    def start_master(self) -> None:
-        ready = self.tmp / "master.json"
-        self._spawn(["master", "--port", str(free_port()), "--http-port", str(free_port()),
-                     "--state-dir", str(self.tmp / "master"), "--ready-file", str(ready)],
-                    "master.log")  # fmt: skip
-        info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
-        self.grpc, self.http = info["grpc"], info["http"]
-
-    def start_worker(self, name: str, env: dict[str, str] | None = None) -> psutil.Process:
-        proc = self._spawn(["worker", "--master", self.grpc, "--id", name,
-                            "--workdir", str(self.tmp / name)], f"{name}.log", env)  # fmt: skip
-        return psutil.Process(proc.pid)
-
-    def _spawn(self, args: list[str], log: str,
-               env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
-        with open(self.tmp / log, "wb") as out:
-            proc = subprocess.Popen([sys.executable, "-m", "headwater", *args], stdout=out,
-                                    stderr=out, env={**os.environ, **(env or {})})  # fmt: skip
-        self.procs.append(proc)
-        return proc
-
-    def cli(self, *args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "headwater", *args, "--master", self.http],
-                              capture_output=True, text=True, timeout=60,
-                              check=True).stdout  # fmt: skip
-
-    def api(self, path: str) -> Any:
-        with urllib.request.urlopen(f"{self.http}{path}", timeout=5) as r:
-            return json.loads(r.read())
-
-    def stop(self) -> None:
-        for p in reversed(self.procs):
-            p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-
-    def logs(self) -> None:
-        for f in sorted(self.tmp.rglob("*.log")):
-            print(f"===== {f.relative_to(self.tmp)} =====\n{f.read_text(errors='replace')[-3000:]}")
-
-
-@pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[Daemons]:
-    d = Daemons(tmp_path)
-    try:
-        yield d
-    except BaseException:
-        d.logs()
-        raise
-    finally:
-        d.stop()
 
 
 def _counts(out: Path) -> Counter[str]:

@@ -1,0 +1,85 @@
+"""Daemon processes for integration tests: master, workers and agents, with their logs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from ..conftest import free_port
+from ._support import wait_for
+
+
+class Daemons:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.grpc = self.http = ""
+        self.netns: str | None = None
+
+    def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
+        ready = self.tmp / "master.json"
+        self._spawn(["master", "--host", host, "--port", str(free_port()),
+                     "--http-port", str(free_port()), "--state-dir", str(self.tmp / "master"),
+                     "--ready-file", str(ready)], "master.log", netns=netns)  # fmt: skip
+        self.netns = netns
+        info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
+        self.grpc, self.http = info["grpc"], info["http"]
+
+    def start_worker(self, name: str, env: dict[str, str] | None = None) -> psutil.Process:
+        proc = self._spawn(["worker", "--master", self.grpc, "--id", name,
+                            "--workdir", str(self.tmp / name)], f"{name}.log", env)  # fmt: skip
+        return psutil.Process(proc.pid)
+
+    def start_agent(self, name: str, *args: str, netns: str | None = None) -> psutil.Process:
+        proc = self._spawn(["agent", "--id", name, "--workdir", str(self.tmp / name), *args],
+                           f"{name}.log", netns=netns)  # fmt: skip
+        return psutil.Process(proc.pid)
+
+    def _spawn(self, args: list[str], log: str, env: dict[str, str] | None = None,
+               netns: str | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
+        prefix = ["ip", "netns", "exec", netns] if netns else []
+        with open(self.tmp / log, "wb") as out:
+            proc = subprocess.Popen([*prefix, sys.executable, "-m", "headwater", *args],
+                                    stdout=out, stderr=out,
+                                    env={**os.environ, **(env or {})})  # fmt: skip
+        self.procs.append(proc)
+        return proc
+
+    def cli(self, *args: str) -> str:
+        return subprocess.run([sys.executable, "-m", "headwater", *args, "--master", self.http],
+                              capture_output=True, text=True, timeout=60,
+                              check=True).stdout  # fmt: skip
+
+    def api(self, path: str) -> Any:
+        if getattr(self, "netns", None):  # the master lives in a namespace of its own
+            code = (
+                f"import urllib.request,sys;"
+                f"sys.stdout.write(urllib.request.urlopen({self.http + path!r}).read().decode())"
+            )
+            out = subprocess.run(["ip", "netns", "exec", str(self.netns), sys.executable, "-c",
+                                  code], capture_output=True, text=True, timeout=30,
+                                 check=True).stdout  # fmt: skip
+            return json.loads(out)
+        with urllib.request.urlopen(f"{self.http}{path}", timeout=5) as r:
+            return json.loads(r.read())
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def logs(self) -> None:
+        for f in sorted(self.tmp.rglob("*.log")):
+            print(f"===== {f.relative_to(self.tmp)} =====\n{f.read_text(errors='replace')[-3000:]}")

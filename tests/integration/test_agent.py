@@ -1,0 +1,95 @@
+"""The edge agent daemon: discovery, registration with labels, MQTT ingestion, offline state."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+from headwater.common.state import DurableLog
+
+from ._daemons import Daemons
+from ._support import wait_for
+
+pytestmark = pytest.mark.cluster
+
+
+def _agent(daemons: Daemons, name: str = "gw-north") -> dict[str, Any] | None:
+    return next((n for n in daemons.api("/api/v1/nodes") if n["id"] == name), None)
+
+
+def test_agent_attaches_with_labels_and_ingests_mqtt(
+    daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    host, port = mosquitto
+    daemons.start_master()
+    agent = daemons.start_agent("gw-north", "--master", daemons.grpc, "--label", "site=north",
+                                "--label", "gpu=no", "--mqtt", f"{host}:{port}")  # fmt: skip
+    view = wait_for(lambda: (a := _agent(daemons)) and a["online"]
+                    and a["metrics"].get("mqtt_connected") == 1.0 and a, 30,
+                    "the agent online with MQTT connected")  # fmt: skip
+    assert view["kind"] == "agent"
+    assert view["labels"] == {"site": "north", "gpu": "no"}
+    assert view["version"] == "0.1.0"
+    assert (view["backlog_bytes"], view["backlog_batches"]) == (0, 0)
+
+    pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sensors")
+    pub.connect(host, port)
+    pub.loop_start()
+    for i in range(50):
+        pub.publish(f"sensors/t{i % 3}", json.dumps({"seq": i}), qos=1).wait_for_publish(10)
+    pub.disconnect()
+    pub.loop_stop()
+    wait_for(lambda: (a := _agent(daemons)) and a["metrics"].get("mqtt_appended") == 50, 30,
+             "the readings in the agent's durable log")  # fmt: skip
+
+    agent.terminate()
+    agent.wait(20)
+    wait_for(lambda: (a := _agent(daemons)) and not a["online"], 15, "the agent offline")
+    log = DurableLog(tmp_path / "gw-north" / "ingest" / "p0")
+    try:
+        assert len(log.read(0, 1000)) == 50
+    finally:
+        log.close()
+
+
+@pytest.fixture
+def netns_pair() -> Iterator[tuple[str, str]]:
+    """Two network namespaces joined by a veth pair (10.250.0.1 <-> 10.250.0.2), multicast on."""
+    tag = uuid.uuid4().hex[:6]
+    a, b = f"hw-m-{tag}", f"hw-a-{tag}"
+
+    def ip(*args: str) -> None:
+        subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+    ip("netns", "add", a)
+    ip("netns", "add", b)
+    try:
+        ip("link", "add", f"vm{tag}", "type", "veth", "peer", "name", f"va{tag}")
+        ip("link", "set", f"vm{tag}", "netns", a)
+        ip("link", "set", f"va{tag}", "netns", b)
+        for ns, dev, addr in ((a, f"vm{tag}", "10.250.0.1/24"), (b, f"va{tag}", "10.250.0.2/24")):
+            ip("-n", ns, "addr", "add", addr, "dev", dev)
+            ip("-n", ns, "link", "set", dev, "up", "multicast", "on")
+            ip("-n", ns, "link", "set", "lo", "up")
+            ip("-n", ns, "route", "add", "224.0.0.0/4", "dev", dev)
+        yield a, b
+    finally:
+        for ns in (a, b):
+            subprocess.run(["ip", "netns", "del", ns], check=False, capture_output=True, timeout=30)
+
+
+def test_agent_finds_the_master_by_zeroconf(daemons: Daemons, netns_pair: tuple[str, str]) -> None:
+    master_ns, agent_ns = netns_pair
+    daemons.start_master(host="10.250.0.1", netns=master_ns)
+    daemons.start_agent("gw-south", "--label", "site=south", netns=agent_ns)  # no --master
+    view = wait_for(lambda: _agent(daemons, "gw-south"), 60, "the agent to find the master")
+    assert view["online"] and view["labels"] == {"site": "south"}
+    assert "found the master at 10.250.0.1:" in (daemons.tmp / "gw-south.log").read_text()
