@@ -1,0 +1,130 @@
+"""The IoT example: MQTT -> durable log -> parse/dedup/smooth/anomaly/windows -> per-site rows."""
+
+from __future__ import annotations
+
+import json
+import math
+import runpy
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+from rocksdict import AccessType, Options, Rdict
+
+from headwater.common.wire import decode
+from headwater.edge import MqttIngest, MqttSource
+
+from ._support import EXAMPLES, running, wait_for
+
+pytestmark = pytest.mark.cluster
+SENSORS = runpy.run_path(str(EXAMPLES / "iot" / "sensors.py"))
+PIPELINE = EXAMPLES / "iot" / "pipeline.py"
+MALFORMED = [
+    (b"not json at all", "Expecting value"),
+    (b'{"site": "site0", "sensor": "x", "seq": 1}', "missing field 'ts'"),
+    (b'{"site": "site0", "sensor": "x", "seq": "one", "ts": 1, "value": 2}',
+     "seq and ts must be non-negative integers"),
+    (b"[1, 2]", "a reading must be a JSON object"),
+    (b'{"site": "site0", "sensor": "x", "seq": 1, "ts": 1, "value": NaN}',
+     "value must be a finite number"),
+]  # fmt: skip
+
+
+def _expected(readings: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Closed windows per site, recomputed offline with the pipeline's own rules."""
+    by_sensor: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in readings:
+        by_sensor[r["sensor"]].append(r)
+    sites: dict[str, list[Any]] = {}
+    for rows in by_sensor.values():
+        mean, m2 = 0.0, 0.0
+        windows: dict[int, list[Any]] = {}
+        for seen, r in enumerate(rows):
+            v = float(r["value"])
+            std = math.sqrt(m2 / (seen - 1)) if seen > 1 else 0.0
+            anomaly = seen >= 10 and abs(v - mean) > 3.0 * std
+            n = seen + 1
+            delta = v - mean
+            mean += delta / n
+            m2 += delta * (v - mean)
+            w = r["ts"] - r["ts"] % 10_000
+            acc = windows.setdefault(w, [0, 0.0, v, v, 0])
+            windows[w] = [acc[0] + 1, acc[1] + v, min(acc[2], v), max(acc[3], v),
+                          acc[4] + int(anomaly)]  # fmt: skip
+        last = max(windows)  # the newest window of every sensor stays open
+        for w, (count, total, lo, hi, anomalies) in windows.items():
+            if w == last:
+                continue
+            key = f"{rows[0]['site']}/{w}"
+            s = sites.get(key, [0, 0, 0.0, lo, hi, 0])
+            sites[key] = [s[0] + 1, s[1] + count, s[2] + total, min(s[3], lo), max(s[4], hi),
+                          s[5] + anomalies]  # fmt: skip
+    return {
+        key: [key, key.split("/")[0], int(key.split("/")[1]), s[0], s[1],
+              round(s[2] / s[1], 6), s[3], s[4], s[5]]
+        for key, s in sites.items()
+    }  # fmt: skip
+
+
+def _site_rows(path: Path) -> dict[str, list[Any]]:
+    rows: dict[str, list[Any]] = {}
+    for task_db in sorted(path.glob("task-*")):
+        db = Rdict(str(task_db), Options(raw_mode=True), access_type=AccessType.read_only())
+        try:
+            for k, v in db.items():
+                assert isinstance(k, bytes) and isinstance(v, bytes)
+                rows[decode(k)] = decode(v)
+        finally:
+            db.close()
+    return rows
+
+
+def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_path: Path) -> None:
+    host, port = mosquitto
+    log, out = tmp_path / "ingest", tmp_path / "out"
+    ingest = MqttIngest(MqttSource(host, port, client_id="gw", partitions=2), log)
+    ingest.start()
+    readings = list(SENSORS["readings"](2, 3, 60))
+    pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sensors")
+    pub.connect(host, port)
+    pub.loop_start()
+    try:
+        wait_for(lambda: ingest.stats.connected, 10, "the ingest subscription")
+        messages = [(t, json.dumps(r).encode()) for t, r in readings]
+        messages[100:100] = [("sensors/site0/bad", m) for m, _ in MALFORMED]
+        messages += [(t, json.dumps(r).encode()) for t, r in readings[40:45]]  # redelivered
+        for topic, payload in messages:
+            pub.publish(topic, payload, qos=1).wait_for_publish(10)
+        wait_for(lambda: ingest.stats.acked == len(messages), 30, "every reading ingested")
+    finally:
+        pub.disconnect()
+        pub.loop_stop()
+        ingest.stop()
+
+    env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "IOT_PARTITIONS": "2"}
+    expected = _expected([r for _, r in readings])
+    dead_dir = out / "dead_letters"
+
+    def dead_letters() -> list[list[Any]]:
+        rows: list[list[Any]] = []
+        for f in sorted(dead_dir.glob("part-*.jsonl")) if dead_dir.exists() else []:
+            rows += [json.loads(line) for line in f.read_text().splitlines()]
+        return rows
+
+    with running(PIPELINE, env=env) as c:
+        wait_for(lambda: len(dead_letters()) == len(MALFORMED), 60, "the dead letters")
+        wait_for(lambda: c.metrics()["components"]["windows"]["executed"] >= len(readings), 60,
+                 "every valid reading windowed")  # fmt: skip
+        wait_for(lambda: c.get("/checkpoints")["latest_complete"] >= 2, 30, "a checkpoint")
+        assert sum(v for t, m in c.metrics()["tasks"].items()
+                   for k, v in m.items() if k == "user:duplicates") == 5  # fmt: skip
+    reasons = sorted(d[0] for d in dead_letters())
+    for (payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
+                                      strict=True):  # fmt: skip
+        assert reason in got, (payload, got)
+    assert all(d[1] == "sensors/site0/bad" for d in dead_letters())
+    assert _site_rows(out / "site_windows") == expected
+    assert len(expected) == 2 * 5  # 2 sites x 5 closed windows
