@@ -65,6 +65,7 @@ class NodeRecord:
             "hostname": self.info.hostname,
             "online": online,
             "last_heartbeat_s_ago": round(time.monotonic() - self.last_seen, 1),
+            "attached_at": self.attached_at,
             "containers": list(s.containers) if s else [],
             "backlog_bytes": s.backlog_bytes if s else 0,
             "backlog_batches": s.backlog_batches if s else 0,
@@ -220,7 +221,7 @@ class Master:
             record.last_seen = time.monotonic()
             record.error = status.error
 
-    def fetch(self, digest: str, node_id: str = "") -> bytes:
+    def fetch(self, digest: str) -> bytes:
         try:
             return self.packages.get(digest)
         except PackageMismatchError as exc:

@@ -124,7 +124,8 @@ class Instance:
         self.topology = topology
         self.task = task
         self.ids = task_ids(topology)
-        self.component = next(c for c, ts in self.ids.items() if task in ts)
+        self.task_component = {t: c for c, ts in self.ids.items() for t in ts}
+        self.component = self.task_component[task]
         self.index = self.ids[self.component].index(task)
         self.spec = topology.component(self.component)
         self.conf = topology.merged_config(self.component)
@@ -464,12 +465,7 @@ class Instance:
                 comp.on_commit(int(msg["id"]))
 
     def _component_of(self, task: int) -> str:
-        cache = self.__dict__.setdefault("_src_cache", {})
-        name = cache.get(task)
-        if name is None:
-            name = next((c for c, ts in self.ids.items() if task in ts), "?")
-            cache[task] = name
-        return name  # type: ignore[no-any-return]
+        return self.task_component.get(task, "?")
 
     def _report_metrics(self) -> None:
         m = {
