@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,12 +14,7 @@ from headwater.common.state import DurableLog
 from headwater.common.wire import decode
 from headwater.edge import MqttIngest, MqttSource
 
-
-def _wait(cond: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+from ..integration._support import wait_for
 
 
 def _publish(host: str, port: int, messages: list[tuple[str, bytes]]) -> None:
@@ -61,9 +55,9 @@ def test_every_message_is_appended_before_it_is_acked(
     ingest = MqttIngest(MqttSource(host, port, client_id="agent-1", partitions=2), tmp_path)
     ingest.start()
     try:
-        _wait(lambda: ingest.stats.connected, 10, "the subscription")
+        wait_for(lambda: ingest.stats.connected, 10, "the subscription")
         _publish(host, port, _readings(500))
-        _wait(lambda: ingest.stats.acked == 500, 20, "500 acks")
+        wait_for(lambda: ingest.stats.acked == 500, 20, "500 acks")
         assert ingest.stats.appended == 500
     finally:
         ingest.stop()
@@ -88,13 +82,13 @@ def test_paused_ingest_acks_nothing_and_the_broker_keeps_the_backlog(
                         should_pause=paused.is_set)  # fmt: skip
     ingest.start()
     try:
-        _wait(lambda: ingest.stats.connected, 10, "the subscription")
+        wait_for(lambda: ingest.stats.connected, 10, "the subscription")
         _publish(host, port, _readings(300))
-        _wait(lambda: ingest.stats.received >= 20, 10, "the broker's in-flight window")
+        wait_for(lambda: ingest.stats.received >= 20, 10, "the broker's in-flight window")
         assert ingest.stats.appended == ingest.stats.acked == 0
         assert ingest.stats.received <= 20  # unacknowledged: the broker holds the rest
         paused.clear()
-        _wait(lambda: ingest.stats.acked == 300, 20, "the backlog after resuming")
+        wait_for(lambda: ingest.stats.acked == 300, 20, "the backlog after resuming")
         assert ingest.stats.paused_s > 0
     finally:
         ingest.stop()
@@ -108,14 +102,14 @@ def test_unacknowledged_messages_come_back_to_a_new_session(
     source = MqttSource(host, port, client_id="agent-3")
     first = MqttIngest(source, tmp_path / "first", should_pause=lambda: True)
     first.start()
-    _wait(lambda: first.stats.connected, 10, "the subscription")
+    wait_for(lambda: first.stats.connected, 10, "the subscription")
     _publish(host, port, _readings(100))
-    _wait(lambda: first.stats.received >= 20, 10, "some deliveries")
+    wait_for(lambda: first.stats.received >= 20, 10, "some deliveries")
     first.stop()  # nothing was acknowledged
     second = MqttIngest(source, tmp_path / "second")
     second.start()
     try:
-        _wait(lambda: second.stats.acked == 100, 20, "the redelivered backlog")
+        wait_for(lambda: second.stats.acked == 100, 20, "the redelivered backlog")
     finally:
         second.stop()
     rows = _read_all(tmp_path / "second", 1)
