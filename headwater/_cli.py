@@ -209,7 +209,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _run_cluster(cluster, args.duration, args.quiet)
 
 
-def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
+def _run_cluster(cluster: Any, duration: float | None, quiet: bool, report: Any = None) -> int:
     stop = {"signal": 0}
 
     def on_signal(signum: int, frame: object) -> None:
@@ -238,7 +238,8 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
             for name in cluster.restart_dead():
                 print(f"{name} died; restarted", flush=True)
             if not quiet and now >= next_report:
-                _print_brief(cluster)
+                with contextlib.suppress(OSError):
+                    (report or _print_brief)(cluster)
                 next_report = now + 5.0
             time.sleep(0.1)
         with contextlib.suppress(OSError):
@@ -363,12 +364,15 @@ def _print_status(
 
 # -- demo --------------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from headwater.cloud.local import LocalCluster
+    from headwater._demo.run import prepare
 
-    demo = Path(__file__).parent / "_demo" / "wordcount.py"
-    print("Headwater demo: word count over 2 containers of real processes.")
-    cluster = LocalCluster(demo, containers=2)
-    return _run_cluster(cluster, args.duration, quiet=False)
+    print("Headwater demo: sensors -> MQTT -> the agent's durable log -> an exactly-once IoT "
+          "pipeline on 2 containers of real processes.")  # fmt: skip
+    cluster, cleanup, report = prepare()
+    try:
+        return _run_cluster(cluster, args.duration, quiet=False, report=report)
+    finally:
+        cleanup()
 
 
 # -- daemons -------------------------------------------------------------------------

@@ -38,7 +38,8 @@ def test_wheel_holds_only_the_headwater_namespace(tmp_path: Path) -> None:
         "headwater/edge/__init__.py",
         "headwater/cloud/tmaster/_master.py",
         "headwater/heronpy/api/spout/spout.py",
-        "headwater/_demo/wordcount.py",
+        "headwater/_demo/iot_pipeline.py",
+        "headwater/_demo/broker.py",
         "headwater/py.typed",
         "headwater/common/py.typed",
     ):

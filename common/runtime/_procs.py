@@ -25,12 +25,13 @@ def spawn(
     *,
     env: dict[str, str] | None = None,
     log_path: str | None = None,
+    executable: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start ``python -m ...`` style children that are killed when this process dies."""
+    """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies."""
     out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (the child owns it)
     try:
         return subprocess.Popen(
-            [sys.executable, *args],
+            [executable or sys.executable, *args],
             env={**os.environ, **(env or {})},
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,
