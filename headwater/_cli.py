@@ -161,6 +161,11 @@ def _parser() -> argparse.ArgumentParser:
     submit.add_argument("--master", dest="url", metavar="URL", help=master_help)
     submit.set_defaults(func=_cmd_submit)
 
+    nodes = sub.add_parser("nodes", help="list the master's workers and agents")
+    nodes.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    nodes.add_argument("--json", action="store_true", help="print the raw JSON")
+    nodes.set_defaults(func=_cmd_nodes)
+
     kill = sub.add_parser("kill", help="stop a topology and remove it from the master")
     kill.add_argument("topology")
     kill.add_argument("--master", dest="url", metavar="URL", help=master_help)
@@ -490,4 +495,20 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         await agent.run()
 
     asyncio.run(main())
+    return 0
+
+
+def _cmd_nodes(args: argparse.Namespace) -> int:
+    nodes = _api("GET", f"{_master_url(args.url)}/api/v1/nodes")
+    if args.json:
+        print(json.dumps(nodes, indent=2))
+        return 0
+    print(f"{'node':<20}{'kind':<8}{'state':<9}{'seen s ago':>11}{'version':>9}"
+          f"{'backlog KB':>12}  labels / containers")  # fmt: skip
+    for n in nodes:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(n["labels"].items()))
+        print(f"{n['id']:<20}{n['kind']:<8}{'online' if n['online'] else 'offline':<9}"
+              f"{n['last_heartbeat_s_ago']:>11.1f}{n['version']:>9}"
+              f"{n['backlog_bytes'] / 1e3:>12.1f}  {labels} {' '.join(n['containers'])}"
+              f"{'  ERROR: ' + n['error'] if n['error'] else ''}")  # fmt: skip
     return 0

@@ -39,6 +39,9 @@ def test_agent_attaches_with_labels_and_ingests_mqtt(
     assert view["labels"] == {"site": "north", "gpu": "no"}
     assert view["version"] == "0.1.0"
     assert (view["backlog_bytes"], view["backlog_batches"]) == (0, 0)
+    listing = daemons.cli("nodes")
+    assert "gw-north" in listing and "agent" in listing and "online" in listing
+    assert "site=north" in listing and "gpu=no" in listing
 
     pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sensors")
     pub.connect(host, port)
