@@ -96,6 +96,9 @@ class PeerLink:
         self.container = container
         self.address = address
         self.queue: deque[bytes] = deque()
+        # control frames overtake data but keep their own order: a backpressure
+        # "off" must never overtake the "on" it answers
+        self.control: deque[bytes] = deque()
         self.nbytes = 0
         self._ready = asyncio.Event()
         self.connected = False
@@ -108,14 +111,21 @@ class PeerLink:
         if self.nbytes >= self.stmgr.rc.stmgr_high_water:
             self.stmgr.congestion_on(f"peer:{self.container}", None, self.container)
 
+    def send_control(self, frame: bytes) -> None:
+        self.control.append(frame)
+        self._ready.set()
+
     async def _frames(self) -> AsyncIterator[pb.Frames]:
-        # first message: who we are, then current backpressure state
+        # a new stream starts with the whole backpressure state, which supersedes
+        # any control frame queued for the broken one
+        self.control.clear()
         yield pb.Frames(frames=self.stmgr.hello_frames(), epoch=self.stmgr.epoch)
         while True:
-            if not self.queue:
+            if not self.queue and not self.control:
                 self._ready.clear()
                 await self._ready.wait()
-            batch: list[bytes] = []
+            batch: list[bytes] = list(self.control)
+            self.control.clear()
             size = 0
             while self.queue and size < (4 << 20):
                 f = self.queue.popleft()
@@ -418,8 +428,10 @@ class StreamManager:
         self.peer_addresses = dict(addresses)
 
     def hello_frames(self) -> list[bytes]:
-        """Sent first on every new peer stream: our live backpressure requests."""
-        return [
+        """Sent first on every new peer stream: forget our old requests, here are the live ones."""
+        reset = encode_frame(Kind.CONTROL, STMGR, STMGR, 0, b"",
+                             encode({"type": "bp_reset", "origin": self.container}))  # fmt: skip
+        return [reset] + [
             encode_frame(
                 Kind.CONTROL,
                 STMGR,
@@ -445,6 +457,11 @@ class StreamManager:
                 self.bp_sources[key] = frozenset(msg["spouts"])
             else:
                 self.bp_sources.pop(key, None)
+            self._rethrottle()
+        elif msg.get("type") == "bp_reset":
+            prefix = f"{msg['origin']}/"
+            for key in [k for k in self.bp_sources if k.startswith(prefix)]:
+                del self.bp_sources[key]
             self._rethrottle()
 
     # -- backpressure -----------------------------------------------------------
@@ -494,10 +511,7 @@ class StreamManager:
             ),
         )
         for link in self.peers.values():
-            # control jumps the queue: a congested peer link must still carry it
-            link.queue.appendleft(frame)
-            link.nbytes += len(frame)
-            link._ready.set()
+            link.send_control(frame)  # ahead of data: a congested link must still carry it
 
     def _rethrottle(self) -> None:
         throttled = frozenset().union(*self.bp_sources.values()) if self.bp_sources else frozenset()
