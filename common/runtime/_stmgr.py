@@ -158,7 +158,9 @@ class PeerLink:
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
-                log.debug("link to container %d (%s) broke: %s", self.container, self.address, exc)
+                if self.connected:
+                    log.warning("link to container %d (%s) broke: %s", self.container,
+                                self.address, exc.code())  # fmt: skip
             self.connected = False
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)

@@ -56,14 +56,17 @@ def test_slow_bolt_throttles_only_its_own_spout() -> None:
             f"{c.http_address}/api/v1/topologies/backpressure/deactivate", method="POST"
         )
         assert json.loads(urllib.request.urlopen(req, timeout=5).read())["state"] == "PAUSED"
+
         # nothing dropped: once the spouts pause, everything emitted gets processed
-        wait_for(
-            lambda: (
-                (e := component_total(c, "fast", "emitted")) > 0
-                and component_total(c, "slow", "executed") == e
-            ),
-            90,
-            "the slow bolt to drain every tuple the fast spout emitted",
-        )
+        def drained() -> tuple[float, float] | None:
+            e, x = component_total(c, "fast", "emitted"), component_total(c, "slow", "executed")
+            return (e, x) if e > 0 and x == e else None
+
+        try:
+            wait_for(drained, 90, "the slow bolt to drain every tuple the fast spout emitted")
+        except AssertionError:
+            m = c.metrics()
+            print("fast", m["tasks"]["1"], "\nslow", m["tasks"]["2"], "\nstmgrs", m["containers"])
+            raise
     assert loaded >= 0.8 * baseline, (loaded, baseline)
     assert max(peak.values()) < RSS_BOUND, {pid: rss >> 20 for pid, rss in peak.items()}
