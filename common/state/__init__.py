@@ -1,8 +1,16 @@
-"""Checkpointed state, the checkpoint store and the durable log."""
+"""Checkpointed state, the checkpoint store and the durable log.
 
-from ._log import DurableLog
+``CheckpointStore`` and ``DurableLog`` load RocksDB; they are imported on
+first use, so that instance processes, which need only ``State``, stay small.
+"""
+
+from typing import TYPE_CHECKING, Any
+
 from ._state import KeyedState, State, StatefulComponent
-from ._store import CheckpointStore, CorruptCheckpointError
+
+if TYPE_CHECKING:
+    from ._log import DurableLog
+    from ._store import CheckpointStore, CorruptCheckpointError
 
 __all__ = [
     "CheckpointStore",
@@ -12,3 +20,15 @@ __all__ = [
     "State",
     "StatefulComponent",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DurableLog":
+        from ._log import DurableLog
+
+        return DurableLog
+    if name in ("CheckpointStore", "CorruptCheckpointError"):
+        from . import _store
+
+        return getattr(_store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
