@@ -101,7 +101,9 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
         messages += [(t, json.dumps(r).encode()) for t, r in readings[40:45]]  # redelivered
         for topic, payload in messages:
             pub.publish(topic, payload, qos=1).wait_for_publish(10)
-        wait_for(lambda: ingest.stats.acked == len(messages), 30, "every reading ingested")
+        # QoS 1 is at least once: a broker may deliver a reading twice (dedup drops it)
+        wait_for(lambda: ingest.stats.acked >= len(messages), 60,
+                 f"every reading ingested ({len(messages)}; stats {ingest.stats})")  # fmt: skip
     finally:
         pub.disconnect()
         pub.loop_stop()
@@ -122,7 +124,7 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
         wait_for(lambda: _site_rows(out / "site_windows") == expected, 60,
                  "every closed window at the sink")  # fmt: skip
         wait_for(lambda: sum(m.get("user:duplicates", 0)
-                             for m in c.metrics()["tasks"].values()) == 5, 30,
+                             for m in c.metrics()["tasks"].values()) >= 5, 30,
                  "the five redelivered readings dropped")  # fmt: skip
     reasons = sorted(d[0] for d in dead_letters())
     for (payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
