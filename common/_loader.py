@@ -45,7 +45,17 @@ def _capturing() -> Iterator[list[Topology]]:
 
 
 def load_topology(path: str | os.PathLike[str], name: str | None = None) -> Topology:
-    """Run ``path`` and return the one topology it defines (or the one called ``name``)."""
+    """Run ``path`` and return the one topology it defines (or the one called ``name``).
+
+    Inside a checkpoint domain (``HEADWATER_DOMAIN`` set: a worker's or an
+    agent's container), it returns that domain's subgraph.
+    """
+    from .plan._domains import from_env
+
+    return from_env(_load(path, name))
+
+
+def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
     file = Path(path).resolve()
     if not file.is_file():
         raise TopologyLoadError(f"no topology file at {str(path)!r}: check the path")

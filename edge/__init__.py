@@ -2,6 +2,6 @@
 
 from ._agent import Agent
 from ._ingest import IngestStats, MqttIngest, MqttSource
-from ._outbox import Outbox, ReplayFilter
+from ._outbox import Outbox
 
-__all__ = ["Agent", "IngestStats", "MqttIngest", "MqttSource", "Outbox", "ReplayFilter"]
+__all__ = ["Agent", "IngestStats", "MqttIngest", "MqttSource", "Outbox"]

@@ -1,28 +1,40 @@
 """The edge agent daemon (``headwater agent``): a node on a gateway next to the sensors.
 
-It finds the master (``--master HOST:PORT``, or zeroconf on the LAN), attaches
-with its labels (site, capabilities) so that edge components can be placed
-on it, ingests MQTT into its durable log, keeps its outbox, and reports its
-backlog with every status. Restart it at any moment: what it acknowledged to
-the broker is in the durable log, what it has not is redelivered by the
-broker, and the outbox keeps what the cloud has not confirmed.
+It finds the master (``--master HOST:PORT``, or zeroconf on the LAN),
+attaches with its labels (site, capabilities) and ingests MQTT into its
+durable log. For every topology with edge components its labels select, the
+master orders it to run that edge subgraph: the agent hosts the subgraph's
+own topology master (so the agent checkpoints while its link is down: its
+own checkpoint domain) on a loopback port, and starts one edge container,
+whose uplink carries the subgraph's output to the cloud from a durable
+outbox. Restart it at any moment: what it acknowledged to the broker is in
+the durable log, the last complete edge checkpoint says how far the
+subgraph got, and the outbox keeps what the cloud has not confirmed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from pathlib import Path
 
+import grpc
+
 from headwater.common._discovery import find_master
+from headwater.common._loader import load_topology
+from headwater.common.control import TopologyDispatch, TopologyMaster
+from headwater.common.plan import edge_part, pack_round_robin, validate
+from headwater.common.plan._domains import domain_env
 from headwater.common.runtime._node import Node
 from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
+from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource
-from ._outbox import Outbox
 
 log = logging.getLogger("headwater.edge.agent")
-DEFAULT_OUTBOX_BUDGET = 256 << 20
+INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
 
 
 class Agent(Node):
@@ -39,29 +51,97 @@ class Agent(Node):
     ) -> None:
         super().__init__(master or "", workdir, kind="agent", node_id=node_id, labels=labels,
                          version=version)  # fmt: skip
-        self.outbox = Outbox(self.workdir / "outbox", outbox_budget)
+        if outbox_budget <= 0:
+            raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
+        self.outbox_budget = outbox_budget
+        self.ingest_path = self.workdir / "ingest"
         self.ingest: MqttIngest | None = None
         if mqtt is not None:
-            self.ingest = MqttIngest(mqtt, self.workdir / "ingest",
-                                     should_pause=self.outbox.over_budget)  # fmt: skip
+            self.ingest = MqttIngest(mqtt, self.ingest_path, should_pause=self.outbox_full)
+        self.tms: dict[str, TopologyMaster] = {}  # one per edge subgraph: its own domain
+        self._coordinators: dict[str, asyncio.Task[None]] = {}
+        self._server: grpc.aio.Server | None = None
+        self.local_address = ""
 
     async def run(self) -> None:
         if not self.master:
             log.info("no --master given: looking for one by zeroconf")
             self.master = await find_master()
+        self._server = grpc.aio.server()
+        pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch(self.tms), self._server)
+        port = self._server.add_insecure_port("127.0.0.1:0")
+        await self._server.start()
+        self.local_address = f"127.0.0.1:{port}"
         if self.ingest is not None:
             self.ingest.start()
         try:
             await super().run()
         finally:
+            for task in self._coordinators.values():
+                task.cancel()
+            await self._server.stop(1.0)
             if self.ingest is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.ingest.stop)
-            self.outbox.close()
+
+    # -- edge subgraphs ------------------------------------------------------------
+    def _start(self, run: pb.RunContainer, entry: Path) -> None:
+        if run.topology not in self.tms:
+            topology = edge_part(load_topology(entry), self.labels)
+            if not topology.components:
+                self.error = f"no edge component of {run.topology!r} matches labels {self.labels}"
+                log.error("%s", self.error)
+                self.orders.pop((run.topology, run.container), None)
+                return
+            validate(topology)
+            plan = pack_round_robin(topology, 1)
+            tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state")
+            self.tms[run.topology] = tm
+            self._coordinators[run.topology] = asyncio.get_running_loop().create_task(
+                tm.run_coordinator()
+            )
+            log.info("edge subgraph of %r: %s", run.topology,
+                     ", ".join(c.name for c in topology.components))  # fmt: skip
+        super()._start(run, entry)
+
+    def container_module(self, run: pb.RunContainer) -> str:
+        return "headwater.edge.container"
+
+    def tmaster_address(self, run: pb.RunContainer) -> str:
+        return self.local_address
+
+    def container_env(self, run: pb.RunContainer) -> dict[str, str]:
+        return {
+            **domain_env("edge", self.labels),
+            UPLINK_ENV: self.master,
+            AGENT_ENV: self.node_id,
+            BUDGET_ENV: str(self.outbox_budget),
+            INGEST_LOG_ENV: str(self.ingest_path),
+        }
+
+    def stopped(self, topology: str) -> None:
+        self.tms.pop(topology, None)
+        task = self._coordinators.pop(topology, None)
+        if task is not None:
+            task.cancel()
+        shutil.rmtree(self.workdir / topology, ignore_errors=True)
+
+    # -- backlog -------------------------------------------------------------------
+    def _outbox_metric(self, name: str) -> float:
+        return sum(tm.metrics.get("container:0", {}).get(name, 0.0) for tm in self.tms.values())
+
+    def outbox_full(self) -> bool:
+        """MQTT acknowledgement stops while any edge subgraph's outbox is over its budget."""
+        return any(
+            tm.metrics.get("container:0", {}).get("outbox_bytes", 0.0) >= self.outbox_budget
+            for tm in list(self.tms.values())
+        )
 
     def status(self) -> pb.NodeStatus:
         s = super().status()
-        s.backlog_bytes = self.outbox.nbytes
-        s.backlog_batches = self.outbox.backlog
+        s.backlog_bytes = int(self._outbox_metric("outbox_bytes"))
+        s.backlog_batches = int(self._outbox_metric("outbox_batches"))
+        s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
+        s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         if self.ingest is not None:
             st = self.ingest.stats
             s.metrics["mqtt_received"] = st.received

@@ -11,7 +11,11 @@ The outbox has a byte budget. ``over_budget()`` tells the agent to throttle
 its edge sources and stop acknowledging MQTT, so that the broker keeps the
 backlog instead of the gateway's disk.
 
-Not thread-safe: one owner (the agent's uplink loop).
+Sequence numbers only grow but need not be consecutive: an edge domain
+numbers a batch after the checkpoint that produced it, so publishing it again
+after a restore is recognised and ignored.
+
+Not thread-safe: one owner (the edge stream manager's uplink).
 """
 
 from __future__ import annotations
@@ -61,11 +65,19 @@ class Outbox:
             self.count += 1
         self.next_seq = last + 1
 
-    def put(self, batch: bytes) -> int:
-        """Store ``batch`` durably; return its sequence number."""
-        seq = self.next_seq
+    def put(self, batch: bytes, seq: int = 0) -> int:
+        """Store ``batch`` durably under ``seq`` (0: the next number); return its number.
+
+        Numbers only grow: a ``seq`` at or below one already stored (or
+        confirmed) is a republication of the same batch, and is ignored
+        (returns 0).
+        """
+        if seq == 0:
+            seq = self.next_seq
+        elif seq < self.next_seq:
+            return 0
         self._db.put(_key(seq), batch, self._sync)
-        self.next_seq += 1
+        self.next_seq = seq + 1
         self.nbytes += len(batch)
         self.count += 1
         return seq
@@ -76,6 +88,8 @@ class Outbox:
     def pending(self, after: int = 0) -> Iterator[tuple[int, bytes]]:
         """Unconfirmed batches with sequence numbers above ``after``, in order."""
         start = max(after, self.confirmed) + 1
+        if start >= self.next_seq:
+            return
         for key, value in self._db.items(from_key=_key(start)):
             assert isinstance(key, bytes) and isinstance(value, bytes)
             if not key.startswith(b"d"):
@@ -107,22 +121,3 @@ class Outbox:
 
     def close(self) -> None:
         self._db.close()
-
-
-class ReplayFilter:
-    """The cloud receiver's side: drop batches whose sequence number it already took.
-
-    Keeps the highest sequence number taken per agent; the receiver puts that
-    map into its checkpointed state, so after a rollback it drops exactly the
-    batches that the restored state already contains.
-    """
-
-    def __init__(self, last: dict[str, int] | None = None) -> None:
-        self.last: dict[str, int] = dict(last or {})
-
-    def accept(self, agent: str, seq: int) -> bool:
-        """True for a batch never taken before (in order); False for a replay."""
-        if seq <= self.last.get(agent, 0):
-            return False
-        self.last[agent] = seq
-        return True

@@ -36,7 +36,7 @@ def test_wheel_holds_only_the_headwater_namespace(tmp_path: Path) -> None:
         "headwater/common/runtime/_stmgr.py",
         "headwater/common/wire/proto/runtime_pb2.py",
         "headwater/edge/__init__.py",
-        "headwater/cloud/tmaster/_master.py",
+        "headwater/common/control/_tmaster.py",
         "headwater/heronpy/api/spout/spout.py",
         "headwater/_demo/iot_pipeline.py",
         "headwater/_demo/broker.py",

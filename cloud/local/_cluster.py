@@ -28,10 +28,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from headwater.cloud.tmaster._catalogue import check_same_topology
 from headwater.common._exceptions import ClusterError
 from headwater.common._loader import load_topology
 from headwater.common.api import Topology
+from headwater.common.control import check_same_topology
 from headwater.common.plan import PhysicalPlan, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
 

@@ -26,11 +26,10 @@ import grpc
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._loader import load_topology
 from headwater.common._package import PackageStore, unpack_package
-from headwater.common.plan import pack_round_robin, validate
+from headwater.common.control import TopologyDispatch, TopologyMaster
+from headwater.common.plan import cloud_part, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
-
-from ..tmaster._master import TopologyMaster
 
 log = logging.getLogger("headwater.master")
 NODE_OFFLINE_AFTER_S = 6.0
@@ -43,6 +42,8 @@ class Deployment:
     entry: str
     containers: int
     assignment: dict[int, str] = field(default_factory=dict)  # container -> node id
+    agents: list[str] = field(default_factory=list)  # agents running its edge subgraph
+    selectors: list[dict[str, str]] = field(default_factory=list)  # of its edge components
 
 
 @dataclass
@@ -53,6 +54,7 @@ class NodeRecord:
     attached_at: float = field(default_factory=time.time)
     status: pb.NodeStatus | None = None
     error: str = ""
+    uplinks: dict[str, dict[str, float]] = field(default_factory=dict)  # topology -> metrics
 
     def view(self) -> dict[str, Any]:
         s = self.status
@@ -70,6 +72,9 @@ class NodeRecord:
             "backlog_bytes": s.backlog_bytes if s else 0,
             "backlog_batches": s.backlog_batches if s else 0,
             "metrics": dict(s.metrics) if s else {},
+            "uplinks": {
+                t: {"connected": m is not None, **(m or {})} for t, m in self.uplinks.items()
+            },
             "error": self.error,
         }
 
@@ -84,6 +89,8 @@ class Master:
         self.tms: dict[str, TopologyMaster] = {}
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self.nodes: dict[str, NodeRecord] = {}
+        # open uplinks: (topology, agent) -> feedback queue
+        self.uplinks: dict[tuple[str, str], asyncio.Queue[pb.UplinkFeedback]] = {}
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
@@ -100,7 +107,8 @@ class Master:
             return
         for d in json.loads(self._record_path().read_text()):
             dep = Deployment(d["name"], d["package"], d["entry"], d["containers"],
-                             {int(k): v for k, v in d["assignment"].items()})  # fmt: skip
+                             {int(k): v for k, v in d["assignment"].items()},
+                             d.get("agents", []), d.get("selectors", []))  # fmt: skip
             try:
                 self._start_topology(dep)
             except HeadwaterError as exc:
@@ -116,12 +124,21 @@ class Master:
             raise HeadwaterError(f"the package has no file {entry!r}; submit the topology file")
         topology = load_topology(code / entry)  # runs the file here, as every container will
         validate(topology)
+        cloud = cloud_part(topology)
+        if not cloud.components:
+            raise HeadwaterError(
+                f"topology {topology.name!r} has no cloud component: a master runs topologies "
+                "that end in the cloud; run an edge-only one with `headwater run`"
+            )
+        validate(cloud)
         if topology.name in self.deployments:
             raise HeadwaterError(
                 f"topology {topology.name!r} is already running; kill it first "
                 f"(`headwater kill {topology.name}`)"
             )
-        dep = Deployment(topology.name, digest, entry, containers)
+        selectors = [dict(c.placement.selector) for c in topology.components
+                     if c.placement.is_edge]  # fmt: skip
+        dep = Deployment(topology.name, digest, entry, containers, selectors=selectors)
         self._start_topology(dep)
         self._schedule(dep)
         self._save()
@@ -137,7 +154,7 @@ class Master:
         return code
 
     def _start_topology(self, dep: Deployment) -> None:
-        topology = load_topology(self._unpack(dep.package) / dep.entry)
+        topology = cloud_part(load_topology(self._unpack(dep.package) / dep.entry))
         plan = pack_round_robin(topology, dep.containers)
         tm = TopologyMaster(topology, plan, self.state_dir / "topologies" / dep.name)
         self.deployments[dep.name] = dep
@@ -155,6 +172,8 @@ class Master:
             self._send(
                 node_id, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=container))
             )
+        for agent in dep.agents:
+            self._send(agent, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=0)))
         shutil.rmtree(self.state_dir / "topologies" / name, ignore_errors=True)
         self._save()
         log.info("killed %r", name)
@@ -165,7 +184,22 @@ class Master:
                       if r.info.kind == "worker" and r.queue is not None)  # fmt: skip
 
     def _schedule(self, dep: Deployment) -> None:
-        """Deal unassigned containers to attached workers; send each its run command."""
+        """Deal unassigned containers to attached workers, edge subgraphs to matching agents."""
+        for node_id, record in self.nodes.items():
+            labels = record.info.labels
+            if (
+                record.info.kind == "agent"
+                and record.queue is not None
+                and node_id not in dep.agents
+                and any(all(labels.get(k) == v for k, v in sel.items()) for sel in dep.selectors)
+            ):
+                dep.agents.append(node_id)
+                self._send(node_id, self._run_command(dep, 0, edge=True))
+                log.info("edge subgraph of %r goes to agent %s", dep.name, node_id)
+        self._schedule_cloud(dep)
+        self._save()
+
+    def _schedule_cloud(self, dep: Deployment) -> None:
         workers = self._workers()
         if not workers:
             return
@@ -179,12 +213,11 @@ class Master:
                 dep.assignment[c] = node
                 load[node] += 1
                 self._send(node, self._run_command(dep, c))
-        self._save()
 
-    def _run_command(self, dep: Deployment, container: int) -> pb.NodeCommand:
+    def _run_command(self, dep: Deployment, container: int, edge: bool = False) -> pb.NodeCommand:
         return pb.NodeCommand(run=pb.RunContainer(
-            topology=dep.name, container=container, containers=dep.containers,
-            package=dep.package, entry=dep.entry,
+            topology=dep.name, container=container, containers=1 if edge else dep.containers,
+            package=dep.package, entry=dep.entry, domain="edge" if edge else "cloud",
         ))  # fmt: skip
 
     def _send(self, node_id: str, command: pb.NodeCommand) -> None:
@@ -205,6 +238,8 @@ class Master:
             for c, node in dep.assignment.items():
                 if node == info.node_id:
                     queue.put_nowait(self._run_command(dep, c))
+            if info.node_id in dep.agents:
+                queue.put_nowait(self._run_command(dep, 0, edge=True))
             self._schedule(dep)
         try:
             while True:
@@ -221,46 +256,76 @@ class Master:
             record.last_seen = time.monotonic()
             record.error = status.error
 
+    # -- uplinks -----------------------------------------------------------------
+    async def uplink(
+        self, requests: AsyncIterator[pb.UplinkUp]
+    ) -> AsyncIterator[pb.UplinkFeedback]:
+        """Relay one agent's edge output to the cloud receivers, and their feedback back."""
+        first = await anext(requests, None)
+        if first is None or first.WhichOneof("message") != "hello":
+            raise HeadwaterError("an uplink must open with a hello")
+        topology, agent = first.hello.topology, first.hello.agent
+        key = (topology, agent)
+        queue: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue()
+        self.uplinks[key] = queue
+        record = self.nodes.get(agent)
+        log.info("uplink of %s for %r open", agent, topology)
+        reader = asyncio.get_running_loop().create_task(self._uplink_reader(key, requests))
+        try:
+            yield pb.UplinkFeedback(topology=topology, agent=agent, resend_after=-1)  # hello back
+            while not reader.done():
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                else:
+                    getter.cancel()
+        finally:
+            reader.cancel()
+            if self.uplinks.get(key) is queue:
+                del self.uplinks[key]
+                record = self.nodes.get(agent)
+                if record is not None and topology in record.uplinks:
+                    record.uplinks[topology]["connected"] = 0.0
+            log.info("uplink of %s for %r closed", agent, topology)
+
+    async def _uplink_reader(
+        self, key: tuple[str, str], requests: AsyncIterator[pb.UplinkUp]
+    ) -> None:
+        topology, agent = key
+        async for up in requests:
+            which = up.WhichOneof("message")
+            if which == "batch":
+                tm = self.tms.get(topology)
+                container = tm.container_of(up.batch.component) if tm is not None else None
+                if tm is None or container is None:
+                    continue  # not running (yet): the agent resends when it hears nothing
+                tm.send_to(container, pb.Command(uplink=up.batch))
+            elif which == "status":
+                record = self.nodes.get(agent)
+                if record is not None:
+                    record.uplinks[topology] = {**dict(up.status.metrics), "connected": 1.0}
+
+    def on_feedback(self, fb: pb.UplinkFeedback) -> None:
+        """A cloud receiver's answer: to its agent, or (a resync) to every agent of it."""
+        if fb.agent:
+            queue = self.uplinks.get((fb.topology, fb.agent))
+            if queue is not None:
+                queue.put_nowait(fb)
+            return
+        for (topology, agent), queue in self.uplinks.items():
+            if topology == fb.topology:
+                queue.put_nowait(pb.UplinkFeedback(
+                    topology=topology, agent=agent, component=fb.component,
+                    resend_after=fb.resync.get(agent, 0),
+                ))  # fmt: skip
+
     def fetch(self, digest: str) -> bytes:
         try:
             return self.packages.get(digest)
         except PackageMismatchError as exc:
             log.error("%s", exc)
             raise
-
-
-class _TopologyDispatch(pb_grpc.TopologyMasterServicer):
-    """Routes each container's call to the master of its topology."""
-
-    def __init__(self, master: Master) -> None:
-        self.master = master
-
-    async def _tm(self, name: str, context: Any) -> TopologyMaster:
-        tm = self.master.tms.get(name)
-        if tm is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no topology named {name!r}")
-        assert tm is not None
-        return tm
-
-    async def Register(self, request: pb.RegisterRequest, context: Any) -> pb.RegisterResponse:
-        return await (await self._tm(request.topology, context)).Register(request, context)
-
-    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Command]:
-        tm = await self._tm(request.topology, context)
-        async for command in tm.Watch(request, context):
-            yield command
-
-    async def SendHeartbeat(self, request: pb.Heartbeat, context: Any) -> pb.HeartbeatAck:
-        return await (await self._tm(request.topology, context)).SendHeartbeat(request, context)
-
-    async def AckCheckpoint(self, request: pb.CheckpointAck, context: Any) -> pb.Empty:
-        return await (await self._tm(request.topology, context)).AckCheckpoint(request, context)
-
-    async def AckRestore(self, request: pb.RestoreAck, context: Any) -> pb.Empty:
-        return await (await self._tm(request.topology, context)).AckRestore(request, context)
-
-    async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
-        return await (await self._tm(request.topology, context)).ReportFailure(request, context)
 
 
 class _ClusterService(pb_grpc.ClusterServicer):
@@ -275,6 +340,15 @@ class _ClusterService(pb_grpc.ClusterServicer):
         self.master.report(request)
         return pb.Empty()
 
+    async def Uplink(
+        self, request_iterator: AsyncIterator[pb.UplinkUp], context: Any
+    ) -> AsyncIterator[pb.UplinkFeedback]:
+        try:
+            async for fb in self.master.uplink(request_iterator):
+                yield fb
+        except HeadwaterError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+
     async def FetchPackage(self, request: pb.PackageRequest, context: Any) -> pb.Package:
         try:
             return pb.Package(data=self.master.fetch(request.package))
@@ -286,5 +360,7 @@ class _ClusterService(pb_grpc.ClusterServicer):
 
 
 def add_services(server: grpc.aio.Server, master: Master) -> None:
-    pb_grpc.add_TopologyMasterServicer_to_server(_TopologyDispatch(master), server)
+    pb_grpc.add_TopologyMasterServicer_to_server(
+        TopologyDispatch(master.tms, master.on_feedback), server
+    )
     pb_grpc.add_ClusterServicer_to_server(_ClusterService(master), server)

@@ -1,5 +1,5 @@
 """The topology master (run as ``python -m headwater.cloud.tmaster``)."""
 
-from ._master import TopologyMaster
+from headwater.common.control import TopologyMaster
 
 __all__ = ["TopologyMaster"]

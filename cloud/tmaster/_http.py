@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 from aiohttp import web
 
-from ._master import TopologyMaster
+from headwater.common.control import TopologyMaster
 
 Lookup = Callable[[str], TopologyMaster | None]
 

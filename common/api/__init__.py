@@ -16,7 +16,7 @@ from ._stream import (
     none,
     shuffle,
 )
-from ._topology import ComponentSpec, Placement, Topology
+from ._topology import ComponentSpec, Placement, Topology, cloud, edge
 from ._tuple import TICK_COMPONENT, TICK_STREAM, Tuple
 
 __all__ = [
@@ -38,8 +38,10 @@ __all__ = [
     "Topology",
     "Tuple",
     "all_tasks",
+    "cloud",
     "custom",
     "direct",
+    "edge",
     "fields",
     "global_",
     "none",

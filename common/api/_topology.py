@@ -36,6 +36,30 @@ class Placement:
     where: Literal["cloud", "edge"] = "cloud"
     selector: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def is_edge(self) -> bool:
+        return self.where == "edge"
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """True for an edge placement whose selector the agent's ``labels`` satisfy."""
+        return self.is_edge and all(labels.get(k) == v for k, v in self.selector.items())
+
+
+def edge(selector: Mapping[str, str] | None = None, **labels: str) -> Placement:
+    """Place a component on every edge agent whose labels include ``selector``.
+
+    >>> edge(site="plant-1").matches({"site": "plant-1", "gpu": "no"})
+    True
+    >>> edge().matches({})  # no selector: every agent
+    True
+    """
+    return Placement("edge", {**(selector or {}), **labels})
+
+
+def cloud() -> Placement:
+    """Place a component on cloud workers (the default)."""
+    return Placement()
+
 
 @dataclass(frozen=True)
 class ComponentSpec:

@@ -1,5 +1,6 @@
 """Logical plan validation and physical planning."""
 
+from ._domains import boundary, cloud_part, edge_part, for_domain, has_edge
 from ._physical import (
     InstancePlacement,
     PhysicalPlan,
@@ -12,6 +13,11 @@ from ._validate import validate
 __all__ = [
     "InstancePlacement",
     "PhysicalPlan",
+    "boundary",
+    "cloud_part",
+    "edge_part",
+    "for_domain",
+    "has_edge",
     "pack_round_robin",
     "task_ids",
     "upstream_spouts",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from .._exceptions import InvalidTopologyError
-from ..api import RuntimeConfig, Topology
+from ..api import ComponentSpec, RuntimeConfig, Topology
 from ..api._stream import CustomGrouping
 from ..wire import SUPPORTED_TYPES, is_supported_type
 
+SYSTEM = "headwater.system"  # config flag of components the runtime adds
 _GROUPINGS = {"shuffle", "fields", "all", "global", "none", "direct", "custom"}
 
 
@@ -29,7 +30,7 @@ def validate(topology: Topology) -> None:
     by_name = {c.name: c for c in topology.components}
     for comp in topology.components:
         where = f"{comp.kind} {comp.name!r}"
-        if not comp.name or comp.name.startswith("__"):
+        if not comp.name or (comp.name.startswith("__") and not comp.config.get(SYSTEM)):
             problems.append(f"{where}: names must be non-empty and must not start with '__'")
         if comp.parallelism < 1:
             problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
@@ -95,6 +96,7 @@ def validate(topology: Topology) -> None:
                     f"{where} uses direct grouping on {inp.component!r}.{inp.stream}, which is "
                     "not declared direct: declare Stream(..., direct=True)"
                 )
+            problems += _placement_problems(where, comp, src, inp.stream, g.kind)
             if g.kind == "custom" and not isinstance(g.custom, CustomGrouping):
                 problems.append(
                     f"{where}: custom grouping on {inp.component!r} must provide "
@@ -108,6 +110,31 @@ def validate(topology: Topology) -> None:
         )
     if problems:
         raise InvalidTopologyError(topology.name, problems)
+
+
+def _placement_problems(
+    where: str, comp: ComponentSpec, src: ComponentSpec, stream: str, grouping: str
+) -> list[str]:
+    """Streams flow within an agent's edge subgraph, within the cloud, or edge to cloud."""
+    here, there = comp.placement, src.placement
+    if here.is_edge and not there.is_edge:
+        return [
+            f"{where} runs on the edge but subscribes to cloud component {src.name!r}: "
+            f"streams flow from the edge to the cloud only; place {src.name!r} with "
+            f"edge({dict(here.selector)}) too, or {comp.name!r} in the cloud"
+        ]
+    if here.is_edge and dict(here.selector) != dict(there.selector):
+        return [
+            f"{where} (edge {dict(here.selector)}) subscribes to {src.name!r} (edge "
+            f"{dict(there.selector)}): an edge subgraph runs whole on each agent, so give "
+            "both the same selector"
+        ]
+    if there.is_edge and not here.is_edge and grouping == "direct":
+        return [
+            f"{where} uses direct grouping on {src.name!r}.{stream}, which crosses from the "
+            "edge to the cloud, where edge tasks cannot name cloud tasks: use fields grouping"
+        ]
+    return []
 
 
 def _find_cycle(topology: Topology) -> list[str] | None:

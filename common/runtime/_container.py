@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,9 @@ class Container:
         self.snapshots: dict[int, bytes | None] = {}  # task -> blob to hand over
         self.handed: set[int] = set()
         self.failure_reported = -1  # epoch of the last failure report
+        self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []  # extra jobs
+        self.feedback: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue(maxsize=10_000)
+        self.stmgr.on_system = self._on_system
         if self.exactly_once:
             self.store = CheckpointStore(args.state_dir)
             self.stmgr.on_state = self._on_state
@@ -92,6 +96,7 @@ class Container:
             loop.create_task(self._master_session()),
             loop.create_task(self._supervise()),
             loop.create_task(self._expire()),
+            *(loop.create_task(job()) for job in self.background),
         ]
         await self.stopping.wait()
         log.info("container %d stopping", self.id)
@@ -179,6 +184,7 @@ class Container:
                     )
                     self.stub = stub
                     hb = asyncio.get_running_loop().create_task(self._heartbeat(stub))
+                    fb = asyncio.get_running_loop().create_task(self._send_feedback(stub))
                     try:
                         watch = stub.Watch(
                             pb.WatchRequest(topology=self.topology.name, container=self.id)
@@ -188,6 +194,7 @@ class Container:
                             await self._on_command(command)
                     finally:
                         hb.cancel()
+                        fb.cancel()
                         self.stub = None
             except asyncio.CancelledError:
                 raise
@@ -217,6 +224,39 @@ class Container:
                 self.store.prune(command.commit.keep_from)
         elif which == "restore":
             await self._restore(command.restore)
+        elif which == "uplink":
+            self._deliver_uplink(command.uplink)
+
+    # -- uplink receivers (cloud) -------------------------------------------------
+    def _deliver_uplink(self, b: pb.UplinkBatch) -> None:
+        """An agent's batch for the receiver standing in for ``b.component``."""
+        for task in self.local_tasks:
+            if self.stmgr.task_component[task] == b.component:
+                self.stmgr.send_control(task, {"type": "uplink", "agent": b.agent, "seq": b.seq,
+                                               "prev": b.prev, "payload": b.payload})  # fmt: skip
+                return  # not connected (restarting): its resync at start rewinds the agent
+
+    def _on_system(self, msg: dict[str, Any]) -> None:
+        if msg.get("type") != "uplink_feedback":
+            log.warning("ignoring an unknown control message %r", msg.get("type"))
+            return
+        fb = pb.UplinkFeedback(
+            topology=self.topology.name, agent=msg["agent"], component=msg["component"],
+            consumed=msg["consumed"], confirmed=msg["confirmed"],
+            resend_after=msg["resend_after"], resync=msg["resync"],
+        )  # fmt: skip
+        try:
+            self.feedback.put_nowait(fb)
+        except asyncio.QueueFull:  # the master is away: the agent's resend timer covers it
+            log.debug("uplink feedback dropped: the master is unreachable")
+
+    async def _send_feedback(self, stub: pb_grpc.TopologyMasterStub) -> None:
+        while True:  # one at a time: feedback keeps its order
+            fb = await self.feedback.get()
+            try:
+                await stub.SendUplinkFeedback(fb)
+            except grpc.RpcError as exc:
+                log.debug("uplink feedback not delivered: %s", exc)
 
     async def _restore(self, restore: pb.Restore) -> None:
         if restore.epoch <= self.stmgr.epoch and self.restore is None:
@@ -309,7 +349,7 @@ class Container:
             await asyncio.sleep(HEARTBEAT_S)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="headwater-container")
     p.add_argument("--topology-file", required=True)
     p.add_argument("--topology", default=None)
@@ -319,7 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workdir", required=True)
     p.add_argument("--state-dir", required=True, help="where this container's checkpoints live")
     p.add_argument("--host", default="127.0.0.1")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
         format=f"%(asctime)s %(levelname)s container={args.container} %(name)s: %(message)s",

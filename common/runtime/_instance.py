@@ -114,6 +114,14 @@ class InstanceContext:
             keyed[name] = KeyedState()
         return keyed[name]
 
+    def system(self, msg: dict[str, Any]) -> None:
+        """Send a control message to the stmgr (runtime components only)."""
+        self._i._send(encode_frame(Kind.CONTROL, STMGR, self._i.task, 0, b"", encode(msg)))
+
+    def system_frame(self, frame: bytes) -> None:
+        """Send a ready frame to the stmgr (runtime components only)."""
+        self._i._send(frame)
+
     def incr(self, counter: str, by: int = 1) -> None:
         c = self._i.user_counters
         c[counter] = c.get(counter, 0) + by
@@ -463,6 +471,10 @@ class Instance:
                 self._take_snapshot(int(msg["id"]))
             elif kind_ == "commit":
                 comp.on_commit(int(msg["id"]))
+            else:
+                on_system = getattr(comp, "on_system", None)
+                if on_system is not None:
+                    on_system(msg)
 
     def _component_of(self, task: int) -> str:
         return self.task_component.get(task, "?")

@@ -29,6 +29,7 @@ import grpc
 
 from .._exceptions import PackageMismatchError
 from .._package import unpack_package
+from ..plan._domains import domain_env
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._procs import spawn, terminate
@@ -141,6 +142,7 @@ class Node:
             if proc is not None:
                 await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
                 log.info("stopped container %d of %r", key[1], key[0])
+            self.stopped(key[0])
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
         code = self.workdir / "packages" / run.package.split(":")[-1]
@@ -160,18 +162,31 @@ class Node:
         home = self.workdir / run.topology / f"container-{run.container}"
         home.mkdir(parents=True, exist_ok=True)
         args = [
-            "-m", "headwater.common.runtime.container",
+            "-m", self.container_module(run),
             "--topology-file", str(entry),
             "--container", str(run.container),
             "--containers", str(run.containers),
-            "--tmaster", self.master,
+            "--tmaster", self.tmaster_address(run),
             "--workdir", str(home),
             "--state-dir", str(home / "state"),
         ]  # fmt: skip
         self.containers[(run.topology, run.container)] = spawn(
-            args, log_path=str(home / "container.log")
+            args, env=self.container_env(run), log_path=str(home / "container.log")
         )
         log.info("started container %d of %r", run.container, run.topology)
+
+    # what a container is started with; agents run edge containers instead
+    def container_module(self, run: pb.RunContainer) -> str:
+        return "headwater.common.runtime.container"
+
+    def tmaster_address(self, run: pb.RunContainer) -> str:
+        return self.master
+
+    def container_env(self, run: pb.RunContainer) -> dict[str, str]:
+        return domain_env(run.domain or "cloud")
+
+    def stopped(self, topology: str) -> None:
+        """A topology's container here was stopped for good (killed)."""
 
     async def _supervise(self) -> None:
         backoff: dict[tuple[str, int], float] = {}

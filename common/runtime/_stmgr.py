@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -26,12 +27,13 @@ import grpc
 
 from ..api import RuntimeConfig, Topology
 from ..plan import PhysicalPlan, upstream_spouts
-from ..wire import FrameReader, Kind, decode, encode, encode_frame
+from ..wire import FrameReader, Kind, decode, encode, encode_frame, parse_frame
 from ..wire._frame import STMGR, frame_dest, length_prefix
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._acking import XorTracker
 
+_SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _uplink.py)
 log = logging.getLogger("headwater.stmgr")
 BpKey = str
 
@@ -207,6 +209,11 @@ class StreamManager:
         # set by the container: a snapshot arrived; an instance said hello
         self.on_state: Callable[[int, int, bytes], None] = lambda task, ckpt, blob: None
         self.on_hello: Callable[[int], None] = lambda task: None
+        # edge: an outbox sink published (component, sequence, rows); runtime
+        # components' control messages (uplink feedback); extra metrics
+        self.on_outbox: Callable[[int, str, int, bytes], None] | None = None
+        self.on_system: Callable[[dict[str, Any]], None] = lambda msg: None
+        self.extra_metrics: Callable[[], list[tuple[str, str, float]]] = list
         self.epoch = 0
         self.local_tasks = {i.task_id for i in plan.in_container(container)}
         self.task_container = {i.task_id: i.container for i in plan.instances}
@@ -281,6 +288,15 @@ class StreamManager:
             elif msg.get("type") == "exception":
                 self.exceptions[msg["task"]] = self.exceptions.get(msg["task"], 0) + 1
                 self.on_exception(msg)
+            else:
+                self.on_system(msg)
+        elif kind == Kind.OUTBOX:
+            if self.on_outbox is None:
+                log.warning("dropping an outbox frame: this container has no uplink")
+                return
+            f = parse_frame(frame)
+            self.on_outbox(f.src, f.stream, _SEQ.unpack_from(f.payload)[0],
+                           bytes(f.payload[_SEQ.size :]))  # fmt: skip
 
     def deliver(self, task: int, frame: bytes) -> None:
         conn = self.conns.get(task)
@@ -567,6 +583,7 @@ class StreamManager:
             out.append((ts, "restarts", float(self.restarts.get(task, 0))))
             out.append((ts, "exceptions", float(self.exceptions.get(task, 0))))
             out.append((ts, "connected", 1.0 if task in self.conns else 0.0))
+        out += self.extra_metrics()
         return out
 
     def buffered_bytes(self) -> int:

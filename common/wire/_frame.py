@@ -32,6 +32,7 @@ class Kind(IntEnum):
     METRICS = 9  # instance -> stmgr: msgpack dict
     MARKER = 10  # checkpoint barrier to a downstream task; count = checkpoint id
     STATE = 11  # instance -> stmgr: pickled snapshot; count = checkpoint id
+    OUTBOX = 12  # edge outbox sink -> stmgr: i64 sequence + msgpack rows; stream = component
 
 
 class Frame(NamedTuple):

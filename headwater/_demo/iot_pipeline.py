@@ -9,6 +9,9 @@
       -> site       per site: merge each sensor's closed windows into the site's window
       -> site_windows (KeyValueSink, latest row per site/window) and dead_letters (files)
 
+Under a master, readings..anomaly run on every edge agent (``edge()``) and
+the windows onwards in the cloud; ``headwater run`` runs it all locally.
+
 Exactly once: every stateful step keeps its state in keyed state and the
 topology runs EFFECTIVELY_ONCE. Configure with IOT_LOG (the ingest log) and
 IOT_OUT (output folder).
@@ -23,8 +26,12 @@ from functools import partial
 
 from headwater import Bolt, Context, Reliability, Stream, Topology, Tuple, fields
 from headwater.common.connectors import KeyValueSink, LogSpout, TransactionalFileSink
+from headwater.placement import edge
 
-LOG = os.environ.get("IOT_LOG", "/var/lib/headwater/agent/ingest")
+# on an agent, the ingest log is the agent's (HEADWATER_INGEST_LOG); IOT_LOG overrides
+LOG = os.environ.get("IOT_LOG") or os.environ.get(
+    "HEADWATER_INGEST_LOG", "/var/lib/headwater/agent/ingest"
+)
 OUT = os.environ.get("IOT_OUT", "/var/lib/headwater/iot")
 PARTITIONS = int(os.environ.get("IOT_PARTITIONS", "1"))
 WINDOW_MS = 10_000
@@ -173,11 +180,18 @@ topology = (
             "topology.stateful.checkpoint.interval.seconds": 1,
         },
     )
-    .add_spout("readings", partial(Readings, LOG, partitions=PARTITIONS), outputs=Readings.outputs)
-    .add_bolt("parse", Parse, inputs={"readings": fields("topic")})
-    .add_bolt("dedup", Dedup, inputs={"parse": fields("sensor")})
-    .add_bolt("smooth", Smooth, inputs={"dedup": fields("sensor")})
-    .add_bolt("anomaly", Anomaly, inputs={"smooth": fields("sensor")})
+    # edge: on every agent (no selector), next to its broker and ingest log
+    .add_spout(
+        "readings",
+        partial(Readings, LOG, partitions=PARTITIONS),
+        outputs=Readings.outputs,
+        placement=edge(),
+    )
+    .add_bolt("parse", Parse, inputs={"readings": fields("topic")}, placement=edge())
+    .add_bolt("dedup", Dedup, inputs={"parse": fields("sensor")}, placement=edge())
+    .add_bolt("smooth", Smooth, inputs={"dedup": fields("sensor")}, placement=edge())
+    .add_bolt("anomaly", Anomaly, inputs={"smooth": fields("sensor")}, placement=edge())
+    # cloud: per-site windows across every agent
     .add_bolt("windows", SensorWindows, inputs={"anomaly": fields("sensor")})
     .add_bolt("site", SiteWindows, inputs={"windows": fields("site")})
     .add_bolt(

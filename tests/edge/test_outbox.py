@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from headwater.edge._outbox import Outbox, ReplayFilter
+from headwater.common.runtime._uplink import ReplayFilter
+from headwater.edge._outbox import Outbox
 
 
 def test_batches_get_consecutive_sequence_numbers_and_survive_a_restart(tmp_path: Path) -> None:
@@ -55,3 +56,27 @@ def test_replay_filter_drops_what_was_taken() -> None:
     restored = ReplayFilter(dict(f.last))  # from checkpointed state after a rollback
     assert not restored.accept("gw1", 3)
     assert restored.accept("gw1", 4)
+
+
+def test_replay_filter_takes_only_the_batch_that_follows() -> None:
+    f = ReplayFilter()
+    assert f.check("gw1", 5 << 20 | 1, 0) == "take"
+    assert f.accept("gw1", 5 << 20 | 1, 0)
+    assert f.check("gw1", 7 << 20 | 1, 6 << 20 | 1) == "gap"  # 6/1 went missing: ask again
+    assert f.check("gw1", 5 << 20 | 1, 0) == "replay"
+    assert f.accept("gw1", 6 << 20 | 1, 5 << 20 | 1)
+
+
+def test_outbox_ignores_a_republished_sequence_number(tmp_path: Path) -> None:
+    box = Outbox(tmp_path / "ob", budget_bytes=1 << 20)
+    assert box.put(b"a", seq=(3 << 20) | 1) == (3 << 20) | 1
+    assert box.put(b"a", seq=(3 << 20) | 1) == 0  # a restore publishes it again
+    assert box.put(b"b", seq=(5 << 20) | 1) == (5 << 20) | 1
+    assert [s for s, _ in box.pending()] == [(3 << 20) | 1, (5 << 20) | 1]
+    assert [s for s, _ in box.pending(after=(3 << 20) | 1)] == [(5 << 20) | 1]
+    box.confirm((3 << 20) | 1)
+    box.close()
+    again = Outbox(tmp_path / "ob", budget_bytes=1 << 20)
+    assert again.put(b"a", seq=(3 << 20) | 1) == 0  # confirmed and deleted: still refused
+    assert [s for s, _ in again.pending()] == [(5 << 20) | 1]
+    again.close()

@@ -79,17 +79,89 @@ class Restore(_message.Message):
     epoch: int
     def __init__(self, checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
+class UplinkBatch(_message.Message):
+    __slots__ = ("agent", "component", "seq", "prev", "payload")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    PREV_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    component: str
+    seq: int
+    prev: int
+    payload: bytes
+    def __init__(self, agent: _Optional[str] = ..., component: _Optional[str] = ..., seq: _Optional[int] = ..., prev: _Optional[int] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class UplinkFeedback(_message.Message):
+    __slots__ = ("topology", "agent", "component", "consumed", "confirmed", "resend_after", "resync")
+    class ResyncEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    CONFIRMED_FIELD_NUMBER: _ClassVar[int]
+    RESEND_AFTER_FIELD_NUMBER: _ClassVar[int]
+    RESYNC_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    agent: str
+    component: str
+    consumed: int
+    confirmed: int
+    resend_after: int
+    resync: _containers.ScalarMap[str, int]
+    def __init__(self, topology: _Optional[str] = ..., agent: _Optional[str] = ..., component: _Optional[str] = ..., consumed: _Optional[int] = ..., confirmed: _Optional[int] = ..., resend_after: _Optional[int] = ..., resync: _Optional[_Mapping[str, int]] = ...) -> None: ...
+
+class UplinkHello(_message.Message):
+    __slots__ = ("agent", "topology")
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    agent: str
+    topology: str
+    def __init__(self, agent: _Optional[str] = ..., topology: _Optional[str] = ...) -> None: ...
+
+class UplinkStatus(_message.Message):
+    __slots__ = ("metrics",)
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    metrics: _containers.ScalarMap[str, float]
+    def __init__(self, metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class UplinkUp(_message.Message):
+    __slots__ = ("hello", "batch", "status")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    BATCH_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    hello: UplinkHello
+    batch: UplinkBatch
+    status: UplinkStatus
+    def __init__(self, hello: _Optional[_Union[UplinkHello, _Mapping]] = ..., batch: _Optional[_Union[UplinkBatch, _Mapping]] = ..., status: _Optional[_Union[UplinkStatus, _Mapping]] = ...) -> None: ...
+
 class Command(_message.Message):
-    __slots__ = ("plan", "checkpoint", "commit", "restore")
+    __slots__ = ("plan", "checkpoint", "commit", "restore", "uplink")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
+    UPLINK_FIELD_NUMBER: _ClassVar[int]
     plan: PhysicalPlan
     checkpoint: CheckpointRequest
     commit: CheckpointCommit
     restore: Restore
-    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ...) -> None: ...
+    uplink: UplinkBatch
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
     __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes")
@@ -231,18 +303,20 @@ class NodeInfo(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., kind: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[str] = ..., pid: _Optional[int] = ..., hostname: _Optional[str] = ...) -> None: ...
 
 class RunContainer(_message.Message):
-    __slots__ = ("topology", "container", "containers", "package", "entry")
+    __slots__ = ("topology", "container", "containers", "package", "entry", "domain")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     PACKAGE_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
     topology: str
     container: int
     containers: int
     package: str
     entry: str
-    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., containers: _Optional[int] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ...) -> None: ...
+    domain: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., containers: _Optional[int] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., domain: _Optional[str] = ...) -> None: ...
 
 class StopContainer(_message.Message):
     __slots__ = ("topology", "container")

@@ -139,6 +139,11 @@ class TopologyMasterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.FailureReport.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
                 _registered_method=True)
+        self.SendUplinkFeedback = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/SendUplinkFeedback',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class TopologyMasterServicer:
@@ -183,6 +188,13 @@ class TopologyMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SendUplinkFeedback(self, request, context):
+        """A cloud receiver's answer to an agent (relayed by the master).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TopologyMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -214,6 +226,11 @@ def add_TopologyMasterServicer_to_server(servicer, server):
             'ReportFailure': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportFailure,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.FailureReport.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'SendUplinkFeedback': grpc.unary_unary_rpc_method_handler(
+                    servicer.SendUplinkFeedback,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
     }
@@ -389,6 +406,33 @@ class TopologyMaster:
             metadata,
             _registered_method=True)
 
+    @staticmethod
+    def SendUplinkFeedback(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/SendUplinkFeedback',
+            headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
 
 class ClusterStub:
     """Missing associated documentation comment in .proto file."""
@@ -413,6 +457,11 @@ class ClusterStub:
                 '/headwater.v1.Cluster/FetchPackage',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.PackageRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Package.FromString,
+                _registered_method=True)
+        self.Uplink = channel.stream_stream(
+                '/headwater.v1.Cluster/Uplink',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkUp.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
                 _registered_method=True)
 
 
@@ -439,6 +488,14 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Uplink(self, request_iterator, context):
+        """An agent's edge domain dials out: batches and status go up, feedback
+        (flow control, confirmations, rewinds) comes down. Never dialled back.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -456,6 +513,11 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.FetchPackage,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.PackageRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Package.SerializeToString,
+            ),
+            'Uplink': grpc.stream_stream_rpc_method_handler(
+                    servicer.Uplink,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkUp.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -539,6 +601,33 @@ class Cluster:
             '/headwater.v1.Cluster/FetchPackage',
             headwater_dot_v1_dot_runtime__pb2.PackageRequest.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.Package.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Uplink(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/headwater.v1.Cluster/Uplink',
+            headwater_dot_v1_dot_runtime__pb2.UplinkUp.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
             options,
             channel_credentials,
             insecure,

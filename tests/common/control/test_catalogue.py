@@ -1,11 +1,11 @@
-"""headwater.cloud.tmaster._catalogue: the master's persisted checkpoint catalogue."""
+"""headwater.common.control._catalogue: the master's persisted checkpoint catalogue."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from headwater.cloud.tmaster._catalogue import KEEP, Catalogue, CheckpointRecord
+from headwater.common.control._catalogue import KEEP, Catalogue, CheckpointRecord
 
 
 def finish(cat: Catalogue, rec: CheckpointRecord, state: str = "COMPLETE") -> None:

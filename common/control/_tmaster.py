@@ -22,16 +22,17 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from headwater.common.api import Reliability, RuntimeConfig, Topology
-from headwater.common.api._config import CHECKPOINT_INTERVAL_SECS
-from headwater.common.plan import PhysicalPlan
-from headwater.common.wire.proto import runtime_pb2 as pb
-from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+import grpc
 
+from ..api import Reliability, RuntimeConfig, Topology
+from ..api._config import CHECKPOINT_INTERVAL_SECS
+from ..plan import PhysicalPlan
+from ..wire.proto import runtime_pb2 as pb
+from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
 
 log = logging.getLogger("headwater.tmaster")
@@ -57,6 +58,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self.metrics: dict[str, dict[str, float]] = {}
         self.exceptions: deque[dict[str, Any]] = deque(maxlen=200)
         self._watchers: set[asyncio.Queue[pb.Command]] = set()
+        self._watch_of: dict[int, asyncio.Queue[pb.Command]] = {}  # container -> its stream
         # recovery: every start of the master is a new epoch (it cannot know
         # what was in flight), restored from the last complete checkpoint
         self.restoring: pb.Restore | None = None
@@ -102,6 +104,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
     async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Command]:
         queue: asyncio.Queue[pb.Command] = asyncio.Queue()
         self._watchers.add(queue)
+        self._watch_of[request.container] = queue
         try:
             current = self.physical_plan()
             if current is not None:
@@ -112,6 +115,8 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 yield await queue.get()
         finally:
             self._watchers.discard(queue)
+            if self._watch_of.get(request.container) is queue:
+                del self._watch_of[request.container]
 
     async def SendHeartbeat(self, request: pb.Heartbeat, context: Any) -> pb.HeartbeatAck:
         self.last_heartbeat[request.container] = time.monotonic()
@@ -276,6 +281,21 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         for q in self._watchers:
             q.put_nowait(command)
 
+    def send_to(self, container: int, command: pb.Command) -> bool:
+        """Queue ``command`` for one container; False when it is not watching."""
+        q = self._watch_of.get(container)
+        if q is None:
+            return False
+        q.put_nowait(command)
+        return True
+
+    def container_of(self, component: str) -> int | None:
+        """The container of the first task of ``component`` (uplink receivers have one)."""
+        for i in self.plan.instances:
+            if i.component == component:
+                return i.container
+        return None
+
     # -- views (JSON) ------------------------------------------------------------
     def summary(self) -> dict[str, Any]:
         now = time.monotonic()
@@ -349,3 +369,53 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             "tasks": tasks,
             "containers": containers,
         }
+
+
+class TopologyDispatch(pb_grpc.TopologyMasterServicer):
+    """Routes each container's call to the topology master of its topology, by name.
+
+    ``on_feedback`` takes the uplink feedback of cloud receivers (the master
+    relays it to the agent); elsewhere it is refused.
+    """
+
+    def __init__(
+        self,
+        tms: Mapping[str, TopologyMaster],
+        on_feedback: Callable[[pb.UplinkFeedback], None] | None = None,
+    ) -> None:
+        self.tms = tms
+        self.on_feedback = on_feedback
+
+    async def _tm(self, name: str, context: Any) -> TopologyMaster:
+        tm = self.tms.get(name)
+        if tm is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no topology named {name!r}")
+        assert tm is not None
+        return tm
+
+    async def Register(self, request: pb.RegisterRequest, context: Any) -> pb.RegisterResponse:
+        return await (await self._tm(request.topology, context)).Register(request, context)
+
+    async def Watch(self, request: pb.WatchRequest, context: Any) -> AsyncIterator[pb.Command]:
+        tm = await self._tm(request.topology, context)
+        async for command in tm.Watch(request, context):
+            yield command
+
+    async def SendHeartbeat(self, request: pb.Heartbeat, context: Any) -> pb.HeartbeatAck:
+        return await (await self._tm(request.topology, context)).SendHeartbeat(request, context)
+
+    async def AckCheckpoint(self, request: pb.CheckpointAck, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).AckCheckpoint(request, context)
+
+    async def AckRestore(self, request: pb.RestoreAck, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).AckRestore(request, context)
+
+    async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).ReportFailure(request, context)
+
+    async def SendUplinkFeedback(self, request: pb.UplinkFeedback, context: Any) -> pb.Empty:
+        if self.on_feedback is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no uplinks end here")
+        assert self.on_feedback is not None
+        self.on_feedback(request)
+        return pb.Empty()
