@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 import grpc
+from aiohttp import web
 
 from headwater.common._discovery import find_master
 from headwater.common._loader import load_topology
@@ -48,6 +49,7 @@ class Agent(Node):
         version: str = "",
         mqtt: MqttSource | None = None,
         outbox_budget: int = DEFAULT_OUTBOX_BUDGET,
+        status_port: int | None = None,
     ) -> None:
         super().__init__(master or "", workdir, kind="agent", node_id=node_id, labels=labels,
                          version=version)  # fmt: skip
@@ -62,6 +64,7 @@ class Agent(Node):
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self._server: grpc.aio.Server | None = None
         self.local_address = ""
+        self.status_port = status_port
 
     async def run(self) -> None:
         if not self.master:
@@ -74,9 +77,12 @@ class Agent(Node):
         self.local_address = f"127.0.0.1:{port}"
         if self.ingest is not None:
             self.ingest.start()
+        http = await self._serve_status() if self.status_port is not None else None
         try:
             await super().run()
         finally:
+            if http is not None:
+                await http.cleanup()
             for task in self._coordinators.values():
                 task.cancel()
             await self._server.stop(1.0)
@@ -125,6 +131,26 @@ class Agent(Node):
             task.cancel()
         shutil.rmtree(self.workdir / topology, ignore_errors=True)
 
+    async def _serve_status(self) -> web.AppRunner:
+        """``GET /status`` on loopback: what the agent knows, even with its link down."""
+
+        async def status(request: web.Request) -> web.Response:
+            s = self.status()
+            return web.json_response({
+                "id": self.node_id, "master": self.master, "attached": self._stub is not None,
+                "containers": list(s.containers), "backlog_bytes": s.backlog_bytes,
+                "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
+                "error": s.error,
+            })  # fmt: skip
+
+        app = web.Application()
+        app.router.add_get("/status", status)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", self.status_port).start()
+        log.info("status on http://127.0.0.1:%d/status", self.status_port)
+        return runner
+
     # -- backlog -------------------------------------------------------------------
     def _outbox_metric(self, name: str) -> float:
         return sum(tm.metrics.get("container:0", {}).get(name, 0.0) for tm in self.tms.values())
@@ -148,4 +174,5 @@ class Agent(Node):
             s.metrics["mqtt_appended"] = st.appended
             s.metrics["mqtt_connected"] = 1.0 if st.connected else 0.0
             s.metrics["mqtt_paused_s"] = st.paused_s
+            s.metrics["mqtt_paused"] = 1.0 if self.outbox_full() else 0.0
         return s

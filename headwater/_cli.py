@@ -152,6 +152,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="outbox size that throttles ingestion",
     )
+    agent.add_argument(
+        "--status-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="serve GET /status (backlog, ingestion, uplink) on 127.0.0.1:PORT",
+    )
     agent.add_argument("--workdir", default=None, metavar="DIR")
     agent.set_defaults(func=_cmd_agent)
 
@@ -488,7 +495,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     async def main() -> None:
         agent = Agent(args.master, workdir, node_id=args.id, labels=dict(args.label),
                       version=__version__, mqtt=mqtt,
-                      outbox_budget=args.outbox_budget)  # fmt: skip
+                      outbox_budget=args.outbox_budget,
+                      status_port=args.status_port)  # fmt: skip
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):
             loop.add_signal_handler(s, agent.stopping.set)

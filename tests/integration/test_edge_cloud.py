@@ -8,6 +8,9 @@ cloud by its durable outbox, an outbound uplink and sequence numbers.
 from __future__ import annotations
 
 import json
+import threading
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,12 +23,15 @@ from paho.mqtt.enums import CallbackAPIVersion
 from headwater.common._loader import load_topology
 from headwater.common.plan import cloud_part, edge_part, task_ids
 
+from ..conftest import free_port
 from ._daemons import Daemons
+from ._proxy import LinkProxy
 from ._support import EXAMPLES, wait_for
 from .test_iot import MALFORMED, SENSORS, _expected, _site_rows
 
 pytestmark = pytest.mark.cluster
 PIPELINE = EXAMPLES / "iot" / "pipeline.py"
+SITES = ("site0", "site1")
 
 
 class Sensors:
@@ -77,31 +83,32 @@ def _dead_letters(out: Path) -> list[list[Any]]:
     return rows
 
 
-def _start_cluster(
-    daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path, *agent_args: str
-) -> tuple[psutil.Process, dict[str, psutil.Process], Path]:
+def _agent_args(mosquitto: tuple[str, int], site: str, master: str, *more: str) -> list[str]:
     host, port = mosquitto
+    return ["--master", master, "--label", f"site={site}", "--mqtt", f"{host}:{port}",
+            "--topic", f"sensors/{site}/#", *more]  # fmt: skip
+
+
+def _start_cluster(
+    daemons: Daemons,
+    mosquitto: tuple[str, int],
+    tmp_path: Path,
+    agent_args: dict[str, list[str]] | None = None,
+    master: bool = True,
+) -> tuple[psutil.Process, dict[str, psutil.Process], Path]:
     out = tmp_path / "out"
-    daemons.start_master()
+    if master:
+        daemons.start_master()
     worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)})
-    agents = {
-        site: daemons.start_agent(
-            f"gw-{site}",
-            "--master",
-            daemons.grpc,
-            "--label",
-            f"site={site}",
-            "--mqtt",
-            f"{host}:{port}",
-            "--topic",
-            f"sensors/{site}/#",
-            *agent_args,
-        )
-        for site in ("site0", "site1")
-    }
+    args = agent_args or {s: _agent_args(mosquitto, s, daemons.grpc) for s in SITES}
+    agents = {site: daemons.start_agent(f"gw-{site}", *args[site]) for site in SITES}
     wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3, 30,
              "the worker and both agents online")  # fmt: skip
     daemons.cli("submit", str(PIPELINE))
+    wait_for(lambda: all(_node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
+                         and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected")
+                         for s in SITES), 60,
+             "both agents subscribed and their uplinks open")  # fmt: skip
     return worker, agents, out
 
 
@@ -109,10 +116,6 @@ def test_iot_example_runs_across_worker_and_two_agents(
     daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
 ) -> None:
     worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path)
-    wait_for(lambda: all(_node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
-                         and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected")
-                         for s in ("site0", "site1")), 60,
-             "both agents subscribed and their uplinks open")  # fmt: skip
 
     readings = list(SENSORS["readings"](2, 3, 40))
     messages = [(t, json.dumps(r).encode()) for t, r in readings]
@@ -153,4 +156,130 @@ def test_iot_example_runs_across_worker_and_two_agents(
         assert not master_pids & set(_instances(agent).values())
     # the outboxes drain once the cloud has checkpointed everything
     wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0
-                         for s in ("site0", "site1")), 30, "the outboxes empty")  # fmt: skip
+                         for s in SITES), 30, "the outboxes empty")  # fmt: skip
+
+
+class SteadySensors(threading.Thread):
+    """Publishes ``messages`` at ``rate`` per second (QoS 1), counting what went out per site."""
+
+    def __init__(self, sensors: Sensors, messages: list[tuple[str, bytes]], rate: float) -> None:
+        super().__init__(name="sensors", daemon=True)
+        self.sensors, self.messages, self.rate = sensors, messages, rate
+        self.sent: dict[str, int] = {s: 0 for s in SITES}
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        for i, (topic, payload) in enumerate(self.messages):
+            delay = start + i / self.rate - time.monotonic()
+            if self.stop.wait(max(0.0, delay)):
+                return
+            self.sensors.publish([(topic, payload)])
+            self.sent[topic.split("/")[1]] += 1
+
+
+def _status(port: int) -> dict[str, Any]:
+    """The agent's own view (``--status-port``); empty while it is not serving."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as r:
+            return json.loads(r.read())  # type: ignore[no-any-return]
+    except OSError:
+        return {"metrics": {}, "backlog_batches": -1, "backlog_bytes": -1}
+
+
+def test_cut_link_delays_but_loses_and_duplicates_nothing(
+    daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
+) -> None:
+    """60 s without the cloud: site0's outbox grows; site1's tiny budget fills, MQTT
+    acknowledgement stops and the broker holds the rest. Afterwards: every reading once."""
+    daemons.start_master()
+    proxies = {s: LinkProxy(daemons.grpc) for s in SITES}
+    status = {s: free_port() for s in SITES}
+    try:
+        args = {
+            "site0": _agent_args(mosquitto, "site0", proxies["site0"].address,
+                                 "--status-port", str(status["site0"])),
+            "site1": _agent_args(mosquitto, "site1", proxies["site1"].address,
+                                 "--status-port", str(status["site1"]), "--outbox-budget", "3000"),
+        }  # fmt: skip
+        _worker, _agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
+        readings = list(SENSORS["readings"](2, 3, 130))
+        publisher = SteadySensors(sensors, [(t, json.dumps(r).encode()) for t, r in readings], 12)
+        publisher.start()
+        wait_for(lambda: publisher.sent["site0"] >= 40, 30, "the first readings out")
+        for p in proxies.values():
+            p.cut()
+        cut_at = time.monotonic()
+        wait_for(lambda: not _node(daemons, "gw-site0")["online"]
+                 and not _node(daemons, "gw-site1")["online"], 20,
+                 "both agents offline at the master")  # fmt: skip
+
+        # site0: the outbox grows while the link is down, and the agent shows it
+        first = wait_for(lambda: (b := _status(status["site0"])["backlog_batches"]) > 0 and b,
+                         30, "a backlog at site0")  # fmt: skip
+        wait_for(lambda: _status(status["site0"])["backlog_batches"] > first + 3, 30,
+                 "site0's backlog growing")  # fmt: skip
+        # site1: the outbox is full, ingestion paused, the broker holds the rest
+        wait_for(lambda: _status(status["site1"])["metrics"]["mqtt_paused"] == 1.0, 40,
+                 "site1's ingestion paused by its full outbox")  # fmt: skip
+        held_from = _status(status["site1"])["metrics"]["mqtt_appended"]
+        wait_for(lambda: publisher.sent["site1"] > held_from + 20, 40,
+                 "readings published past what site1 took")  # fmt: skip
+        assert _status(status["site1"])["metrics"]["mqtt_appended"] == held_from
+        assert _status(status["site1"])["backlog_bytes"] >= 3000
+        assert not (out / "site_windows").exists() or True  # the cloud keeps what it had
+
+        time.sleep(max(0.0, 60 - (time.monotonic() - cut_at)))  # the cut lasts 60 s
+        for p in proxies.values():
+            p.restore()
+        publisher.join(120)
+        assert not publisher.is_alive()
+        assert publisher.sent == {"site0": 390, "site1": 390}
+        expected = _expected([r for _, r in readings])
+        wait_for(lambda: _site_rows(out / "site_windows") == expected, 120,
+                 "every closed window, each reading counted once")  # fmt: skip
+        assert len(expected) == 2 * 12
+        wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
+                 60, "both outboxes confirmed and empty")  # fmt: skip
+        assert _status(status["site1"])["metrics"]["mqtt_appended"] >= 390
+        assert _dead_letters(out) == []
+    finally:
+        for p in proxies.values():
+            p.close()
+
+
+def test_agent_killed_while_offline_loses_and_duplicates_nothing(
+    daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
+) -> None:
+    daemons.start_master()
+    proxy = LinkProxy(daemons.grpc)
+    port = free_port()
+    try:
+        args = {
+            "site0": _agent_args(mosquitto, "site0", proxy.address, "--status-port", str(port)),
+            "site1": _agent_args(mosquitto, "site1", daemons.grpc),
+        }
+        _worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
+        readings = list(SENSORS["readings"](2, 3, 40))
+        messages = [(t, json.dumps(r).encode()) for t, r in readings]
+        half = len(messages) // 2
+        sensors.publish(messages[:60])
+        proxy.cut()
+        sensors.publish(messages[60:half])
+        wait_for(lambda: _status(port)["backlog_batches"] > 0
+                 and _status(port)["metrics"]["mqtt_appended"] >= half // 2, 30,
+                 "site0's readings acknowledged and in its outbox")  # fmt: skip
+        agents["site0"].kill()  # SIGKILL: its containers and instances die with it
+        agents["site0"].wait(10)
+        sensors.publish(messages[half:])  # the broker keeps site0's for its session
+        daemons.start_agent("gw-site0", *args["site0"])
+        wait_for(lambda: _status(port)["metrics"].get("mqtt_connected") == 1.0, 30,
+                 "the restarted agent subscribed again")  # fmt: skip
+        proxy.restore()
+        expected = _expected([r for _, r in readings])
+        wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
+                 "every closed window, each reading counted once")  # fmt: skip
+        wait_for(lambda: _node(daemons, "gw-site0")["backlog_batches"] == 0, 60,
+                 "site0's outbox confirmed and empty")  # fmt: skip
+    finally:
+        proxy.close()

@@ -1,0 +1,105 @@
+"""A TCP proxy on loopback whose link a test can cut and restore.
+
+While cut, it closes every connection through it and refuses new ones at
+once (accept, then close): to the agent, the cloud is unreachable.
+"""
+
+from __future__ import annotations
+
+import selectors
+import socket
+import threading
+
+from ..conftest import free_port
+
+
+class LinkProxy:
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self.target = (host, int(port))
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._listener, selectors.EVENT_READ)
+        self._peer: dict[socket.socket, socket.socket] = {}
+        self._cut = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self.connections = 0
+        self._thread = threading.Thread(target=self._run, name="link-proxy", daemon=True)
+        self._thread.start()
+
+    def cut(self) -> None:
+        self._cut.set()
+
+    def restore(self) -> None:
+        self._cut.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for s in list(self._peer):
+            s.close()
+        self._listener.close()
+
+    def _drop(self, s: socket.socket) -> None:
+        other = self._peer.pop(s, None)
+        for sock in (s, other):
+            if sock is None:
+                continue
+            try:
+                self._sel.unregister(sock)
+            except (KeyError, ValueError):
+                pass
+            sock.close()
+            self._peer.pop(sock, None)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self._cut.is_set() and self._peer:
+                for s in list(self._peer):
+                    if s in self._peer:
+                        self._drop(s)
+            for key, _ in self._sel.select(timeout=0.05):
+                sock = key.fileobj
+                assert isinstance(sock, socket.socket)
+                if sock is self._listener:
+                    try:
+                        client, _ = self._listener.accept()
+                    except BlockingIOError:
+                        continue
+                    if self._cut.is_set():
+                        client.close()
+                        continue
+                    try:
+                        upstream = socket.create_connection(self.target, timeout=2)
+                    except OSError:
+                        client.close()
+                        continue
+                    self.connections += 1
+                    for s in (client, upstream):
+                        s.setblocking(False)
+                        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                        self._sel.register(s, selectors.EVENT_READ)
+                    self._peer[client], self._peer[upstream] = upstream, client
+                    continue
+                if sock not in self._peer:
+                    continue
+                try:
+                    data = sock.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    data = b""
+                if not data:
+                    self._drop(sock)
+                    continue
+                other = self._peer[sock]
+                try:
+                    other.setblocking(True)
+                    other.sendall(data)
+                    other.setblocking(False)
+                except OSError:
+                    self._drop(sock)
