@@ -6,6 +6,7 @@ once (accept, then close): to the agent, the cloud is unreachable.
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import threading
@@ -49,10 +50,8 @@ class LinkProxy:
         for sock in (s, other):
             if sock is None:
                 continue
-            try:
+            with contextlib.suppress(KeyError, ValueError):
                 self._sel.unregister(sock)
-            except (KeyError, ValueError):
-                pass
             sock.close()
             self._peer.pop(sock, None)
 
