@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import exactly_once, wordcount
+from bench import edge, exactly_once, wordcount
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,11 @@ class Workload:
 
 
 WORKLOADS: dict[str, Workload] = {
+    "edge": Workload(
+        edge.__doc__.splitlines()[0] if edge.__doc__ else "",
+        edge.add_arguments,
+        edge.run,
+    ),
     "exactly-once": Workload(
         exactly_once.__doc__.splitlines()[0] if exactly_once.__doc__ else "",
         exactly_once.add_arguments,

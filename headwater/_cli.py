@@ -376,15 +376,39 @@ def _print_status(
 
 # -- demo --------------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from headwater._demo.run import prepare
+    from headwater._demo.run import Demo
 
-    print("Headwater demo: sensors -> MQTT -> the agent's durable log -> an exactly-once IoT "
-          "pipeline on 2 containers of real processes.")  # fmt: skip
-    cluster, cleanup, report = prepare()
+    print("Headwater demo: sensors -> MQTT -> edge agents (durable log, edge subgraph, "
+          "outbox) -> uplink -> a cloud worker, every piece a real process.")  # fmt: skip
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop["signal"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    demo = Demo()
     try:
-        return _run_cluster(cluster, args.duration, quiet=False, report=report)
+        demo.start()
+        start = time.monotonic()
+        next_report = start + 5.0
+        while not stop["signal"]:
+            now = time.monotonic()
+            if args.duration is not None and now - start >= args.duration:
+                break
+            if now >= next_report:
+                with contextlib.suppress(OSError):
+                    demo.report()
+                next_report = now + 5.0
+            time.sleep(0.1)
+        with contextlib.suppress(OSError):
+            demo.report()
     finally:
-        cleanup()
+        print("stopping...", flush=True)
+        demo.stop()
+        for s, h in old.items():
+            signal.signal(s, h)
+    print("stopped", flush=True)
+    return 0
 
 
 # -- daemons -------------------------------------------------------------------------

@@ -137,6 +137,9 @@ class UplinkSpout(Spout):
         self.filter = ReplayFilter(ctx.state.setdefault("last", {}))  # agent -> seq taken
         self.last = self.filter.last
         self.at_checkpoint: dict[int, dict[str, int]] = {}
+        rc = RuntimeConfig.from_mapping(ctx.config)
+        # without checkpoints nothing will hold a batch later: confirm it once emitted
+        self.confirm_at_once = rc.reliability is not Reliability.EXACTLY_ONCE
         self.asked: dict[str, tuple[int, float]] = {}  # agent -> (resend_after, when)
         # a fresh or restored receiver: every agent resends what follows its state
         self._feedback(agent="", resync=dict(self.last))
@@ -171,7 +174,7 @@ class UplinkSpout(Spout):
         self.last[agent] = seq
         self.ctx.incr("uplink_batches")
         self.ctx.incr("uplink_rows", len(rows))
-        self._feedback(agent=agent, consumed=seq)
+        self._feedback(agent=agent, consumed=seq, confirmed=seq if self.confirm_at_once else 0)
 
     def on_checkpoint(self, checkpoint_id: int) -> None:
         self.at_checkpoint[checkpoint_id] = dict(self.last)

@@ -1,10 +1,13 @@
 """``headwater demo``: the IoT path on one machine, every piece real.
 
 A broker (Mosquitto when installed, an embedded amqtt broker otherwise),
-simulated sensors publishing JSON readings with the odd malformed one, the
-agent's MQTT ingestion into a durable log, and the exactly-once IoT pipeline
-(parse with dead letters, dedup, smoothing, anomalies, event-time windows,
-per-site aggregates) on a local cluster of two containers.
+simulated sensors on two sites publishing JSON readings with the odd
+malformed one, and the exactly-once IoT example on the product's daemons:
+``headwater master``, a ``headwater worker`` and one ``headwater agent`` per
+site. Each agent ingests its site's topics into its durable log and runs
+the edge half (parse with dead letters, dedup, smoothing, anomalies) as its
+own checkpoint domain; the worker runs the cloud half (event-time windows,
+per-site aggregates, sinks) on what the agents' uplinks deliver.
 """
 
 from __future__ import annotations
@@ -13,16 +16,18 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
-from headwater.cloud.local import LocalCluster
+from headwater.common._package import build_package
 from headwater.common.runtime._procs import spawn, terminate
-from headwater.edge import MqttIngest, MqttSource
 
 from .sensors import readings
 
@@ -88,64 +93,131 @@ def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5
         client.loop_stop()
 
 
-def make_report(out: Path) -> Callable[[LocalCluster], None]:
-    def report(cluster: LocalCluster) -> None:
-        from rocksdict import AccessType, Options, Rdict
+def site_rows(out: Path) -> dict[str, list[Any]]:
+    """The per-site window rows the cloud's key-value sink holds (read-only, beside it)."""
+    from rocksdict import AccessType, Options, Rdict
 
-        from headwater.common.wire import decode
+    from headwater.common.wire import decode
 
-        rows: dict[str, list[Any]] = {}
-        for db_path in sorted((out / "site_windows").glob("task-*")):
-            try:
-                db = Rdict(str(db_path), Options(raw_mode=True),
-                           access_type=AccessType.read_only())  # fmt: skip
-            except Exception:
-                continue
-            try:
-                for k, v in db.items():
-                    rows[str(decode(k))] = decode(v)  # type: ignore[arg-type]
-            finally:
-                db.close()
+    rows: dict[str, list[Any]] = {}
+    for db_path in sorted((out / "site_windows").glob("task-*")):
+        try:
+            db = Rdict(str(db_path), Options(raw_mode=True), access_type=AccessType.read_only())
+        except Exception:  # not created yet
+            continue
+        try:
+            for k, v in db.items():
+                rows[str(decode(k))] = decode(v)  # type: ignore[arg-type]
+        finally:
+            db.close()
+    return rows
+
+
+def dead_letters(out: Path) -> int:
+    d = out / "dead_letters"
+    return sum(len(f.read_text().splitlines()) for f in d.glob("part-*.jsonl")) if d.exists() else 0
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+class Demo:
+    """Master, a worker, two agents (one per site), a broker and sensors, as real processes."""
+
+    SITES = ("site0", "site1")
+
+    def __init__(self, workdir: Path | None = None) -> None:
+        self.work = workdir or Path(tempfile.mkdtemp(prefix="hw-demo-"))
+        self.out = self.work / "out"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.stop_sensors = threading.Event()
+        self.sensors: threading.Thread | None = None
+        self.http = self.grpc = ""
+
+    def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.procs.append(spawn(["-m", "headwater", *args], env=env,
+                                log_path=str(self.work / f"{name}.log")))  # fmt: skip
+
+    def start(self) -> None:
+        port, broker, kind = start_broker(self.work)
+        self.procs.append(broker)
+        print(f"  MQTT: {kind} on 127.0.0.1:{port}; 6 sensors on 2 sites publish to "
+              "sensors/<site>/<sensor>", flush=True)  # fmt: skip
+        ready = self.work / "master.json"
+        self._daemon("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
+                     "--http-port", str(_free_port()), "--state-dir", str(self.work / "master"),
+                     "--ready-file", str(ready), "--no-advertise")  # fmt: skip
+        info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), "the master")
+        self.grpc, self.http = info["grpc"], info["http"]
+        self._daemon("worker-1", "worker", "--master", self.grpc, "--id", "worker-1",
+                     "--workdir", str(self.work / "worker-1"),
+                     env={"IOT_OUT": str(self.out)})  # fmt: skip
+        for site in self.SITES:
+            self._daemon(f"gw-{site}", "agent", "--master", self.grpc, "--id", f"gw-{site}",
+                         "--label", f"site={site}", "--mqtt", f"127.0.0.1:{port}",
+                         "--topic", f"sensors/{site}/#",
+                         "--workdir", str(self.work / f"gw-{site}"))  # fmt: skip
+        _wait(lambda: len([n for n in self.nodes() if n["online"]]) == 3,
+              "the worker and both agents")  # fmt: skip
+        data, entry = build_package(str(PIPELINE))
+        req = urllib.request.Request(
+            f"{self.http}/api/v1/topologies?{urlencode({'entry': entry, 'containers': 1})}",
+            data=data, method="POST")  # fmt: skip
+        with urllib.request.urlopen(req, timeout=60) as r:
+            json.loads(r.read())
+        self.sensors = threading.Thread(target=publish_forever, args=(port, self.stop_sensors),
+                                        daemon=True)  # fmt: skip
+        self.sensors.start()
+        print("running 'iot' on a master, a cloud worker and 2 edge agents", flush=True)
+        print("  edge (each agent, its own checkpoint domain): readings -> parse -> dedup -> "
+              "smooth -> anomaly, uplinked from a durable outbox", flush=True)  # fmt: skip
+        print("  cloud (the worker): 10 s windows per sensor -> per site -> sinks", flush=True)
+        print(f"  master API: {self.http}/api/v1/topologies/iot (also /metrics, /checkpoints)",
+              flush=True)  # fmt: skip
+        print(f"  agents and their backlogs: {self.http}/api/v1/nodes", flush=True)
+        print(f"  outputs (kept after the demo): {self.out / 'site_windows'} (per-site "
+              f"windows), {self.out / 'dead_letters'}", flush=True)  # fmt: skip
+        print(f"  logs: {self.work}", flush=True)
+        print("  stop with Ctrl-C", flush=True)
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return _get(f"{self.http}/api/v1/nodes")  # type: ignore[no-any-return]
+
+    def report(self) -> None:
         latest: dict[str, list[Any]] = {}
-        for row in rows.values():
+        for row in site_rows(self.out).values():
             if row[1] not in latest or row[2] > latest[row[1]][2]:
                 latest[row[1]] = row
-        tasks = cluster.metrics()["tasks"].values()
-        dead = sum(m.get("user:dead_letter", 0) for m in tasks)
         for site, row in sorted(latest.items()):
             when = time.strftime("%H:%M:%S", time.gmtime(row[2] / 1000))
             print(f"  {site} window {when}: {row[3]} sensors, {row[4]} readings, mean "
                   f"{row[5]:.2f}, min {row[6]:.2f}, max {row[7]:.2f}, anomalies {row[8]}",
                   flush=True)  # fmt: skip
-        print(f"  dead letters so far: {int(dead)} (reasons in {out / 'dead_letters'})",
+        agents = [f"{n['id']} {'online' if n['online'] else 'OFFLINE'} backlog "
+                  f"{n['backlog_batches']} batches"
+                  for n in self.nodes() if n["kind"] == "agent"]  # fmt: skip
+        cp = _get(f"{self.http}/api/v1/topologies/iot/checkpoints")
+        print(f"  dead letters so far: {dead_letters(self.out)} | {' | '.join(agents)} | "
+              f"cloud checkpoints: latest complete {cp['latest_complete']}",
               flush=True)  # fmt: skip
 
-    return report
+    def stop(self) -> None:
+        self.stop_sensors.set()
+        if self.sensors is not None:
+            self.sensors.join(5)
+        terminate(list(reversed(self.procs)), 15.0)
 
 
-def prepare(workdir: Path | None = None) -> tuple[LocalCluster, Callable[[], None], Callable[
-        [LocalCluster], None]]:  # fmt: skip
-    """Start broker, ingestion and sensors; return the cluster to run, a cleanup, a reporter."""
-    work = workdir or Path(tempfile.mkdtemp(prefix="hw-demo-"))
-    port, broker, kind = start_broker(work)
-    ingest = MqttIngest(MqttSource("127.0.0.1", port, client_id="headwater-demo-agent",
-                                   partitions=2), work / "ingest")  # fmt: skip
-    ingest.start()
-    stop = threading.Event()
-    sensors = threading.Thread(target=publish_forever, args=(port, stop), daemon=True)
-    sensors.start()
-    out = work / "out"
-    env = {"IOT_LOG": str(work / "ingest"), "IOT_OUT": str(out), "IOT_PARTITIONS": "2"}
-    cluster = LocalCluster(PIPELINE, containers=2, env=env)
-    print(f"  MQTT: {kind} on 127.0.0.1:{port}; 6 sensors on 2 sites publish to sensors/#")
-    print(f"  the agent's ingestion appends every reading to {work / 'ingest'} before acking")
-    print(f"  outputs (kept after the demo): {out / 'site_windows'} (per-site windows), "
-          f"{out / 'dead_letters'}")  # fmt: skip
-
-    def cleanup() -> None:
-        stop.set()
-        sensors.join(5)
-        ingest.stop()
-        terminate([broker], 5.0)
-
-    return cluster, cleanup, make_report(out)
+def _wait(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = cond()
+        except OSError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.1)
+    raise RuntimeError(f"the demo could not start {what} within {timeout:.0f}s")

@@ -32,9 +32,12 @@ class Daemons:
         info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
         self.grpc, self.http = info["grpc"], info["http"]
 
-    def start_worker(self, name: str, env: dict[str, str] | None = None) -> psutil.Process:
+    def start_worker(
+        self, name: str, env: dict[str, str] | None = None, netns: str | None = None
+    ) -> psutil.Process:
         proc = self._spawn(["worker", "--master", self.grpc, "--id", name,
-                            "--workdir", str(self.tmp / name)], f"{name}.log", env)  # fmt: skip
+                            "--workdir", str(self.tmp / name)], f"{name}.log", env,
+                           netns=netns)  # fmt: skip
         return psutil.Process(proc.pid)
 
     def start_agent(self, name: str, *args: str, netns: str | None = None) -> psutil.Process:

@@ -8,6 +8,8 @@ cloud by its durable outbox, an outbound uplink and sequence numbers.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -20,12 +22,12 @@ import psutil
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
+from headwater._demo.linkproxy import LinkProxy
 from headwater.common._loader import load_topology
 from headwater.common.plan import cloud_part, edge_part, task_ids
 
 from ..conftest import free_port
 from ._daemons import Daemons
-from ._proxy import LinkProxy
 from ._support import EXAMPLES, wait_for
 from .test_iot import MALFORMED, SENSORS, _expected, _site_rows
 
@@ -283,3 +285,55 @@ def test_agent_killed_while_offline_loses_and_duplicates_nothing(
                  "site0's outbox confirmed and empty")  # fmt: skip
     finally:
         proxy.close()
+
+
+def test_agents_find_the_master_by_zeroconf_and_by_address(
+    daemons: Daemons, netns_pair: tuple[str, str], tmp_path: Path
+) -> None:
+    """Across a network the test makes (two namespaces joined by a veth pair, multicast on):
+    the master, its worker and the broker in one; gw-site0 in the other finds the master by
+    zeroconf, gw-site1 is given its address. The example then runs across all of them."""
+    master_ns, agent_ns = netns_pair
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(f"listener {port} 10.250.0.1\nallow_anonymous true\npersistence false\n"
+                    "max_queued_messages 0\n")  # fmt: skip
+    broker = subprocess.Popen(["ip", "netns", "exec", master_ns, "mosquitto", "-c", str(conf)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        out = tmp_path / "out"
+        daemons.start_master(host="10.250.0.1", netns=master_ns)
+        daemons.start_worker("w1", env={"IOT_OUT": str(out)}, netns=master_ns)
+        mqtt_at = f"10.250.0.1:{port}"
+        daemons.start_agent(
+            "gw-site0",
+            "--label",
+            "site=site0",
+            "--mqtt",
+            mqtt_at,
+            "--topic",
+            "sensors/site0/#",
+            netns=agent_ns,
+        )  # fmt: skip  (no --master)
+        daemons.start_agent("gw-site1", "--master", daemons.grpc, "--label", "site=site1",
+                            "--mqtt", mqtt_at, "--topic", "sensors/site1/#",
+                            netns=master_ns)  # fmt: skip
+        wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
+                 60, "the worker and both agents online")  # fmt: skip
+        assert "found the master at 10.250.0.1:" in (tmp_path / "gw-site0.log").read_text()
+        in_ns = ["ip", "netns", "exec", master_ns, sys.executable]
+        subprocess.run([*in_ns, "-m", "headwater", "submit", str(PIPELINE), "--master",
+                        daemons.http], check=True, capture_output=True, timeout=60)  # fmt: skip
+        wait_for(lambda: all(_node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
+                             and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {})
+                             .get("connected") for s in SITES), 60,
+                 "both agents subscribed and their uplinks open")  # fmt: skip
+        subprocess.run([*in_ns, str(EXAMPLES / "iot" / "sensors.py"), "--broker", mqtt_at,
+                        "--count", "30"], check=True, capture_output=True, timeout=120)  # fmt: skip
+        expected = _expected([r for _, r in SENSORS["readings"](2, 3, 30)])
+        wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
+                 "every closed window of both sites at the cloud sink")  # fmt: skip
+        assert len(expected) == 2 * 2
+    finally:
+        broker.terminate()
+        broker.wait(10)

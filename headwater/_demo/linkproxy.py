@@ -1,7 +1,8 @@
-"""A TCP proxy on loopback whose link a test can cut and restore.
+"""A TCP proxy on loopback whose link can be cut and restored (tests and benchmarks).
 
-While cut, it closes every connection through it and refuses new ones at
-once (accept, then close): to the agent, the cloud is unreachable.
+Put it between an agent and the master (``--master`` its address). While
+cut, it closes every connection through it and refuses new ones at once
+(accept, then close): to the agent, the cloud is unreachable.
 """
 
 from __future__ import annotations
@@ -11,16 +12,14 @@ import selectors
 import socket
 import threading
 
-from ..conftest import free_port
-
 
 class LinkProxy:
     def __init__(self, target: str) -> None:
         host, port = target.rsplit(":", 1)
         self.target = (host, int(port))
-        self.port = free_port()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
         self.address = f"127.0.0.1:{self.port}"
-        self._listener = socket.create_server(("127.0.0.1", self.port))
         self._listener.setblocking(False)
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._listener, selectors.EVENT_READ)

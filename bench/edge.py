@@ -1,0 +1,247 @@
+"""Edge to cloud: end-to-end latency, catch-up after a cut link, and the agent's memory.
+
+Real daemons on this machine: an MQTT broker, ``headwater master``, one
+``headwater worker`` and one ``headwater agent`` that reaches the master
+through a loopback proxy the benchmark can cut. Sensors publish JSON
+readings stamped with their publish time at a steady ``--rate``; the edge
+subgraph (``bench/edge_topology.py``) parses them and the cloud lands them
+in a transactional file sink, a part file per cloud checkpoint.
+
+* latency: publish -> the row visible in a committed part file at the cloud
+  (polled every 20 ms), for each checkpoint interval in ``--intervals``
+  (both domains use it), side by side;
+* catch-up: the link is cut for ``--cut`` seconds while the sensors go on;
+  after it returns, the backlog (every reading published during the cut)
+  is timed until it has landed: rows per second;
+* the agent's peak RSS: the daemon alone and with its edge processes
+  (container and instances), sampled every 0.5 s through all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import paho.mqtt.client as mqtt
+import psutil
+from paho.mqtt.enums import CallbackAPIVersion
+
+from headwater._demo.linkproxy import LinkProxy
+from headwater._demo.run import _free_port, start_broker
+from headwater.common._package import build_package
+from headwater.common.runtime._procs import spawn, terminate
+
+TOPOLOGY = Path(__file__).with_name("edge_topology.py")
+RESULTS = Path(__file__).with_name("results") / "edge.json"
+SENSORS = 10
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rate", type=float, default=500.0, help="readings per second (all sensors)")
+    p.add_argument("--duration", type=float, default=30.0, help="steady seconds per interval")
+    p.add_argument("--intervals", default="1,0.25", help="checkpoint intervals to compare (s)")
+    p.add_argument("--cut", type=float, default=60.0, help="seconds the link is down")
+    p.add_argument("--out", type=Path, default=RESULTS)
+
+
+class Landing:
+    """Polls the sink's committed part files; notes when each row first became visible."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.seen: set[str] = set()
+        self.arrived: dict[tuple[str, int], tuple[int, float]] = {}  # -> (sent_ms, seen_ms)
+        self.duplicates = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.02):
+            if not self.out.exists():
+                continue
+            for f in sorted(self.out.glob("part-*.jsonl")):
+                if f.name in self.seen:
+                    continue
+                now = time.time() * 1000
+                self.seen.add(f.name)
+                for line in f.read_text().splitlines():
+                    sensor, seq, sent = json.loads(line)
+                    if (sensor, seq) in self.arrived:
+                        self.duplicates += 1
+                    self.arrived[(sensor, seq)] = (sent, now)
+
+
+def publish(port: int, rate: float, first: int, count: int) -> None:
+    """``count`` readings at a steady ``rate`` (QoS 1), each stamped with its publish time."""
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"bench-{first}")
+    client.max_inflight_messages_set(1000)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    start = time.monotonic()
+    last = None
+    for i in range(count):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        seq = first + i
+        sensor = f"s{seq % SENSORS}"
+        body = {"sensor": sensor, "seq": seq, "sent_ms": time.time() * 1000}
+        last = client.publish(f"sensors/site0/{sensor}", json.dumps(body), qos=1)
+    if last is not None:
+        last.wait_for_publish(30)
+    client.disconnect()
+    client.loop_stop()
+
+
+def _landed(landing: Landing, count: int, timeout: float) -> None:
+    _wait(lambda: len(landing.arrived) >= count, timeout)
+
+
+class EdgeCluster:
+    def __init__(self, work: Path, broker_port: int, interval: float) -> None:
+        self.work, self.out = work, work / "out"
+        work.mkdir(parents=True)
+        self.procs: list[Any] = []
+        ready = work / "master.json"
+        self._spawn("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
+                    "--http-port", str(_free_port()), "--state-dir", str(work / "master"),
+                    "--ready-file", str(ready), "--no-advertise")  # fmt: skip
+        info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), 30)
+        self.http = info["http"]
+        self.proxy = LinkProxy(info["grpc"])
+        env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(interval)}
+        self._spawn("worker", "worker", "--master", info["grpc"], "--id", "w1",
+                    "--workdir", str(work / "w1"), env=env)  # fmt: skip
+        self.status_port = _free_port()
+        self.agent = self._spawn("agent", "agent", "--master", self.proxy.address, "--id",
+                                 "gw", "--mqtt", f"127.0.0.1:{broker_port}", "--workdir",
+                                 str(work / "gw"), "--status-port", str(self.status_port),
+                                 env=env)  # fmt: skip
+        _wait(lambda: len([n for n in _get(f"{self.http}/api/v1/nodes") if n["online"]]) == 2, 30)
+        data, entry = build_package(str(TOPOLOGY))
+        query = urlencode({"entry": entry, "containers": 1})
+        req = urllib.request.Request(f"{self.http}/api/v1/topologies?{query}", data=data,
+                                     method="POST")  # fmt: skip
+        urllib.request.urlopen(req, timeout=60).close()
+        _wait(lambda: self.status()["metrics"].get("uplink_connected") == 1.0, 60)
+        self.peak = {"daemon": 0, "tree": 0}
+        self._stop = threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> Any:
+        p = spawn(["-m", "headwater", *args], env=env, log_path=str(self.work / f"{name}.log"))
+        self.procs.append(p)
+        return p
+
+    def status(self) -> dict[str, Any]:
+        try:
+            return _get(f"http://127.0.0.1:{self.status_port}/status")  # type: ignore[no-any-return]
+        except OSError:
+            return {"metrics": {}}
+
+    def _sample(self) -> None:
+        proc = psutil.Process(self.agent.pid)
+        while not self._stop.wait(0.5):
+            try:
+                own = proc.memory_info().rss
+                tree = own + sum(c.memory_info().rss for c in proc.children(recursive=True))
+            except psutil.NoSuchProcess:
+                return
+            self.peak["daemon"] = max(self.peak["daemon"], own)
+            self.peak["tree"] = max(self.peak["tree"], tree)
+
+    def stop(self) -> None:
+        self._stop.set()
+        terminate(list(reversed(self.procs)), 15.0)
+        self.proxy.close()
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+
+
+def _wait(cond: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = cond()
+        except OSError:
+            value = None
+        if value:
+            return value
+        time.sleep(0.05)
+    raise TimeoutError("benchmark condition not met in time")
+
+
+def _pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="hw-bench-edge-"))
+    port, broker, kind = start_broker(tmp)
+    results: dict[str, Any] = {"rate": args.rate, "broker": kind, "latency": {}}
+    try:
+        intervals = [float(x) for x in args.intervals.split(",")]
+        for n, interval in enumerate(intervals):
+            cluster = EdgeCluster(tmp / f"run-{n}", port, interval)
+            landing = Landing(cluster.out)
+            try:
+                count = int(args.rate * args.duration)
+                first = n * 10_000_000
+                publish(port, args.rate, first, count)
+                _landed(landing, count, 120)
+                lat = [seen - sent for sent, seen in landing.arrived.values()]
+                row = {"rows": len(lat), "p50_ms": round(_pct(lat, 50), 1),
+                       "p99_ms": round(_pct(lat, 99), 1), "max_ms": round(max(lat), 1),
+                       "duplicates": landing.duplicates}  # fmt: skip
+                results["latency"][f"checkpoints every {interval:g} s"] = row
+                print(f"interval {interval:g} s: {row}", flush=True)
+                if n == 0:
+                    results["catch_up"] = _catch_up(args, cluster, landing, port, first + count)
+                    print(f"catch-up: {results['catch_up']}", flush=True)
+                results.setdefault("agent_peak_rss_mb", {})[f"{interval:g} s"] = {
+                    k: round(v / 2**20, 1) for k, v in cluster.peak.items()
+                }
+            finally:
+                landing.stop.set()
+                cluster.stop()
+    finally:
+        terminate([broker], 5.0)
+    print(json.dumps(results, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def _catch_up(
+    args: argparse.Namespace, cluster: EdgeCluster, landing: Landing, port: int, first: int
+) -> dict[str, Any]:
+    before = len(landing.arrived)
+    cluster.proxy.cut()
+    count = int(args.rate * args.cut)
+    publish(port, args.rate, first, count)  # the sensors go on for the whole cut
+    backlog = cluster.status()
+    cluster.proxy.restore()
+    restored = time.monotonic()
+    _landed(landing, before + count, 600)
+    took = time.monotonic() - restored
+    return {
+        "cut_s": args.cut,
+        "backlog_rows": count,
+        "backlog_batches_at_restore": backlog.get("backlog_batches"),
+        "backlog_bytes_at_restore": backlog.get("backlog_bytes"),
+        "drained_s": round(took, 2),
+        "rows_per_s": round(count / took),
+        "duplicates": landing.duplicates,
+    }
