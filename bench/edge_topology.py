@@ -44,7 +44,9 @@ topology = (
             "topology.stateful.checkpoint.interval.seconds": INTERVAL,
         },
     )
-    .add_spout("readings", partial(Readings, LOG), outputs=Readings.outputs, placement=edge())
+    .add_spout(
+        "readings", partial(Readings, LOG, partitions=1), outputs=Readings.outputs, placement=edge()
+    )
     .add_bolt("stamp", Stamp, inputs={"readings": fields("topic")}, placement=edge())
     .add_bolt("landing", partial(TransactionalFileSink, OUT), inputs={"stamp": fields("sensor")})
 )
