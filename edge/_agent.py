@@ -65,6 +65,7 @@ class Agent(Node):
         self._server: grpc.aio.Server | None = None
         self.local_address = ""
         self.status_port = status_port
+        self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
 
     async def run(self) -> None:
         if not self.master:
@@ -101,6 +102,7 @@ class Agent(Node):
             validate(topology)
             plan = pack_round_robin(topology, 1)
             tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state")
+            tm.user_state = self.states.get(run.topology, "RUNNING")
             self.tms[run.topology] = tm
             self._coordinators[run.topology] = asyncio.get_running_loop().create_task(
                 tm.run_coordinator()
@@ -124,7 +126,15 @@ class Agent(Node):
             INGEST_LOG_ENV: str(self.ingest_path),
         }
 
+    def set_state(self, topology: str, state: str) -> None:
+        self.states[topology] = state
+        tm = self.tms.get(topology)
+        if tm is not None and tm.user_state != state:
+            tm.set_state(state)
+            log.info("edge subgraph of %r: %s", topology, state)
+
     def stopped(self, topology: str) -> None:
+        self.states.pop(topology, None)
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
         if task is not None:
@@ -141,6 +151,7 @@ class Agent(Node):
                 "containers": list(s.containers), "backlog_bytes": s.backlog_bytes,
                 "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
                 "error": s.error,
+                "topologies": {name: tm.state for name, tm in self.tms.items()},
             })  # fmt: skip
 
         app = web.Application()

@@ -412,13 +412,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 # -- daemons -------------------------------------------------------------------------
-def _daemon_logging() -> None:
-    import logging
+def _daemon_logging(role: str) -> None:
+    from headwater.common._logging import setup
 
-    logging.basicConfig(
-        level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    setup(role)
 
 
 def _default_dir(name: str) -> Path:
@@ -432,7 +429,7 @@ def _cmd_master(args: argparse.Namespace) -> int:
 
     from headwater.cloud.master._main import serve
 
-    _daemon_logging()
+    _daemon_logging("master")
     state = Path(args.state_dir) if args.state_dir else _default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
     asyncio.run(serve(args.host, args.port, args.http_port, state, ready, args.advertise))
@@ -446,7 +443,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from headwater import __version__
     from headwater.common.runtime._node import Node
 
-    _daemon_logging()
+    _daemon_logging("worker")
     workdir = Path(args.workdir) if args.workdir else _default_dir(f"worker-{os.getpid()}")
 
     async def main() -> None:
@@ -506,7 +503,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     from headwater import __version__
     from headwater.edge import Agent, MqttSource
 
-    _daemon_logging()
+    _daemon_logging("agent")
     workdir = Path(args.workdir) if args.workdir else _default_dir("agent")
     mqtt = None
     if args.mqtt:

@@ -44,6 +44,7 @@ class Deployment:
     assignment: dict[int, str] = field(default_factory=dict)  # container -> node id
     agents: list[str] = field(default_factory=list)  # agents running its edge subgraph
     selectors: list[dict[str, str]] = field(default_factory=list)  # of its edge components
+    state: str = "RUNNING"  # activate/deactivate, for the cloud and every agent
 
 
 @dataclass
@@ -108,7 +109,8 @@ class Master:
         for d in json.loads(self._record_path().read_text()):
             dep = Deployment(d["name"], d["package"], d["entry"], d["containers"],
                              {int(k): v for k, v in d["assignment"].items()},
-                             d.get("agents", []), d.get("selectors", []))  # fmt: skip
+                             d.get("agents", []), d.get("selectors", []),
+                             d.get("state", "RUNNING"))  # fmt: skip
             try:
                 self._start_topology(dep)
             except HeadwaterError as exc:
@@ -157,6 +159,7 @@ class Master:
         topology = cloud_part(load_topology(self._unpack(dep.package) / dep.entry))
         plan = pack_round_robin(topology, dep.containers)
         tm = TopologyMaster(topology, plan, self.state_dir / "topologies" / dep.name)
+        tm.user_state = dep.state
         self.deployments[dep.name] = dep
         self.tms[dep.name] = tm
         self._coordinators[dep.name] = asyncio.get_running_loop().create_task(tm.run_coordinator())
@@ -195,6 +198,7 @@ class Master:
             ):
                 dep.agents.append(node_id)
                 self._send(node_id, self._run_command(dep, 0, edge=True))
+                self._send(node_id, self._state_command(dep))
                 log.info("edge subgraph of %r goes to agent %s", dep.name, node_id)
         self._schedule_cloud(dep)
         self._save()
@@ -220,6 +224,19 @@ class Master:
             package=dep.package, entry=dep.entry, domain="edge" if edge else "cloud",
         ))  # fmt: skip
 
+    def _state_command(self, dep: Deployment) -> pb.NodeCommand:
+        return pb.NodeCommand(set_state=pb.SetState(topology=dep.name, state=dep.state))
+
+    def set_state(self, name: str, state: str) -> None:
+        """Activate or deactivate a topology: its cloud master did; now its agents."""
+        dep = self.deployments.get(name)
+        if dep is None:
+            return
+        dep.state = state
+        self._save()
+        for agent in dep.agents:
+            self._send(agent, self._state_command(dep))
+
     def _send(self, node_id: str, command: pb.NodeCommand) -> None:
         record = self.nodes.get(node_id)
         if record is not None and record.queue is not None:
@@ -240,6 +257,7 @@ class Master:
                     queue.put_nowait(self._run_command(dep, c))
             if info.node_id in dep.agents:
                 queue.put_nowait(self._run_command(dep, 0, edge=True))
+                queue.put_nowait(self._state_command(dep))
             self._schedule(dep)
         try:
             while True:

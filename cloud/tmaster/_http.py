@@ -23,8 +23,13 @@ Lookup = Callable[[str], TopologyMaster | None]
 
 
 def add_topology_routes(
-    app: web.Application, lookup: Lookup, every: Callable[[], Iterable[TopologyMaster]]
+    app: web.Application,
+    lookup: Lookup,
+    every: Callable[[], Iterable[TopologyMaster]],
+    on_state: Callable[[str, str], None] = lambda topology, state: None,
 ) -> None:
+    """``on_state(topology, state)`` hears activate/deactivate (the master tells the agents)."""
+
     def tm_of(request: web.Request) -> TopologyMaster:
         name = request.match_info["name"]
         tm = lookup(name)
@@ -56,11 +61,13 @@ def add_topology_routes(
     async def activate(request: web.Request) -> web.Response:
         tm = tm_of(request)
         tm.set_state("RUNNING")
+        on_state(tm.topology.name, "RUNNING")
         return web.json_response({"state": tm.state})
 
     async def deactivate(request: web.Request) -> web.Response:
         tm = tm_of(request)
         tm.set_state("PAUSED")
+        on_state(tm.topology.name, "PAUSED")
         return web.json_response({"state": tm.state})
 
     base = "/api/v1/topologies/{name}"

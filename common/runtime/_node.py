@@ -143,6 +143,8 @@ class Node:
                 await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
                 log.info("stopped container %d of %r", key[1], key[0])
             self.stopped(key[0])
+        elif which == "set_state":
+            self.set_state(command.set_state.topology, command.set_state.state)
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
         code = self.workdir / "packages" / run.package.split(":")[-1]
@@ -187,6 +189,9 @@ class Node:
 
     def stopped(self, topology: str) -> None:
         """A topology's container here was stopped for good (killed)."""
+
+    def set_state(self, topology: str, state: str) -> None:
+        """Activate or deactivate what this node runs of ``topology`` (agents: the edge)."""
 
     async def _supervise(self) -> None:
         backoff: dict[tuple[str, int], float] = {}

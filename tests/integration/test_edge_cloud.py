@@ -8,6 +8,7 @@ cloud by its durable outbox, an outbound uplink and sequence numbers.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -117,7 +118,12 @@ def _start_cluster(
 def test_iot_example_runs_across_worker_and_two_agents(
     daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
 ) -> None:
-    worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path)
+    status = {s: free_port() for s in SITES}
+    args = {s: _agent_args(mosquitto, s, "", "--status-port", str(status[s])) for s in SITES}
+    daemons.start_master()
+    for s in SITES:
+        args[s][1] = daemons.grpc
+    worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
 
     readings = list(SENSORS["readings"](2, 3, 40))
     messages = [(t, json.dumps(r).encode()) for t, r in readings]
@@ -159,6 +165,17 @@ def test_iot_example_runs_across_worker_and_two_agents(
     # the outboxes drain once the cloud has checkpointed everything
     wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0
                          for s in SITES), 30, "the outboxes empty")  # fmt: skip
+
+    # deactivate and activate through the master reach the agents' edge subgraphs too
+    daemons.cli("deactivate", "iot")
+    wait_for(lambda: all(_status(status[s]).get("topologies") == {"iot": "PAUSED"}
+                         for s in SITES), 20, "both edge subgraphs paused")  # fmt: skip
+    assert "state PAUSED" in daemons.cli("status", "iot")
+    daemons.cli("activate", "iot")
+    wait_for(lambda: all(_status(status[s]).get("topologies") == {"iot": "RUNNING"}
+                         for s in SITES), 20, "both edge subgraphs running again")  # fmt: skip
+    log = (tmp_path / "gw-site0.log").read_text()
+    assert re.search(r"^ts=\S+Z level=INFO role=agent pid=\d+ logger=headwater\.", log, re.M)
 
 
 class SteadySensors(threading.Thread):

@@ -326,13 +326,23 @@ class StopContainer(_message.Message):
     container: int
     def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ...) -> None: ...
 
+class SetState(_message.Message):
+    __slots__ = ("topology", "state")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    state: str
+    def __init__(self, topology: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
 class NodeCommand(_message.Message):
-    __slots__ = ("run", "stop")
+    __slots__ = ("run", "stop", "set_state")
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
+    SET_STATE_FIELD_NUMBER: _ClassVar[int]
     run: RunContainer
     stop: StopContainer
-    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ...) -> None: ...
+    set_state: SetState
+    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
     __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error")
