@@ -36,6 +36,7 @@ from ._ingest import MqttIngest, MqttSource
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
+RETENTION_S = 5.0
 
 
 class Agent(Node):
@@ -79,9 +80,11 @@ class Agent(Node):
         if self.ingest is not None:
             self.ingest.start()
         http = await self._serve_status() if self.status_port is not None else None
+        retention = asyncio.get_running_loop().create_task(self._retention())
         try:
             await super().run()
         finally:
+            retention.cancel()
             if http is not None:
                 await http.cleanup()
             for task in self._coordinators.values():
@@ -123,7 +126,7 @@ class Agent(Node):
             UPLINK_ENV: self.master,
             AGENT_ENV: self.node_id,
             BUDGET_ENV: str(self.outbox_budget),
-            INGEST_LOG_ENV: str(self.ingest_path),
+            INGEST_LOG_ENV: str(self.ingest_path.resolve()),
         }
 
     def set_state(self, topology: str, state: str) -> None:
@@ -162,6 +165,24 @@ class Agent(Node):
         log.info("status on http://127.0.0.1:%d/status", self.status_port)
         return runner
 
+    # -- ingest log retention ---------------------------------------------------------
+    async def _retention(self) -> None:
+        """Trim the ingest log below what every edge subgraph reading it has checkpointed."""
+        prefix = f"log_committed:{self.ingest_path.resolve()}#p"
+        while True:
+            await asyncio.sleep(RETENTION_S)
+            if self.ingest is None:
+                continue
+            floor: dict[int, float] = {}
+            for tm in list(self.tms.values()):
+                mine = {int(k[len(prefix) :]): v
+                        for k, v in tm.metrics.get("container:0", {}).items()
+                        if k.startswith(prefix)}  # fmt: skip
+                for p, offset in mine.items():
+                    floor[p] = min(floor.get(p, offset), offset)
+            for p, offset in floor.items():
+                self.ingest.trim(p, int(offset))
+
     # -- backlog -------------------------------------------------------------------
     def _outbox_metric(self, name: str) -> float:
         return sum(tm.metrics.get("container:0", {}).get(name, 0.0) for tm in self.tms.values())
@@ -186,4 +207,5 @@ class Agent(Node):
             s.metrics["mqtt_connected"] = 1.0 if st.connected else 0.0
             s.metrics["mqtt_paused_s"] = st.paused_s
             s.metrics["mqtt_paused"] = 1.0 if self.outbox_full() else 0.0
+            s.metrics["ingest_trimmed"] = st.trimmed
         return s

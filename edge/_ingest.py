@@ -61,6 +61,7 @@ class IngestStats:
     paused_s: float = 0.0
     connected: bool = False
     disconnects: int = 0
+    trimmed: int = 0  # records dropped by retention
     partitions: dict[int, int] = field(default_factory=dict)
 
 
@@ -83,6 +84,7 @@ class MqttIngest:
         self._queue: deque[mqtt.MQTTMessage] = deque()
         self._cond = threading.Condition()
         self._stop = threading.Event()
+        self._trim: dict[int, int] = {}  # partition -> trim before (applied by the writer)
         self._writer = threading.Thread(target=self._write_loop, name="hw-ingest", daemon=True)
         client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
@@ -112,6 +114,11 @@ class MqttIngest:
         self.client.loop_stop()
         for d in self.logs:
             d.close()
+
+    def trim(self, partition: int, before: int) -> None:
+        """Retention: drop the partition's records before ``before`` (the writer does it)."""
+        with self._cond:
+            self._trim[partition] = max(before, self._trim.get(partition, 0))
 
     # -- paho's thread --------------------------------------------------------------
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
@@ -156,6 +163,12 @@ class MqttIngest:
                          for _ in range(min(len(self._queue), self.source.batch_max))]  # fmt: skip
             if batch:
                 self._append_and_ack(batch)
+            if self._trim:
+                with self._cond:
+                    trims, self._trim = self._trim, {}
+                for p, before in trims.items():
+                    if 0 <= p < len(self.logs):
+                        self.stats.trimmed += self.logs[p].trim(before)
 
     def _append_and_ack(self, batch: Sequence[mqtt.MQTTMessage]) -> None:
         now_ms = int(time.time() * 1000)

@@ -43,6 +43,8 @@ class LogSpout(Spout):
         for p in self.mine:
             self.offsets.setdefault(p, 0)
         self._turn = 0
+        self._at_checkpoint: dict[int, dict[int, int]] = {}
+        self._committed: dict[int, int] | None = None
         self._started = time.monotonic()
         self._sent = 0
         self._next_refresh = 0.0
@@ -68,6 +70,10 @@ class LogSpout(Spout):
         if log is None:
             return
         offset = self.offsets[p]
+        if offset < log.start:  # retention went past it: this reader starts with what is left
+            self.ctx.log.warning("partition %d: offsets %d..%d were trimmed; reading from %d",
+                                 p, offset, log.start - 1, log.start)  # fmt: skip
+            offset = self.offsets[p] = log.start
         if offset >= log.end:
             now = time.monotonic()
             if now < self._next_refresh:
@@ -81,6 +87,25 @@ class LogSpout(Spout):
             emit(decode(record))
         self.offsets[p] = offset + len(records)
         self._sent += len(records)
+
+    def on_checkpoint(self, checkpoint_id: int) -> None:
+        self._at_checkpoint[checkpoint_id] = dict(self.offsets)
+
+    def on_commit(self, checkpoint_id: int) -> None:
+        """Tell the runtime how far the checkpoint before this one read, for retention.
+
+        One checkpoint of slack: a restore that falls back past a corrupt
+        snapshot still finds its records.
+        """
+        offsets = self._at_checkpoint.pop(checkpoint_id, None)
+        for old in [c for c in self._at_checkpoint if c < checkpoint_id]:
+            del self._at_checkpoint[old]
+        report = getattr(self.ctx, "system", None)
+        if self._committed is not None and callable(report):
+            report({"type": "log_committed", "path": str(self.path.resolve()),
+                    "offsets": {str(p): o for p, o in self._committed.items()}})  # fmt: skip
+        if offsets is not None:
+            self._committed = offsets
 
     def close(self) -> None:
         for log in self.logs.values():

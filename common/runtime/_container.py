@@ -74,6 +74,7 @@ class Container:
         self.failure_reported = -1  # epoch of the last failure report
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []  # extra jobs
         self.feedback: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue(maxsize=10_000)
+        self.log_committed: dict[str, float] = {}  # durable log partition -> offset
         self.stmgr.on_system = self._on_system
         if self.exactly_once:
             self.store = CheckpointStore(args.state_dir)
@@ -237,6 +238,10 @@ class Container:
                 return  # not connected (restarting): its resync at start rewinds the agent
 
     def _on_system(self, msg: dict[str, Any]) -> None:
+        if msg.get("type") == "log_committed":  # for the agent's ingest log retention
+            for p, offset in msg["offsets"].items():
+                self.log_committed[f"log_committed:{msg['path']}#p{p}"] = float(offset)
+            return
         if msg.get("type") != "uplink_feedback":
             log.warning("ignoring an unknown control message %r", msg.get("type"))
             return
@@ -337,6 +342,8 @@ class Container:
             )
             for task, proc in self.procs.items():
                 metrics.append(pb.Metric(scope=f"task:{task}", name="pid", value=proc.pid))
+            for name, offset in self.log_committed.items():
+                metrics.append(pb.Metric(scope=f"container:{self.id}", name=name, value=offset))
             reports, self.exceptions[:] = list(self.exceptions), []
             await stub.SendHeartbeat(pb.Heartbeat(
                 topology=self.topology.name, container=self.id, incarnation=self.incarnation,

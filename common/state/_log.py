@@ -48,6 +48,13 @@ class DurableLog:
         self._sync = WriteOptions()
         self._sync.sync = True
         self._end = self._last_offset() + 1
+        self._start = self._first_offset()
+
+    def _first_offset(self) -> int:
+        for key in self._db.keys():  # noqa: SIM118 (raw mode: iterating the db fails)
+            assert isinstance(key, bytes)
+            return int(_OFFSET.unpack(key)[0])
+        return self._end
 
     def _last_offset(self) -> int:
         for key in self._db.keys(backwards=True):
@@ -59,6 +66,26 @@ class DurableLog:
     def end(self) -> int:
         """The offset the next append gets (readers: as of the last refresh)."""
         return self._end
+
+    @property
+    def start(self) -> int:
+        """The oldest offset still held (records before it were trimmed)."""
+        return self._start
+
+    def trim(self, before: int) -> int:
+        """Writer: delete the records before offset ``before``; return how many went.
+
+        Retention: the agent trims what every reader's last complete checkpoint
+        has passed. Not synced: a crash can only bring trimmed records back.
+        """
+        if self.reader:
+            raise PermissionError("this DurableLog was opened for reading")
+        before = min(before, self._end)
+        if before <= self._start:
+            return 0
+        self._db.delete_range(_OFFSET.pack(self._start), _OFFSET.pack(before))
+        gone, self._start = before - self._start, before
+        return gone
 
     def append(self, records: Iterable[bytes], *, sync: bool = True) -> int:
         """Append records atomically; return the offset of the first. Durable when it returns."""
@@ -77,6 +104,7 @@ class DurableLog:
         if self.reader:
             self._db.try_catch_up_with_primary()
             self._end = self._last_offset() + 1
+            self._start = self._first_offset()
         return self._end
 
     def read(self, offset: int, limit: int) -> list[bytes]:
@@ -84,7 +112,13 @@ class DurableLog:
         out: list[bytes] = []
         if offset >= self._end or limit <= 0:
             return out
-        for _, value in self._db.items(from_key=_OFFSET.pack(offset)):
+        if offset < self._start:
+            raise ValueError(f"offset {offset} of {self.path} was trimmed (it starts at "
+                             f"{self._start})")  # fmt: skip
+        expected = _OFFSET.pack(offset)
+        for key, value in self._db.items(from_key=expected):
+            if not out and key != expected:  # trimmed since the last refresh
+                raise ValueError(f"offset {offset} of {self.path} was trimmed")
             out.append(value)
             if len(out) >= limit:
                 break

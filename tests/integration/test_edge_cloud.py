@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,11 @@ def test_iot_example_runs_across_worker_and_two_agents(
     wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0
                          for s in SITES), 30, "the outboxes empty")  # fmt: skip
 
+    # retention: each ingest log is trimmed to what the edge checkpoints have passed
+    wait_for(lambda: all((m := _node(daemons, f"gw-{s}")["metrics"]).get("ingest_trimmed")
+                         == m["mqtt_appended"] for s in SITES), 30,
+             "both ingest logs trimmed")  # fmt: skip
+
     # deactivate and activate through the master reach the agents' edge subgraphs too
     daemons.cli("deactivate", "iot")
     wait_for(lambda: all(_status(status[s]).get("topologies") == {"iot": "PAUSED"}
@@ -197,6 +202,20 @@ class SteadySensors(threading.Thread):
             self.sent[topic.split("/")[1]] += 1
 
 
+def _steady(read: Callable[[], Any], for_s: float, timeout: float = 30.0) -> Any:
+    """A value that has not changed for ``for_s`` seconds."""
+    deadline = time.monotonic() + timeout
+    value, since = read(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = read()
+        if now != value:
+            value, since = now, time.monotonic()
+        elif time.monotonic() - since >= for_s:
+            return value
+    raise AssertionError(f"the value kept changing for {timeout}s (last {value!r})")
+
+
 def _status(port: int) -> dict[str, Any]:
     """The agent's own view (``--status-port``); empty while it is not serving."""
     try:
@@ -214,6 +233,7 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
     daemons.start_master()
     proxies = {s: LinkProxy(daemons.grpc) for s in SITES}
     status = {s: free_port() for s in SITES}
+    publisher: SteadySensors | None = None
     try:
         args = {
             "site0": _agent_args(mosquitto, "site0", proxies["site0"].address,
@@ -241,7 +261,7 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
         # site1: the outbox is full, ingestion paused, the broker holds the rest
         wait_for(lambda: _status(status["site1"])["metrics"]["mqtt_paused"] == 1.0, 40,
                  "site1's ingestion paused by its full outbox")  # fmt: skip
-        held_from = _status(status["site1"])["metrics"]["mqtt_appended"]
+        held_from = _steady(lambda: _status(status["site1"])["metrics"]["mqtt_appended"], 2.0)
         wait_for(lambda: publisher.sent["site1"] > held_from + 20, 40,
                  "readings published past what site1 took")  # fmt: skip
         assert _status(status["site1"])["metrics"]["mqtt_appended"] == held_from
@@ -263,6 +283,9 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
         assert _status(status["site1"])["metrics"]["mqtt_appended"] >= 390
         assert _dead_letters(out) == []
     finally:
+        if publisher is not None:
+            publisher.stop.set()
+            publisher.join(30)
         for p in proxies.values():
             p.close()
 

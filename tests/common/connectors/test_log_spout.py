@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -9,7 +10,7 @@ from typing import Any, cast
 from headwater.common.api import Context
 from headwater.common.connectors import LogSpout
 from headwater.common.connectors._log_spout import append_records
-from headwater.common.state import State
+from headwater.common.state import DurableLog, State
 from headwater.common.state._state import dump_snapshot, load_snapshot
 
 
@@ -20,6 +21,7 @@ class FakeContext:
         self.component_index = index
         self.state = state if state is not None else State()
         self.emitted: list[list[Any]] = []
+        self.reports: list[dict[str, Any]] = []
 
     def component_tasks(self, component: str) -> list[int]:
         assert component == "reader"
@@ -27,6 +29,13 @@ class FakeContext:
 
     def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
         self.emitted.append(list(values))
+
+    def system(self, msg: dict[str, Any]) -> None:
+        self.reports.append(msg)
+
+    @property
+    def log(self) -> logging.Logger:
+        return logging.getLogger("test")
 
 
 def open_spout(path: Path, index: int, state: State | None = None) -> tuple[LogSpout, FakeContext]:
@@ -143,5 +152,35 @@ def test_fresh_state_starts_at_zero_and_keeps_other_offsets(tmp_path: Path) -> N
         assert state["offsets"] == {1: 7, 3: 0}
         drain(spout)
         assert by_partition(ctx.emitted) == {3: [0]}
+    finally:
+        spout.close()
+
+
+def test_commits_report_the_offsets_of_the_checkpoint_before(tmp_path: Path) -> None:
+    write_partitions(tmp_path, per_partition=5)
+    spout, ctx = open_spout(tmp_path, 0)
+    try:
+        spout.next_tuple()  # p2: 5 records
+        spout.on_checkpoint(1)
+        spout.on_commit(1)
+        assert ctx.reports == []  # one checkpoint of slack: nothing is trimmable yet
+        drain(spout)
+        spout.on_checkpoint(2)
+        spout.on_commit(2)
+        assert ctx.reports == [{"type": "log_committed", "path": str(tmp_path.resolve()),
+                                "offsets": {"0": 0, "2": 5}}]  # fmt: skip
+    finally:
+        spout.close()
+
+
+def test_a_reader_behind_the_retention_point_starts_at_what_is_left(tmp_path: Path) -> None:
+    write_partitions(tmp_path, per_partition=5)
+    writer = DurableLog(tmp_path / "p0")
+    writer.trim(3)
+    writer.close()
+    spout, ctx = open_spout(tmp_path, 0)
+    try:
+        drain(spout)
+        assert by_partition(ctx.emitted) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
     finally:
         spout.close()

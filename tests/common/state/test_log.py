@@ -127,3 +127,26 @@ def test_reader_close_removes_its_secondary(tmp_path: Path) -> None:
         writer.close()
     assert list(readers.iterdir()) == []
     assert (tmp_path / "p0").is_dir()
+
+
+def test_trim_drops_what_readers_have_passed(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    log.append([b"r%d" % i for i in range(10)])
+    reader = DurableLog(tmp_path / "p0", reader=True)
+    assert (log.trim(4), log.start, log.end) == (4, 4, 10)
+    assert log.trim(3) == 0  # never backwards
+    assert log.read(4, 2) == [b"r4", b"r5"]
+    with pytest.raises(ValueError, match=r"offset 2 .* was trimmed"):
+        log.read(2, 1)
+    reader.refresh()
+    assert (reader.start, reader.end) == (4, 10)
+    assert reader.read(9, 5) == [b"r9"]
+    with pytest.raises(PermissionError):
+        reader.trim(5)
+    assert log.trim(100) == 6  # up to the end, not past it
+    log.append([b"r10"])
+    log.close()
+    again = DurableLog(tmp_path / "p0")
+    assert (again.start, again.end, again.read(10, 5)) == (10, 11, [b"r10"])
+    again.close()
+    reader.close()
