@@ -59,7 +59,7 @@ class IngestStats:
     appended: int = 0
     acked: int = 0
     paused_s: float = 0.0
-    connected: bool = False
+    connected: bool = False  # subscribed: the broker acknowledged the subscription
     disconnects: int = 0
     trimmed: int = 0  # records dropped by retention
     partitions: dict[int, int] = field(default_factory=dict)
@@ -94,6 +94,7 @@ class MqttIngest:
         )
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
+        client.on_subscribe = self._on_subscribe
         client.on_message = self._on_message
         client.reconnect_delay_set(min_delay=1, max_delay=30)
         self.client = client
@@ -127,11 +128,20 @@ class MqttIngest:
             log.warning("broker %s:%d refused the connection: %s",
                         self.source.host, self.source.port, reason)  # fmt: skip
             return
-        self.stats.connected = True
         client.subscribe([(t, 1) for t in self.source.topics])
         log.info("subscribed to %s on %s:%d (session present: %s)",
                  ", ".join(self.source.topics), self.source.host, self.source.port,
                  flags.session_present)  # fmt: skip
+
+    def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reasons: Any,
+                      properties: Any) -> None:  # fmt: skip
+        failed = [r for r in reasons if r.is_failure]
+        if failed:
+            log.error("the broker refused the subscription to %s: %s",
+                      ", ".join(self.source.topics), failed)  # fmt: skip
+            return
+        # connected means subscribed: a reading published from now on reaches this session
+        self.stats.connected = True
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:  # fmt: skip

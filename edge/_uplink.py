@@ -72,6 +72,7 @@ class Uplink:
         self.last_feedback = time.monotonic()
         self.sent = self.confirmed_batches = self.resends = self.connects = 0
         self.throttling = False
+        self.rewinds = 0  # grows on every rewind: a send loop in progress starts over
 
     def _outbox(self, component: str) -> Outbox:
         box = self.outboxes.get(component)
@@ -153,6 +154,7 @@ class Uplink:
             await asyncio.sleep(next_delay())
 
     def _rewind_all(self) -> None:
+        self.rewinds += 1
         for component, box in self.outboxes.items():
             self.cursor[component] = box.confirmed
             self.inflight[component] = deque()
@@ -177,11 +179,14 @@ class Uplink:
                 cursor = self.cursor.setdefault(component, box.confirmed)
                 if len(inflight) >= WINDOW:
                     continue
+                rewinds = self.rewinds
                 for seq, payload in box.pending(after=cursor):
                     yield pb.UplinkUp(batch=pb.UplinkBatch(
                         agent=self.agent, component=component, seq=seq,
                         prev=max(cursor, box.confirmed), payload=payload,
                     ))  # fmt: skip
+                    if self.rewinds != rewinds:
+                        break  # rewound while this batch went out: start again from there
                     self.sent += 1
                     sent = True
                     inflight.append(seq)
@@ -211,6 +216,7 @@ class Uplink:
             self._check_budget()
         if fb.resend_after >= 0:
             self.resends += 1
+            self.rewinds += 1
             self.cursor[fb.component] = max(fb.resend_after, box.confirmed)
             inflight.clear()
         self.wake.set()

@@ -1,0 +1,130 @@
+"""headwater.edge._uplink: the sender side, against a real gRPC server standing in for the master."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from headwater.common.runtime._node import Backoff
+from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+from headwater.edge._uplink import WINDOW, Uplink
+
+
+class RecordingMaster(pb_grpc.ClusterServicer):
+    """Takes uplink streams; the test answers through ``feedback``."""
+
+    def __init__(self) -> None:
+        self.batches: list[pb.UplinkBatch] = []
+        self.feedback: asyncio.Queue[pb.UplinkFeedback | None] = asyncio.Queue()
+        self.streams = 0
+
+    async def Uplink(
+        self, request_iterator: AsyncIterator[pb.UplinkUp], context: Any
+    ) -> AsyncIterator[pb.UplinkFeedback]:
+        self.streams += 1
+
+        async def read() -> None:
+            async for up in request_iterator:
+                if up.WhichOneof("message") == "batch":
+                    self.batches.append(up.batch)
+
+        reader = asyncio.get_running_loop().create_task(read())
+        yield pb.UplinkFeedback(resend_after=-1)
+        try:
+            while (fb := await self.feedback.get()) is not None:
+                yield fb
+        finally:
+            reader.cancel()
+
+
+class StubStmgr:
+    container = 0
+
+    def __init__(self) -> None:
+        self.congested: set[str] = set()
+
+    def metrics(self) -> list[tuple[str, str, float]]:
+        return []
+
+    def congestion_on(self, key: str, task: int | None) -> None:
+        self.congested.add(key)
+
+    def congestion_off(self, key: str) -> None:
+        self.congested.discard(key)
+
+
+async def _until(cond: Any, timeout: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+def _feedback(**kw: Any) -> pb.UplinkFeedback:
+    return pb.UplinkFeedback(component="anomaly", **{"resend_after": -1, **kw})
+
+
+def test_window_rewind_confirm_and_reconnect(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        server = grpc.aio.server()
+        master = RecordingMaster()
+        pb_grpc.add_ClusterServicer_to_server(master, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        stmgr = StubStmgr()
+        up = Uplink(f"127.0.0.1:{port}", "gw", "iot", tmp_path / "outbox", 1 << 20,
+                    stmgr, Backoff(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
+        seqs = [(cp << 20) | 1 for cp in range(1, 13)]
+        for seq in seqs:
+            up.put(7, "anomaly", seq, b"rows-%d" % seq)
+        task = asyncio.get_running_loop().create_task(up.run())
+        try:
+            # a window of 8, each naming the batch before it
+            await _until(lambda: len(master.batches) == WINDOW)
+            await asyncio.sleep(0.2)
+            assert [b.seq for b in master.batches] == seqs[:WINDOW]
+            assert [b.prev for b in master.batches] == [0, *seqs[: WINDOW - 1]]
+            # consumed opens the window: the rest follow
+            await master.feedback.put(_feedback(agent="gw", consumed=seqs[3]))
+            await _until(lambda: len(master.batches) == 12)
+            # the receiver lost some: resend after the third
+            await master.feedback.put(_feedback(agent="gw", resend_after=seqs[2]))
+            await _until(lambda: len(master.batches) == 12 + 8)
+            assert master.batches[12].seq == seqs[3] and master.batches[12].prev == seqs[2]
+            # a cloud checkpoint holds the first five: they leave the outbox
+            await master.feedback.put(_feedback(agent="gw", confirmed=seqs[4]))
+            await _until(lambda: up.backlog == 7)
+            # the stream breaks: the new one starts after the last confirmed batch
+            sent = len(master.batches)
+            await master.feedback.put(None)
+            await _until(lambda: master.streams == 2 and len(master.batches) > sent)
+            assert master.batches[sent].seq == seqs[5]
+            assert master.batches[sent].prev == seqs[4]
+        finally:
+            task.cancel()
+            await server.stop(0)
+            up.close()
+
+    asyncio.run(scenario())
+
+
+def test_over_budget_throttles_until_confirmed(tmp_path: Path) -> None:
+    stmgr = StubStmgr()
+    up = Uplink("127.0.0.1:1", "gw", "iot", tmp_path / "outbox", 100,
+                stmgr)  # type: ignore[arg-type]  # fmt: skip
+    try:
+        up.put(7, "anomaly", (1 << 20) | 1, b"x" * 60)
+        assert stmgr.congested == set()
+        up.put(7, "anomaly", (2 << 20) | 1, b"x" * 60)
+        assert stmgr.congested == {"outbox:anomaly"}
+        up.put(7, "anomaly", (2 << 20) | 1, b"x" * 60)  # a republication changes nothing
+        assert up.nbytes == 120
+        up._on_feedback(_feedback(agent="gw", confirmed=(2 << 20) | 1))
+        assert (up.nbytes, stmgr.congested) == (0, set())
+    finally:
+        up.close()
