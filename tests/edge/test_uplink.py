@@ -1,4 +1,4 @@
-"""headwater.edge._uplink: the sender side, against a real gRPC server standing in for the master."""
+"""headwater.edge._uplink: the sender, against a real gRPC server standing in for the master."""
 
 from __future__ import annotations
 
