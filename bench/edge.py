@@ -35,7 +35,7 @@ import psutil
 from paho.mqtt.enums import CallbackAPIVersion
 
 from headwater._demo.linkproxy import LinkProxy
-from headwater._demo.run import _free_port, start_broker
+from headwater._demo.run import _free_port, get_json, start_broker, wait_until
 from headwater.common._package import build_package
 from headwater.common.runtime._procs import spawn, terminate
 
@@ -126,7 +126,9 @@ class EdgeCluster:
                                  "gw", "--mqtt", f"127.0.0.1:{broker_port}", "--workdir",
                                  str(work / "gw"), "--status-port", str(self.status_port),
                                  env=env)  # fmt: skip
-        _wait(lambda: len([n for n in _get(f"{self.http}/api/v1/nodes") if n["online"]]) == 2, 30)
+        _wait(
+            lambda: len([n for n in get_json(f"{self.http}/api/v1/nodes") if n["online"]]) == 2, 30
+        )
         data, entry = build_package(str(TOPOLOGY))
         query = urlencode({"entry": entry, "containers": 1})
         req = urllib.request.Request(f"{self.http}/api/v1/topologies?{query}", data=data,
@@ -144,7 +146,7 @@ class EdgeCluster:
 
     def status(self) -> dict[str, Any]:
         try:
-            return _get(f"http://127.0.0.1:{self.status_port}/status")  # type: ignore[no-any-return]
+            return get_json(f"http://127.0.0.1:{self.status_port}/status")  # type: ignore[no-any-return]
         except OSError:
             return {"metrics": {}}
 
@@ -178,22 +180,8 @@ def _uplink_up_ms(cluster: EdgeCluster) -> float:
     return (base + int(stamp[20:23]) / 1000) * 1000
 
 
-def _get(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
-
-
 def _wait(cond: Any, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = cond()
-        except OSError:
-            value = None
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError("benchmark condition not met in time")
+    return wait_until(cond, "a benchmark condition", timeout)
 
 
 def _pct(values: list[float], q: float) -> float:

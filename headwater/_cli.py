@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -221,48 +222,65 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _run_cluster(cluster, args.duration, args.quiet)
 
 
-def _run_cluster(cluster: Any, duration: float | None, quiet: bool, report: Any = None) -> int:
-    stop = {"signal": 0}
+def _run_until_stopped(
+    start: Callable[[], None],
+    stop: Callable[[], None],
+    duration: float | None,
+    tick: Callable[[], None],
+    report: Callable[[], None] | None,
+    final: Callable[[], None],
+) -> int:
+    """Start, then tick until Ctrl-C, SIGTERM or ``duration``; report every 5 s; stop."""
+    stopping = {"signal": 0}
 
     def on_signal(signum: int, frame: object) -> None:
-        stop["signal"] = signum
+        stopping["signal"] = signum
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        cluster.start()
-        n = len(cluster.plan.instances)
-        print(
-            f"running {cluster.topology.name!r}: {n} instances in {cluster.containers} containers",
-            flush=True,
-        )
-        print(
-            f"  topology master: {cluster.http_address}/api/v1/topologies/{cluster.topology.name}",
-            flush=True,
-        )
-        print(f"  logs: {cluster.workdir}", flush=True)
-        print("  stop with Ctrl-C", flush=True)
-        start = time.monotonic()
-        next_report = start + 5.0
-        while not stop["signal"]:
+        start()
+        began = time.monotonic()
+        next_report = began + 5.0
+        while not stopping["signal"]:
             now = time.monotonic()
-            if duration is not None and now - start >= duration:
+            if duration is not None and now - began >= duration:
                 break
-            for name in cluster.restart_dead():
-                print(f"{name} died; restarted", flush=True)
-            if not quiet and now >= next_report:
+            tick()
+            if report is not None and now >= next_report:
                 with contextlib.suppress(OSError):
-                    (report or _print_brief)(cluster)
+                    report()
                 next_report = now + 5.0
             time.sleep(0.1)
         with contextlib.suppress(OSError):
-            _print_status(cluster.summary(), cluster.metrics(), cluster.get("/checkpoints"))
+            final()
     finally:
         print("stopping...", flush=True)
-        cluster.stop()
+        stop()
         for s, h in old.items():
             signal.signal(s, h)
     print("stopped", flush=True)
     return 0
+
+
+def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
+    def start() -> None:
+        cluster.start()
+        n = len(cluster.plan.instances)
+        name = cluster.topology.name
+        print(f"running {name!r}: {n} instances in {cluster.containers} containers", flush=True)
+        print(f"  topology master: {cluster.http_address}/api/v1/topologies/{name}", flush=True)
+        print(f"  logs: {cluster.workdir}", flush=True)
+        print("  stop with Ctrl-C", flush=True)
+
+    def tick() -> None:
+        for name in cluster.restart_dead():
+            print(f"{name} died; restarted", flush=True)
+
+    return _run_until_stopped(
+        start, cluster.stop, duration, tick,
+        None if quiet else lambda: _print_brief(cluster),
+        lambda: _print_status(cluster.summary(), cluster.metrics(), cluster.get("/checkpoints")),
+    )  # fmt: skip
 
 
 def _print_brief(cluster: Any) -> None:
@@ -380,35 +398,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     print("Headwater demo: sensors -> MQTT -> edge agents (durable log, edge subgraph, "
           "outbox) -> uplink -> a cloud worker, every piece a real process.")  # fmt: skip
-    stop = {"signal": 0}
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop["signal"] = signum
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     demo = Demo()
-    try:
-        demo.start()
-        start = time.monotonic()
-        next_report = start + 5.0
-        while not stop["signal"]:
-            now = time.monotonic()
-            if args.duration is not None and now - start >= args.duration:
-                break
-            if now >= next_report:
-                with contextlib.suppress(OSError):
-                    demo.report()
-                next_report = now + 5.0
-            time.sleep(0.1)
-        with contextlib.suppress(OSError):
-            demo.report()
-    finally:
-        print("stopping...", flush=True)
-        demo.stop()
-        for s, h in old.items():
-            signal.signal(s, h)
-    print("stopped", flush=True)
-    return 0
+    return _run_until_stopped(demo.start, demo.stop, args.duration, lambda: None, demo.report,
+                              demo.report)  # fmt: skip
 
 
 # -- daemons -------------------------------------------------------------------------

@@ -118,7 +118,7 @@ def dead_letters(out: Path) -> int:
     return sum(len(f.read_text().splitlines()) for f in d.glob("part-*.jsonl")) if d.exists() else 0
 
 
-def _get(url: str) -> Any:
+def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as r:
         return json.loads(r.read())
 
@@ -149,7 +149,9 @@ class Demo:
         self._daemon("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
                      "--http-port", str(_free_port()), "--state-dir", str(self.work / "master"),
                      "--ready-file", str(ready), "--no-advertise")  # fmt: skip
-        info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), "the master")
+        info = wait_until(
+            lambda: ready.exists() and json.loads(ready.read_text()), "starting the master"
+        )
         self.grpc, self.http = info["grpc"], info["http"]
         self._daemon("worker-1", "worker", "--master", self.grpc, "--id", "worker-1",
                      "--workdir", str(self.work / "worker-1"),
@@ -159,8 +161,8 @@ class Demo:
                          "--label", f"site={site}", "--mqtt", f"127.0.0.1:{port}",
                          "--topic", f"sensors/{site}/#",
                          "--workdir", str(self.work / f"gw-{site}"))  # fmt: skip
-        _wait(lambda: len([n for n in self.nodes() if n["online"]]) == 3,
-              "the worker and both agents")  # fmt: skip
+        wait_until(lambda: len([n for n in self.nodes() if n["online"]]) == 3,
+              "the worker and both agents attaching")  # fmt: skip
         data, entry = build_package(str(PIPELINE))
         req = urllib.request.Request(
             f"{self.http}/api/v1/topologies?{urlencode({'entry': entry, 'containers': 1})}",
@@ -183,7 +185,7 @@ class Demo:
         print("  stop with Ctrl-C", flush=True)
 
     def nodes(self) -> list[dict[str, Any]]:
-        return _get(f"{self.http}/api/v1/nodes")  # type: ignore[no-any-return]
+        return get_json(f"{self.http}/api/v1/nodes")  # type: ignore[no-any-return]
 
     def report(self) -> None:
         latest: dict[str, list[Any]] = {}
@@ -198,7 +200,7 @@ class Demo:
         agents = [f"{n['id']} {'online' if n['online'] else 'OFFLINE'} backlog "
                   f"{n['backlog_batches']} batches"
                   for n in self.nodes() if n["kind"] == "agent"]  # fmt: skip
-        cp = _get(f"{self.http}/api/v1/topologies/iot/checkpoints")
+        cp = get_json(f"{self.http}/api/v1/topologies/iot/checkpoints")
         print(f"  dead letters so far: {dead_letters(self.out)} | {' | '.join(agents)} | "
               f"cloud checkpoints: latest complete {cp['latest_complete']}",
               flush=True)  # fmt: skip
@@ -210,7 +212,8 @@ class Demo:
         terminate(list(reversed(self.procs)), 15.0)
 
 
-def _wait(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+def wait_until(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """``cond()``'s first true value (an OSError counts as not yet); RuntimeError on timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -220,4 +223,4 @@ def _wait(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
         if value:
             return value
         time.sleep(0.1)
-    raise RuntimeError(f"the demo could not start {what} within {timeout:.0f}s")
+    raise RuntimeError(f"{what}: not within {timeout:.0f}s")
