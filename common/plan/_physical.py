@@ -13,6 +13,8 @@ from functools import cached_property
 
 from ..api import Topology
 
+DSL_STEPS = "headwater.dsl.steps"  # component config: the DSL steps fused into it
+
 
 @dataclass(frozen=True)
 class InstancePlacement:
@@ -29,6 +31,8 @@ class PhysicalPlan:
     topology: str
     containers: int
     instances: tuple[InstancePlacement, ...]
+    # component -> the DSL steps fused into it (components written as spouts/bolts: absent)
+    fused: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @cached_property
     def _by_task(self) -> dict[int, InstancePlacement]:
@@ -59,6 +63,7 @@ class PhysicalPlan:
                 }
                 for i in self.instances
             ],
+            "fused": {component: list(steps) for component, steps in self.fused},
         }
 
 
@@ -82,7 +87,9 @@ def pack_round_robin(topology: Topology, containers: int) -> PhysicalPlan:
         for index, task in enumerate(task_ids(topology)[comp.name]):
             placements.append(InstancePlacement(task, comp.name, index, n % containers))
             n += 1
-    return PhysicalPlan(topology.name, containers, tuple(placements))
+    fused = tuple((c.name, tuple(c.config[DSL_STEPS])) for c in topology.components
+                  if DSL_STEPS in c.config)  # fmt: skip
+    return PhysicalPlan(topology.name, containers, tuple(placements), fused)
 
 
 def upstream_spouts(topology: Topology) -> dict[str, frozenset[str]]:

@@ -118,6 +118,7 @@ def test_plan_to_dict() -> None:
             {"task": 1, "component": "s", "index": 0, "container": 0},
             {"task": 2, "component": "s", "index": 1, "container": 1},
         ],
+        "fused": {},  # no DSL steps
     }
 
 

@@ -1,0 +1,15 @@
+"""The functional DSL over the runtime: pipelines of named steps, fused where they can be."""
+
+from ._ops import CollectionSpout
+from ._pipeline import Pipeline, Streamlet, WindowedStreamlet
+from ._windows import Session, Sliding, Tumbling
+
+__all__ = [
+    "CollectionSpout",
+    "Pipeline",
+    "Session",
+    "Sliding",
+    "Streamlet",
+    "Tumbling",
+    "WindowedStreamlet",
+]

@@ -1,0 +1,289 @@
+"""The functional DSL: ``source -> map -> key_by -> window -> reduce -> sink``, as a topology.
+
+>>> from headwater.dsl import Pipeline, Tumbling
+>>> p = Pipeline("totals")
+>>> (p.from_collection("readings", [{"sensor": "a", "ts": 1, "v": 2.0}])
+...   .filter("valid", lambda r: r["v"] >= 0)
+...   .key_by("by_sensor", lambda r: r["sensor"])
+...   .window("per_10s", Tumbling(10), timestamp=lambda r: r["ts"])
+...   .reduce("total", lambda a, b: {**a, "v": a["v"] + b["v"]})
+...   .log("show"))  # doctest: +ELLIPSIS
+<headwater.common.dsl._pipeline.Streamlet object at ...>
+>>> [(c.name, c.config["headwater.dsl.steps"]) for c in p.build().components]
+[('readings', ('readings', 'valid', 'by_sensor')), ('per_10s', ('per_10s', 'total', 'show'))]
+
+Every step has a unique name, which is also the key of its state in
+checkpoints. Steps fuse into one component (one instance per task, no
+serialisation between them) unless something needs an exchange: a
+stateful step keyed by ``key_by`` (records must meet their key's task),
+``repartition``, a ``union``, a stream read by more than one step
+(``clone``), or a change of placement or parallelism. The topology's
+components list their steps in ``config["headwater.dsl.steps"]``, and the
+physical plan shows them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from .._exceptions import InvalidTopologyError
+from ..api import Bolt, Grouping, Input, Placement, Spout, Stream, Topology, fields, shuffle
+from ..plan._physical import DSL_STEPS as STEPS
+from ._ops import (
+    CollectionSpout,
+    FilterOp,
+    FlatMapOp,
+    FusedBolt,
+    FusedSpout,
+    KeyByOp,
+    LogOp,
+    MapOp,
+    Op,
+    ReduceByKeyOp,
+    SinkOp,
+    WindowOp,
+)
+from ._windows import Assigner
+
+RECORD = ("key", "value")
+
+
+@dataclass(eq=False)
+class _Step:
+    name: str
+    op: Callable[[], Op] | None  # None: a source or a plain component
+    parents: list[tuple[_Step, str]] = field(default_factory=list)  # (step, output tag)
+    parallelism: int = 1
+    placement: Placement = field(default_factory=Placement)
+    keyed: bool = False  # needs its input grouped by key
+    exchange: bool = False  # starts a new component whatever else holds
+    source: Callable[[], Spout] | None = None
+    component: Callable[[], Bolt] | None = None  # a plain bolt fed [key, value]
+    side_tags: tuple[str, ...] = ()
+
+
+class Pipeline:
+    """A topology written as steps over streams of records."""
+
+    def __init__(self, name: str, config: Mapping[str, Any] | None = None) -> None:
+        self.name = name
+        self.config = dict(config or {})
+        self._steps: dict[str, _Step] = {}
+
+    # -- sources ----------------------------------------------------------------
+    def source(self, name: str, spout: Callable[[], Spout], *, parallelism: int = 1,
+               placement: Placement | None = None) -> Streamlet:  # fmt: skip
+        """Any spout as a source: each tuple it emits is a record (one field: its value)."""
+        step = _Step(name, None, parallelism=parallelism, placement=placement or Placement(),
+                     source=spout)  # fmt: skip
+        return Streamlet(self, self._add(step))
+
+    def from_collection(self, name: str, items: Iterable[Any], *, parallelism: int = 1,
+                        placement: Placement | None = None) -> Streamlet:  # fmt: skip
+        """A fixed collection, emitted once (exactly once under checkpoints)."""
+        return self.source(name, partial(CollectionSpout, list(items)),
+                           parallelism=parallelism, placement=placement)  # fmt: skip
+
+    def from_log(self, name: str, path: str, partitions: int, *, parallelism: int = 1,
+                 placement: Placement | None = None) -> Streamlet:  # fmt: skip
+        """A durable log (e.g. the agent's MQTT ingest log): records are its value lists."""
+        from ..connectors import LogSpout
+
+        return self.source(name, partial(LogSpout, path, partitions),
+                           parallelism=parallelism, placement=placement)  # fmt: skip
+
+    def union(self, name: str, *streams: Streamlet) -> Streamlet:
+        """The records of every stream, as one stream."""
+        if len(streams) < 2:
+            raise InvalidTopologyError(self.name, [f"union {name!r} needs two streams or more"])
+        first = streams[0].step
+        step = _Step(name, partial(MapOp, name, _identity),
+                     parents=[(s.step, s.tag) for s in streams],
+                     parallelism=first.parallelism, placement=first.placement,
+                     exchange=True)  # fmt: skip
+        return Streamlet(self, self._add(step))
+
+    def _add(self, step: _Step) -> _Step:
+        if step.name in self._steps:
+            raise InvalidTopologyError(self.name, [
+                f"step {step.name!r} is defined twice: step names are also the keys of their "
+                "state in checkpoints, so each must be unique; rename one"
+            ])  # fmt: skip
+        if not step.name or step.name.startswith("__") or "." in step.name:
+            raise InvalidTopologyError(self.name, [
+                f"step name {step.name!r}: use a non-empty name without dots that does not "
+                "start with '__'"
+            ])  # fmt: skip
+        self._steps[step.name] = step
+        return step
+
+    # -- compiling ----------------------------------------------------------------
+    def build(self) -> Topology:
+        """The topology: chains of fusable steps become one component each."""
+        steps = list(self._steps.values())
+        consumers: dict[tuple[str, str], int] = {}
+        for s in steps:
+            for p, tag in s.parents:
+                consumers[(p.name, tag)] = consumers.get((p.name, tag), 0) + 1
+        head: dict[str, _Step] = {}  # step -> the first step of its component
+        chains: dict[str, list[_Step]] = {}
+        for s in steps:  # steps are added after their parents, so this is a topological order
+            parent: _Step | None = s.parents[0][0] if len(s.parents) == 1 else None
+            fuse = (
+                parent is not None
+                and s.op is not None
+                and s.component is None
+                and s.parents[0][1] == "default"
+                and consumers[(parent.name, "default")] == 1
+                and not s.keyed
+                and not s.exchange
+                and parent.component is None
+                and s.parallelism == parent.parallelism
+                and s.placement == parent.placement
+            )
+            if fuse and parent is not None:
+                head[s.name] = head[parent.name]
+                chains[head[s.name].name].append(s)
+            else:
+                head[s.name] = s
+                chains[s.name] = [s]
+        topology = Topology(self.name, config=self.config)
+        for name, chain in chains.items():
+            first = chain[0]
+            ops = [s.op for s in chain if s.op is not None]
+            outputs = [Stream(RECORD)] + [Stream(RECORD, name=f"{s.name}.{tag}")
+                                          for s in chain for tag in s.side_tags]  # fmt: skip
+            config = {STEPS: tuple(s.name for s in chain)}
+            if first.source is not None:
+                topology = topology.add_spout(
+                    name, partial(FusedSpout, first.source, partial(_make_ops, ops)),
+                    parallelism=first.parallelism, outputs=outputs, config=config,
+                    placement=first.placement,
+                )  # fmt: skip
+                continue
+            grouping: Grouping = fields("key") if first.keyed else shuffle()
+            inputs = [Input(head[p.name].name, "default" if tag == "default" else
+                            f"{p.name}.{tag}", grouping)
+                      for p, tag in first.parents]  # fmt: skip
+            factory: Callable[[], Spout | Bolt] = (
+                first.component if first.component is not None
+                else partial(FusedBolt, partial(_make_ops, ops))
+            )  # fmt: skip
+            topology = topology.add_bolt(name, factory, inputs=inputs,
+                                         parallelism=first.parallelism,
+                                         outputs=outputs if first.component is None else (),
+                                         config=config, placement=first.placement)  # fmt: skip
+        return topology
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _make_ops(factories: Sequence[Callable[[], Op]]) -> list[Op]:
+    return [f() for f in factories]
+
+
+class Streamlet:
+    """A stream of ``(key, value)`` records in a pipeline; every method adds a named step."""
+
+    def __init__(self, pipeline: Pipeline, step: _Step, tag: str = "default") -> None:
+        self.pipeline, self.step, self.tag = pipeline, step, tag
+
+    def _then(self, name: str, op: Callable[[], Op], **kw: Any) -> Streamlet:
+        step = _Step(name, op, parents=[(self.step, self.tag)],
+                     parallelism=kw.pop("parallelism", None) or self.step.parallelism,
+                     placement=kw.pop("placement", None) or self.step.placement,
+                     **kw)  # fmt: skip
+        return Streamlet(self.pipeline, self.pipeline._add(step))
+
+    def map(self, name: str, fn: Callable[[Any], Any], **kw: Any) -> Streamlet:
+        return self._then(name, partial(MapOp, name, fn), **kw)
+
+    def flat_map(self, name: str, fn: Callable[[Any], Iterable[Any]], **kw: Any) -> Streamlet:
+        return self._then(name, partial(FlatMapOp, name, fn), **kw)
+
+    def filter(self, name: str, fn: Callable[[Any], bool], **kw: Any) -> Streamlet:
+        return self._then(name, partial(FilterOp, name, fn), **kw)
+
+    def key_by(self, name: str, fn: Callable[[Any], Any], **kw: Any) -> Streamlet:
+        """Set each record's key; the next stateful step sees each key on one task."""
+        return self._then(name, partial(KeyByOp, name, fn), **kw)
+
+    def reduce_by_key(self, name: str, fn: Callable[[Any, Any], Any], **kw: Any) -> Streamlet:
+        """A running total per key: emits the key's new total for every record."""
+        return self._then(name, partial(ReduceByKeyOp, name, fn), keyed=True, **kw)
+
+    def window(self, name: str, assigner: Assigner, *, timestamp: Callable[[Any], int],
+               out_of_orderness: int = 0, lateness: int = 0,
+               parallelism: int | None = None) -> WindowedStreamlet:  # fmt: skip
+        """Event-time windows per key (see ``headwater.common.dsl._windows``)."""
+        return WindowedStreamlet(self, name, assigner, timestamp, out_of_orderness, lateness,
+                                 parallelism)  # fmt: skip
+
+    def repartition(self, name: str, parallelism: int) -> Streamlet:
+        """Spread the records evenly over ``parallelism`` tasks of the next steps."""
+        return self._then(name, partial(MapOp, name, _identity), parallelism=parallelism,
+                          exchange=True)  # fmt: skip
+
+    def log(self, name: str) -> Streamlet:
+        """Log every record (and pass it on)."""
+        return self._then(name, partial(LogOp, name))
+
+    def sink(self, name: str, fn: Callable[[Any], None], **kw: Any) -> None:
+        """Call ``fn`` with every record's value."""
+        self._then(name, partial(SinkOp, name, fn), **kw)
+
+    def to(self, name: str, bolt: Callable[[], Bolt], *, parallelism: int | None = None,
+           key: bool = False) -> None:  # fmt: skip
+        """Feed a component (e.g. ``TransactionalFileSink``): tuples ``[key, value]``."""
+        step = _Step(name, None, parents=[(self.step, self.tag)],
+                     parallelism=parallelism or self.step.parallelism,
+                     placement=self.step.placement, keyed=key, component=bolt)  # fmt: skip
+        self.pipeline._add(step)
+
+    def late(self) -> Streamlet:
+        """A window step's side output: ``(key, value)`` of the records too late to count."""
+        if "late" not in self.step.side_tags:
+            raise InvalidTopologyError(self.pipeline.name, [
+                f"step {self.step.name!r} has no late records: late() follows a windowed reduce"
+            ])  # fmt: skip
+        return Streamlet(self.pipeline, self.step, "late")
+
+
+class WindowedStreamlet:
+    """``stream.window(...)``: say how each window's records combine."""
+
+    def __init__(self, stream: Streamlet, name: str, assigner: Assigner,
+                 timestamp: Callable[[Any], int], out_of_orderness: int,
+                 lateness: int, parallelism: int | None) -> None:  # fmt: skip
+        self.stream, self.name, self.assigner = stream, name, assigner
+        self.timestamp, self.ooo, self.lateness = timestamp, out_of_orderness, lateness
+        self.parallelism = parallelism
+
+    def reduce(self, name: str, fn: Callable[[Any, Any], Any]) -> Streamlet:
+        """Combine a window's records with ``fn``; emits ``{"key", "start", "end", "value"}``.
+
+        ``name`` names the result stream; the window step itself is ``window``'s name.
+        """
+        op = partial(WindowOp, self.name, self.assigner, self.timestamp, fn, self.ooo,
+                     self.lateness)  # fmt: skip
+        windowed = self.stream._then(self.name, op, keyed=True, side_tags=("late",),
+                                     parallelism=self.parallelism)  # fmt: skip
+        result = windowed.map(name, _identity)
+        result.step.side_tags = ()
+        return _Result(windowed, result)
+
+
+class _Result(Streamlet):
+    """The stream of fired windows; ``late()`` reaches the window step's side output."""
+
+    def __init__(self, windowed: Streamlet, result: Streamlet) -> None:
+        super().__init__(result.pipeline, result.step, result.tag)
+        self._windowed = windowed
+
+    def late(self) -> Streamlet:
+        return self._windowed.late()

@@ -1,0 +1,215 @@
+"""Event-time windows: assigners and the per-key window state machine.
+
+Time is whatever the step's timestamp function returns (integers, e.g. epoch
+milliseconds). A step's *watermark* is the highest timestamp it has seen
+minus its ``out_of_orderness``: it promises that no record older than that
+is still expected. A window ``[start, end)`` fires (emits its result) once
+the watermark reaches ``end``. Until the watermark passes ``end +
+allowed_lateness`` the window is kept: a late record still counts and the
+window fires again with the updated result. A record for a window already
+past that is *late*: it goes to the step's side output instead, never lost.
+
+Session windows start at a record and last ``gap`` past the last record of
+the key; two sessions that come to touch or overlap merge (their accumulators too, so
+a session's reduce must be associative and commutative).
+
+>>> w = WindowedReduce(Tumbling(10), lambda a, b: a + b, out_of_orderness=0, lateness=0)
+>>> out, late = [], []
+>>> for ts, v in [(1, 1), (4, 2), (12, 5)]:
+...     w.add("k", ts, v, out.append, late.append)
+>>> out  # [key, start, end, value]; [10, 20) is still open
+[['k', 0, 10, 3]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+Reduce = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class Tumbling:
+    """Fixed, non-overlapping windows of ``size``."""
+
+    size: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.size, int) or self.size <= 0:
+            raise ValueError(f"a tumbling window needs a positive whole size, got {self.size!r}")
+
+    def assign(self, ts: int) -> list[tuple[int, int]]:
+        start = ts - ts % self.size
+        return [(start, start + self.size)]
+
+
+@dataclass(frozen=True)
+class Sliding:
+    """Windows of ``size`` starting every ``slide``: a record belongs to size/slide of them."""
+
+    size: int
+    slide: int
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.size, int) and isinstance(self.slide, int)):
+            raise ValueError("sliding windows need whole sizes")
+        if self.slide <= 0 or self.size <= 0 or self.size % self.slide:
+            raise ValueError(
+                f"a sliding window needs 0 < slide and size a multiple of slide "
+                f"(got size {self.size}, slide {self.slide})"
+            )
+
+    def assign(self, ts: int) -> list[tuple[int, int]]:
+        last = ts - ts % self.slide
+        return [(s, s + self.size) for s in range(last - self.size + self.slide, last + 1,
+                                                  self.slide)]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Session:
+    """Per key, records closer than ``gap`` to each other share a window."""
+
+    gap: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.gap, int) or self.gap <= 0:
+            raise ValueError(f"a session window needs a positive whole gap, got {self.gap!r}")
+
+    def assign(self, ts: int) -> list[tuple[int, int]]:
+        return [(ts, ts + self.gap)]
+
+
+Assigner = Tumbling | Sliding | Session
+
+
+class WindowedReduce:
+    """Windows per key, reduced with an associative ``reduce``; state in plain mappings.
+
+    ``windows`` maps key -> {start: [end, acc, fired]}; ``meta`` holds the
+    watermark. Both can be checkpointed state (they hold only plain values).
+    """
+
+    def __init__(
+        self,
+        assigner: Assigner,
+        reduce: Reduce,
+        *,
+        out_of_orderness: int,
+        lateness: int,
+        windows: MutableMapping[Any, dict[int, list[Any]]] | None = None,
+        meta: MutableMapping[str, Any] | None = None,
+    ) -> None:
+        if out_of_orderness < 0 or lateness < 0:
+            raise ValueError("out_of_orderness and lateness must not be negative")
+        self.assigner = assigner
+        self.reduce = reduce
+        self.out_of_orderness = out_of_orderness
+        self.lateness = lateness
+        self.windows: MutableMapping[Any, dict[int, list[Any]]] = {} if windows is None else windows
+        self.meta: MutableMapping[str, Any] = {} if meta is None else meta
+        # window end -> keys with a window ending there (rebuilt from the state)
+        self._ends: dict[int, set[Any]] = {}
+        for key, wins in self.windows.items():
+            for _start, (end, _acc, _fired) in wins.items():
+                self._ends.setdefault(end, set()).add(key)
+
+    @property
+    def watermark(self) -> int | None:
+        wm = self.meta.get("watermark")
+        return None if wm is None else int(wm)
+
+    def add(self, key: Any, ts: int, value: Any, emit: Callable[[list[Any]], None],
+            late: Callable[[list[Any]], None]) -> None:  # fmt: skip
+        """Take one record; emit fired windows as ``[key, start, end, result]``."""
+        wm = self.watermark
+        wins = self.windows.get(key)
+        if wins is None:
+            wins = {}
+        touched: list[int] = []
+        live = [(s, e) for s, e in self.assigner.assign(ts)
+                if wm is None or e + self.lateness > wm]  # fmt: skip
+        if not live:
+            late([key, ts, value])  # its windows are gone: the side output keeps the record
+            return
+        for start, end in live:
+            entry = wins.get(start)
+            if entry is None:
+                wins[start] = [end, value, False]
+                self._ends.setdefault(end, set()).add(key)
+            else:
+                entry[1] = self.reduce(entry[1], value)
+            touched.append(start)
+        if isinstance(self.assigner, Session):
+            touched = [self._merge_sessions(key, wins, touched[0])]
+        self.windows[key] = wins  # reassign: keyed state notices the change
+        # a late record updates a window that already fired: fire it again
+        for start in touched:
+            entry = wins[start]
+            if entry[2] and wm is not None and entry[0] <= wm:
+                emit([key, start, entry[0], entry[1]])
+        self.advance(ts - self.out_of_orderness, emit)
+
+    def advance(self, watermark: int, emit: Callable[[list[Any]], None]) -> None:
+        """Move the watermark forward (never back); fire and purge what it passes."""
+        wm = self.watermark
+        if wm is not None and watermark <= wm:
+            return
+        self.meta["watermark"] = watermark
+        for end in sorted(e for e in self._ends if e <= watermark):
+            keys = self._ends[end]
+            for key in sorted(keys, key=repr):
+                wins = self.windows.get(key)
+                if not wins:
+                    continue
+                for start in sorted(wins):
+                    entry = wins[start]
+                    if entry[0] == end and not entry[2]:
+                        entry[2] = True
+                        emit([key, start, end, entry[1]])
+                self.windows[key] = wins
+        for end in [e for e in self._ends if e + self.lateness <= watermark]:
+            for key in self._ends.pop(end):
+                wins = self.windows.get(key)
+                if wins is None:
+                    continue
+                for start in [s for s, entry in wins.items() if entry[0] == end]:
+                    del wins[start]
+                if wins:
+                    self.windows[key] = wins
+                else:
+                    del self.windows[key]
+
+    def _merge_sessions(self, key: Any, wins: dict[int, list[Any]], start: int) -> int:
+        """Merge the session at ``start`` with every session it overlaps; return its start."""
+        s, (e, acc, fired) = start, wins.pop(start)
+        dropped = {e}
+        merged = True
+        while merged:
+            merged = False
+            for other in sorted(wins):
+                oe, oacc, ofired = wins[other]
+                if other <= e and s <= oe:  # they touch or overlap: one session now
+                    del wins[other]
+                    dropped.add(oe)
+                    acc = self.reduce(oacc, acc) if other < s else self.reduce(acc, oacc)
+                    s, e, fired = min(s, other), max(e, oe), fired or ofired
+                    merged = True
+                    break
+        wm = self.watermark
+        # a session that grew past the watermark fires (again) when the watermark gets there
+        wins[s] = [e, acc, fired and wm is not None and e <= wm]
+        for end in dropped - {e}:
+            self._forget(end, key, wins)
+        self._ends.setdefault(e, set()).add(key)
+        return s
+
+    def _forget(self, end: int, key: Any, wins: dict[int, list[Any]]) -> None:
+        if any(v[0] == end for v in wins.values()):
+            return
+        keys = self._ends.get(end)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._ends[end]
