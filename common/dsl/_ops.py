@@ -10,6 +10,7 @@ for the rest), so checkpoints and restores need nothing else.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
@@ -31,6 +32,9 @@ class Op:
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         raise NotImplementedError
+
+    def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
+        """Every task feeding this step has sent everything up to ``watermark``."""
 
 
 class MapOp(Op):
@@ -115,29 +119,141 @@ class WindowOp(Op):
                                 meta=ctx.state.setdefault(f"step:{self.name}", {}))  # fmt: skip
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        def fired(r: list[Any]) -> None:
-            out(r[0], {"key": r[0], "start": r[1], "end": r[2], "value": r[3]})
-
         def late(r: list[Any]) -> None:
             side("late", r[0], r[2])
 
-        self.w.add(key, int(self.timestamp(value)), value, fired, late)
+        self.w.add(key, int(self.timestamp(value)), value, self._fired(out), late)
+
+    def _fired(self, out: Out) -> Callable[[list[Any]], None]:
+        def fired(r: list[Any]) -> None:
+            out(r[0], {"key": r[0], "start": r[1], "end": r[2], "value": r[3]})
+
+        return fired
+
+    def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
+        self.w.advance(watermark - self.out_of_orderness, self._fired(out))
+
+
+class JoinOp(Op):
+    """Window join of two keyed streams: at each window's firing, pairs per key.
+
+    ``how``: ``inner`` (pairs only), ``left`` (also each left record with no
+    right: ``fn(left, None)``), ``outer`` (and each right with no left:
+    ``fn(None, right)``). Emits ``fn``'s results with the key.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        assigner: Assigner,
+        timestamps: tuple[Callable[[Any], int], Callable[[Any], int]],
+        fn: Callable[[Any, Any], Any],
+        how: str,
+        out_of_orderness: int,
+        lateness: int,
+    ) -> None:
+        super().__init__(name)
+        self.assigner, self.timestamps, self.fn, self.how = assigner, timestamps, fn, how
+        self.out_of_orderness, self.lateness = out_of_orderness, lateness
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        self.w = WindowedReduce(self.assigner, _concat_sides,
+                                out_of_orderness=self.out_of_orderness, lateness=self.lateness,
+                                windows=ctx.keyed_state(self.name),
+                                meta=ctx.state.setdefault(f"step:{self.name}", {}))  # fmt: skip
+
+    def process_side(self, side: int, key: Any, value: Any, out: Out, sides: Side) -> None:
+        def late(r: list[Any]) -> None:
+            sides("late", r[0], r[2])
+
+        acc = ([value], []) if side == 0 else ([], [value])
+        self.w.add(key, int(self.timestamps[side](value)), acc, self._fired(out), late)
+
+    def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
+        self.w.advance(watermark - self.out_of_orderness, self._fired(out))
+
+    def _fired(self, out: Out) -> Callable[[list[Any]], None]:
+        def fired(r: list[Any]) -> None:
+            lefts, rights = r[3]
+            fn = self.fn
+            for left in lefts:
+                for right in rights:
+                    out(r[0], fn(left, right))
+            if self.how in ("left", "outer") and not rights:
+                for left in lefts:
+                    out(r[0], fn(left, None))
+            if self.how == "outer" and not lefts:
+                for right in rights:
+                    out(r[0], fn(None, right))
+
+        return fired
+
+    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
+        raise TypeError("a join takes records from its two inputs only")
+
+
+def _concat_sides(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[Any]]) -> Any:
+    return (a[0] + b[0], a[1] + b[1])
 
 
 OpFactory = Callable[[], Op]
 
 
+END_OF_TIME = 2**62  # the watermark of a source that has nothing more to send
+
+
+class Tap:
+    """Watermarks for a downstream windowed step: the highest timestamp this task has sent.
+
+    The chain sends it on the step's watermark stream (to every task of the
+    step), at most every ``EVERY`` records or ``EVERY_S`` seconds, and
+    ``END_OF_TIME`` when a bounded source is done. The step's watermark is
+    the lowest over all the tasks that feed it, so a task holding few keys
+    still sees time move.
+    """
+
+    EVERY = 64
+    EVERY_S = 0.1
+
+    def __init__(self, timestamp: Callable[[Any], int], stream: str) -> None:
+        self.timestamp, self.stream = timestamp, stream
+        self.max: int | None = None
+        self.sent: int | None = None
+        self.count = 0
+        self.at = 0.0
+
+    def see(self, value: Any) -> bool:
+        ts = int(self.timestamp(value))
+        if self.max is None or ts > self.max:
+            self.max = ts
+        self.count += 1
+        return self.count >= self.EVERY
+
+
 class _Chain:
     """Runs ``ops`` in order: each op's output is the next op's input; the last emits."""
 
-    def __init__(self, ops: Sequence[Op], ctx: Context) -> None:
+    def __init__(self, ops: Sequence[Op], ctx: Context, taps: Sequence[Tap] = ()) -> None:
         self.ctx = ctx
+        self.taps = list(taps)
         for op in ops:
             op.open(ctx)
         emit = ctx.emit
 
         def last(key: Any, value: Any) -> None:
             emit([key, value])
+
+        if self.taps:
+            plain = last
+
+            def last(key: Any, value: Any) -> None:
+                plain(key, value)
+                due = False
+                for tap in self.taps:
+                    due = tap.see(value) or due
+                if due:
+                    self.send_watermarks()
 
         def side_of(op: Op) -> Side:
             def side(tag: str, key: Any, value: Any) -> None:
@@ -146,9 +262,23 @@ class _Chain:
             return side
 
         nxt: Out = last
-        for op in reversed(ops):
+        for op in reversed(ops[1:]):
             nxt = _link(op, nxt, side_of(op))
-        self.first = nxt
+        # what the first step's output goes to (a join drives its first step itself)
+        self.after_first, self.side_of_first = nxt, side_of(ops[0]) if ops else None
+        self.first = _link(ops[0], nxt, side_of(ops[0])) if ops else last
+
+    def send_watermarks(self, final: bool = False) -> None:
+        now = time.monotonic()
+        for tap in self.taps:
+            wm = END_OF_TIME if final else tap.max
+            if wm is not None and wm != tap.sent:
+                self.ctx.emit([None, wm], stream=tap.stream)
+                tap.sent, tap.count, tap.at = wm, 0, now
+
+    def watermarks_due(self) -> bool:
+        now = time.monotonic()
+        return any(t.max != t.sent and now - t.at >= Tap.EVERY_S for t in self.taps)
 
 
 def _link(op: Op, out: Out, side: Side) -> Out:
@@ -160,18 +290,71 @@ def _link(op: Op, out: Out, side: Side) -> Out:
     return call
 
 
-class FusedBolt(Bolt):
-    """A chain of steps fed by one or more upstream components."""
+TapSpec = tuple[Callable[[Any], int], str]  # (the downstream step's timestamp, stream)
+WATERMARKS = "wm:"  # streams named wm:<step> carry watermarks to <step>
 
-    def __init__(self, ops: Callable[[], Sequence[Op]]) -> None:
-        self._ops = ops
+
+class FusedBolt(Bolt):
+    """A chain of steps fed by one or more upstream components.
+
+    A chain that starts with a join gets ``sides``: (component, stream) of
+    each input -> 0 (left) or 1 (right). ``taps`` send watermarks to the
+    windowed steps downstream; a chain that starts with a windowed step takes
+    the watermarks of every task feeding it and moves on the lowest.
+    """
+
+    def __init__(self, ops: Callable[[], Sequence[Op]],
+                 sides: dict[tuple[str, str], int] | None = None,
+                 taps: Sequence[TapSpec] = ()) -> None:  # fmt: skip
+        self._ops, self._sides, self._taps = ops, sides, taps
 
     def open(self, ctx: Context) -> None:
-        self.chain = _Chain(self._ops(), ctx).first
+        ops = self._ops()
+        chain = self._chain = _Chain(ops, ctx, [Tap(ts, stream) for ts, stream in self._taps])
+        self.chain = chain.first
+        self.head = ops[0]
+        self.out, self.side = chain.after_first, chain.side_of_first
+        self.join: Callable[[int, Any, Any], None] | None = None
+        if self._sides is not None:
+            head = ops[0]
+            assert isinstance(head, JoinOp)
+            out, side = self.out, self.side
+            assert side is not None
+
+            def join(s: int, key: Any, value: Any) -> None:
+                head.process_side(s, key, value, out, side)
+
+            self.join = join
+        me = ctx.topology.component(ctx.component)
+        self.wm_sources = sum(len(ctx.component_tasks(i.component)) for i in me.inputs
+                              if i.stream.startswith(WATERMARKS))  # fmt: skip
+        self.wm_in: dict[int, int] = {}  # upstream task -> its watermark
 
     def process(self, tup: Tuple) -> None:
+        if tup.stream.startswith(WATERMARKS):
+            self._watermark(tup.task, int(tup.values[1]))
+            return
         key, value = tup.values
-        self.chain(key, value)
+        if self.join is not None:
+            assert self._sides is not None
+            self.join(self._sides[(tup.component, tup.stream)], key, value)
+        else:
+            self.chain(key, value)
+        if self._chain.taps and self._chain.watermarks_due():
+            self._chain.send_watermarks()
+
+    def _watermark(self, task: int, wm: int) -> None:
+        if wm <= self.wm_in.get(task, -END_OF_TIME):
+            return
+        self.wm_in[task] = wm
+        if len(self.wm_in) == self.wm_sources and self.side is not None:
+            self.head.on_watermark(min(self.wm_in.values()), self.out, self.side)
+            if self._chain.taps and min(self.wm_in.values()) >= END_OF_TIME:
+                self._chain.send_watermarks(final=True)  # the end of input travels on
+
+    def on_tick(self, tup: Tuple) -> None:
+        if self._chain.taps and self._chain.watermarks_due():
+            self._chain.send_watermarks()
 
 
 class _SourceContext:
@@ -188,18 +371,33 @@ class _SourceContext:
 
 
 class FusedSpout(Spout):
-    """A source spout whose records run through a chain of steps in the same instance."""
+    """A source spout whose records run through a chain of steps in the same instance.
 
-    def __init__(self, source: Callable[[], Spout], ops: Callable[[], Sequence[Op]]) -> None:
-        self._source, self._ops = source, ops
+    A source with ``exhausted()`` (a bounded one) sends the end of time as its
+    watermark once it has nothing more.
+    """
+
+    def __init__(self, source: Callable[[], Spout], ops: Callable[[], Sequence[Op]],
+                 taps: Sequence[TapSpec] = ()) -> None:  # fmt: skip
+        self._source, self._ops, self._taps = source, ops, taps
 
     def open(self, ctx: Context) -> None:
-        chain = _Chain(self._ops(), ctx).first
+        self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
+        chain = self._chain.first
         self.source = self._source()
         self.source.open(cast(Context, _SourceContext(ctx, lambda value: chain(None, value))))
+        self._ended = False
 
     def next_tuple(self) -> None:
         self.source.next_tuple()
+        if not self._chain.taps:
+            return
+        exhausted = getattr(self.source, "exhausted", None)
+        if not self._ended and callable(exhausted) and exhausted():
+            self._chain.send_watermarks(final=True)
+            self._ended = True
+        elif self._chain.watermarks_due():
+            self._chain.send_watermarks()
 
     def activate(self) -> None:
         self.source.activate()
@@ -236,6 +434,9 @@ class CollectionSpout(Spout):
         n = len(ctx.component_tasks(ctx.component))
         self.mine = self.items[ctx.component_index :: n]
         self.state = ctx.state
+
+    def exhausted(self) -> bool:
+        return int(self.state.get("offset", 0)) >= len(self.mine)
 
     def next_tuple(self) -> None:
         offset = int(self.state.get("offset", 0))

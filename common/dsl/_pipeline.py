@@ -30,7 +30,19 @@ from functools import partial
 from typing import Any
 
 from .._exceptions import InvalidTopologyError
-from ..api import Bolt, Grouping, Input, Placement, Spout, Stream, Topology, fields, shuffle
+from ..api import (
+    Bolt,
+    Grouping,
+    Input,
+    Placement,
+    Spout,
+    Stream,
+    Topology,
+    all_tasks,
+    fields,
+    shuffle,
+)
+from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
 from ..plan._physical import DSL_STEPS as STEPS
 from ._ops import (
     CollectionSpout,
@@ -38,6 +50,7 @@ from ._ops import (
     FlatMapOp,
     FusedBolt,
     FusedSpout,
+    JoinOp,
     KeyByOp,
     LogOp,
     MapOp,
@@ -63,6 +76,8 @@ class _Step:
     source: Callable[[], Spout] | None = None
     component: Callable[[], Bolt] | None = None  # a plain bolt fed [key, value]
     side_tags: tuple[str, ...] = ()
+    join: bool = False  # parents[0] is the left input, parents[1] the right
+    timestamps: tuple[Callable[[Any], int], ...] = ()  # event time, per parent (windowed steps)
 
 
 class Pipeline:
@@ -150,16 +165,28 @@ class Pipeline:
             else:
                 head[s.name] = s
                 chains[s.name] = [s]
+        # windowed steps take watermarks from every task of the components that feed them
+        taps: dict[str, list[tuple[Callable[[Any], int], str]]] = {}
+        wm_inputs: dict[str, list[str]] = {}
+        for s in steps:
+            for (parent, tag), stamp in zip(s.parents, s.timestamps, strict=False):
+                if tag == "default":
+                    taps.setdefault(head[parent.name].name, []).append((stamp, f"wm:{s.name}"))
+                    wm_inputs.setdefault(s.name, []).append(head[parent.name].name)
         topology = Topology(self.name, config=self.config)
         for name, chain in chains.items():
             first = chain[0]
             ops = [s.op for s in chain if s.op is not None]
             outputs = [Stream(RECORD)] + [Stream(RECORD, name=f"{s.name}.{tag}")
                                           for s in chain for tag in s.side_tags]  # fmt: skip
-            config = {STEPS: tuple(s.name for s in chain)}
+            my_taps = taps.get(name, [])
+            outputs += [Stream(RECORD, name=stream) for _, stream in my_taps]
+            config: dict[str, Any] = {STEPS: tuple(s.name for s in chain)}
+            if my_taps and first.source is None:
+                config[TICK_SECS] = 0.1  # watermarks leave even when records stop
             if first.source is not None:
                 topology = topology.add_spout(
-                    name, partial(FusedSpout, first.source, partial(_make_ops, ops)),
+                    name, partial(FusedSpout, first.source, partial(_make_ops, ops), my_taps),
                     parallelism=first.parallelism, outputs=outputs, config=config,
                     placement=first.placement,
                 )  # fmt: skip
@@ -168,11 +195,20 @@ class Pipeline:
             inputs = [Input(head[p.name].name, "default" if tag == "default" else
                             f"{p.name}.{tag}", grouping)
                       for p, tag in first.parents]  # fmt: skip
+            wm = [Input(h, f"wm:{first.name}", all_tasks()) for h in wm_inputs.get(name, [])]
+            sides = None
+            if first.join:
+                sides = {(i.component, i.stream): n for n, i in enumerate(inputs)}
+                if len(sides) != 2:
+                    raise InvalidTopologyError(self.name, [
+                        f"join {first.name!r} reads the same stream on both sides: clone it "
+                        "into two steps first"
+                    ])  # fmt: skip
             factory: Callable[[], Spout | Bolt] = (
                 first.component if first.component is not None
-                else partial(FusedBolt, partial(_make_ops, ops))
+                else partial(FusedBolt, partial(_make_ops, ops), sides, my_taps)
             )  # fmt: skip
-            topology = topology.add_bolt(name, factory, inputs=inputs,
+            topology = topology.add_bolt(name, factory, inputs=[*inputs, *wm],
                                          parallelism=first.parallelism,
                                          outputs=outputs if first.component is None else (),
                                          config=config, placement=first.placement)  # fmt: skip
@@ -224,6 +260,37 @@ class Streamlet:
         return WindowedStreamlet(self, name, assigner, timestamp, out_of_orderness, lateness,
                                  parallelism)  # fmt: skip
 
+    def join(
+        self,
+        name: str,
+        other: Streamlet,
+        assigner: Assigner,
+        fn: Callable[[Any, Any], Any],
+        *,
+        timestamp: Callable[[Any], int] | tuple[Callable[[Any], int], Callable[[Any], int]],
+        how: str = "inner",
+        out_of_orderness: int = 0,
+        lateness: int = 0,
+        parallelism: int | None = None,
+    ) -> Streamlet:
+        """Join this keyed stream with ``other`` per key within event-time windows.
+
+        ``how``: ``inner``, ``left`` (``fn(left, None)`` for a left record with no
+        match in its window) or ``outer`` (also ``fn(None, right)``). ``timestamp``
+        is one function for both sides or a (left, right) pair.
+        """
+        if how not in ("inner", "left", "outer"):
+            raise InvalidTopologyError(self.pipeline.name, [
+                f"join {name!r}: how={how!r}; use 'inner', 'left' or 'outer'"
+            ])  # fmt: skip
+        stamps = timestamp if isinstance(timestamp, tuple) else (timestamp, timestamp)
+        op = partial(JoinOp, name, assigner, stamps, fn, how, out_of_orderness, lateness)
+        step = _Step(name, op, parents=[(self.step, self.tag), (other.step, other.tag)],
+                     parallelism=parallelism or self.step.parallelism,
+                     placement=self.step.placement, keyed=True, exchange=True,
+                     side_tags=("late",), join=True, timestamps=stamps)  # fmt: skip
+        return Streamlet(self.pipeline, self.pipeline._add(step))
+
     def repartition(self, name: str, parallelism: int) -> Streamlet:
         """Spread the records evenly over ``parallelism`` tasks of the next steps."""
         return self._then(name, partial(MapOp, name, _identity), parallelism=parallelism,
@@ -272,7 +339,8 @@ class WindowedStreamlet:
         op = partial(WindowOp, self.name, self.assigner, self.timestamp, fn, self.ooo,
                      self.lateness)  # fmt: skip
         windowed = self.stream._then(self.name, op, keyed=True, side_tags=("late",),
-                                     parallelism=self.parallelism)  # fmt: skip
+                                     parallelism=self.parallelism,
+                                     timestamps=(self.timestamp,))  # fmt: skip
         result = windowed.map(name, _identity)
         result.step.side_tags = ()
         return _Result(windowed, result)

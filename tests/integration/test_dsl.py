@@ -39,3 +39,24 @@ def test_windowed_pipeline_fuses_and_counts_every_window_once(tmp_path: Path) ->
         assert {i["component"] for i in plan["instances"]} == {"readings", "per_10s", "sink"}
         wait_for(lambda: len(_rows(out)) >= len(expected), 60, "every window at the sink")
         assert sorted(_rows(out)) == expected
+
+
+def test_outer_window_join_on_a_cluster(tmp_path: Path) -> None:
+    import runpy
+
+    out = tmp_path / "out"
+    topo = runpy.run_path(str(TOPOLOGIES / "dsl_join.py"))
+    expected: list[list[Any]] = []
+    for w in range(4):
+        for k in range(5):
+            orders = [o["order"] for o in topo["ORDERS"]
+                      if o["c"] == f"c{k}" and o["ts"] // 10_000 == w]  # fmt: skip
+            paid = [q["paid"] for q in topo["PAYMENTS"]
+                    if q["c"] == f"c{k}" and q["ts"] // 10_000 == w]  # fmt: skip
+            expected += [[o, q] for o in orders for q in paid]
+            expected += [[o, None] for o in orders] if not paid else []
+            expected += [[None, q] for q in paid] if not orders else []
+    with running(TOPOLOGIES / "dsl_join.py", env={"DSL_OUT": str(out)}) as c:
+        assert c.get("/plan")["fused"]["matched"] == ["matched"]
+        wait_for(lambda: len(_rows(out)) >= len(expected), 60, "every joined pair")
+        assert sorted(_rows(out), key=repr) == sorted(expected, key=repr)
