@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import edge, exactly_once, wordcount
+from bench import dsl_fusion, edge, exactly_once, wordcount
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,11 @@ class Workload:
 
 
 WORKLOADS: dict[str, Workload] = {
+    "dsl-fusion": Workload(
+        dsl_fusion.__doc__.splitlines()[0] if dsl_fusion.__doc__ else "",
+        dsl_fusion.add_arguments,
+        dsl_fusion.run,
+    ),
     "edge": Workload(
         edge.__doc__.splitlines()[0] if edge.__doc__ else "",
         edge.add_arguments,

@@ -112,7 +112,9 @@ class Spout:
     def open(self, ctx: Context) -> None:
         """Called once before anything else."""
 
-    def next_tuple(self) -> None:
+    def next_tuple(self) -> bool | None:
+        """Emit a few tuples. Return True when it did work without emitting (the runtime
+        idles a spout whose call emitted nothing and did not say so)."""
         raise NotImplementedError(f"{type(self).__qualname__} must implement next_tuple()")
 
     def on_ack(self, tup_id: Any) -> None:

@@ -64,8 +64,15 @@ class KeyByOp(MapOp):
 
 
 class SinkOp(MapOp):
+    """Calls ``fn`` with each value; counts them (user metric ``records:<step>``)."""
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        self.counter = f"records:{self.name}"
+
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         self.fn(value)
+        self.ctx.incr(self.counter)
 
 
 class LogOp(Op):
@@ -385,13 +392,23 @@ class FusedSpout(Spout):
         self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
         chain = self._chain.first
         self.source = self._source()
-        self.source.open(cast(Context, _SourceContext(ctx, lambda value: chain(None, value))))
+        self._fed = False
+
+        def feed(value: Any) -> None:
+            self._fed = True
+            chain(None, value)
+
+        self.source.open(cast(Context, _SourceContext(ctx, feed)))
         self._ended = False
 
-    def next_tuple(self) -> None:
+    def next_tuple(self) -> bool:
+        self._fed = False
         self.source.next_tuple()
-        if not self._chain.taps:
-            return
+        if self._chain.taps:
+            self._watermarks()
+        return self._fed  # records that ended in the chain (a sink) are work too
+
+    def _watermarks(self) -> None:
         exhausted = getattr(self.source, "exhausted", None)
         if not self._ended and callable(exhausted) and exhausted():
             self._chain.send_watermarks(final=True)

@@ -83,9 +83,12 @@ class _Step:
 class Pipeline:
     """A topology written as steps over streams of records."""
 
-    def __init__(self, name: str, config: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, name: str, config: Mapping[str, Any] | None = None, *,
+                 fuse: bool = True) -> None:  # fmt: skip
+        """``fuse=False`` gives every step a component of its own (for comparison)."""
         self.name = name
         self.config = dict(config or {})
+        self.fuse = fuse
         self._steps: dict[str, _Step] = {}
 
     # -- sources ----------------------------------------------------------------
@@ -148,7 +151,8 @@ class Pipeline:
         for s in steps:  # steps are added after their parents, so this is a topological order
             parent: _Step | None = s.parents[0][0] if len(s.parents) == 1 else None
             fuse = (
-                parent is not None
+                self.fuse
+                and parent is not None
                 and s.op is not None
                 and s.component is None
                 and s.parents[0][1] == "default"

@@ -308,8 +308,8 @@ class Instance:
             emitted = False
             if can_emit:
                 before = self.emitter.emitted
-                spout.next_tuple()
-                emitted = self.emitter.emitted != before
+                worked = spout.next_tuple()
+                emitted = worked is True or self.emitter.emitted != before
             now = time.monotonic()
             self.emitter.flush_due(now)
             if not emitted:

@@ -60,3 +60,58 @@ def test_outer_window_join_on_a_cluster(tmp_path: Path) -> None:
         assert c.get("/plan")["fused"]["matched"] == ["matched"]
         wait_for(lambda: len(_rows(out)) >= len(expected), 60, "every joined pair")
         assert sorted(_rows(out), key=repr) == sorted(expected, key=repr)
+
+
+def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> None:
+    """The exactly-once kill test with the DSL pipeline: instances, containers and the master
+    SIGKILLed at random moments; every closed window once, with its exact count and sum."""
+    import os
+    import random
+    import runpy
+    import signal
+
+    from headwater.cloud.local import LocalCluster
+
+    from ._support import dump_logs
+    from .test_exactly_once import KEYS, _produce
+
+    n = 100_000
+    _produce(tmp_path / "log", n)
+    out = tmp_path / "out"
+    env = {"HW_TEST_LOG": str(tmp_path / "log"), "HW_TEST_OUT": str(out), "HW_TEST_RATE": "5000"}
+    want = runpy.run_path(str(TOPOLOGIES / "dsl_exactly_once.py"))["expected"](KEYS, n // KEYS)
+    seed = int(os.environ.get("HW_TEST_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    kills = ["instance", "instance", "container", "master"]
+    rng.shuffle(kills)
+    print(f"seed {seed}: {kills}")
+    cluster = LocalCluster(TOPOLOGIES / "dsl_exactly_once.py", containers=2, env=env)
+    cluster.start()
+    cluster.supervise()
+    try:
+        cluster.wait_running(timeout=60)
+        for kind in kills:
+            target = min(len(_rows(out)) + rng.randint(20, 150), len(want))
+
+            def reached(target: int = target) -> bool:
+                return len(_rows(out)) >= target
+
+            wait_for(reached, 120, f"{target} windows before killing a {kind}")
+            if kind == "instance":
+                tasks = cluster.metrics()["tasks"]
+                victim = rng.choice([int(m["pid"]) for m in tasks.values() if "pid" in m])
+                os.kill(victim, signal.SIGKILL)
+            elif kind == "container":
+                os.kill(cluster.container_procs[rng.randrange(2)].pid, signal.SIGKILL)
+            else:
+                assert cluster.tmaster is not None
+                os.kill(cluster.tmaster.pid, signal.SIGKILL)
+        wait_for(lambda: len(_rows(out)) >= len(want), 240, "every closed window at the sink")
+        wait_for(lambda: cluster.summary()["state"] == "RUNNING", 60, "the topology to run")
+        assert sorted(tuple(r) for r in _rows(out)) == want
+        assert cluster.summary()["epoch"] >= 1 + len(kills)
+    except BaseException:
+        dump_logs(cluster.workdir)
+        raise
+    finally:
+        cluster.stop()
