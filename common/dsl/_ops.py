@@ -102,6 +102,27 @@ class ReduceByKeyOp(Op):
 _NONE = object()
 
 
+class KeyedFlatMapOp(Op):
+    """Per key: ``fn(state, value) -> (new_state, values)``; state None is no state yet."""
+
+    def __init__(self, name: str, fn: Callable[[Any, Any], tuple[Any, Iterable[Any]]]) -> None:
+        super().__init__(name)
+        self.fn = fn
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        self.states = ctx.keyed_state(self.name)
+
+    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
+        new, values = self.fn(self.states.get(key), value)
+        if new is None:
+            self.states.pop(key, None)
+        else:
+            self.states[key] = new
+        for v in values:
+            out(key, v)
+
+
 class WindowOp(Op):
     """Event-time windows per key; emits ``{"key", "start", "end", "value"}`` when they fire."""
 

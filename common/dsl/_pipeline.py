@@ -52,6 +52,7 @@ from ._ops import (
     FusedSpout,
     JoinOp,
     KeyByOp,
+    KeyedFlatMapOp,
     LogOp,
     MapOp,
     Op,
@@ -78,6 +79,7 @@ class _Step:
     side_tags: tuple[str, ...] = ()
     join: bool = False  # parents[0] is the left input, parents[1] the right
     timestamps: tuple[Callable[[Any], int], ...] = ()  # event time, per parent (windowed steps)
+    rekeys: bool = False  # key_by: records leave with a new key
 
 
 class Pipeline:
@@ -139,6 +141,11 @@ class Pipeline:
         return step
 
     # -- compiling ----------------------------------------------------------------
+    @staticmethod
+    def _partitioned(chains: dict[str, list[_Step]], head: dict[str, _Step],
+                     parent: _Step | None) -> bool:  # fmt: skip
+        return parent is not None and _partitioned_by_key(chains[head[parent.name].name])
+
     def build(self) -> Topology:
         """The topology: chains of fusable steps become one component each."""
         steps = list(self._steps.values())
@@ -157,7 +164,7 @@ class Pipeline:
                 and s.component is None
                 and s.parents[0][1] == "default"
                 and consumers[(parent.name, "default")] == 1
-                and not s.keyed
+                and (not s.keyed or (not s.timestamps and self._partitioned(chains, head, parent)))
                 and not s.exchange
                 and parent.component is None
                 and s.parallelism == parent.parallelism
@@ -219,6 +226,12 @@ class Pipeline:
         return topology
 
 
+def _partitioned_by_key(chain: list[_Step]) -> bool:
+    """Records in this chain are on their key's task: it starts with a keyed step and no
+    step after it changes the key (a keyed step may then run in the same chain)."""
+    return chain[0].keyed and not any(s.rekeys for s in chain[1:])
+
+
 def _identity(value: Any) -> Any:
     return value
 
@@ -251,7 +264,17 @@ class Streamlet:
 
     def key_by(self, name: str, fn: Callable[[Any], Any], **kw: Any) -> Streamlet:
         """Set each record's key; the next stateful step sees each key on one task."""
-        return self._then(name, partial(KeyByOp, name, fn), **kw)
+        return self._then(name, partial(KeyByOp, name, fn), rekeys=True, **kw)
+
+    def flat_map_by_key(
+        self, name: str, fn: Callable[[Any, Any], tuple[Any, Iterable[Any]]], **kw: Any
+    ) -> Streamlet:
+        """A stateful step per key: ``fn(state, value) -> (new_state, values_out)``.
+
+        ``state`` is None for a key's first record; returning None forgets it.
+        Consecutive keyed steps on the same key run fused.
+        """
+        return self._then(name, partial(KeyedFlatMapOp, name, fn), keyed=True, **kw)
 
     def reduce_by_key(self, name: str, fn: Callable[[Any, Any], Any], **kw: Any) -> Streamlet:
         """A running total per key: emits the key's new total for every record."""

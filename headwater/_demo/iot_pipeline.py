@@ -19,12 +19,13 @@ IOT_OUT (output folder).
 
 from __future__ import annotations
 
-import json
-import math
 import os
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from headwater import Bolt, Context, Reliability, Stream, Topology, Tuple, fields
+from headwater._demo import iot_steps as steps
 from headwater.common.connectors import KeyValueSink, LogSpout, TransactionalFileSink
 from headwater.placement import edge
 
@@ -34,9 +35,7 @@ LOG = os.environ.get("IOT_LOG") or os.environ.get(
 )
 OUT = os.environ.get("IOT_OUT", "/var/lib/headwater/iot")
 PARTITIONS = int(os.environ.get("IOT_PARTITIONS", "1"))
-WINDOW_MS = 10_000
-ALPHA = 0.2  # smoothing factor
-SIGMAS = 3.0  # anomaly threshold, in running standard deviations
+SENSOR_ROW = ("site", "sensor", "seq", "ts", "value")
 
 
 class Parse(Bolt):
@@ -52,120 +51,41 @@ class Parse(Bolt):
 
     def process(self, tup: Tuple) -> None:
         topic, payload, _received = tup.values
-        try:
-            r = json.loads(payload)
-            if not isinstance(r, dict):
-                raise ValueError("a reading must be a JSON object")
-            row = [r["site"], r["sensor"], r["seq"], r["ts"], r["value"]]
-            if not all(isinstance(v, str) and v for v in row[:2]):
-                raise ValueError("site and sensor must be non-empty strings")
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                       for v in row[2:4]):  # fmt: skip
-                raise ValueError("seq and ts must be non-negative integers")
-            if (
-                not isinstance(row[4], int | float)
-                or isinstance(row[4], bool)
-                or not (math.isfinite(row[4]))
-            ):
-                raise ValueError("value must be a finite number")
-        except KeyError as exc:
-            self._dead(f"missing field {exc.args[0]!r}", topic, payload)
-        except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
-            self._dead(str(exc), topic, payload)
+        row, dead = steps.parse(topic, payload)
+        if row is not None:
+            self.ctx.emit(row)
         else:
-            row[4] = float(row[4])
+            assert dead is not None
+            self.ctx.incr("dead_letter")
+            self.ctx.emit(dead, "dead_letter")
+
+
+class KeyedStep(Bolt):
+    """Runs one of ``steps``' keyed functions with its state in ``ctx.keyed_state``."""
+
+    def __init__(self, name: str, fn: Callable[[Any, list[Any]], tuple[Any, list[list[Any]]]],
+                 key: Callable[[list[Any]], Any]) -> None:  # fmt: skip
+        self.name, self.fn, self.key = name, fn, key
+
+    def open(self, ctx: Context) -> None:
+        self.ctx, self.state = ctx, ctx.keyed_state(self.name)
+
+    def process(self, tup: Tuple) -> None:
+        key = self.key(tup.values)
+        new, rows = self.fn(self.state.get(key), list(tup.values))
+        self.state[key] = new
+        if not rows and self.fn is steps.dedup:
+            self.ctx.incr("duplicates")
+        for row in rows:
             self.ctx.emit(row)
 
-    def _dead(self, reason: str, topic: str, payload: bytes) -> None:
-        self.ctx.incr("dead_letter")
-        self.ctx.emit([reason, topic, payload[:1024].decode("utf-8", "replace")], "dead_letter")
+
+def _sensor(row: list[Any]) -> Any:
+    return row[1]
 
 
-class Dedup(Bolt):
-    outputs = ("site", "sensor", "seq", "ts", "value")
-
-    def open(self, ctx: Context) -> None:
-        self.ctx, self.last = ctx, ctx.keyed_state("last_seq")
-
-    def process(self, tup: Tuple) -> None:
-        sensor, seq = tup.values[1], tup.values[2]
-        if seq <= self.last.get(sensor, -1):
-            self.ctx.incr("duplicates")
-            return
-        self.last[sensor] = seq
-        self.ctx.emit(tup.values)
-
-
-class Smooth(Bolt):
-    outputs = ("site", "sensor", "seq", "ts", "value", "smoothed")
-
-    def open(self, ctx: Context) -> None:
-        self.ctx, self.ewma = ctx, ctx.keyed_state("ewma")
-
-    def process(self, tup: Tuple) -> None:
-        sensor, value = tup.values[1], tup.values[4]
-        prev = self.ewma.get(sensor)
-        smoothed = value if prev is None else prev + ALPHA * (value - prev)
-        self.ewma[sensor] = smoothed
-        self.ctx.emit([*tup.values, smoothed])
-
-
-class Anomaly(Bolt):
-    outputs = ("site", "sensor", "seq", "ts", "value", "smoothed", "anomaly")
-
-    def open(self, ctx: Context) -> None:
-        self.ctx, self.stats = ctx, ctx.keyed_state("welford")  # sensor -> [n, mean, m2]
-
-    def process(self, tup: Tuple) -> None:
-        sensor, value = tup.values[1], tup.values[4]
-        n, mean, m2 = self.stats.get(sensor, (0, 0.0, 0.0))
-        std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
-        anomaly = n >= 10 and abs(value - mean) > SIGMAS * std
-        n += 1
-        delta = value - mean
-        mean += delta / n
-        m2 += delta * (value - mean)
-        self.stats[sensor] = (n, mean, m2)
-        self.ctx.emit([*tup.values, anomaly])
-
-
-class SensorWindows(Bolt):
-    """10 s tumbling windows in event time, per sensor: a reading of a later window closes
-    the open one (one sensor's readings arrive in order, so none is late)."""
-
-    outputs = ("site", "sensor", "window", "count", "sum", "min", "max", "anomalies")
-
-    def open(self, ctx: Context) -> None:
-        self.ctx, self.open_windows = ctx, ctx.keyed_state("windows")
-
-    def process(self, tup: Tuple) -> None:
-        site, sensor, _seq, ts, value, _smoothed, anomaly = tup.values
-        w = ts - ts % WINDOW_MS
-        acc = self.open_windows.get(sensor)
-        if acc is not None and acc[0] != w:
-            self.ctx.emit([site, sensor, *acc])
-            acc = None
-        if acc is None:
-            acc = [w, 0, 0.0, value, value, 0]
-        self.open_windows[sensor] = [w, acc[1] + 1, acc[2] + value, min(acc[3], value),
-                                     max(acc[4], value), acc[5] + int(anomaly)]  # fmt: skip
-
-
-class SiteWindows(Bolt):
-    """Merges sensors' closed windows into per-site windows; emits the merged row each time."""
-
-    outputs = ("key", "site", "window", "sensors", "count", "mean", "min", "max", "anomalies")
-
-    def open(self, ctx: Context) -> None:
-        self.ctx, self.sites = ctx, ctx.keyed_state("site_windows")
-
-    def process(self, tup: Tuple) -> None:
-        site, _sensor, w, count, total, lo, hi, anomalies = tup.values
-        key = f"{site}/{w}"
-        s = self.sites.get(key, [0, 0, 0.0, lo, hi, 0])
-        s = [s[0] + 1, s[1] + count, s[2] + total, min(s[3], lo), max(s[4], hi), s[5] + anomalies]
-        self.sites[key] = s
-        self.ctx.emit([key, site, w, s[0], s[1], round(s[2] / s[1], 6), s[3], s[4], s[5]])
+def _step(name: str, fn: Any, key: Callable[[list[Any]], Any] = _sensor) -> Any:
+    return partial(KeyedStep, name, fn, key)
 
 
 class Readings(LogSpout):
@@ -188,12 +108,40 @@ topology = (
         placement=edge(),
     )
     .add_bolt("parse", Parse, inputs={"readings": fields("topic")}, placement=edge())
-    .add_bolt("dedup", Dedup, inputs={"parse": fields("sensor")}, placement=edge())
-    .add_bolt("smooth", Smooth, inputs={"dedup": fields("sensor")}, placement=edge())
-    .add_bolt("anomaly", Anomaly, inputs={"smooth": fields("sensor")}, placement=edge())
+    .add_bolt(
+        "dedup",
+        _step("last_seq", steps.dedup),
+        inputs={"parse": fields("sensor")},
+        outputs=SENSOR_ROW,
+        placement=edge(),
+    )
+    .add_bolt(
+        "smooth",
+        _step("ewma", steps.smooth),
+        inputs={"dedup": fields("sensor")},
+        outputs=(*SENSOR_ROW, "smoothed"),
+        placement=edge(),
+    )
+    .add_bolt(
+        "anomaly",
+        _step("welford", steps.anomaly),
+        inputs={"smooth": fields("sensor")},
+        outputs=(*SENSOR_ROW, "smoothed", "anomaly"),
+        placement=edge(),
+    )
     # cloud: per-site windows across every agent
-    .add_bolt("windows", SensorWindows, inputs={"anomaly": fields("sensor")})
-    .add_bolt("site", SiteWindows, inputs={"windows": fields("site")})
+    .add_bolt(
+        "windows",
+        _step("windows", steps.sensor_window),
+        inputs={"anomaly": fields("sensor")},
+        outputs=("site", "sensor", "window", "count", "sum", "min", "max", "anomalies"),
+    )
+    .add_bolt(
+        "site",
+        _step("site_windows", steps.site_window, steps.site_key),
+        inputs={"windows": fields("site")},
+        outputs=("key", "site", "window", "sensors", "count", "mean", "min", "max", "anomalies"),
+    )
     .add_bolt(
         "site_windows",
         partial(KeyValueSink, f"{OUT}/site_windows", key="key"),

@@ -6,6 +6,7 @@ import json
 import math
 import runpy
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -85,20 +86,25 @@ def _site_rows(path: Path) -> dict[str, list[Any]]:
     return rows
 
 
-def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_path: Path) -> None:
+def _messages() -> tuple[list[tuple[str, Any]], list[tuple[str, bytes]]]:
+    """The readings, and what the sensors publish: with malformed ones and 5 redeliveries."""
+    readings = list(SENSORS["readings"](2, 3, 60))
+    messages = [(t, json.dumps(r).encode()) for t, r in readings]
+    messages[100:100] = [("sensors/site0/bad", m) for m, _ in MALFORMED]
+    messages += [(t, json.dumps(r).encode()) for t, r in readings[40:45]]  # redelivered
+    return readings, messages
+
+
+def _ingest(mosquitto: tuple[str, int], log: Path, messages: list[tuple[str, bytes]]) -> None:
+    """Publish over a real broker; the agent's ingestion writes them to the durable log."""
     host, port = mosquitto
-    log, out = tmp_path / "ingest", tmp_path / "out"
     ingest = MqttIngest(MqttSource(host, port, client_id="gw", partitions=2), log)
     ingest.start()
-    readings = list(SENSORS["readings"](2, 3, 60))
     pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sensors")
     pub.connect(host, port)
     pub.loop_start()
     try:
         wait_for(lambda: ingest.stats.connected, 10, "the ingest subscription")
-        messages = [(t, json.dumps(r).encode()) for t, r in readings]
-        messages[100:100] = [("sensors/site0/bad", m) for m, _ in MALFORMED]
-        messages += [(t, json.dumps(r).encode()) for t, r in readings[40:45]]  # redelivered
         for topic, payload in messages:
             pub.publish(topic, payload, qos=1).wait_for_publish(10)
         # QoS 1 is at least once: a broker may deliver a reading twice (dedup drops it)
@@ -109,15 +115,25 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
         pub.loop_stop()
         ingest.stop()
 
+
+def _dead_letters(out: Path) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    dead_dir = out / "dead_letters"
+    for f in sorted(dead_dir.glob("part-*.jsonl")) if dead_dir.exists() else []:
+        rows += [json.loads(line) for line in f.read_text().splitlines()]
+    return rows
+
+
+def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_path: Path) -> None:
+    log, out = tmp_path / "ingest", tmp_path / "out"
+    readings, messages = _messages()
+    _ingest(mosquitto, log, messages)
+
     env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "IOT_PARTITIONS": "2"}
     expected = _expected([r for _, r in readings])
-    dead_dir = out / "dead_letters"
 
     def dead_letters() -> list[list[Any]]:
-        rows: list[list[Any]] = []
-        for f in sorted(dead_dir.glob("part-*.jsonl")) if dead_dir.exists() else []:
-            rows += [json.loads(line) for line in f.read_text().splitlines()]
-        return rows
+        return _dead_letters(out)
 
     with running(PIPELINE, env=env) as c:
         wait_for(lambda: len(dead_letters()) == len(MALFORMED), 60, "the dead letters")
@@ -133,3 +149,34 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
     assert all(d[1] == "sensors/site0/bad" for d in dead_letters())
     assert _site_rows(out / "site_windows") == expected
     assert len(expected) == 2 * 5  # 2 sites x 5 closed windows
+
+
+def test_dsl_version_matches_the_component_version(
+    mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    """The IoT pipeline written in the DSL gives the component-API version's output."""
+    log = tmp_path / "ingest"
+    readings, messages = _messages()
+    _ingest(mosquitto, log, messages)
+    outputs: dict[str, tuple[dict[str, Any], list[Any]]] = {}
+    expected = _expected([r for _, r in readings])
+
+    def complete(out: Path) -> bool:
+        return (len(_dead_letters(out)) == len(MALFORMED)
+                and len(_site_rows(out / "site_windows")) >= len(expected))  # fmt: skip
+
+    for name, file in (("components", PIPELINE), ("dsl", EXAMPLES / "iot" / "pipeline_dsl.py")):
+        out = tmp_path / f"out-{name}"
+        env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "IOT_PARTITIONS": "2"}
+        with running(file, env=env) as c:
+            if name == "dsl":  # its keyed steps on one key run fused
+                assert c.get("/plan")["fused"]["last_seq"] == ["last_seq", "ewma", "welford"]
+            wait_for(partial(complete, out), 60, f"{name}: every window and dead letter")
+        rows = _site_rows(out / "site_windows")
+        dead = _dead_letters(out)
+        if name == "dsl":  # records are [key, value]: the value is the row
+            rows = {k: v[1] for k, v in rows.items()}
+            dead = [d[1] for d in dead]
+        outputs[name] = (rows, sorted(dead))
+    assert outputs["dsl"] == outputs["components"]
+    assert outputs["dsl"][0] == expected
