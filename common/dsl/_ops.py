@@ -21,6 +21,10 @@ Out = Callable[[Any, Any], None]
 Side = Callable[[str, Any, Any], None]
 
 
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
 class Op:
     """One step. ``process`` gets a record and calls ``out`` for each result."""
 
@@ -35,6 +39,9 @@ class Op:
 
     def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
         """Every task feeding this step has sent everything up to ``watermark``."""
+
+    def on_time(self, out: Out, side: Side) -> None:
+        """Called every tick (processing-time steps use it)."""
 
 
 class MapOp(Op):
@@ -130,7 +137,7 @@ class WindowOp(Op):
         self,
         name: str,
         assigner: Assigner,
-        timestamp: Callable[[Any], int],
+        timestamp: Callable[[Any], int] | None,
         reduce: Callable[[Any, Any], Any],
         out_of_orderness: int,
         lateness: int,
@@ -150,13 +157,19 @@ class WindowOp(Op):
         def late(r: list[Any]) -> None:
             side("late", r[0], r[2])
 
-        self.w.add(key, int(self.timestamp(value)), value, self._fired(out), late)
+        ts = _now_ms() if self.timestamp is None else int(self.timestamp(value))
+        self.w.add(key, ts, value, self._fired(out), late)
 
     def _fired(self, out: Out) -> Callable[[list[Any]], None]:
         def fired(r: list[Any]) -> None:
             out(r[0], {"key": r[0], "start": r[1], "end": r[2], "value": r[3]})
 
         return fired
+
+    def on_time(self, out: Out, side: Side) -> None:
+        """Processing time: the clock is the watermark."""
+        if self.timestamp is None:
+            self.w.advance(_now_ms(), self._fired(out))
 
     def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
         self.w.advance(watermark - self.out_of_orderness, self._fired(out))
@@ -166,22 +179,25 @@ class JoinOp(Op):
     """Window join of two keyed streams: at each window's firing, pairs per key.
 
     ``how``: ``inner`` (pairs only), ``left`` (also each left record with no
-    right: ``fn(left, None)``), ``outer`` (and each right with no left:
-    ``fn(None, right)``). Emits ``fn``'s results with the key.
+    right: ``fn(left, None)``), ``right`` (each right with no left: ``fn(None,
+    right)``), ``outer`` (both). Emits ``fn``'s results with the key (as a
+    window dict ``{"key", "start", "end", "value"}`` with ``with_window``).
     """
 
     def __init__(
         self,
         name: str,
         assigner: Assigner,
-        timestamps: tuple[Callable[[Any], int], Callable[[Any], int]],
+        timestamps: tuple[Callable[[Any], int], Callable[[Any], int]] | None,
         fn: Callable[[Any, Any], Any],
         how: str,
         out_of_orderness: int,
         lateness: int,
+        with_window: bool = False,
     ) -> None:
         super().__init__(name)
         self.assigner, self.timestamps, self.fn, self.how = assigner, timestamps, fn, how
+        self.shape = _windowed if with_window else _bare
         self.out_of_orderness, self.lateness = out_of_orderness, lateness
 
     def open(self, ctx: Context) -> None:
@@ -196,7 +212,12 @@ class JoinOp(Op):
             sides("late", r[0], r[2])
 
         acc = ([value], []) if side == 0 else ([], [value])
-        self.w.add(key, int(self.timestamps[side](value)), acc, self._fired(out), late)
+        ts = _now_ms() if self.timestamps is None else int(self.timestamps[side](value))
+        self.w.add(key, ts, acc, self._fired(out), late)
+
+    def on_time(self, out: Out, side: Side) -> None:
+        if self.timestamps is None:  # processing time: the clock is the watermark
+            self.w.advance(_now_ms(), self._fired(out))
 
     def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
         self.w.advance(watermark - self.out_of_orderness, self._fired(out))
@@ -205,20 +226,29 @@ class JoinOp(Op):
         def fired(r: list[Any]) -> None:
             lefts, rights = r[3]
             fn = self.fn
+            shape = self.shape
             for left in lefts:
                 for right in rights:
-                    out(r[0], fn(left, right))
+                    out(r[0], shape(r, fn(left, right)))
             if self.how in ("left", "outer") and not rights:
                 for left in lefts:
-                    out(r[0], fn(left, None))
-            if self.how == "outer" and not lefts:
+                    out(r[0], shape(r, fn(left, None)))
+            if self.how in ("right", "outer") and not lefts:
                 for right in rights:
-                    out(r[0], fn(None, right))
+                    out(r[0], shape(r, fn(None, right)))
 
         return fired
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         raise TypeError("a join takes records from its two inputs only")
+
+
+def _bare(r: list[Any], result: Any) -> Any:
+    return result
+
+
+def _windowed(r: list[Any], result: Any) -> Any:
+    return {"key": r[0], "start": r[1], "end": r[2], "value": result}
 
 
 def _concat_sides(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[Any]]) -> Any:
@@ -381,6 +411,8 @@ class FusedBolt(Bolt):
                 self._chain.send_watermarks(final=True)  # the end of input travels on
 
     def on_tick(self, tup: Tuple) -> None:
+        if self.side is not None:
+            self.head.on_time(self.out, self.side)
         if self._chain.taps and self._chain.watermarks_due():
             self._chain.send_watermarks()
 

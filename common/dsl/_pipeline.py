@@ -39,6 +39,7 @@ from ..api import (
     Stream,
     Topology,
     all_tasks,
+    custom,
     fields,
     shuffle,
 )
@@ -80,6 +81,8 @@ class _Step:
     join: bool = False  # parents[0] is the left input, parents[1] the right
     timestamps: tuple[Callable[[Any], int], ...] = ()  # event time, per parent (windowed steps)
     rekeys: bool = False  # key_by: records leave with a new key
+    clock: bool = False  # processing time: needs ticks
+    partitioner: Callable[[Any, int], Any] | None = None  # repartition by a function
 
 
 class Pipeline:
@@ -193,8 +196,8 @@ class Pipeline:
             my_taps = taps.get(name, [])
             outputs += [Stream(RECORD, name=stream) for _, stream in my_taps]
             config: dict[str, Any] = {STEPS: tuple(s.name for s in chain)}
-            if my_taps and first.source is None:
-                config[TICK_SECS] = 0.1  # watermarks leave even when records stop
+            if (my_taps or first.clock) and first.source is None:
+                config[TICK_SECS] = 0.1  # watermarks leave, and clocks move, without records
             if first.source is not None:
                 topology = topology.add_spout(
                     name, partial(FusedSpout, first.source, partial(_make_ops, ops), my_taps),
@@ -202,7 +205,10 @@ class Pipeline:
                     placement=first.placement,
                 )  # fmt: skip
                 continue
-            grouping: Grouping = fields("key") if first.keyed else shuffle()
+            grouping: Grouping = (
+                custom(_PartitionGrouping(first.partitioner)) if first.partitioner is not None
+                else fields("key") if first.keyed else shuffle()
+            )  # fmt: skip
             inputs = [Input(head[p.name].name, "default" if tag == "default" else
                             f"{p.name}.{tag}", grouping)
                       for p, tag in first.parents]  # fmt: skip
@@ -230,6 +236,23 @@ def _partitioned_by_key(chain: list[_Step]) -> bool:
     """Records in this chain are on their key's task: it starts with a keyed step and no
     step after it changes the key (a keyed step may then run in the same chain)."""
     return chain[0].keyed and not any(s.rekeys for s in chain[1:])
+
+
+class _PartitionGrouping:
+    """Routes each record to the partitions ``fn(value, n)`` names (modulo n)."""
+
+    def __init__(self, fn: Callable[[Any, int], Any]) -> None:
+        self.fn = fn
+        self.targets: list[int] = []
+
+    def prepare(self, context: object, component: str, stream: str,
+                target_tasks: list[int]) -> None:  # fmt: skip
+        self.targets = list(target_tasks)
+
+    def choose_tasks(self, values: list[Any]) -> list[int]:
+        chosen = self.fn(values[1], len(self.targets))
+        picks = chosen if isinstance(chosen, Iterable) else [chosen]
+        return [self.targets[int(i) % len(self.targets)] for i in picks]
 
 
 def _identity(value: Any) -> Any:
@@ -280,10 +303,11 @@ class Streamlet:
         """A running total per key: emits the key's new total for every record."""
         return self._then(name, partial(ReduceByKeyOp, name, fn), keyed=True, **kw)
 
-    def window(self, name: str, assigner: Assigner, *, timestamp: Callable[[Any], int],
+    def window(self, name: str, assigner: Assigner, *, timestamp: Callable[[Any], int] | None,
                out_of_orderness: int = 0, lateness: int = 0,
                parallelism: int | None = None) -> WindowedStreamlet:  # fmt: skip
-        """Event-time windows per key (see ``headwater.common.dsl._windows``)."""
+        """Windows per key (see ``headwater.common.dsl._windows``): in event time, or in
+        processing time (the clock of the task) with ``timestamp=None``."""
         return WindowedStreamlet(self, name, assigner, timestamp, out_of_orderness, lateness,
                                  parallelism)  # fmt: skip
 
@@ -294,34 +318,48 @@ class Streamlet:
         assigner: Assigner,
         fn: Callable[[Any, Any], Any],
         *,
-        timestamp: Callable[[Any], int] | tuple[Callable[[Any], int], Callable[[Any], int]],
+        timestamp: Callable[[Any], int] | tuple[Callable[[Any], int], Callable[[Any], int]] | None,
         how: str = "inner",
         out_of_orderness: int = 0,
         lateness: int = 0,
         parallelism: int | None = None,
+        with_window: bool = False,
     ) -> Streamlet:
         """Join this keyed stream with ``other`` per key within event-time windows.
 
         ``how``: ``inner``, ``left`` (``fn(left, None)`` for a left record with no
-        match in its window) or ``outer`` (also ``fn(None, right)``). ``timestamp``
-        is one function for both sides or a (left, right) pair.
+        match in its window), ``right`` (``fn(None, right)``) or ``outer`` (both).
+        ``timestamp`` is one function for both sides, a (left, right) pair, or None
+        for processing time.
+        ``with_window`` emits ``{"key", "start", "end", "value"}`` instead.
         """
-        if how not in ("inner", "left", "outer"):
+        if how not in ("inner", "left", "right", "outer"):
             raise InvalidTopologyError(self.pipeline.name, [
-                f"join {name!r}: how={how!r}; use 'inner', 'left' or 'outer'"
+                f"join {name!r}: how={how!r}; use 'inner', 'left', 'right' or 'outer'"
             ])  # fmt: skip
-        stamps = timestamp if isinstance(timestamp, tuple) else (timestamp, timestamp)
-        op = partial(JoinOp, name, assigner, stamps, fn, how, out_of_orderness, lateness)
+        stamps = (
+            None if timestamp is None
+            else timestamp if isinstance(timestamp, tuple) else (timestamp, timestamp)
+        )  # fmt: skip
+        op = partial(JoinOp, name, assigner, stamps, fn, how, out_of_orderness, lateness,
+                     with_window)  # fmt: skip
         step = _Step(name, op, parents=[(self.step, self.tag), (other.step, other.tag)],
                      parallelism=parallelism or self.step.parallelism,
                      placement=self.step.placement, keyed=True, exchange=True,
-                     side_tags=("late",), join=True, timestamps=stamps)  # fmt: skip
+                     side_tags=("late",), join=True, timestamps=stamps or (),
+                     clock=stamps is None)  # fmt: skip
         return Streamlet(self.pipeline, self.pipeline._add(step))
 
-    def repartition(self, name: str, parallelism: int) -> Streamlet:
-        """Spread the records evenly over ``parallelism`` tasks of the next steps."""
+    def repartition(self, name: str, parallelism: int,
+                    partitioner: Callable[[Any, int], Any] | None = None) -> Streamlet:  # fmt: skip
+        """Spread the records evenly over ``parallelism`` tasks of the next steps, or where
+        ``partitioner(value, parallelism)`` says (a partition index, or several)."""
         return self._then(name, partial(MapOp, name, _identity), parallelism=parallelism,
-                          exchange=True)  # fmt: skip
+                          exchange=True, partitioner=partitioner)  # fmt: skip
+
+    def apply(self, name: str, op: Callable[[], Op], **kw: Any) -> Streamlet:
+        """A step of your own: ``op()`` makes an ``Op`` (see ``headwater.common.dsl._ops``)."""
+        return self._then(name, op, **kw)
 
     def log(self, name: str) -> Streamlet:
         """Log every record (and pass it on)."""
@@ -352,7 +390,7 @@ class WindowedStreamlet:
     """``stream.window(...)``: say how each window's records combine."""
 
     def __init__(self, stream: Streamlet, name: str, assigner: Assigner,
-                 timestamp: Callable[[Any], int], out_of_orderness: int,
+                 timestamp: Callable[[Any], int] | None, out_of_orderness: int,
                  lateness: int, parallelism: int | None) -> None:  # fmt: skip
         self.stream, self.name, self.assigner = stream, name, assigner
         self.timestamp, self.ooo, self.lateness = timestamp, out_of_orderness, lateness
@@ -367,7 +405,9 @@ class WindowedStreamlet:
                      self.lateness)  # fmt: skip
         windowed = self.stream._then(self.name, op, keyed=True, side_tags=("late",),
                                      parallelism=self.parallelism,
-                                     timestamps=(self.timestamp,))  # fmt: skip
+                                     timestamps=() if self.timestamp is None
+                                     else (self.timestamp,),
+                                     clock=self.timestamp is None)  # fmt: skip
         result = windowed.map(name, _identity)
         result.step.side_tags = ()
         return _Result(windowed, result)

@@ -1,0 +1,1 @@
+"""``heronpy.connectors.mock``."""

@@ -1,0 +1,5 @@
+"""``heronpy.connectors.mock.arraylooper``."""
+
+from headwater.heronpy.streamlet._impl import ArrayLooper
+
+__all__ = ["ArrayLooper"]

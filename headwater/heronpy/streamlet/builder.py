@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.builder``."""
+
+from ._impl import Builder
+
+__all__ = ["Builder"]

@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.config``."""
+
+from ._impl import Config
+
+__all__ = ["Config"]

@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.context``."""
+
+from ._impl import StreamletContext as Context
+
+__all__ = ["Context"]

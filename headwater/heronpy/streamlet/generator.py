@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.generator``."""
+
+from ._impl import Generator
+
+__all__ = ["Generator"]

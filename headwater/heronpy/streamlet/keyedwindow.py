@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.keyedwindow``."""
+
+from ._impl import KeyedWindow
+
+__all__ = ["KeyedWindow"]

@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.runner``."""
+
+from ._impl import Runner
+
+__all__ = ["Runner"]

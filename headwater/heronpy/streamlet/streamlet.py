@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.streamlet``."""
+
+from ._impl import Streamlet
+
+__all__ = ["Streamlet"]

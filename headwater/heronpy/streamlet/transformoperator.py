@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.transformoperator``."""
+
+from ._impl import TransformOperator
+
+__all__ = ["TransformOperator"]

@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.window``."""
+
+from ._impl import Window
+
+__all__ = ["Window"]

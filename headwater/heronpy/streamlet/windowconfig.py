@@ -1,0 +1,5 @@
+"""``heronpy.streamlet.windowconfig``."""
+
+from ._impl import WindowConfig
+
+__all__ = ["WindowConfig"]
