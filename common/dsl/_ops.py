@@ -141,17 +141,21 @@ class WindowOp(Op):
         reduce: Callable[[Any, Any], Any],
         out_of_orderness: int,
         lateness: int,
+        first: Callable[[Any], Any] | None = None,
+        merge: Callable[[Any, Any], Any] | None = None,
     ) -> None:
         super().__init__(name)
         self.assigner, self.timestamp, self.reduce = assigner, timestamp, reduce
         self.out_of_orderness, self.lateness = out_of_orderness, lateness
+        self.first, self.merge = first, merge
 
     def open(self, ctx: Context) -> None:
         super().open(ctx)
         self.w = WindowedReduce(self.assigner, self.reduce,
                                 out_of_orderness=self.out_of_orderness, lateness=self.lateness,
                                 windows=ctx.keyed_state(self.name),
-                                meta=ctx.state.setdefault(f"step:{self.name}", {}))  # fmt: skip
+                                meta=ctx.state.setdefault(f"step:{self.name}", {}),
+                                first=self.first, merge=self.merge)  # fmt: skip
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         def late(r: list[Any]) -> None:
@@ -486,6 +490,26 @@ class FusedSpout(Spout):
 
     def close(self) -> None:
         self.source.close()
+
+
+class GeneratorSpout(Spout):
+    """Calls ``fn()`` for records (None: nothing now), up to 64 a call. Not replayable."""
+
+    BATCH = 64
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def next_tuple(self) -> bool | None:
+        for _ in range(self.BATCH):
+            value = self.fn()
+            if value is None:
+                return None
+            self.ctx.emit([value])
+        return None
 
 
 class CollectionSpout(Spout):

@@ -51,6 +51,7 @@ from ._ops import (
     FlatMapOp,
     FusedBolt,
     FusedSpout,
+    GeneratorSpout,
     JoinOp,
     KeyByOp,
     KeyedFlatMapOp,
@@ -61,7 +62,7 @@ from ._ops import (
     SinkOp,
     WindowOp,
 )
-from ._windows import Assigner
+from ._windows import Assigner, Session
 
 RECORD = ("key", "value")
 
@@ -117,6 +118,12 @@ class Pipeline:
 
         return self.source(name, partial(LogSpout, path, partitions),
                            parallelism=parallelism, placement=placement)  # fmt: skip
+
+    def from_generator(self, name: str, fn: Callable[[], Any], *, parallelism: int = 1,
+                       placement: Placement | None = None) -> Streamlet:  # fmt: skip
+        """Records from ``fn()`` (None: nothing now). Not replayable: at most once."""
+        return self.source(name, partial(GeneratorSpout, fn), parallelism=parallelism,
+                           placement=placement)  # fmt: skip
 
     def union(self, name: str, *streams: Streamlet) -> Streamlet:
         """The records of every stream, as one stream."""
@@ -253,6 +260,10 @@ class _PartitionGrouping:
         chosen = self.fn(values[1], len(self.targets))
         picks = chosen if isinstance(chosen, Iterable) else [chosen]
         return [self.targets[int(i) % len(self.targets)] for i in picks]
+
+
+def _first_acc(zero: Callable[[], Any], add: Callable[[Any, Any], Any], value: Any) -> Any:
+    return add(zero(), value)
 
 
 def _identity(value: Any) -> Any:
@@ -401,8 +412,24 @@ class WindowedStreamlet:
 
         ``name`` names the result stream; the window step itself is ``window``'s name.
         """
-        op = partial(WindowOp, self.name, self.assigner, self.timestamp, fn, self.ooo,
-                     self.lateness)  # fmt: skip
+        return self._windowed(name, partial(WindowOp, self.name, self.assigner, self.timestamp,
+                                             fn, self.ooo, self.lateness))  # fmt: skip
+
+    def aggregate(self, name: str, zero: Callable[[], Any], add: Callable[[Any, Any], Any],
+                  merge: Callable[[Any, Any], Any] | None = None) -> Streamlet:  # fmt: skip
+        """Fold a window's records into an accumulator: ``add(acc, record)`` from ``zero()``.
+
+        Session windows also need ``merge(acc, acc)`` when two sessions join.
+        """
+        if isinstance(self.assigner, Session) and merge is None:
+            raise InvalidTopologyError(self.stream.pipeline.name, [
+                f"aggregate {name!r} over session windows needs merge(acc, acc)"
+            ])  # fmt: skip
+        op = partial(WindowOp, self.name, self.assigner, self.timestamp, add, self.ooo,
+                     self.lateness, partial(_first_acc, zero, add), merge)  # fmt: skip
+        return self._windowed(name, op)
+
+    def _windowed(self, name: str, op: Callable[[], Op]) -> Streamlet:
         windowed = self.stream._then(self.name, op, keyed=True, side_tags=("late",),
                                      parallelism=self.parallelism,
                                      timestamps=() if self.timestamp is None

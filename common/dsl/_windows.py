@@ -100,11 +100,18 @@ class WindowedReduce:
         lateness: int,
         windows: MutableMapping[Any, dict[int, list[Any]]] | None = None,
         meta: MutableMapping[str, Any] | None = None,
+        first: Callable[[Any], Any] | None = None,
+        merge: Reduce | None = None,
     ) -> None:
+        """``reduce(acc, value)`` folds a record in; a window's first record becomes its
+        accumulator through ``first`` (default: as it is). Sessions combine two
+        accumulators with ``merge`` (default: ``reduce``)."""
         if out_of_orderness < 0 or lateness < 0:
             raise ValueError("out_of_orderness and lateness must not be negative")
         self.assigner = assigner
         self.reduce = reduce
+        self.first = first
+        self.merge = merge or reduce
         self.out_of_orderness = out_of_orderness
         self.lateness = lateness
         self.windows: MutableMapping[Any, dict[int, list[Any]]] = {} if windows is None else windows
@@ -136,7 +143,7 @@ class WindowedReduce:
         for start, end in live:
             entry = wins.get(start)
             if entry is None:
-                wins[start] = [end, value, False]
+                wins[start] = [end, value if self.first is None else self.first(value), False]
                 self._ends.setdefault(end, set()).add(key)
             else:
                 entry[1] = self.reduce(entry[1], value)
@@ -193,7 +200,7 @@ class WindowedReduce:
                 if other <= e and s <= oe:  # they touch or overlap: one session now
                     del wins[other]
                     dropped.add(oe)
-                    acc = self.reduce(oacc, acc) if other < s else self.reduce(acc, oacc)
+                    acc = self.merge(oacc, acc) if other < s else self.merge(acc, oacc)
                     s, e, fired = min(s, other), max(e, oe), fired or ofired
                     merged = True
                     break

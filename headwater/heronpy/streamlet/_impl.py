@@ -25,7 +25,7 @@ from headwater.common import _loader
 from headwater.common.api import Context, Spout, Tuple
 from headwater.common.dsl import Pipeline, Sliding, Tumbling
 from headwater.common.dsl import Streamlet as DslStreamlet
-from headwater.common.dsl._ops import Op
+from headwater.common.dsl._ops import GeneratorSpout, Op
 
 
 class Window(NamedTuple):
@@ -121,27 +121,18 @@ class StreamletContext:
         self._emit(values)
 
 
-class _GeneratorSpout(Spout):
-    BATCH = 64
+def _generator_spout(source: Generator | Callable[[], Any]) -> Spout:
+    """A spout over a heronpy ``Generator`` (set up with the streamlet context) or a function."""
+    if not isinstance(source, Generator):
+        return GeneratorSpout(source)
+    generator = source
 
-    def __init__(self, source: Generator | Callable[[], Any]) -> None:
-        self.source = source
+    class _Spout(GeneratorSpout):
+        def open(self, ctx: Context) -> None:
+            generator.setup(StreamletContext(ctx))
+            super().open(ctx)
 
-    def open(self, ctx: Context) -> None:
-        self.ctx = ctx
-        if isinstance(self.source, Generator):
-            self.source.setup(StreamletContext(ctx))
-            self.get: Callable[[], Any] = self.source.get
-        else:
-            self.get = self.source
-
-    def next_tuple(self) -> bool | None:
-        for _ in range(self.BATCH):
-            value = self.get()
-            if value is None:
-                return None
-            self.ctx.emit([value])
-        return None
+    return _Spout(generator.get)
 
 
 class Config:
@@ -278,7 +269,7 @@ def _to_dsl(p: Pipeline, s: Streamlet, parents: list[DslStreamlet | None]) -> Ds
     name, op, kw, n = s._name or s._op, s._op, s._params, s._num_partitions
     first = parents[0] if parents else None
     if op == "generator":
-        return p.source(name, partial(_GeneratorSpout, kw["source"]), parallelism=n)
+        return p.source(name, partial(_generator_spout, kw["source"]), parallelism=n)
     assert first is not None
     if op == "map":
         return first.map(name, kw["fn"], parallelism=n)

@@ -96,3 +96,19 @@ def test_state_round_trips_through_plain_mappings() -> None:
 def test_bad_windows_are_refused(make: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_aggregate_folds_into_an_accumulator_and_sessions_merge_them() -> None:
+    def add(acc: dict[str, int], v: int) -> dict[str, int]:
+        return {"n": acc["n"] + 1, "sum": acc["sum"] + v}
+
+    def merge(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+        return {"n": a["n"] + b["n"], "sum": a["sum"] + b["sum"]}
+
+    def first(v: int) -> dict[str, int]:
+        return add({"n": 0, "sum": 0}, v)
+
+    w = WindowedReduce(Session(5), add, out_of_orderness=10, lateness=0, first=first,
+                       merge=merge)  # fmt: skip
+    out, _ = run(w, [("u", 0, 1), ("u", 8, 4), ("u", 4, 2), ("u", 40, 0)])
+    assert out == [["u", 0, 13, {"n": 3, "sum": 7}]]  # [4, 9) joined [0, 5) and [8, 13)
