@@ -4,6 +4,7 @@ headwater run examples/heron/streamlet_join.py --duration 20
 """
 
 import random
+import time
 
 from headwater.heronpy.streamlet.builder import Builder
 from headwater.heronpy.streamlet.config import Config
@@ -15,15 +16,19 @@ USERS = ["ann", "bob", "cid", "dee"]
 
 
 class Events(Generator):
-    """(user, event) pairs, a few a second."""
+    """(user, event) pairs, five a second (None in between: nothing to send yet)."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
 
     def setup(self, context: object) -> None:
         self.rng = random.Random(self.kind)
+        self.next_at = time.monotonic()
 
-    def get(self) -> tuple[str, str]:
+    def get(self) -> tuple[str, str] | None:
+        if time.monotonic() < self.next_at:
+            return None
+        self.next_at += 0.2
         return self.rng.choice(USERS), f"{self.kind}-{self.rng.randrange(1000)}"
 
 
