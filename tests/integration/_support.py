@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +29,35 @@ def wait_for(cond: Callable[[], T | None], timeout: float, what: str, interval: 
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def kill_at_random_moments(
+    cluster: LocalCluster,
+    rng: random.Random,
+    kills: list[str],
+    progress: Callable[[], int],
+    steps: tuple[int, int],
+    total: int,
+) -> None:
+    """SIGKILL an instance, a container or the master (``kills``, in order), each after a
+    random amount of further ``progress`` (between ``steps``), never waiting past ``total``."""
+    for kind in kills:
+        target = min(progress() + rng.randint(*steps), total)
+
+        def reached(target: int = target) -> bool:
+            return progress() >= target
+
+        wait_for(reached, 120, f"progress {target} before killing a {kind}")
+        if kind == "instance":
+            tasks = cluster.metrics()["tasks"]
+            victim = rng.choice([int(m["pid"]) for m in tasks.values() if "pid" in m])
+            os.kill(victim, signal.SIGKILL)
+        elif kind == "container":
+            os.kill(cluster.container_procs[rng.randrange(len(cluster.container_procs))].pid,
+                    signal.SIGKILL)  # fmt: skip
+        else:
+            assert cluster.tmaster is not None
+            os.kill(cluster.tmaster.pid, signal.SIGKILL)
 
 
 @contextmanager

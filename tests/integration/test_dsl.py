@@ -68,11 +68,10 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
     import os
     import random
     import runpy
-    import signal
 
     from headwater.cloud.local import LocalCluster
 
-    from ._support import dump_logs
+    from ._support import dump_logs, kill_at_random_moments
     from .test_exactly_once import KEYS, _produce
 
     n = 100_000
@@ -90,22 +89,8 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
     cluster.supervise()
     try:
         cluster.wait_running(timeout=60)
-        for kind in kills:
-            target = min(len(_rows(out)) + rng.randint(20, 150), len(want))
-
-            def reached(target: int = target) -> bool:
-                return len(_rows(out)) >= target
-
-            wait_for(reached, 120, f"{target} windows before killing a {kind}")
-            if kind == "instance":
-                tasks = cluster.metrics()["tasks"]
-                victim = rng.choice([int(m["pid"]) for m in tasks.values() if "pid" in m])
-                os.kill(victim, signal.SIGKILL)
-            elif kind == "container":
-                os.kill(cluster.container_procs[rng.randrange(2)].pid, signal.SIGKILL)
-            else:
-                assert cluster.tmaster is not None
-                os.kill(cluster.tmaster.pid, signal.SIGKILL)
+        kill_at_random_moments(cluster, rng, kills, lambda: len(_rows(out)), (20, 150),
+                               len(want))  # fmt: skip
         wait_for(lambda: len(_rows(out)) >= len(want), 240, "every closed window at the sink")
         wait_for(lambda: cluster.summary()["state"] == "RUNNING", 60, "the topology to run")
         assert sorted(tuple(r) for r in _rows(out)) == want

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from headwater.common.connectors._log_spout import append_records
 from headwater.common.runtime import key_hash
 from headwater.common.state import CheckpointStore
 
-from ._support import TOPOLOGIES, dump_logs, running, wait_for
+from ._support import TOPOLOGIES, dump_logs, kill_at_random_moments, running, wait_for
 
 pytestmark = pytest.mark.cluster
 KEYS = 20
@@ -91,23 +90,8 @@ def test_random_sigkills_leave_exact_results(tmp_path: Path) -> None:
     out = tmp_path / "out"
     try:
         cluster.wait_running(timeout=60)
-        for kind in kills:
-            # a random moment: after a random amount of committed output
-            target = min(len(_rows(out)) + rng.randint(1_000, 20_000), n)
-
-            def reached(target: int = target) -> bool:
-                return len(_rows(out)) >= target
-
-            wait_for(reached, 120, f"{target} rows before killing a {kind}")
-            if kind == "instance":
-                tasks = cluster.metrics()["tasks"]
-                victim = rng.choice([int(m["pid"]) for m in tasks.values() if "pid" in m])
-                os.kill(victim, signal.SIGKILL)
-            elif kind == "container":
-                os.kill(cluster.container_procs[rng.randrange(2)].pid, signal.SIGKILL)
-            else:
-                assert cluster.tmaster is not None
-                os.kill(cluster.tmaster.pid, signal.SIGKILL)
+        # random moments: after a random amount of committed output
+        kill_at_random_moments(cluster, rng, kills, lambda: len(_rows(out)), (1_000, 20_000), n)
         wait_for(lambda: len(_rows(out)) >= n, 240, "every record at the sink")
         wait_for(lambda: cluster.summary()["state"] == "RUNNING", 60, "the topology to run")
         _check_exact(out, n)
