@@ -532,15 +532,16 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_term)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(args.socket)
+    comp = "?"  # until the topology is loaded
     try:
         topology = load_topology(args.topology_file, args.topology)
+        comp = next((c for c, ts in task_ids(topology).items() if args.task in ts), "?")
         inst = Instance(topology, args.task, sock)
         if stop["flag"]:
             return 0
         inst.run()
     except Exception as exc:
         tb = traceback.format_exc()
-        comp = inst.component if inst is not None else "?"
         log.error("task %d (%s) failed: user code raised\n%s", args.task, comp, tb)
         report = {
             "type": "exception",

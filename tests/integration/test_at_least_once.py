@@ -57,6 +57,16 @@ def test_exception_in_user_code_is_reported_and_the_instance_restarts(out_dir: P
         assert "RuntimeError: relay cannot handle seq 500" in log
 
 
+def test_a_component_that_fails_to_start_is_named_in_its_report(out_dir: Path) -> None:
+    env = {"HW_TEST_OUT": str(out_dir), "HW_TEST_N": "100", "HW_TEST_RAISE_IN_INIT": "1"}
+    with running(TOPOLOGIES / "flaky.py", env=env) as c:
+        wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(100)), 60, "every seq at the sink")
+        (report,) = wait_for(lambda: c.get("/exceptions"), 30, "the exception report")
+        assert (report["component"], report["message"]) == (
+            "relay", "RuntimeError: relay cannot start",
+        )  # fmt: skip
+
+
 def test_bolt_sigkilled_mid_run(out_dir: Path) -> None:
     n = 3000
     env = {

@@ -13,8 +13,16 @@ RAISE_AT = int(os.environ.get("HW_TEST_RAISE_AT", "-1"))
 OUT = os.environ.get("HW_TEST_OUT", "")
 
 
+RAISE_IN_INIT = os.environ.get("HW_TEST_RAISE_IN_INIT") == "1"
+
+
 class Relay(Bolt):
     outputs = ("seq", "key")
+
+    def __init__(self) -> None:
+        if RAISE_IN_INIT and not os.path.exists(os.path.join(OUT, "raised-init")):
+            open(os.path.join(OUT, "raised-init"), "w").close()
+            raise RuntimeError("relay cannot start")
 
     def open(self, ctx: Context) -> None:
         self.ctx = ctx
