@@ -38,6 +38,9 @@ from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
 log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0
 CHECKPOINT_TIMEOUT_S = 60.0
+RESTORE_BURST = 3  # rollbacks in a row that go out at once
+RESTORE_WINDOW_S = 30.0
+RESTORE_MAX_DELAY_S = 30.0
 
 
 class TopologyMaster(pb_grpc.TopologyMasterServicer):
@@ -65,6 +68,8 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self.restored: set[int] = set()
         self.in_flight: CheckpointRecord | None = None
         self.recoveries = 0
+        self._rollbacks: list[float] = []  # when the recent rollbacks began
+        self._restore_at = 0.0  # a held rollback goes out then (0: none held)
         self._last_checkpoint = time.monotonic()
         if self.exactly_once:
             self.catalogue.epoch += 1
@@ -213,7 +218,21 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         log.warning("%s: rolling back to checkpoint %d (epoch %d)", reason, target, self.epoch)
         self.restoring = pb.Restore(checkpoint_id=target, epoch=self.epoch)
         self.restored = set()
-        self._publish()
+        # a failure that comes back at once (code that cannot start) must not spin: after
+        # RESTORE_BURST rollbacks within RESTORE_WINDOW_S, each waits twice as long
+        now = time.monotonic()
+        recent = [t for t in self._rollbacks if now - t < RESTORE_WINDOW_S]
+        self._rollbacks = [*recent, now]
+        delay = 0.0
+        if len(recent) >= RESTORE_BURST:
+            delay = min(0.5 * 2 ** (len(recent) - RESTORE_BURST), RESTORE_MAX_DELAY_S)
+            log.warning("%d rollbacks in %.0fs: restoring in %.1fs; the cause is under "
+                        "/exceptions", len(recent) + 1, RESTORE_WINDOW_S, delay)  # fmt: skip
+        if delay:
+            self._restore_at = now + delay
+        else:
+            self._restore_at = 0.0
+            self._publish()
 
     async def run_coordinator(self) -> None:
         """Trigger checkpoints on the interval; time out stuck ones."""
@@ -222,6 +241,10 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         while True:
             await asyncio.sleep(min(0.1, self.interval_s / 4))
             now = time.monotonic()
+            if self._restore_at and now >= self._restore_at:
+                self._restore_at = 0.0
+                if self.restoring is not None:
+                    self._publish()  # a held rollback is due
             rec = self.in_flight
             if rec is not None:
                 if now - rec._t0 > CHECKPOINT_TIMEOUT_S:

@@ -62,13 +62,20 @@ def kill_at_random_moments(
 
 @contextmanager
 def running(
-    file: Path | str, containers: int = 2, env: dict[str, str] | None = None, **kw: Any
+    file: Path | str,
+    containers: int = 2,
+    env: dict[str, str] | None = None,
+    wait: bool = True,
+    **kw: Any,
 ) -> Iterator[LocalCluster]:
-    """A started cluster that is always stopped; logs are printed when the test fails."""
+    """A started cluster that is always stopped; logs are printed when the test fails.
+
+    ``wait``: until every instance has connected (off for code that cannot start)."""
     cluster = LocalCluster(file, containers=containers, env=env, **kw)
     cluster.start()
     try:
-        cluster.wait_running(timeout=60)
+        if wait:
+            cluster.wait_running(timeout=60)
         yield cluster
     except BaseException:
         dump_logs(cluster.workdir)

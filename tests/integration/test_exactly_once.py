@@ -172,3 +172,18 @@ def test_parquet_sink_output_is_exact(tmp_path: Path) -> None:
     jsonl.mkdir()
     (jsonl / "part-0-0.jsonl").write_text("\n".join(json.dumps(r) for r in parquet_rows()))
     _check_exact(jsonl, n)
+
+
+def test_code_that_cannot_start_backs_off_and_says_why(tmp_path: Path) -> None:
+    """A bolt that raises in its constructor: the domain rolls back, but not in a tight loop,
+    and the exception names the component and the cause."""
+    import time
+
+    with running(TOPOLOGIES / "broken_eo.py", containers=1, wait=False) as c:
+        report = wait_for(lambda: c.get("/exceptions"), 30, "the exception report")[0]
+        assert report["component"] == "broken"
+        assert report["message"] == "RuntimeError: the model file is missing"
+        start, first = time.monotonic(), c.summary()["epoch"]
+        time.sleep(12)
+        rate = (c.summary()["epoch"] - first) / (time.monotonic() - start)
+        assert rate < 1.0, f"{rate:.1f} rollbacks a second"  # unchecked it is about 3
