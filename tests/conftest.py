@@ -6,12 +6,13 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+
+from ._wait import wait_for
 
 _CLEARED = ("HEADWATER_STATE_DIR", "HEADWATER_LOG_LEVEL", "HEADWATER_KEEP_WORKDIR")
 
@@ -70,15 +71,17 @@ def mosquitto(tmp_path: Path) -> Iterator[tuple[str, int]]:
     log = tmp_path / "mosquitto.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([binary, "-c", str(conf)], stdout=out, stderr=out)
-    deadline = time.monotonic() + 10
-    while True:
+
+    def accepting() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"mosquitto did not start: {log.read_text()}")
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
+            return True
         except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mosquitto did not start: {log.read_text()}") from None
-            time.sleep(0.02)
+            return False
+
+    wait_for(accepting, 10, f"mosquitto accepting on port {port}", interval=0.02)
     try:
         yield ("127.0.0.1", port)
     finally:

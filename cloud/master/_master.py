@@ -26,6 +26,7 @@ import grpc
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._loader import load_topology
 from headwater.common._package import PackageStore, unpack_package
+from headwater.common.api import Placement
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.plan import cloud_part, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -194,7 +195,7 @@ class Master:
                 record.info.kind == "agent"
                 and record.queue is not None
                 and node_id not in dep.agents
-                and any(all(labels.get(k) == v for k, v in sel.items()) for sel in dep.selectors)
+                and any(Placement("edge", sel).matches(labels) for sel in dep.selectors)
             ):
                 dep.agents.append(node_id)
                 self._send(node_id, self._run_command(dep, 0, edge=True))

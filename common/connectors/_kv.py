@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from rocksdict import Options, Rdict
+from rocksdict import AccessType, Options, Rdict
 
 from ..api import Bolt, Context, Tuple
-from ..wire import encode
+from ..wire import decode, encode
 
 
 class KeyValueSink(Bolt):
@@ -44,3 +45,20 @@ class KeyValueSink(Bolt):
 
     def close(self) -> None:
         self.db.close()
+
+
+def read_key_value_sink(directory: str | os.PathLike[str]) -> dict[Any, Any]:
+    """Every key's latest row in a ``KeyValueSink``'s directory (read-only, beside it)."""
+    rows: dict[Any, Any] = {}
+    for task_db in sorted(Path(directory).glob("task-*")):
+        try:
+            db = Rdict(str(task_db), Options(raw_mode=True), access_type=AccessType.read_only())
+        except Exception:  # not created yet
+            continue
+        try:
+            for k, v in db.items():
+                assert isinstance(k, bytes) and isinstance(v, bytes)
+                rows[decode(k)] = decode(v)
+        finally:
+            db.close()
+    return rows

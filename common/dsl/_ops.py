@@ -393,7 +393,7 @@ class FusedBolt(Bolt):
         self.wm_in: dict[int, int] = {}  # upstream task -> its watermark
 
     def process(self, tup: Tuple) -> None:
-        if tup.stream.startswith(WATERMARKS):
+        if self.wm_sources and tup.stream.startswith(WATERMARKS):
             self._watermark(tup.task, int(tup.values[1]))
             return
         key, value = tup.values
@@ -402,8 +402,7 @@ class FusedBolt(Bolt):
             self.join(self._sides[(tup.component, tup.stream)], key, value)
         else:
             self.chain(key, value)
-        if self._chain.taps and self._chain.watermarks_due():
-            self._chain.send_watermarks()
+        # watermarks leave every Tap.EVERY records (in the chain) or on the tick
 
     def _watermark(self, task: int, wm: int) -> None:
         if wm <= self.wm_in.get(task, -END_OF_TIME):

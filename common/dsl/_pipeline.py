@@ -151,11 +151,6 @@ class Pipeline:
         return step
 
     # -- compiling ----------------------------------------------------------------
-    @staticmethod
-    def _partitioned(chains: dict[str, list[_Step]], head: dict[str, _Step],
-                     parent: _Step | None) -> bool:  # fmt: skip
-        return parent is not None and _partitioned_by_key(chains[head[parent.name].name])
-
     def build(self) -> Topology:
         """The topology: chains of fusable steps become one component each."""
         steps = list(self._steps.values())
@@ -174,7 +169,11 @@ class Pipeline:
                 and s.component is None
                 and s.parents[0][1] == "default"
                 and consumers[(parent.name, "default")] == 1
-                and (not s.keyed or (not s.timestamps and self._partitioned(chains, head, parent)))
+                # a keyed step may stay where records already sit on their key's task
+                and (
+                    not s.keyed
+                    or (not s.timestamps and _partitioned_by_key(chains[head[parent.name].name]))
+                )
                 and not s.exchange
                 and parent.component is None
                 and s.parallelism == parent.parallelism

@@ -119,7 +119,7 @@ class ReplayFilter:
     def accept(self, agent: str, seq: int, prev: int | None = None) -> bool:
         """Take the batch if it follows the last one (``prev`` None: any later number)."""
         last = self.last.get(agent, 0)
-        if seq <= last or (prev is not None and prev != last):
+        if self.check(agent, seq, last if prev is None else prev) != "take":
             return False
         self.last[agent] = seq
         return True

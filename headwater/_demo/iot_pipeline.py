@@ -61,11 +61,14 @@ class Parse(Bolt):
 
 
 class KeyedStep(Bolt):
-    """Runs one of ``steps``' keyed functions with its state in ``ctx.keyed_state``."""
+    """Runs one of ``steps``' keyed functions with its state in ``ctx.keyed_state``.
+
+    ``dropped`` names a user counter for the records the function drops.
+    """
 
     def __init__(self, name: str, fn: Callable[[Any, list[Any]], tuple[Any, list[list[Any]]]],
-                 key: Callable[[list[Any]], Any]) -> None:  # fmt: skip
-        self.name, self.fn, self.key = name, fn, key
+                 key: Callable[[list[Any]], Any], dropped: str | None) -> None:  # fmt: skip
+        self.name, self.fn, self.key, self.dropped = name, fn, key, dropped
 
     def open(self, ctx: Context) -> None:
         self.ctx, self.state = ctx, ctx.keyed_state(self.name)
@@ -74,8 +77,8 @@ class KeyedStep(Bolt):
         key = self.key(tup.values)
         new, rows = self.fn(self.state.get(key), list(tup.values))
         self.state[key] = new
-        if not rows and self.fn is steps.dedup:
-            self.ctx.incr("duplicates")
+        if not rows and self.dropped:
+            self.ctx.incr(self.dropped)
         for row in rows:
             self.ctx.emit(row)
 
@@ -84,8 +87,9 @@ def _sensor(row: list[Any]) -> Any:
     return row[1]
 
 
-def _step(name: str, fn: Any, key: Callable[[list[Any]], Any] = _sensor) -> Any:
-    return partial(KeyedStep, name, fn, key)
+def _step(name: str, fn: Any, key: Callable[[list[Any]], Any] = _sensor,
+          dropped: str | None = None) -> Any:  # fmt: skip
+    return partial(KeyedStep, name, fn, key, dropped)
 
 
 class Readings(LogSpout):
@@ -110,7 +114,7 @@ topology = (
     .add_bolt("parse", Parse, inputs={"readings": fields("topic")}, placement=edge())
     .add_bolt(
         "dedup",
-        _step("last_seq", steps.dedup),
+        _step("last_seq", steps.dedup, dropped="duplicates"),
         inputs={"parse": fields("sensor")},
         outputs=SENSOR_ROW,
         placement=edge(),

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from headwater.common._package import build_package
+from headwater.common.connectors import read_key_value_sink
 from headwater.common.runtime._procs import spawn, terminate
 
 from .sensors import readings
@@ -91,26 +92,6 @@ def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5
     finally:
         client.disconnect()
         client.loop_stop()
-
-
-def site_rows(out: Path) -> dict[str, list[Any]]:
-    """The per-site window rows the cloud's key-value sink holds (read-only, beside it)."""
-    from rocksdict import AccessType, Options, Rdict
-
-    from headwater.common.wire import decode
-
-    rows: dict[str, list[Any]] = {}
-    for db_path in sorted((out / "site_windows").glob("task-*")):
-        try:
-            db = Rdict(str(db_path), Options(raw_mode=True), access_type=AccessType.read_only())
-        except Exception:  # not created yet
-            continue
-        try:
-            for k, v in db.items():
-                rows[str(decode(k))] = decode(v)  # type: ignore[arg-type]
-        finally:
-            db.close()
-    return rows
 
 
 def dead_letters(out: Path) -> int:
@@ -189,7 +170,7 @@ class Demo:
 
     def report(self) -> None:
         latest: dict[str, list[Any]] = {}
-        for row in site_rows(self.out).values():
+        for row in read_key_value_sink(self.out / "site_windows").values():
             if row[1] not in latest or row[2] > latest[row[1]][2]:
                 latest[row[1]] = row
         for site, row in sorted(latest.items()):

@@ -6,29 +6,17 @@ import json
 import os
 import random
 import signal
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from headwater.cloud.local import LocalCluster
 
+from .._wait import wait_for as wait_for  # noqa: PLC0414 (re-exported for the tests)
+
 TOPOLOGIES = Path(__file__).parent / "topologies"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-T = TypeVar("T")
-
-
-def wait_for(cond: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll ``cond`` until it returns something truthy; fail with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = cond()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 def kill_at_random_moments(

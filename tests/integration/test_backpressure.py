@@ -11,7 +11,7 @@ import pytest
 
 from headwater.cloud.local import LocalCluster
 
-from ._support import TOPOLOGIES, component_total, running, task_metric
+from ._support import TOPOLOGIES, component_total, running, task_metric, wait_for
 
 pytestmark = pytest.mark.cluster
 RSS_BOUND = 250 << 20  # every process of the cluster stays under 250 MiB
@@ -61,18 +61,19 @@ def test_slow_bolt_throttles_only_its_own_spout() -> None:
         # Drained means exact equality. A slow bolt on a loaded machine may take long to
         # drain what was in flight, so wait while it makes progress; lost tuples would
         # show as no progress with the counts unequal.
-        start = stalled_since = time.monotonic()
-        last = -1.0
-        while True:
+        seen = {"executed": -1.0, "at": time.monotonic()}
+
+        def drained() -> bool:
             e, x = component_total(c, "fast", "emitted"), component_total(c, "slow", "executed")
             if e > 0 and x == e:
-                break
-            now = time.monotonic()
-            if x != last:
-                last, stalled_since = x, now
-            assert now - stalled_since < 30 and now - start < 300, (
+                return True
+            if x != seen["executed"]:
+                seen.update(executed=x, at=time.monotonic())
+            assert time.monotonic() - seen["at"] < 30, (
                 f"the slow bolt stopped at {x:.0f} of {e:.0f} tuples the fast spout emitted"
             )
-            time.sleep(0.5)  # a poll interval: the loop above is the deadline
+            return False
+
+        wait_for(drained, 300, "the slow bolt to drain what was emitted", interval=0.5)
     assert loaded >= 0.8 * baseline, (loaded, baseline)
     assert max(peak.values()) < RSS_BOUND, {pid: rss >> 20 for pid, rss in peak.items()}

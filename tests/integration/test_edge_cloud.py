@@ -119,10 +119,9 @@ def test_iot_example_runs_across_worker_and_two_agents(
     daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
 ) -> None:
     status = {s: free_port() for s in SITES}
-    args = {s: _agent_args(mosquitto, s, "", "--status-port", str(status[s])) for s in SITES}
     daemons.start_master()
-    for s in SITES:
-        args[s][1] = daemons.grpc
+    args = {s: _agent_args(mosquitto, s, daemons.grpc, "--status-port", str(status[s]))
+            for s in SITES}  # fmt: skip
     worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
 
     readings = list(SENSORS["readings"](2, 3, 40))
@@ -204,16 +203,16 @@ class SteadySensors(threading.Thread):
 
 def _steady(read: Callable[[], Any], for_s: float, timeout: float = 30.0) -> Any:
     """A value that has not changed for ``for_s`` seconds."""
-    deadline = time.monotonic() + timeout
-    value, since = read(), time.monotonic()
-    while time.monotonic() < deadline:
-        time.sleep(0.2)
-        now = read()
-        if now != value:
-            value, since = now, time.monotonic()
-        elif time.monotonic() - since >= for_s:
-            return value
-    raise AssertionError(f"the value kept changing for {timeout}s (last {value!r})")
+    seen: dict[str, Any] = {"value": read(), "since": time.monotonic()}
+
+    def settled() -> bool:
+        value = read()
+        if value != seen["value"]:
+            seen.update(value=value, since=time.monotonic())
+        return bool(time.monotonic() - seen["since"] >= for_s)
+
+    wait_for(settled, timeout, f"a value unchanged for {for_s}s", interval=0.2)
+    return seen["value"]
 
 
 def _status(port: int) -> dict[str, Any]:

@@ -13,9 +13,8 @@ from typing import Any
 import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
-from rocksdict import AccessType, Options, Rdict
 
-from headwater.common.wire import decode
+from headwater.common.connectors import read_key_value_sink
 from headwater.edge import MqttIngest, MqttSource
 
 from ._support import EXAMPLES, running, wait_for
@@ -71,19 +70,7 @@ def _expected(readings: list[dict[str, Any]]) -> dict[str, list[Any]]:
 
 
 def _site_rows(path: Path) -> dict[str, list[Any]]:
-    rows: dict[str, list[Any]] = {}
-    for task_db in sorted(path.glob("task-*")):
-        try:  # read-only, beside the running sink
-            db = Rdict(str(task_db), Options(raw_mode=True), access_type=AccessType.read_only())
-        except Exception:  # not created yet
-            continue
-        try:
-            for k, v in db.items():
-                assert isinstance(k, bytes) and isinstance(v, bytes)
-                rows[decode(k)] = decode(v)
-        finally:
-            db.close()
-    return rows
+    return read_key_value_sink(path)
 
 
 def _messages() -> tuple[list[tuple[str, Any]], list[tuple[str, bytes]]]:
