@@ -179,6 +179,10 @@ def _parser() -> argparse.ArgumentParser:
     kill.add_argument("--master", dest="url", metavar="URL", help=master_help)
     kill.set_defaults(func=_cmd_kill)
 
+    from headwater._edits_cli import add_parsers
+
+    add_parsers(sub, master_help)
+
     demo = sub.add_parser("demo", help="run the bundled demo on this machine")
     demo.add_argument("--duration", type=_positive_float, default=None, metavar="S")
     demo.set_defaults(func=_cmd_demo)
@@ -360,7 +364,7 @@ def _print_status(
 ) -> None:
     print(
         f"topology {summary['name']}  state {summary['state']}  "
-        f"up {summary['uptime_s']}s  plan revision {summary['plan_revision']}"
+        f"up {summary['uptime_s']}s  revision {summary['revision']}"
     )
     print(
         f"{'component':<20}{'emitted':>12}{'executed':>12}{'acked':>10}{'failed':>10}"

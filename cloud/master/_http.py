@@ -2,6 +2,8 @@
 
 POST   /api/v1/topologies?entry=FILE&containers=N   submit a package (zip body)
 DELETE /api/v1/topologies/NAME                      kill a topology
+POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&base=REV
+       [&entry=FILE][&components=A,B][&author=WHO][&to=REV]   edit it live (zip body or none)
 GET    /api/v1/nodes                                workers and agents, online or not
 """
 
@@ -10,6 +12,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from headwater.common._exceptions import HeadwaterError
+from headwater.common.control._revisions import EditError, StaleRevisionError
 
 from ..tmaster._http import add_topology_routes
 from ._master import Master
@@ -36,6 +39,32 @@ def make_app(master: Master) -> web.Application:
             raise web.HTTPBadRequest(text=str(exc)) from exc
         return web.json_response(result, status=201)
 
+    async def edit(request: web.Request) -> web.Response:
+        q = request.query
+        try:
+            base = int(q["base"])
+            to = int(q["to"]) if "to" in q else None
+        except KeyError:
+            raise web.HTTPBadRequest(
+                text="name the revision the edit was made against: ?base=REV (GET "
+                ".../revisions shows the current one)"
+            ) from None
+        except ValueError:
+            raise web.HTTPBadRequest(text="base and to must be revision numbers") from None
+        action = q.get("action", "")
+        components = [c for c in q.get("components", "").split(",") if c]
+        data = await request.read()
+        try:
+            record = master.edit(request.match_info["name"], action, base, data or None,
+                                 q.get("entry"), components, q.get("author", ""), to)  # fmt: skip
+        except StaleRevisionError as exc:
+            return web.json_response({"error": str(exc), "current": exc.current}, status=409)
+        except EditError as exc:
+            return web.json_response({"error": str(exc)}, status=400)
+        except HeadwaterError as exc:
+            return web.json_response({"error": str(exc)}, status=404)
+        return web.json_response(record, status=202)
+
     async def kill(request: web.Request) -> web.Response:
         try:
             master.kill(request.match_info["name"])
@@ -48,5 +77,6 @@ def make_app(master: Master) -> web.Application:
 
     app.router.add_post("/api/v1/topologies", submit)
     app.router.add_delete("/api/v1/topologies/{name}", kill)
+    app.router.add_post("/api/v1/topologies/{name}/revisions", edit)
     app.router.add_get("/api/v1/nodes", nodes)
     return app

@@ -26,8 +26,15 @@ import grpc
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._loader import load_topology
 from headwater.common._package import PackageStore, unpack_package
-from headwater.common.api import Placement
+from headwater.common.api import Placement, Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
+from headwater.common.control._revisions import (
+    EditError,
+    RevisionRecord,
+    StaleRevisionError,
+    check_edit,
+    without,
+)
 from headwater.common.plan import cloud_part, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
@@ -159,11 +166,77 @@ class Master:
     def _start_topology(self, dep: Deployment) -> None:
         topology = cloud_part(load_topology(self._unpack(dep.package) / dep.entry))
         plan = pack_round_robin(topology, dep.containers)
-        tm = TopologyMaster(topology, plan, self.state_dir / "topologies" / dep.name)
+        tm = TopologyMaster(topology, plan, self.state_dir / "topologies" / dep.name,
+                            dep.package, dep.entry, self._load_revision)  # fmt: skip
         tm.user_state = dep.state
         self.deployments[dep.name] = dep
         self.tms[dep.name] = tm
         self._coordinators[dep.name] = asyncio.get_running_loop().create_task(tm.run_coordinator())
+
+    # -- live edits --------------------------------------------------------------
+    def _logical(self, package: str, entry: str, exclude: list[str]) -> Topology:
+        """The whole topology of a revision (every placement), as its file now defines it."""
+        code = self._unpack(package)
+        if not (code / entry).is_file():
+            raise EditError(f"the package has no file {entry!r}; send the topology file")
+        return without(load_topology(code / entry), exclude)
+
+    def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
+        topology = cloud_part(self._logical(rec.package, rec.entry, rec.exclude))
+        return topology, self.packages.get(rec.package)
+
+    def edit(self, name: str, action: str, base: int, data: bytes | None = None,
+             entry: str | None = None, components: list[str] | None = None,
+             author: str = "", to: int | None = None) -> dict[str, Any]:  # fmt: skip
+        """Validate an edit of a running topology and start applying it.
+
+        ``action`` is attach, replace or remove (``data``: the package as it now
+        is; a remove may leave it out and name the components) or rollback
+        (``to``: the revision whose code to run again). Raises
+        StaleRevisionError when ``base`` is not the current revision and
+        EditError when the edit is not valid; either way nothing changes.
+        """
+        tm = self.tms.get(name)
+        if tm is None:
+            known = ", ".join(sorted(self.deployments)) or "none"
+            raise HeadwaterError(f"no topology named {name!r} (running: {known})")
+        if base != tm.current:
+            raise StaleRevisionError(base, tm.current)
+        components = list(components or [])
+        cur = tm.revisions[tm.current].record
+        if action == "rollback":
+            target = tm.revlog.find(to or 0)
+            if target is None or target.status not in ("applied",):
+                raise EditError(f"revision {to} was never applied; `headwater revisions "
+                                f"{name}` lists the ones a rollback can return to")  # fmt: skip
+            digest, entry, exclude = target.package, target.entry, list(target.exclude)
+        elif data:
+            digest = self.packages.put(data)
+            entry = entry or cur.entry
+            code = self._unpack(digest)
+            if not (code / entry).is_file():
+                raise EditError(f"the package has no file {entry!r}; send the topology file")
+            names = {c.name for c in load_topology(code / entry).components}
+            exclude = [x for x in cur.exclude if x in names]
+            if action == "remove":
+                exclude += [c for c in components if c in names and c not in exclude]
+        elif action == "remove":
+            digest, entry, exclude = cur.package, cur.entry, [*cur.exclude, *components]
+        else:
+            raise EditError(f"{action} needs the topology file as it should now be")
+        try:
+            old = self._logical(cur.package, cur.entry, cur.exclude)
+            new = self._logical(digest, entry, exclude)
+        except HeadwaterError as exc:
+            raise EditError(f"the edited topology does not load: {exc}") from exc
+        diff = check_edit(action, components if action != "rollback" else (), old, new)
+        cloud = cloud_part(new)
+        cloud_names = {c.name for c in cloud.components}
+        record = RevisionRecord(0, action, digest, entry, exclude, author, time.time(),
+                                diff.to_dict(), {})  # fmt: skip
+        replaced = tuple(n for n in diff.replaced if n in cloud_names)
+        tm.propose(record, cloud, self.packages.get(digest), base, replaced)
+        return record.view()
 
     def kill(self, name: str) -> None:
         dep = self.deployments.pop(name, None)

@@ -8,6 +8,7 @@ Routes, for every topology NAME the lookup knows:
     GET  /api/v1/topologies/NAME/plan           the physical plan
     GET  /api/v1/topologies/NAME/checkpoints    exactly-once checkpoints
     GET  /api/v1/topologies/NAME/exceptions     errors reported by instances
+    GET  /api/v1/topologies/NAME/revisions      live edits: current revision and history
     POST /api/v1/topologies/NAME/activate|deactivate
 """
 
@@ -58,6 +59,9 @@ def add_topology_routes(
     async def exceptions(request: web.Request) -> web.Response:
         return web.json_response(list(tm_of(request).exceptions))
 
+    async def revisions(request: web.Request) -> web.Response:
+        return web.json_response(tm_of(request).revisions_view())
+
     async def activate(request: web.Request) -> web.Response:
         tm = tm_of(request)
         tm.set_state("RUNNING")
@@ -77,6 +81,7 @@ def add_topology_routes(
     app.router.add_get(f"{base}/plan", plan)
     app.router.add_get(f"{base}/checkpoints", checkpoints)
     app.router.add_get(f"{base}/exceptions", exceptions)
+    app.router.add_get(f"{base}/revisions", revisions)
     app.router.add_post(f"{base}/activate", activate)
     app.router.add_post(f"{base}/deactivate", deactivate)
 

@@ -29,6 +29,7 @@ class CheckpointRecord:
     state: str = "IN_PROGRESS"  # IN_PROGRESS, COMPLETE, FAILED, CORRUPT
     duration_ms: float | None = None
     size_bytes: int = 0
+    revision: int = 1  # the topology revision whose code took it
     acked: set[int] = field(default_factory=set)
     _t0: float = field(default_factory=time.monotonic)
 
@@ -51,8 +52,9 @@ class Catalogue:
             self.next_id = int(data["next_id"])
             for c in data["checkpoints"]:
                 rec = CheckpointRecord(
-                    c["id"], c["epoch"], c["started"], c["state"], c["duration_ms"], c["size_bytes"]
-                )
+                    c["id"], c["epoch"], c["started"], c["state"], c["duration_ms"],
+                    c["size_bytes"], c.get("revision", 1),
+                )  # fmt: skip
                 if rec.state == "IN_PROGRESS":
                     rec.state = "FAILED"  # the master died during it
                 self.checkpoints.append(rec)
@@ -68,8 +70,8 @@ class Catalogue:
     def find(self, checkpoint_id: int) -> CheckpointRecord | None:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
 
-    def start(self, epoch: int) -> CheckpointRecord:
-        rec = CheckpointRecord(self.next_id, epoch, time.time())
+    def start(self, epoch: int, revision: int = 1) -> CheckpointRecord:
+        rec = CheckpointRecord(self.next_id, epoch, time.time(), revision=revision)
         self.next_id += 1
         self.checkpoints.append(rec)
         self.save()

@@ -14,15 +14,27 @@ opens a new epoch: every container restarts its instances from the last
 complete checkpoint and acknowledges; only then do the spouts resume. A
 snapshot that fails its checksum marks its checkpoint corrupt, and the
 restore falls back to the one before.
+
+Live edits (exactly-once topologies): a proposed revision waits until no
+checkpoint is in flight, then goes to every container, which loads it and
+says so; the next checkpoint is the switch. Once it is complete, the
+master runs the new plan and the containers swap (see the container); the
+edit is applied when the first checkpoint taken by the new revision
+completes. A failure before that (the new code failing to start, say) rolls
+back like any other, to the switch checkpoint, which the previous revision
+took, so the previous revision runs again. Every checkpoint records the
+revision that took it, and a restore runs that revision.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +42,11 @@ import grpc
 
 from ..api import Reliability, RuntimeConfig, Topology
 from ..api._config import CHECKPOINT_INTERVAL_SECS
-from ..plan import PhysicalPlan
+from ..plan import PhysicalPlan, plan_from_json, revise_plan
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
+from ._revisions import EditError, RevisionLog, RevisionRecord, StaleRevisionError, first_record
 
 log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0
@@ -41,10 +54,40 @@ CHECKPOINT_TIMEOUT_S = 60.0
 RESTORE_BURST = 3  # rollbacks in a row that go out at once
 RESTORE_WINDOW_S = 30.0
 RESTORE_MAX_DELAY_S = 30.0
+PREPARE_TIMEOUT_S = 30.0
+
+# (revision record) -> (the revision's topology for this domain, its package bytes)
+RevisionLoader = Callable[[RevisionRecord], tuple[Topology, bytes]]
+
+
+@dataclass
+class _Revision:
+    topology: Topology
+    plan: PhysicalPlan
+    record: RevisionRecord
+    data: bytes  # its package (empty for the first revision: containers start with it)
+
+
+@dataclass
+class _Edit:
+    revision: int
+    replaced: tuple[str, ...]
+    phase: str = "waiting"  # waiting, preparing, switching, activating
+    at: int = 0  # the switch checkpoint
+    acks: frozenset[int] = frozenset()
+    deadline: float = 0.0
 
 
 class TopologyMaster(pb_grpc.TopologyMasterServicer):
-    def __init__(self, topology: Topology, plan: PhysicalPlan, state_dir: Path) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        plan: PhysicalPlan,
+        state_dir: Path,
+        package: str = "",
+        entry: str = "",
+        load_revision: RevisionLoader | None = None,
+    ) -> None:
         self.topology = topology
         self.plan = plan
         rc = RuntimeConfig.from_mapping(topology.config)
@@ -54,7 +97,14 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         check_same_topology(state_dir / "topology.json", topology, plan)
         self.catalogue = Catalogue(state_dir / "catalogue.json")
         self.user_state = "RUNNING"  # what activate/deactivate asked for
-        self.revision = 0
+        self.plan_version = 0  # grows with every plan sent to the containers
+        self.revlog = RevisionLog(state_dir / "revisions.json")
+        if not self.revlog.records:
+            self.revlog.add(first_record(package, entry, plan.to_dict()))
+        self.revisions = {1: _Revision(topology, plan, self.revlog.records[0], b"")}
+        self.load_revision = load_revision
+        self.current = 1  # the revision running
+        self.edit: _Edit | None = None
         self.started = time.time()
         self.containers: dict[int, pb.ContainerInfo] = {}
         self.last_heartbeat: dict[int, float] = {}
@@ -74,8 +124,11 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         if self.exactly_once:
             self.catalogue.epoch += 1
             self.catalogue.save()
+            target = self.catalogue.latest_complete()
+            rec = self.catalogue.find(target)
+            self._run_revision(rec.revision if rec is not None else 1)
             self.restoring = pb.Restore(
-                checkpoint_id=self.catalogue.latest_complete(), epoch=self.catalogue.epoch
+                checkpoint_id=target, epoch=self.catalogue.epoch, revision=self.current
             )
 
     @property
@@ -111,6 +164,8 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self._watchers.add(queue)
         self._watch_of[request.container] = queue
         try:
+            if self.current != 1:  # a container (re)starts with the first revision's code
+                yield pb.Command(revision=self._revision_message(self.current))
             current = self.physical_plan()
             if current is not None:
                 yield pb.Command(plan=current)
@@ -137,7 +192,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                     "time_ms": e.time_ms,
                 }
             )
-        return pb.HeartbeatAck(plan_revision=self.revision)
+        return pb.HeartbeatAck(plan_revision=self.plan_version)
 
     async def AckCheckpoint(self, request: pb.CheckpointAck, context: Any) -> pb.Empty:
         rec = self.in_flight
@@ -159,6 +214,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 rec.size_bytes,
             )
             self.broadcast(pb.Command(commit=pb.CheckpointCommit(id=rec.id, keep_from=keep_from)))
+            self._on_complete(rec)
         return pb.Empty()
 
     async def AckRestore(self, request: pb.RestoreAck, context: Any) -> pb.Empty:
@@ -206,6 +262,137 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             self.begin_restore(f"container {request.container}: {request.reason}")
         return pb.Empty()
 
+    async def AckSwitch(self, request: pb.SwitchAck, context: Any) -> pb.Empty:
+        e = self.edit
+        if e is None or request.revision != e.revision:
+            return pb.Empty()
+        if e.phase == "activating":  # its new instances are up
+            e.acks = e.acks | {request.container}
+            return pb.Empty()
+        if e.phase != "preparing":
+            return pb.Empty()
+        if not request.ok:
+            self._abort(request.error)
+            return pb.Empty()
+        e.acks = e.acks | {request.container}
+        if len(e.acks) == self.plan.containers and self.in_flight is None:
+            e.phase = "switching"
+            rec = self._trigger_checkpoint()
+            assert rec.id == e.at, (rec.id, e.at)  # nothing else starts checkpoints meanwhile
+            log.info("revision %d: every container is ready; switching at checkpoint %d",
+                     e.revision, e.at)  # fmt: skip
+        return pb.Empty()
+
+    # -- live edits ------------------------------------------------------------------
+    def propose(self, record: RevisionRecord, topology: Topology, data: bytes, base: int,
+                replaced: tuple[str, ...]) -> RevisionRecord:  # fmt: skip
+        """Start applying a revision made against ``base``; raise EditError if it cannot be."""
+        if base != self.current:
+            raise StaleRevisionError(base, self.current)
+        if not self.exactly_once:
+            raise EditError(
+                "live edits switch at a checkpoint barrier, so they need an exactly-once "
+                "topology (topology.reliability.mode: exactly_once)"
+            )
+        if self.edit is not None:
+            raise EditError(
+                f"revision {self.edit.revision} is still being applied; wait for it "
+                "(`headwater revisions`) and edit again"
+            )
+        plan = revise_plan(self.plan, topology)
+        record.revision = self.revlog.next_number()
+        record.plan = plan.to_dict()
+        self.revisions[record.revision] = _Revision(topology, plan, record, data)
+        self.revlog.add(record)
+        self.edit = _Edit(record.revision, replaced)
+        log.info("revision %d proposed (%s by %s): %s", record.revision, record.action,
+                 record.author or "?", record.diff)  # fmt: skip
+        return record
+
+    def _revision_message(self, revision: int, switch_at: int = 0,
+                          replaced: tuple[str, ...] = ()) -> pb.Revision:  # fmt: skip
+        r = self.revisions[revision]
+        return pb.Revision(
+            revision=revision, package=r.record.package, package_data=r.data,
+            entry=r.record.entry, exclude=r.record.exclude,
+            plan=pb.PhysicalPlan(topology=self.topology.name, instances=[
+                pb.InstanceInfo(task_id=i.task_id, component=i.component,
+                                component_index=i.index, container=i.container)
+                for i in r.plan.instances
+            ]),
+            switch_at=switch_at, replaced=list(replaced),
+        )  # fmt: skip
+
+    def _run_revision(self, revision: int) -> None:
+        """Make ``revision`` the one whose plan this master runs (loading it if need be)."""
+        if revision not in self.revisions:
+            rec = self.revlog.find(revision)
+            if rec is None or self.load_revision is None:
+                raise EditError(f"revision {revision} is not known here")
+            topology, data = self.load_revision(rec)
+            plan = plan_from_json(json.dumps(rec.plan))
+            self.revisions[revision] = _Revision(topology, plan, rec, data)
+        r = self.revisions[revision]
+        self.topology, self.plan, self.current = r.topology, r.plan, revision
+        if r.record.status != "applied" and revision != 1:
+            r.record.status, r.record.error = "applied", ""
+            self.revlog.save()
+
+    def _step_edit(self, now: float) -> None:
+        """Move a waiting edit on (called by the coordinator)."""
+        e = self.edit
+        if e is None:
+            return
+        if e.phase == "waiting":
+            if (
+                self.restoring is None
+                and self.in_flight is None
+                and self.user_state == "RUNNING"
+                and self.physical_plan() is not None
+            ):
+                e.phase, e.deadline, e.acks = "preparing", now + PREPARE_TIMEOUT_S, frozenset()
+                e.at = self.catalogue.next_id
+                msg = self._revision_message(e.revision, e.at, e.replaced)
+                self.broadcast(pb.Command(revision=msg))
+        elif e.phase == "preparing" and now > e.deadline:
+            missing = sorted(set(range(self.plan.containers)) - e.acks)
+            self._abort(f"containers {missing} did not load the revision in "
+                        f"{PREPARE_TIMEOUT_S:.0f}s")  # fmt: skip
+
+    def _abort(self, error: str) -> None:
+        e = self.edit
+        assert e is not None
+        self.edit = None
+        self.broadcast(pb.Command(switch=pb.Switch(revision=e.revision, commit=False)))
+        self._finish(e.revision, "refused", error)
+
+    def _finish(self, revision: int, status: str, error: str = "") -> None:
+        rec = self.revisions[revision].record
+        rec.status, rec.error = status, error
+        self.revlog.save()
+        if status == "applied":
+            log.info("revision %d applied", revision)
+        else:
+            log.warning("revision %d %s: %s", revision, status.replace("_", " "), error)
+            self.exceptions.append({"task": -1, "component": f"revision {revision}",
+                                    "message": error, "traceback": "",
+                                    "time_ms": int(time.time() * 1000)})  # fmt: skip
+
+    def _on_complete(self, rec: CheckpointRecord) -> None:
+        e = self.edit
+        if e is None:
+            return
+        if e.phase == "switching" and rec.id == e.at:
+            r = self.revisions[e.revision]
+            r.record.switch_at = rec.id
+            self.topology, self.plan, self.current = r.topology, r.plan, e.revision
+            e.phase, e.acks = "activating", frozenset()
+            self._publish()
+            log.info("checkpoint %d complete: revision %d takes over", rec.id, e.revision)
+        elif e.phase == "activating" and rec.revision == e.revision:
+            self.edit = None
+            self._finish(e.revision, "applied")
+
     # -- recovery and checkpoints --------------------------------------------------
     def begin_restore(self, reason: str, below: int | None = None) -> None:
         if self.in_flight is not None:
@@ -216,7 +403,16 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self.catalogue.save()
         self.recoveries += 1
         log.warning("%s: rolling back to checkpoint %d (epoch %d)", reason, target, self.epoch)
-        self.restoring = pb.Restore(checkpoint_id=target, epoch=self.epoch)
+        e = self.edit
+        if e is not None:
+            self.edit = None
+            if e.phase == "preparing":
+                self.broadcast(pb.Command(switch=pb.Switch(revision=e.revision, commit=False)))
+            self._finish(e.revision, "rolled_back", f"{reason}; revision {e.revision} was "
+                         "rolled back and the previous one runs")  # fmt: skip
+        rec = self.catalogue.find(target)
+        self._run_revision(rec.revision if rec is not None else 1)
+        self.restoring = pb.Restore(checkpoint_id=target, epoch=self.epoch, revision=self.current)
         self.restored = set()
         # a failure that comes back at once (code that cannot start) must not spin: after
         # RESTORE_BURST rollbacks within RESTORE_WINDOW_S, each waits twice as long
@@ -245,6 +441,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 self._restore_at = 0.0
                 if self.restoring is not None:
                     self._publish()  # a held rollback is due
+            self._step_edit(now)
             rec = self.in_flight
             if rec is not None:
                 if now - rec._t0 > CHECKPOINT_TIMEOUT_S:
@@ -258,14 +455,22 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 and self.user_state == "RUNNING"
                 and now - self._last_checkpoint >= self.interval_s
                 and self.physical_plan() is not None
+                and not self._edit_holds_checkpoints()
             ):
-                self._last_checkpoint = now
-                self.in_flight = self.catalogue.start(self.epoch)
-                self.broadcast(
-                    pb.Command(
-                        checkpoint=pb.CheckpointRequest(id=self.in_flight.id, epoch=self.epoch)
-                    )
-                )
+                self._trigger_checkpoint()
+
+    def _edit_holds_checkpoints(self) -> bool:
+        """No checkpoint while an edit prepares or switches, nor before its instances are up."""
+        e = self.edit
+        if e is None or e.phase == "waiting":
+            return False
+        return e.phase != "activating" or len(e.acks) < self.plan.containers
+
+    def _trigger_checkpoint(self) -> CheckpointRecord:
+        self._last_checkpoint = time.monotonic()
+        rec = self.in_flight = self.catalogue.start(self.epoch, self.current)
+        self.broadcast(pb.Command(checkpoint=pb.CheckpointRequest(id=rec.id, epoch=self.epoch)))
+        return rec
 
     # -- plan ------------------------------------------------------------------
     def physical_plan(self) -> pb.PhysicalPlan | None:
@@ -273,7 +478,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             return None
         return pb.PhysicalPlan(
             topology=self.topology.name,
-            revision=self.revision,
+            revision=self.plan_version,
             state=self.state,
             epoch=self.epoch,
             containers=[self.containers[c] for c in sorted(self.containers)],
@@ -293,7 +498,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self._publish()
 
     def _publish(self) -> None:
-        self.revision += 1
+        self.plan_version += 1
         plan = self.physical_plan()
         if plan is not None:
             self.broadcast(pb.Command(plan=plan))
@@ -325,7 +530,8 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         return {
             "name": self.topology.name,
             "state": self.state,
-            "plan_revision": self.revision,
+            "revision": self.current,
+            "plan_version": self.plan_version,
             "epoch": self.epoch,
             "recoveries": self.recoveries,
             "uptime_s": round(time.time() - self.started, 1),
@@ -351,6 +557,13 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 }
                 for c in self.topology.components
             ],
+        }
+
+    def revisions_view(self) -> dict[str, Any]:
+        return {
+            "current": self.current,
+            "applying": self.edit.revision if self.edit is not None else None,
+            "revisions": [r.view() for r in self.revlog.records],
         }
 
     def checkpoints_view(self) -> dict[str, Any]:
@@ -435,6 +648,9 @@ class TopologyDispatch(pb_grpc.TopologyMasterServicer):
 
     async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
         return await (await self._tm(request.topology, context)).ReportFailure(request, context)
+
+    async def AckSwitch(self, request: pb.SwitchAck, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).AckSwitch(request, context)
 
     async def SendUplinkFeedback(self, request: pb.UplinkFeedback, context: Any) -> pb.Empty:
         if self.on_feedback is None:

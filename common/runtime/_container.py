@@ -8,6 +8,14 @@ master, which rolls every container back to the last complete checkpoint;
 the container then restarts all its instances, hands each its snapshot from
 the checkpoint store, and acknowledges. SIGTERM stops everything in order.
 
+Live edits (exactly-once only): the master sends a revision (package and
+plan) with the checkpoint to switch at. The container loads it (refusing it
+if the new code does not import), tells each instance what to do at that
+barrier, and acknowledges; when that checkpoint commits, it stops the
+replaced and removed instances and starts the replacements (restored from
+their snapshot of that checkpoint) and the attached ones (empty). A restore
+names the revision to run, so a failed edit rolls back like any failure.
+
 Run as ``python -m headwater.common.runtime.container --help``.
 """
 
@@ -23,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +43,16 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 import grpc
 
 from .._loader import load_topology
-from ..api import Reliability
-from ..plan import pack_round_robin, validate
+from .._package import unpack_package
+from ..api import Reliability, Topology
+from ..plan import (
+    InstancePlacement,
+    PhysicalPlan,
+    pack_round_robin,
+    plan_to_json,
+    restrict,
+    validate,
+)
 from ..state import CheckpointStore, CorruptCheckpointError
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
@@ -44,6 +61,25 @@ from ._stmgr import StreamManager
 
 log = logging.getLogger("headwater.container")
 HEARTBEAT_S = 1.0
+MAX_MESSAGE = 80 << 20  # a revision carries its package (at most 64 MiB)
+
+
+@dataclass
+class Revision:
+    """A topology revision this container can run."""
+
+    topology: Topology
+    plan: PhysicalPlan
+    file: str  # the topology file
+    plan_file: str | None  # task ids, for revisions after the first
+
+
+@dataclass
+class PendingSwitch:
+    revision: int
+    at: int  # the switch checkpoint
+    retiring: set[int]  # local tasks that stop after it (replaced or removed)
+    starting: dict[int, bool]  # local tasks that start then -> restore its snapshot?
 
 
 class Container:
@@ -59,8 +95,11 @@ class Container:
             self.socket_path = os.path.join(tempfile.mkdtemp(prefix="hw-"), f"c{self.id}.sock")
         self.incarnation = time.time_ns()
         self.exceptions: list[dict[str, Any]] = []
-        self.stmgr = StreamManager(self.topology, self.plan, self.id, self.exceptions.append)
-        self.local_tasks = sorted(self.stmgr.local_tasks)
+        self.stmgr = StreamManager(self.topology, self.plan, self.id, self._on_exception)
+        self.revisions = {1: Revision(self.topology, self.plan, args.topology_file, None)}
+        self.revision = 1  # the one running (the first: what the container started with)
+        self.switch: PendingSwitch | None = None
+        self.last_error: dict[int, str] = {}  # task -> its last exception, for failure reports
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.restart_at: dict[int, float] = {}
         self.backoff: dict[int, float] = {}
@@ -71,6 +110,8 @@ class Container:
         self.restore: pb.Restore | None = None  # the one in progress
         self.snapshots: dict[int, bytes | None] = {}  # task -> blob to hand over
         self.handed: set[int] = set()
+        self.starting: set[int] = set()  # the tasks a restore (or a switch) starts
+        self.restore_ack = True  # False while starting a switch's new instances
         self.failure_reported = -1  # epoch of the last failure report
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []  # extra jobs
         self.feedback: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue(maxsize=10_000)
@@ -110,15 +151,26 @@ class Container:
         if self.store is not None:
             self.store.close()
 
+    @property
+    def local_tasks(self) -> list[int]:
+        return sorted(i.task_id for i in self.revisions[self.revision].plan.in_container(self.id))
+
+    def _on_exception(self, report: dict[str, Any]) -> None:
+        self.last_error[int(report["task"])] = f"{report['component']}: {report['message']}"
+        self.exceptions.append(report)
+
     def _spawn(self, task: int) -> None:
+        rev = self.revisions[self.revision]
         args = [
             "-m", "headwater.common.runtime.instance",
-            "--topology-file", self.args.topology_file,
+            "--topology-file", rev.file,
             "--task", str(task),
             "--socket", self.socket_path,
         ]  # fmt: skip
         if self.args.topology:
             args += ["--topology", self.args.topology]
+        if rev.plan_file:
+            args += ["--plan-file", rev.plan_file]
         self.procs[task] = spawn(args, log_path=str(self.workdir / f"task-{task}.log"))
 
     async def _supervise(self) -> None:
@@ -152,13 +204,13 @@ class Container:
         self.failure_reported = self.stmgr.epoch
         self.stmgr.restarts[task] = self.stmgr.restarts.get(task, 0) + 1
         log.warning("task %d exited with %s; asking for a rollback", task, code)
+        reason = f"task {task} exited with {code}"
+        if task in self.last_error:
+            reason += f" ({self.last_error[task]})"
         try:
             await self.stub.ReportFailure(
                 pb.FailureReport(
-                    topology=self.topology.name,
-                    container=self.id,
-                    task_id=task,
-                    reason=f"task {task} exited with {code}",
+                    topology=self.topology.name, container=self.id, task_id=task, reason=reason
                 )
             )
         except grpc.RpcError:
@@ -174,7 +226,8 @@ class Container:
         delay = 0.1
         while True:
             try:
-                async with grpc.aio.insecure_channel(self.args.tmaster) as channel:
+                options = [("grpc.max_receive_message_length", MAX_MESSAGE)]
+                async with grpc.aio.insecure_channel(self.args.tmaster, options=options) as channel:
                     stub = pb_grpc.TopologyMasterStub(channel)
                     info = pb.ContainerInfo(
                         container=self.id, stmgr_address=self.address, pid=os.getpid(),
@@ -221,12 +274,123 @@ class Container:
         elif which == "commit":
             for task in list(self.stmgr.conns):
                 self.stmgr.send_control(task, {"type": "commit", "id": command.commit.id})
+            if self.switch is not None and self.switch.at == command.commit.id:
+                await self._switch()
             if self.store is not None:
                 self.store.prune(command.commit.keep_from)
         elif which == "restore":
             await self._restore(command.restore)
         elif which == "uplink":
             self._deliver_uplink(command.uplink)
+        elif which == "revision":
+            await self._on_revision(command.revision)
+        elif which == "switch" and not command.switch.commit:
+            self._abort_switch(command.switch.revision)
+
+    # -- live edits -----------------------------------------------------------------
+    def _stage(self, r: pb.Revision) -> Revision:
+        """Unpack and load revision ``r`` (once); raise if its code does not load."""
+        known = self.revisions.get(r.revision)
+        if known is not None:
+            return known
+        home = self.workdir / f"rev-{r.revision}"
+        code = unpack_package(r.package_data, r.package, home / "code")
+        plan = PhysicalPlan(
+            self.topology.name,
+            self.plan.containers,
+            tuple(InstancePlacement(i.task_id, i.component, i.component_index, i.container)
+                  for i in r.plan.instances),
+        )  # fmt: skip
+        topology = restrict(load_topology(code / r.entry, self.args.topology), plan)
+        validate(topology)
+        plan_file = home / "plan.json"
+        plan_file.write_text(plan_to_json(plan))
+        rev = Revision(topology, plan, str(code / r.entry), str(plan_file))
+        self.revisions[r.revision] = rev
+        return rev
+
+    async def _on_revision(self, r: pb.Revision) -> None:
+        try:
+            new = self._stage(r)
+        except Exception as exc:  # the new code fails to load: the edit is refused
+            log.warning("revision %d cannot be loaded: %s", r.revision, exc)
+            await self._ack_switch(r.revision, ok=False, error=f"container {self.id}: {exc}")
+            return
+        if not r.switch_at:
+            return
+        old = {i.task_id for i in self.revisions[self.revision].plan.instances}
+        replaced = set(r.replaced)
+        new_tasks = {i.task_id: i.component for i in new.plan.instances}
+        # old tasks stop if replaced or removed; new ones start, restored if replacements
+        retiring = {t for t in self.local_tasks
+                    if t not in new_tasks or new_tasks[t] in replaced}  # fmt: skip
+        starting = {i.task_id: i.task_id in old for i in new.plan.in_container(self.id)
+                    if i.component in replaced or i.task_id not in old}  # fmt: skip
+        for task in self.local_tasks:
+            if task in retiring:
+                self.stmgr.send_control(task, {"type": "prepare", "at": r.switch_at,
+                                               "retire": True})  # fmt: skip
+            else:
+                self.stmgr.send_control(task, {
+                    "type": "prepare", "at": r.switch_at, "file": new.file,
+                    "plan": new.plan_file, "topology": self.args.topology,
+                })  # fmt: skip
+        self.stmgr.stage(new.plan, retiring, r.switch_at)
+        self.switch = PendingSwitch(r.revision, r.switch_at, retiring, starting)
+        log.info("revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
+                 r.revision, r.switch_at, len(retiring), len(starting))  # fmt: skip
+        await self._ack_switch(r.revision, ok=True)
+
+    def _abort_switch(self, revision: int) -> None:
+        if self.switch is None or self.switch.revision != revision:
+            return
+        self.switch = None
+        for task in self.local_tasks:
+            self.stmgr.send_control(task, {"type": "abort"})
+        self.stmgr.retiring = {}
+        rev = self.revisions[self.revision]
+        self.stmgr.set_plan(rev.topology, rev.plan)
+        log.info("revision %d abandoned", revision)
+
+    async def _switch(self) -> None:
+        """The switch checkpoint committed: the old instances go, the new ones start."""
+        sw = self.switch
+        assert sw is not None and self.store is not None
+        self.switch = None
+        procs = [self.procs.pop(t) for t in sw.retiring if t in self.procs]
+        # each stops by itself once it has published the commit; a slow one is made to
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, terminate, procs, 5.0)
+        for task in sw.retiring:
+            self.stmgr.retire(task)
+        self.revision = sw.revision
+        rev = self.revisions[sw.revision]
+        self.stmgr.set_plan(rev.topology, rev.plan)
+        self.snapshots = {
+            t: self.store.load(sw.at, t) if restored else None
+            for t, restored in sw.starting.items()
+        }
+        self.restore = pb.Restore(checkpoint_id=sw.at, epoch=self.stmgr.epoch, revision=sw.revision)
+        self.handed, self.restore_ack = set(), False
+        self.starting = set(sw.starting)
+        for task in sw.starting:
+            self._spawn(task)
+        if not sw.starting:
+            self.restore = None
+            await self._ack_switch(sw.revision, ok=True)
+        log.info("revision %d runs here: %d tasks retired, %d started", sw.revision,
+                 len(sw.retiring), len(sw.starting))  # fmt: skip
+
+    async def _ack_switch(self, revision: int, ok: bool, error: str = "") -> None:
+        if self.stub is None:
+            return
+        try:
+            await self.stub.AckSwitch(pb.SwitchAck(
+                topology=self.topology.name, container=self.id, revision=revision, ok=ok,
+                error=error,
+            ))  # fmt: skip
+        except grpc.RpcError as exc:
+            log.debug("switch ack not delivered: %s", exc)
 
     # -- uplink receivers (cloud) -------------------------------------------------
     def _deliver_uplink(self, b: pb.UplinkBatch) -> None:
@@ -264,11 +428,23 @@ class Container:
                 log.debug("uplink feedback not delivered: %s", exc)
 
     async def _restore(self, restore: pb.Restore) -> None:
-        if restore.epoch <= self.stmgr.epoch and self.restore is None:
-            if restore.epoch == self.stmgr.epoch and len(self.handed) == len(self.local_tasks):
+        if restore.epoch <= self.stmgr.epoch:
+            if restore.epoch == self.stmgr.epoch and self.restore is None:
                 await self._ack_restore(restore, ok=True)  # a repeated order: already done
+            return  # an old order, or this one still in progress (it acks when done)
+        log.info("epoch %d: restoring checkpoint %d under revision %d", restore.epoch,
+                 restore.checkpoint_id, restore.revision)  # fmt: skip
+        revision = restore.revision or 1  # an edge domain's master has no revisions
+        if revision not in self.revisions:
+            log.error("asked to restore revision %d, which was never sent here", revision)
             return
-        log.info("epoch %d: restoring checkpoint %d", restore.epoch, restore.checkpoint_id)
+        if self.switch is not None:
+            self.switch = None
+            for task in self.local_tasks:
+                self.stmgr.send_control(task, {"type": "abort"})
+        self.revision = revision
+        rev = self.revisions[revision]
+        self.stmgr.set_plan(rev.topology, rev.plan)
         procs = list(self.procs.values())
         self.procs.clear()
         for p in procs:
@@ -289,6 +465,7 @@ class Container:
             await self._ack_restore(restore, ok=False, error=str(exc))
             return
         self.restore, self.snapshots, self.handed = restore, snapshots, set()
+        self.starting, self.restore_ack = set(self.local_tasks), True
         for task in self.local_tasks:
             self._spawn(task)
 
@@ -300,10 +477,13 @@ class Container:
             task, {"type": "restore", "checkpoint": r.checkpoint_id, "blob": self.snapshots[task]}
         )
         self.handed.add(task)
-        if len(self.handed) == len(self.local_tasks):
+        if self.handed >= self.starting:
             self.restore = None
             self.snapshots = {}
-            asyncio.get_running_loop().create_task(self._ack_restore(r, ok=True))
+            if self.restore_ack:
+                asyncio.get_running_loop().create_task(self._ack_restore(r, ok=True))
+            else:  # a switch's new instances are up
+                asyncio.get_running_loop().create_task(self._ack_switch(r.revision, ok=True))
 
     async def _ack_restore(self, r: pb.Restore, ok: bool, error: str = "") -> None:
         if self.stub is None:

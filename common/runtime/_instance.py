@@ -6,6 +6,13 @@ executor's bounded queues and the stmgr's Unix socket. An exception in user
 code is logged with its traceback, reported to the stmgr, and ends the
 process with status 1; the container restarts it.
 
+Live edits reach a running instance as a staged revision (``prepare``): an
+untouched instance loads the new topology and, once it has taken the
+switch checkpoint's snapshot, routes with the new plan, so every tuple it
+emits after the barrier meets the new version of its consumers; a replaced
+or removed instance stops after that snapshot (the stmgr holds what comes
+after the barrier for its successor) and exits once the checkpoint commits.
+
 Run as ``python -m headwater.common.runtime.instance --help``.
 """
 
@@ -35,7 +42,7 @@ from ..api import (
     Topology,
     Tuple,
 )
-from ..plan import task_ids
+from ..plan import PhysicalPlan, plan_from_json, restrict, task_ids
 from ..state import KeyedState, State, StatefulComponent
 from ..state._state import dump_snapshot, load_snapshot
 from ..wire import Kind, decode, encode, encode_frame, parse_frame
@@ -128,10 +135,12 @@ class InstanceContext:
 
 
 class Instance:
-    def __init__(self, topology: Topology, task: int, sock: socket.socket) -> None:
+    def __init__(
+        self, topology: Topology, task: int, sock: socket.socket, plan: PhysicalPlan | None = None
+    ) -> None:
         self.topology = topology
         self.task = task
-        self.ids = task_ids(topology)
+        self.ids = plan.ids() if plan is not None else task_ids(topology)
         self.task_component = {t: c for c, ts in self.ids.items() for t in ts}
         self.component = self.task_component[task]
         self.index = self.ids[self.component].index(task)
@@ -148,15 +157,11 @@ class Instance:
         self.sources = frozenset(
             t for inp in self.spec.inputs for t in self.ids.get(inp.component, [])
         )
-        self.downstream = sorted(
-            {
-                t
-                for c in topology.components
-                for inp in c.inputs
-                if inp.component == self.component
-                for t in self.ids[c.name]
-            }
-        )
+        self.downstream = _downstream(topology, self.component, self.ids)
+        # a staged revision: (switch checkpoint, topology, ids, router) or retire after it
+        self._next: tuple[int, Topology, dict[str, list[int]], Router] | None = None
+        self._retire_at = 0
+        self.retired = False
         self._barrier = 0
         self._barrier_seen: set[int] = set()
         self._stash: list[bytes] = []
@@ -168,7 +173,9 @@ class Instance:
         self.gateway = Gateway(sock, self.inbox, self.outbox, self.metrics_out)
         self.ctx = InstanceContext(self)
         self.component_obj: Spout | Bolt = self.spec.factory()
-        self.router = Router(topology, self.component, self.ctx, seed=task * 7919 + os.getpid())
+        self.router = Router(
+            topology, self.component, self.ctx, seed=task * 7919 + os.getpid(), ids=self.ids
+        )
         self.emitter = Emitter(
             self.router,
             task,
@@ -304,7 +311,11 @@ class Instance:
                 for tup_id in fails:
                     self.failed += 1
                     spout.on_fail(tup_id)
-            can_emit = self.active and (max_pending is None or len(self.pending) < max_pending)
+            can_emit = (
+                self.active
+                and not self.retired
+                and (max_pending is None or len(self.pending) < max_pending)
+            )
             emitted = False
             if can_emit:
                 before = self.emitter.emitted
@@ -400,6 +411,32 @@ class Instance:
             self._send(encode_frame(Kind.MARKER, task, self.task, checkpoint, b"", b""))
         self._send(encode_frame(Kind.STATE, STMGR, self.task, checkpoint, b"", blob))
         self.checkpoints += 1
+        if self._next is not None and self._next[0] == checkpoint:
+            _, topology, ids, router = self._next
+            self._next = None
+            self.topology, self.ids, self.router = topology, ids, router
+            self.emitter.router = router
+            self.task_component = {t: c for c, ts in ids.items() for t in ts}
+            self.downstream = _downstream(topology, self.component, ids)
+            log.info("task %d routes with the new revision from checkpoint %d", self.task,
+                     checkpoint)  # fmt: skip
+        elif self._retire_at == checkpoint:
+            self.retired = True
+            self.emitter.flush_all()
+            log.info("task %d retires after checkpoint %d", self.task, checkpoint)
+
+    def _prepare(self, msg: dict[str, Any]) -> None:
+        """Stage a revision: retire at its switch checkpoint, or load its routing."""
+        at = int(msg["at"])
+        if msg.get("retire"):
+            self._retire_at, self._next = at, None
+            return
+        with open(msg["plan"]) as f:
+            plan = plan_from_json(f.read())
+        topology = restrict(load_topology(msg["file"], msg.get("topology")), plan)
+        ids = plan.ids()
+        router = Router(topology, self.component, self.ctx, self.task * 7919 + os.getpid(), ids)
+        self._next, self._retire_at = (at, topology, ids, router), 0
 
     def _wait_inbox(self, timeout: float) -> None:
         frame = self.inbox.get(timeout=timeout)
@@ -471,6 +508,12 @@ class Instance:
                 self._take_snapshot(int(msg["id"]))
             elif kind_ == "commit":
                 comp.on_commit(int(msg["id"]))
+                if self.retired and int(msg["id"]) >= self._retire_at:
+                    self.stopping = True  # its last checkpoint is published: done
+            elif kind_ == "prepare":
+                self._prepare(msg)
+            elif kind_ == "abort":
+                self._next, self._retire_at = None, 0
             else:
                 on_system = getattr(comp, "on_system", None)
                 if on_system is not None:
@@ -509,12 +552,26 @@ class Instance:
 _MISSING = object()
 
 
+def _downstream(topology: Topology, component: str, ids: dict[str, list[int]]) -> list[int]:
+    """The tasks that read ``component``'s streams (each gets its checkpoint markers)."""
+    return sorted(
+        {
+            t
+            for c in topology.components
+            for inp in c.inputs
+            if inp.component == component
+            for t in ids.get(c.name, ())
+        }
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="headwater-instance")
     p.add_argument("--topology-file", required=True)
     p.add_argument("--topology", default=None)
     p.add_argument("--task", type=int, required=True)
     p.add_argument("--socket", required=True)
+    p.add_argument("--plan-file", default=None, help="task ids (a revised topology's plan)")
     args = p.parse_args(argv)
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
@@ -535,8 +592,14 @@ def main(argv: list[str] | None = None) -> int:
     comp = "?"  # until the topology is loaded
     try:
         topology = load_topology(args.topology_file, args.topology)
-        comp = next((c for c, ts in task_ids(topology).items() if args.task in ts), "?")
-        inst = Instance(topology, args.task, sock)
+        plan = None
+        if args.plan_file:
+            with open(args.plan_file) as f:
+                plan = plan_from_json(f.read())
+            topology = restrict(topology, plan)
+        ids = plan.ids() if plan is not None else task_ids(topology)
+        comp = next((c for c, ts in ids.items() if args.task in ts), "?")
+        inst = Instance(topology, args.task, sock, plan)
         if stop["flag"]:
             return 0
         inst.run()

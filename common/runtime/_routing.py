@@ -106,9 +106,16 @@ def make_selector(
 class Router:
     """For one emitting component: stream name -> selectors of every subscriber."""
 
-    def __init__(self, topology: Topology, component: str, context: object, seed: int) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        component: str,
+        context: object,
+        seed: int,
+        ids: dict[str, list[int]] | None = None,
+    ) -> None:
         rng = random.Random(seed)
-        ids = task_ids(topology)
+        ids = ids if ids is not None else task_ids(topology)
         spec = topology.component(component)
         self.streams = {s.name: s for s in spec.outputs}
         self._selectors: dict[str, list[Selector]] = {name: [] for name in self.streams}

@@ -215,14 +215,13 @@ class StreamManager:
         self.on_system: Callable[[dict[str, Any]], None] = lambda msg: None
         self.extra_metrics: Callable[[], list[tuple[str, str, float]]] = list
         self.epoch = 0
-        self.local_tasks = {i.task_id for i in plan.in_container(container)}
-        self.task_container = {i.task_id: i.container for i in plan.instances}
-        self.task_component = {i.task_id: i.component for i in plan.instances}
-        self.spout_components = {c.name for c in topology.components if c.kind == "spout"}
-        self._upstream = upstream_spouts(topology)
+        # live edits: task -> (switch checkpoint, sources whose marker has passed); what
+        # such a source sends after its marker waits for the task's successor
+        self.retiring: dict[int, tuple[int, set[int]]] = {}
         self.conns: dict[int, InstanceConnection] = {}
         self.waiting: dict[int, list[bytes]] = {}  # frames for tasks not connected yet
         self.waiting_bytes: dict[int, int] = {}
+        self.set_plan(topology, plan)
         self.peers: dict[int, PeerLink] = {}
         self.peer_addresses: dict[int, str] = {}
         self.tracker = XorTracker(self.rc.message_timeout_s)
@@ -244,6 +243,29 @@ class StreamManager:
         self.task_base: dict[int, dict[str, Any]] = {}
         self.restarts: dict[int, int] = {}
         self.exceptions: dict[int, int] = {}
+
+    # -- plans ------------------------------------------------------------------
+    def set_plan(self, topology: Topology, plan: PhysicalPlan) -> None:
+        """Route by ``plan`` (a first plan, a revision taking over, or a rollback)."""
+        self.topology, self.plan = topology, plan
+        self.local_tasks = {i.task_id for i in plan.in_container(self.container)}
+        self.task_container = {i.task_id: i.container for i in plan.instances}
+        self.task_component = {i.task_id: i.component for i in plan.instances}
+        self.spout_components = {c.name for c in topology.components if c.kind == "spout"}
+        self._upstream = upstream_spouts(topology)
+        for task in list(self.waiting):
+            if task >= 0 and task not in self.local_tasks:
+                del self.waiting[task]  # a removed task: nothing after its barrier is its
+                self.waiting_bytes.pop(task, None)
+
+    def stage(self, plan: PhysicalPlan, retiring: set[int], at: int) -> None:
+        """Get ready for a switch at checkpoint ``at``: know the new tasks, hold the old ones."""
+        for i in plan.instances:
+            self.task_container.setdefault(i.task_id, i.container)
+            self.task_component.setdefault(i.task_id, i.component)
+            if i.container == self.container:
+                self.local_tasks.add(i.task_id)
+        self.retiring = {task: (at, set()) for task in retiring}
 
     # -- routing ----------------------------------------------------------------
     def route(self, frame: bytes) -> None:
@@ -299,6 +321,8 @@ class StreamManager:
                            bytes(f.payload[_SEQ.size :]))  # fmt: skip
 
     def deliver(self, task: int, frame: bytes) -> None:
+        if self.retiring and task in self.retiring and self._hold(task, frame):
+            return
         conn = self.conns.get(task)
         if conn is not None:
             conn.write(frame)
@@ -308,6 +332,26 @@ class StreamManager:
         size = self.waiting_bytes[task] = self.waiting_bytes.get(task, 0) + len(frame)
         if size >= self.rc.stmgr_high_water:
             self.congestion_on(f"task:{task}", task)
+
+    def _hold(self, task: int, frame: bytes) -> bool:
+        """True when ``frame`` comes after the switch barrier: keep it for the successor."""
+        at, passed = self.retiring[task]
+        src = _src(frame)
+        if src in passed:
+            self.waiting.setdefault(task, []).append(frame)
+            self.waiting_bytes[task] = self.waiting_bytes.get(task, 0) + len(frame)
+            return True
+        if frame[0] == Kind.MARKER and _count(frame) == at:
+            passed.add(src)
+        return False
+
+    def retire(self, task: int) -> None:
+        """The old instance of ``task`` is gone: frames wait for its successor (if any)."""
+        self.retiring.pop(task, None)
+        conn = self.conns.pop(task, None)
+        if conn is not None:
+            conn.stale = True
+            self._fold_metrics(task)
 
     def _to_peer(self, dest: int, frame: bytes) -> None:
         container = self.task_container.get(dest)
@@ -402,6 +446,7 @@ class StreamManager:
         """Roll back: forget every frame, root and connection of the previous epoch."""
         self.epoch = epoch
         self.active = False
+        self.retiring = {}
         for task, conn in self.conns.items():
             conn.stale = True
             self._fold_metrics(task)

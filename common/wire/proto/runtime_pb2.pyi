@@ -72,12 +72,58 @@ class CheckpointCommit(_message.Message):
     def __init__(self, id: _Optional[int] = ..., keep_from: _Optional[int] = ...) -> None: ...
 
 class Restore(_message.Message):
-    __slots__ = ("checkpoint_id", "epoch")
+    __slots__ = ("checkpoint_id", "epoch", "revision")
     CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
     checkpoint_id: int
     epoch: int
-    def __init__(self, checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
+    revision: int
+    def __init__(self, checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ..., revision: _Optional[int] = ...) -> None: ...
+
+class Revision(_message.Message):
+    __slots__ = ("revision", "package", "package_data", "entry", "exclude", "plan", "switch_at", "replaced")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_DATA_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
+    SWITCH_AT_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    package: str
+    package_data: bytes
+    entry: str
+    exclude: _containers.RepeatedScalarFieldContainer[str]
+    plan: PhysicalPlan
+    switch_at: int
+    replaced: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, revision: _Optional[int] = ..., package: _Optional[str] = ..., package_data: _Optional[bytes] = ..., entry: _Optional[str] = ..., exclude: _Optional[_Iterable[str]] = ..., plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., switch_at: _Optional[int] = ..., replaced: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Switch(_message.Message):
+    __slots__ = ("revision", "checkpoint_id", "commit")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    COMMIT_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    checkpoint_id: int
+    commit: bool
+    def __init__(self, revision: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., commit: _Optional[bool] = ...) -> None: ...
+
+class SwitchAck(_message.Message):
+    __slots__ = ("topology", "container", "revision", "ok", "error")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    revision: int
+    ok: bool
+    error: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., revision: _Optional[int] = ..., ok: _Optional[bool] = ..., error: _Optional[str] = ...) -> None: ...
 
 class UplinkBatch(_message.Message):
     __slots__ = ("agent", "component", "seq", "prev", "payload")
@@ -150,18 +196,22 @@ class UplinkUp(_message.Message):
     def __init__(self, hello: _Optional[_Union[UplinkHello, _Mapping]] = ..., batch: _Optional[_Union[UplinkBatch, _Mapping]] = ..., status: _Optional[_Union[UplinkStatus, _Mapping]] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("plan", "checkpoint", "commit", "restore", "uplink")
+    __slots__ = ("plan", "checkpoint", "commit", "restore", "uplink", "revision", "switch")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
     UPLINK_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SWITCH_FIELD_NUMBER: _ClassVar[int]
     plan: PhysicalPlan
     checkpoint: CheckpointRequest
     commit: CheckpointCommit
     restore: Restore
     uplink: UplinkBatch
-    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ...) -> None: ...
+    revision: Revision
+    switch: Switch
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
     __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes")

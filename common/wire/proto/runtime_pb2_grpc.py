@@ -139,6 +139,11 @@ class TopologyMasterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.FailureReport.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
                 _registered_method=True)
+        self.AckSwitch = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/AckSwitch',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.SwitchAck.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
         self.SendUplinkFeedback = channel.unary_unary(
                 '/headwater.v1.TopologyMaster/SendUplinkFeedback',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
@@ -188,6 +193,13 @@ class TopologyMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AckSwitch(self, request, context):
+        """A container staged a revision (or could not).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SendUplinkFeedback(self, request, context):
         """A cloud receiver's answer to an agent (relayed by the master).
         """
@@ -226,6 +238,11 @@ def add_TopologyMasterServicer_to_server(servicer, server):
             'ReportFailure': grpc.unary_unary_rpc_method_handler(
                     servicer.ReportFailure,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.FailureReport.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'AckSwitch': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckSwitch,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.SwitchAck.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
             'SendUplinkFeedback': grpc.unary_unary_rpc_method_handler(
@@ -395,6 +412,33 @@ class TopologyMaster:
             target,
             '/headwater.v1.TopologyMaster/ReportFailure',
             headwater_dot_v1_dot_runtime__pb2.FailureReport.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckSwitch(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/AckSwitch',
+            headwater_dot_v1_dot_runtime__pb2.SwitchAck.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
             options,
             channel_credentials,

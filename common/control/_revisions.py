@@ -1,0 +1,310 @@
+"""Topology revisions: what an edit changes, whether it may, and the history.
+
+A revision is a package (the topology file as it now is), the components
+left out of it (a removal needs no new file) and the physical plan that goes
+with it. ``check_edit`` compares the running topology with the proposed one
+and refuses, before anything changes, an edit whose difference is not what
+it claims (attach adds components and changes nothing else; replace changes
+the named components' code and nothing else; remove takes components away),
+a topology that does not validate, and a replacement that cannot read the
+state it is handed. ``RevisionLog`` keeps every revision with its content
+hash, author, time, diff and outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import inspect
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from headwater.common._exceptions import HeadwaterError, InvalidTopologyError
+from headwater.common.api import ComponentSpec, Topology
+from headwater.common.plan import validate
+from headwater.common.plan._physical import DSL_STEPS
+
+ACTIONS = ("submit", "attach", "replace", "remove", "rollback")
+STATE_SCHEMA = "state_schema"  # a component class attribute: the shape of its state
+MIGRATE = "migrate_state"  # a component's hook that reads an older state_schema
+
+
+class EditError(HeadwaterError):
+    """An edit that cannot be applied; nothing was changed."""
+
+
+class StaleRevisionError(EditError):
+    """An edit made against a revision that is no longer the current one."""
+
+    def __init__(self, base: int, current: int) -> None:
+        super().__init__(
+            f"the edit was made against revision {base}, but the topology is at revision "
+            f"{current}: look at what changed (`headwater revisions`) and make it again "
+            f"against {current}"
+        )
+        self.current = current
+
+
+@dataclass(frozen=True)
+class Diff:
+    added: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    replaced: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {k: list(v) for k, v in asdict(self).items()}
+
+    def __str__(self) -> str:
+        parts = [
+            f"{label} {', '.join(names)}"
+            for label, names in (
+                ("attach", self.added),
+                ("replace", self.replaced),
+                ("remove", self.removed),
+            )
+            if names
+        ]
+        return "; ".join(parts) or "no change"
+
+
+def without(topology: Topology, names: Iterable[str]) -> Topology:
+    gone = set(names)
+    return replace(topology, components=tuple(c for c in topology.components if c.name not in gone))
+
+
+def fingerprint(spec: ComponentSpec) -> str:
+    """A hash of what a component is: its shape, config, placement and code (by source)."""
+    shape = {
+        "kind": spec.kind,
+        "parallelism": spec.parallelism,
+        "inputs": [[i.component, i.stream, str(i.grouping)] for i in spec.inputs],
+        "outputs": [[s.name, list(s.fields)] for s in spec.outputs],
+        "config": {k: repr(v) for k, v in sorted(spec.config.items())},
+        "placement": [spec.placement.where, sorted(spec.placement.selector.items())],
+        "code": _code(spec.factory, 3),
+    }
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+
+
+def _code(obj: Any, depth: int) -> list[str]:
+    """The source of ``obj`` and of the callables it carries (partials, closures, steps)."""
+    if depth < 0:
+        return []
+    out: list[str] = []
+    if isinstance(obj, functools.partial):
+        out += _code(obj.func, depth)
+        for a in (*obj.args, *obj.keywords.values()):
+            out += _code(a, depth - 1)
+        return out
+    if isinstance(obj, (list, tuple)):
+        for a in obj:
+            out += _code(a, depth - 1)
+        return out
+    if inspect.isclass(obj):
+        # a class's own source is looked up through its module, which for a topology file
+        # run as __main__ is the wrong one; its methods know their file
+        for klass in obj.__mro__:
+            if klass.__module__.split(".")[0] in ("builtins", "headwater", "common", "abc"):
+                continue
+            out.append(klass.__qualname__)
+            for name, v in sorted(vars(klass).items()):
+                if inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod)):
+                    out += _code(getattr(v, "__func__", v), depth)
+                elif not name.startswith("__") and isinstance(v, (str, int, float, tuple)):
+                    out.append(f"{name}={v!r}")
+        return out
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        try:
+            out.append(inspect.getsource(obj))
+        except (OSError, TypeError):
+            out.append(getattr(obj, "__qualname__", repr(obj)))
+        for cell in getattr(obj, "__closure__", None) or ():
+            with contextlib.suppress(ValueError):  # an empty cell
+                out += _code(cell.cell_contents, depth - 1)
+        return out
+    attrs = getattr(obj, "__dict__", None)
+    if attrs is not None and not inspect.ismodule(obj):
+        out.append(type(obj).__qualname__)
+        for v in attrs.values():
+            out += _code(v, depth - 1)
+    return out
+
+
+def diff(old: Topology, new: Topology) -> Diff:
+    old_names = [c.name for c in old.components]
+    new_names = [c.name for c in new.components]
+    added = tuple(n for n in new_names if n not in old_names)
+    removed = tuple(n for n in old_names if n not in new_names)
+    replaced = tuple(
+        n
+        for n in new_names
+        if n in old_names and fingerprint(old.component(n)) != fingerprint(new.component(n))
+    )
+    return Diff(added, removed, replaced)
+
+
+def check_edit(action: str, named: Iterable[str], old: Topology, new: Topology) -> Diff:
+    """Validate an edit from ``old`` to ``new``; return its diff or raise EditError."""
+    named = list(named)
+    if action not in ACTIONS:
+        raise EditError(f"unknown edit {action!r}: use one of attach, replace, remove, rollback")
+    try:
+        validate(new)
+    except InvalidTopologyError as exc:
+        raise EditError(f"the edited topology is not valid: {exc}") from exc
+    d = diff(old, new)
+    claimed = set(named)
+    if action == "attach":
+        if d.removed or d.replaced:
+            raise EditError(
+                f"an attach only adds components, but this edit would also {d}: attach "
+                "a file that keeps every existing component as it is"
+            )
+        if not d.added:
+            raise EditError("the attach adds no component: the file has nothing new")
+        if claimed and claimed != set(d.added):
+            raise EditError(
+                f"the attach names {sorted(claimed)}, but the file adds {list(d.added)}"
+            )
+    elif action == "replace":
+        if d.added or d.removed:
+            raise EditError(
+                f"a replace only changes existing components, but this edit would {d}: "
+                "use attach or remove for those"
+            )
+        unknown = claimed - {c.name for c in old.components}
+        if unknown:
+            raise EditError(f"no component named {sorted(unknown)} to replace")
+        changed = set(d.replaced)
+        if claimed and not changed <= claimed:
+            raise EditError(
+                f"the file also changes {sorted(changed - claimed)}, which the replace does "
+                "not name: name every component it changes"
+            )
+        if not claimed and not changed:
+            raise EditError("the replacement is the same as the running code: nothing to replace")
+        d = Diff(replaced=tuple(n for n in (named or d.replaced)))
+    elif action == "remove":
+        if d.added or d.replaced:
+            raise EditError(f"a remove only takes components away, but this edit would {d}")
+        if claimed != set(d.removed):
+            raise EditError(f"the remove names {sorted(claimed)} but takes away {list(d.removed)}")
+    _check_placement(old, new, d)
+    _check_state(old, new, d)
+    return d
+
+
+def _check_placement(old: Topology, new: Topology, d: Diff) -> None:
+    for name in d.replaced:
+        a, b = old.component(name), new.component(name)
+        if a.kind != b.kind:
+            raise EditError(f"{name!r} is a {a.kind} and cannot be replaced by a {b.kind}")
+        if a.placement != b.placement:
+            raise EditError(
+                f"{name!r} would move from {a.placement.where} to {b.placement.where}: a "
+                "replacement keeps its placement; remove it and attach the moved one"
+            )
+    for name in (*d.added, *d.removed, *d.replaced):
+        spec = (new if name in {c.name for c in new.components} else old).component(name)
+        if spec.placement.is_edge:
+            raise EditError(
+                f"{name!r} runs on edge agents: live edits of edge components are not "
+                "available yet; redeploy the topology to change them"
+            )
+
+
+def _check_state(old: Topology, new: Topology, d: Diff) -> None:
+    """A replacement must be able to read the state its predecessor leaves it."""
+    for name in d.replaced:
+        a, b = old.component(name), new.component(name)
+        if a.parallelism != b.parallelism:
+            raise EditError(
+                f"{name!r} would go from {a.parallelism} to {b.parallelism} tasks: replacing "
+                "with another parallelism is not available yet (its state is per task)"
+            )
+        old_steps = list(a.config.get(DSL_STEPS, ()))
+        new_steps = list(b.config.get(DSL_STEPS, ()))
+        lost = [s for s in old_steps if s not in new_steps]
+        if old_steps and lost:
+            raise EditError(
+                f"the replacement of {name!r} drops the steps {lost}, whose state it would not "
+                "read: keep the step names (state is kept by step name) or remove the "
+                "component and attach a new one"
+            )
+        old_schema = getattr(a.factory, STATE_SCHEMA, None)
+        new_schema = getattr(b.factory, STATE_SCHEMA, None)
+        if old_schema != new_schema and not hasattr(b.factory, MIGRATE):
+            raise EditError(
+                f"the replacement of {name!r} declares state_schema {new_schema!r} but the "
+                f"running one has {old_schema!r}, and it has no {MIGRATE}() to read the old "
+                "state: add one, or keep the schema"
+            )
+
+
+@dataclass
+class RevisionRecord:
+    revision: int
+    action: str
+    package: str  # sha256:...
+    entry: str
+    exclude: list[str]  # components left out of the package's topology
+    author: str
+    time: float
+    diff: dict[str, list[str]]
+    plan: dict[str, Any]  # the cloud physical plan (task ids travel with it)
+    status: str = "applying"  # applying, applied, rolled_back, refused
+    error: str = ""
+    switch_at: int = 0  # the checkpoint it took over from
+    hash: str = field(default="")
+
+    def __post_init__(self) -> None:
+        if not self.hash:
+            content = json.dumps([self.package, self.entry, sorted(self.exclude)])
+            self.hash = "sha256:" + hashlib.sha256(content.encode()).hexdigest()
+
+    def view(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("plan")
+        return d
+
+
+class RevisionLog:
+    """Every revision of a topology, persisted beside its checkpoint catalogue."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[RevisionRecord] = []
+        if path.exists():
+            self.records = [RevisionRecord(**r) for r in json.loads(path.read_text())]
+            for r in self.records:
+                if r.status == "applying":  # the master stopped during it
+                    r.status, r.error = "rolled_back", "the master restarted during the edit"
+
+    def find(self, revision: int) -> RevisionRecord | None:
+        return next((r for r in self.records if r.revision == revision), None)
+
+    def next_number(self) -> int:
+        return max((r.revision for r in self.records), default=0) + 1
+
+    def add(self, record: RevisionRecord) -> None:
+        self.records.append(record)
+        self.save()
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            json.dump([asdict(r) for r in self.records], f)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.path)
+
+
+def first_record(package: str, entry: str, plan: Mapping[str, Any]) -> RevisionRecord:
+    return RevisionRecord(1, "submit", package, entry, [], "", time.time(), {}, dict(plan),
+                          status="applied")  # fmt: skip

@@ -1,0 +1,156 @@
+"""`headwater attach|replace|remove|rollback|revisions`: live edits against the master."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import urlencode
+
+from headwater.common._exceptions import HeadwaterError
+
+WAIT_S = 120.0
+
+
+def add_parsers(sub: Any, master_help: str) -> None:
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--base",
+            type=int,
+            required=True,
+            metavar="REV",
+            help="the revision this edit was made against (`headwater revisions`)",
+        )
+        p.add_argument("--author", default="", help="who made the edit (kept in the history)")
+        p.add_argument(
+            "--no-wait",
+            action="store_true",
+            help="return once accepted instead of waiting until it is applied",
+        )
+        p.add_argument("--master", dest="url", metavar="URL", help=master_help)
+
+    attach = sub.add_parser("attach", help="add components to a running topology, live")
+    attach.add_argument("topology")
+    attach.add_argument("file", help="the topology file with the new components in it")
+    attach.add_argument(
+        "--components",
+        default="",
+        metavar="A,B",
+        help="the components it adds (checked against the file)",
+    )
+    common(attach)
+    attach.set_defaults(func=_cmd_edit, action="attach")
+
+    replace = sub.add_parser("replace", help="run new code for components, keeping their state")
+    replace.add_argument("topology")
+    replace.add_argument("file", help="the topology file with the new code")
+    replace.add_argument(
+        "--components",
+        default="",
+        metavar="A,B",
+        help="the components it replaces (default: every changed one)",
+    )
+    common(replace)
+    replace.set_defaults(func=_cmd_edit, action="replace")
+
+    remove = sub.add_parser("remove", help="drain and stop components of a running topology")
+    remove.add_argument("topology")
+    remove.add_argument("components", nargs="+", metavar="COMPONENT")
+    remove.add_argument("--file", default=None, help="the topology file without them (optional)")
+    common(remove)
+    remove.set_defaults(func=_cmd_edit, action="remove")
+
+    rollback = sub.add_parser("rollback", help="run an earlier revision's code again, live")
+    rollback.add_argument("topology")
+    rollback.add_argument("to", type=int, metavar="REV")
+    common(rollback)
+    rollback.set_defaults(func=_cmd_edit, action="rollback")
+
+    revisions = sub.add_parser("revisions", help="list a topology's revisions")
+    revisions.add_argument("topology")
+    revisions.add_argument("--json", action="store_true", help="print the raw JSON")
+    revisions.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    revisions.set_defaults(func=_cmd_revisions)
+
+
+def _cmd_edit(args: argparse.Namespace) -> int:
+    from headwater._cli import _master_url
+    from headwater.common._package import build_package
+
+    base = _master_url(args.url)
+    query: dict[str, Any] = {"action": args.action, "base": args.base, "author": args.author}
+    data = b""
+    file = getattr(args, "file", None)
+    if file:
+        data, query["entry"] = build_package(file)
+    names = args.components if isinstance(args.components, list) else args.components.split(",")
+    if any(names):
+        query["components"] = ",".join(n for n in names if n)
+    if args.action == "rollback":
+        query["to"] = args.to
+    url = f"{base}/api/v1/topologies/{args.topology}/revisions?{urlencode(query)}"
+    req = urllib.request.Request(url, data=data, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            record = json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        body = exc.read().decode(errors="replace")
+        try:
+            raise HeadwaterError(json.loads(body)["error"]) from exc
+        except (ValueError, KeyError):
+            raise HeadwaterError(body or str(exc)) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise HeadwaterError(f"cannot reach the master at {base}: {exc}") from exc
+    rev = record["revision"]
+    print(f"revision {rev} accepted: {_describe(record['diff'])}")
+    if args.no_wait:
+        return 0
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        view = _get_json(f"{base}/api/v1/topologies/{args.topology}/revisions")
+        rec = next(r for r in view["revisions"] if r["revision"] == rev)
+        if rec["status"] == "applied":
+            print(f"revision {rev} applied (from checkpoint {rec['switch_at']})")
+            return 0
+        if rec["status"] != "applying":
+            print(f"revision {rev} {rec['status'].replace('_', ' ')}: {rec['error']}")
+            return 1
+    print(f"revision {rev} is still being applied after {WAIT_S:.0f}s; see `headwater revisions`")
+    return 1
+
+
+def _describe(diff: dict[str, list[str]]) -> str:
+    parts = [f"{k} {', '.join(v)}" for k, v in diff.items() if v]
+    return "; ".join(parts) or "no change"
+
+
+def _get_json(url: str) -> Any:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        raise HeadwaterError(exc.read().decode(errors="replace") or str(exc)) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise HeadwaterError(f"cannot reach the master at {url}: {exc}") from exc
+
+
+def _cmd_revisions(args: argparse.Namespace) -> int:
+    from headwater._cli import _master_url
+
+    view = _get_json(f"{_master_url(args.url)}/api/v1/topologies/{args.topology}/revisions")
+    if args.json:
+        print(json.dumps(view, indent=2))
+        return 0
+    print(f"current revision: {view['current']}")
+    for r in view["revisions"]:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["time"]))
+        line = (
+            f"{r['revision']:>4}  {r['status']:<11} {r['action']:<8} {when}  "
+            f"{r['author'] or '-':<10} {r['hash'][:19]}  {_describe(r['diff'])}"
+        )
+        print(line + (f"\n      {r['error']}" if r["error"] else ""))
+    return 0
