@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import dsl_fusion, edge, exactly_once, wordcount
+from bench import dsl_fusion, edge, edits, exactly_once, wordcount
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,11 @@ WORKLOADS: dict[str, Workload] = {
         edge.__doc__.splitlines()[0] if edge.__doc__ else "",
         edge.add_arguments,
         edge.run,
+    ),
+    "edits": Workload(
+        edits.__doc__.splitlines()[0] if edits.__doc__ else "",
+        edits.add_arguments,
+        edits.run,
     ),
     "exactly-once": Workload(
         exactly_once.__doc__.splitlines()[0] if exactly_once.__doc__ else "",
