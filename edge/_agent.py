@@ -10,6 +10,13 @@ whose uplink carries the subgraph's output to the cloud from a durable
 outbox. Restart it at any moment: what it acknowledged to the broker is in
 the durable log, the last complete edge checkpoint says how far the
 subgraph got, and the outbox keeps what the cloud has not confirmed.
+
+A live edit that touches edge components reaches the agent as a revise
+order (the newest revision; one that was offline gets it on re-attaching).
+The agent loads the revision's edge subgraph for its labels and, if it
+differs from the one running, has its topology master switch to it at a
+checkpoint barrier, exactly as the cloud does; it reports the revision its
+subgraph runs in its status (``revision:TOPOLOGY``).
 """
 
 from __future__ import annotations
@@ -17,14 +24,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import time
 from pathlib import Path
 
 import grpc
 from aiohttp import web
 
 from headwater.common._discovery import find_master
+from headwater.common._exceptions import HeadwaterError
 from headwater.common._loader import load_topology
+from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
+from headwater.common.control._revisions import RevisionRecord, diff, without
 from headwater.common.plan import edge_part, pack_round_robin, validate
 from headwater.common.plan._domains import domain_env
 from headwater.common.runtime._node import Node
@@ -67,6 +78,8 @@ class Agent(Node):
         self.local_address = ""
         self.status_port = status_port
         self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
+        self.revise_orders: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
+        self.holding: set[str] = set()  # edge subgraphs paused until their switch
 
     async def run(self) -> None:
         if not self.master:
@@ -81,10 +94,12 @@ class Agent(Node):
             self.ingest.start()
         http = await self._serve_status() if self.status_port is not None else None
         retention = asyncio.get_running_loop().create_task(self._retention())
+        revising = asyncio.get_running_loop().create_task(self._revising())
         try:
             await super().run()
         finally:
             retention.cancel()
+            revising.cancel()
             if http is not None:
                 await http.cleanup()
             for task in self._coordinators.values():
@@ -104,7 +119,8 @@ class Agent(Node):
                 return
             validate(topology)
             plan = pack_round_robin(topology, 1)
-            tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state")
+            tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state",
+                                run.package, run.entry, self._load_revision)  # fmt: skip
             tm.user_state = self.states.get(run.topology, "RUNNING")
             self.tms[run.topology] = tm
             self._coordinators[run.topology] = asyncio.get_running_loop().create_task(
@@ -113,6 +129,70 @@ class Agent(Node):
             log.info("edge subgraph of %r: %s", run.topology,
                      ", ".join(c.name for c in topology.components))  # fmt: skip
         super()._start(run, entry)
+
+    # -- live edits ------------------------------------------------------------------
+    def _code(self, package: str) -> Path:
+        return self.workdir / "packages" / package.rsplit(":", maxsplit=1)[-1]
+
+    def _edge_topology(self, package: str, entry: str, exclude: list[str]) -> Topology:
+        return edge_part(without(load_topology(self._code(package) / entry), exclude), self.labels)
+
+    def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
+        topology = self._edge_topology(rec.package, rec.entry, rec.exclude)
+        return topology, self._code(rec.package).with_suffix(".zip").read_bytes()
+
+    def revise(self, order: pb.Revise) -> None:
+        known = self.revise_orders.get(order.topology)
+        if known is None or known.revision < order.revision:
+            self.revise_orders[order.topology] = order
+        self._take_revision(order.topology)
+
+    def _take_revision(self, topology: str) -> None:
+        """Start switching to the ordered revision once the subgraph's master is free."""
+        order, tm = self.revise_orders.get(topology), self.tms.get(topology)
+        if order is None or tm is None or tm.edit is not None:
+            return  # not running yet, or an edit under way: the next round tries again
+        del self.revise_orders[topology]
+        if order.revision <= max(r.revision for r in tm.revlog.records):
+            return  # had it (an order repeated on re-attaching)
+        try:
+            new = self._edge_topology(order.package, order.entry, list(order.exclude))
+            validate(new)
+        except HeadwaterError as exc:
+            self.error = f"revision {order.revision} of {topology!r}: {exc}"
+            log.error("%s", self.error)
+            return
+        d = diff(tm.topology, new)
+        if not (d.added or d.removed or d.replaced):
+            log.info("revision %d of %r leaves this agent's subgraph as it is",
+                     order.revision, topology)  # fmt: skip
+            return
+        record = RevisionRecord(order.revision, order.action, order.package, order.entry,
+                                list(order.exclude), order.author, time.time(), d.to_dict(),
+                                {})  # fmt: skip
+        data = self._code(order.package).with_suffix(".zip").read_bytes()
+        try:
+            tm.propose(record, new, data, tm.current, d.replaced, number=order.revision)
+        except HeadwaterError as exc:
+            self.error = f"revision {order.revision} of {topology!r}: {exc}"
+            log.error("%s", self.error)
+            return
+        # nothing new is read under the old revision once the agent knows of the new one:
+        # the edge spouts pause until the switch (they still pass its barrier on)
+        self.holding.add(topology)
+        tm.set_state("PAUSED")
+
+    async def _revising(self) -> None:
+        while True:
+            await asyncio.sleep(0.05)
+            for topology in list(self.holding):
+                tm = self.tms.get(topology)
+                if tm is None or tm.edit is None or tm.edit.phase == "activating":
+                    self.holding.discard(topology)  # switched (or refused, rolled back)
+                    if tm is not None:
+                        tm.set_state(self.states.get(topology, "RUNNING"))
+            for topology in list(self.revise_orders):
+                self._take_revision(topology)
 
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.edge.container"
@@ -132,12 +212,13 @@ class Agent(Node):
     def set_state(self, topology: str, state: str) -> None:
         self.states[topology] = state
         tm = self.tms.get(topology)
-        if tm is not None and tm.user_state != state:
+        if tm is not None and tm.user_state != state and topology not in self.holding:
             tm.set_state(state)
             log.info("edge subgraph of %r: %s", topology, state)
 
     def stopped(self, topology: str) -> None:
         self.states.pop(topology, None)
+        self.revise_orders.pop(topology, None)
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
         if task is not None:
@@ -155,6 +236,7 @@ class Agent(Node):
                 "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
                 "error": s.error,
                 "topologies": {name: tm.state for name, tm in self.tms.items()},
+                "revisions": {name: tm.current for name, tm in self.tms.items()},
             })  # fmt: skip
 
         app = web.Application()
@@ -200,6 +282,8 @@ class Agent(Node):
         s.backlog_batches = int(self._outbox_metric("outbox_batches"))
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
+        for name, tm in list(self.tms.items()):
+            s.metrics[f"revision:{name}"] = float(tm.current)
         if self.ingest is not None:
             st = self.ingest.stats
             s.metrics["mqtt_received"] = st.received

@@ -146,6 +146,8 @@ def _cmd_revisions(args: argparse.Namespace) -> int:
         print(json.dumps(view, indent=2))
         return 0
     print(f"current revision: {view['current']}")
+    for agent, rev in sorted(view.get("agents", {}).items()):
+        print(f"  agent {agent}: edge subgraph at revision {rev}")
     for r in view["revisions"]:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["time"]))
         line = (

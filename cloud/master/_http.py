@@ -22,7 +22,8 @@ MAX_UPLOAD = 64 << 20
 
 def make_app(master: Master) -> web.Application:
     app = web.Application(client_max_size=MAX_UPLOAD)
-    add_topology_routes(app, master.tms.get, lambda: list(master.tms.values()), master.set_state)
+    add_topology_routes(app, master.tms.get, lambda: list(master.tms.values()), master.set_state,
+                        master.agent_revisions)  # fmt: skip
 
     async def submit(request: web.Request) -> web.Response:
         entry = request.query.get("entry")

@@ -33,6 +33,7 @@ from headwater.common.control._revisions import (
     RevisionRecord,
     StaleRevisionError,
     check_edit,
+    touches_edge,
     without,
 )
 from headwater.common.plan import cloud_part, pack_round_robin, validate
@@ -53,6 +54,8 @@ class Deployment:
     agents: list[str] = field(default_factory=list)  # agents running its edge subgraph
     selectors: list[dict[str, str]] = field(default_factory=list)  # of its edge components
     state: str = "RUNNING"  # activate/deactivate, for the cloud and every agent
+    # the newest revision that changed edge components (every agent switches to it)
+    edge_revision: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,7 +121,7 @@ class Master:
             dep = Deployment(d["name"], d["package"], d["entry"], d["containers"],
                              {int(k): v for k, v in d["assignment"].items()},
                              d.get("agents", []), d.get("selectors", []),
-                             d.get("state", "RUNNING"))  # fmt: skip
+                             d.get("state", "RUNNING"), d.get("edge_revision", {}))  # fmt: skip
             try:
                 self._start_topology(dep)
             except HeadwaterError as exc:
@@ -236,7 +239,29 @@ class Master:
                                 diff.to_dict(), {})  # fmt: skip
         replaced = tuple(n for n in diff.replaced if n in cloud_names)
         tm.propose(record, cloud, self.packages.get(digest), base, replaced)
+        if touches_edge(old, new, diff):
+            dep = self.deployments[name]
+            dep.edge_revision = {"revision": record.revision, "action": action,
+                                 "package": digest, "entry": entry, "exclude": exclude,
+                                 "author": author}  # fmt: skip
+            self._save()
+            for agent in dep.agents:  # one offline gets it when it re-attaches
+                self._send(agent, self._revise_command(dep))
         return record.view()
+
+    def agent_revisions(self, name: str) -> dict[str, int]:
+        """Agent -> the revision its edge subgraph of ``name`` runs (as it last reported)."""
+        dep = self.deployments.get(name)
+        out: dict[str, int] = {}
+        for agent in dep.agents if dep is not None else []:
+            record = self.nodes.get(agent)
+            status = record.status if record is not None else None
+            if status is not None and f"revision:{name}" in status.metrics:
+                out[agent] = int(status.metrics[f"revision:{name}"])
+        return out
+
+    def _revise_command(self, dep: Deployment) -> pb.NodeCommand:
+        return pb.NodeCommand(revise=pb.Revise(topology=dep.name, **dep.edge_revision))
 
     def kill(self, name: str) -> None:
         dep = self.deployments.pop(name, None)
@@ -273,6 +298,8 @@ class Master:
                 dep.agents.append(node_id)
                 self._send(node_id, self._run_command(dep, 0, edge=True))
                 self._send(node_id, self._state_command(dep))
+                if dep.edge_revision:
+                    self._send(node_id, self._revise_command(dep))
                 log.info("edge subgraph of %r goes to agent %s", dep.name, node_id)
         self._schedule_cloud(dep)
         self._save()
@@ -332,6 +359,8 @@ class Master:
             if info.node_id in dep.agents:
                 queue.put_nowait(self._run_command(dep, 0, edge=True))
                 queue.put_nowait(self._state_command(dep))
+                if dep.edge_revision:
+                    queue.put_nowait(self._revise_command(dep))
             self._schedule(dep)
         try:
             while True:

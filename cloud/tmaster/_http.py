@@ -28,8 +28,10 @@ def add_topology_routes(
     lookup: Lookup,
     every: Callable[[], Iterable[TopologyMaster]],
     on_state: Callable[[str, str], None] = lambda topology, state: None,
+    agents_of: Callable[[str], dict[str, int]] = lambda topology: {},
 ) -> None:
-    """``on_state(topology, state)`` hears activate/deactivate (the master tells the agents)."""
+    """``on_state(topology, state)`` hears activate/deactivate (the master tells the agents);
+    ``agents_of(topology)`` gives the revision each agent's edge subgraph runs."""
 
     def tm_of(request: web.Request) -> TopologyMaster:
         name = request.match_info["name"]
@@ -60,7 +62,8 @@ def add_topology_routes(
         return web.json_response(list(tm_of(request).exceptions))
 
     async def revisions(request: web.Request) -> web.Response:
-        return web.json_response(tm_of(request).revisions_view())
+        tm = tm_of(request)
+        return web.json_response({**tm.revisions_view(), "agents": agents_of(tm.topology.name)})
 
     async def activate(request: web.Request) -> web.Response:
         tm = tm_of(request)

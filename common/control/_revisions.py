@@ -27,7 +27,7 @@ from typing import Any
 
 from headwater.common._exceptions import HeadwaterError, InvalidTopologyError
 from headwater.common.api import ComponentSpec, Topology
-from headwater.common.plan import validate
+from headwater.common.plan import boundary, validate
 from headwater.common.plan._physical import DSL_STEPS
 
 ACTIONS = ("submit", "attach", "replace", "remove", "rollback")
@@ -210,13 +210,30 @@ def _check_placement(old: Topology, new: Topology, d: Diff) -> None:
                 f"{name!r} would move from {a.placement.where} to {b.placement.where}: a "
                 "replacement keeps its placement; remove it and attach the moved one"
             )
-    for name in (*d.added, *d.removed, *d.replaced):
-        spec = (new if name in {c.name for c in new.components} else old).component(name)
-        if spec.placement.is_edge:
-            raise EditError(
-                f"{name!r} runs on edge agents: live edits of edge components are not "
-                "available yet; redeploy the topology to change them"
-            )
+    # an agent's edge subgraph may change on its own, but what crosses to the cloud must stay:
+    # the boundary is in two domains (the agent's outbox, the cloud's receiver)
+    if boundary(old) != boundary(new):
+        raise EditError(
+            f"the edit changes what the edge sends to the cloud ({_crossing(old)} -> "
+            f"{_crossing(new)}): live edits keep the edge/cloud boundary as it is; redeploy "
+            "the topology to change it"
+        )
+    for name in d.replaced:
+        if name in boundary(old) and old.component(name).outputs != new.component(name).outputs:
+            raise EditError(f"{name!r} sends its streams to the cloud: its replacement must "
+                            "keep their fields")  # fmt: skip
+
+
+def _crossing(topology: Topology) -> str:
+    return (
+        ", ".join(f"{c}:{'/'.join(s)}" for c, s in sorted(boundary(topology).items())) or "nothing"
+    )
+
+
+def touches_edge(old: Topology, new: Topology, d: Diff) -> bool:
+    """Whether the edit changes components that run on edge agents."""
+    names = {c.name: c for c in (*old.components, *new.components)}
+    return any(names[n].placement.is_edge for n in (*d.added, *d.removed, *d.replaced))
 
 
 def _check_state(old: Topology, new: Topology, d: Diff) -> None:

@@ -285,8 +285,12 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
 
     # -- live edits ------------------------------------------------------------------
     def propose(self, record: RevisionRecord, topology: Topology, data: bytes, base: int,
-                replaced: tuple[str, ...]) -> RevisionRecord:  # fmt: skip
-        """Start applying a revision made against ``base``; raise EditError if it cannot be."""
+                replaced: tuple[str, ...], number: int = 0) -> RevisionRecord:  # fmt: skip
+        """Start applying a revision made against ``base``; raise EditError if it cannot be.
+
+        It is numbered next in this master's history, or ``number`` (an agent's edge
+        domain takes the numbers of the revisions the master makes).
+        """
         if base != self.current:
             raise StaleRevisionError(base, self.current)
         if not self.exactly_once:
@@ -300,7 +304,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 "(`headwater revisions`) and edit again"
             )
         plan = revise_plan(self.plan, topology)
-        record.revision = self.revlog.next_number()
+        record.revision = number or self.revlog.next_number()
         record.plan = plan.to_dict()
         self.revisions[record.revision] = _Revision(topology, plan, record, data)
         self.revlog.add(record)
@@ -344,12 +348,9 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         if e is None:
             return
         if e.phase == "waiting":
-            if (
-                self.restoring is None
-                and self.in_flight is None
-                and self.user_state == "RUNNING"
-                and self.physical_plan() is not None
-            ):
+            # paused spouts still take their snapshot and send markers, so a paused
+            # topology switches too (it is applied once it runs and checkpoints again)
+            if self.restoring is None and self.in_flight is None and self.physical_plan():
                 e.phase, e.deadline, e.acks = "preparing", now + PREPARE_TIMEOUT_S, frozenset()
                 e.at = self.catalogue.next_id
                 msg = self._revision_message(e.revision, e.at, e.replaced)

@@ -145,6 +145,15 @@ class Node:
             self.stopped(key[0])
         elif which == "set_state":
             self.set_state(command.set_state.topology, command.set_state.state)
+        elif which == "revise":
+            r = command.revise
+            try:
+                await self._package(stub, pb.RunContainer(package=r.package, entry=r.entry))
+            except PackageMismatchError as exc:
+                self.error = str(exc)
+                log.error("%s", exc)
+                return
+            self.revise(r)
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
         code = self.workdir / "packages" / run.package.split(":")[-1]
@@ -157,6 +166,7 @@ class Node:
                 raise
             shutil.rmtree(code, ignore_errors=True)
             unpack_package(reply.data, run.package, code)  # refuses a hash mismatch
+            code.with_suffix(".zip").write_bytes(reply.data)  # a live edit hands it on
             (code / ".verified").touch()
         return code / run.entry
 
@@ -192,6 +202,9 @@ class Node:
 
     def set_state(self, topology: str, state: str) -> None:
         """Activate or deactivate what this node runs of ``topology`` (agents: the edge)."""
+
+    def revise(self, order: pb.Revise) -> None:
+        """Switch what this node runs of a topology to a new revision (agents: the edge)."""
 
     async def _supervise(self) -> None:
         backoff: dict[tuple[str, int], float] = {}

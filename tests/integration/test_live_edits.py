@@ -14,12 +14,15 @@ from typing import Any
 
 import pytest
 
+from headwater._demo.linkproxy import LinkProxy
 from headwater.common._package import build_package
 from headwater.common.connectors._log_spout import append_records
 
-from . import _editable
+from ..conftest import free_port
+from . import _editable, _editable_edge
 from ._daemons import Daemons
 from ._support import wait_for
+from .test_edge_cloud import SITES, Sensors, SteadySensors, _agent_args, _node, _status
 
 pytestmark = pytest.mark.cluster
 KEYS = 4
@@ -195,3 +198,126 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
 
     wait_for(lambda: len(_rows(tmp_path / "out" / "counter")) >= n, 120, "every record")
     assert _check_counter(tmp_path / "out", n) == [1]  # the failed version handled nothing
+
+
+def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
+    daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    """22 edits in random order: replace the edge counter (its counts carry over), attach and
+    remove probes on the edge and taps in the cloud; site1's agent is cut off for 8 of them
+    and takes the newest revision when it is back. Every reading once, by one version."""
+    daemons.start_master()
+    proxy = LinkProxy(daemons.grpc)  # site1 reaches the master through it
+    status = {s: free_port() for s in SITES}
+    publisher: SteadySensors | None = None
+    n = 3000  # readings per site
+    sensors = Sensors(*mosquitto)
+    try:
+        out = tmp_path / "out"
+        daemons.start_worker("w1", env={"HW_TEST_OUT": str(out)})
+        for site in SITES:
+            master = proxy.address if site == "site1" else daemons.grpc
+            daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, master,
+                                "--status-port", str(status[site])))  # fmt: skip
+        wait_for(lambda: len([x for x in daemons.api("/api/v1/nodes") if x["online"]]) == 3, 30,
+                 "the worker and both agents online")  # fmt: skip
+        code = tmp_path / "code"
+        daemons.cli("submit", str(_editable_edge.write(code / "r1", 1)))
+        messages = [(f"sensors/{site}/s{i % 3}", json.dumps({"seq": i}).encode())
+                    for i in range(n) for site in SITES]  # fmt: skip
+        publisher = SteadySensors(sensors, messages, 120)
+        publisher.start()
+        wait_for(lambda: _rows(out / "counts"), 60, "the first rows in the cloud")
+
+        def revision(site: str) -> int:
+            return int(_status(status[site]).get("revisions", {}).get("edgeedit", 0))
+
+        rng = random.Random(66)
+        version, k = 1, 0
+        probes: list[int] = []
+        taps: list[int] = []
+        kinds = ["replace", "attach_probe", "remove_probe", "attach_tap", "remove_tap"]
+        for i in range(22):
+            if i == 7:
+                proxy.cut()
+                wait_for(lambda: not _node(daemons, "gw-site1")["online"], 20, "site1 offline")
+                cut_at = _current_edge(daemons)
+            if i == 15:
+                if _last_edge(daemons) > cut_at:  # an edge edit while it was away: it is behind
+                    assert revision("site1") < _last_edge(daemons)
+                proxy.restore()
+            kind = rng.choice([x for x in kinds if not (x == "remove_probe" and not probes)
+                               and not (x == "remove_tap" and not taps)])  # fmt: skip
+            args: list[str] = []
+            if kind == "replace":
+                version += 1
+                args = ["replace", "edgeedit", "--components", "count"]
+            elif kind.startswith("attach"):
+                k += 1
+                (probes if kind == "attach_probe" else taps).append(k)
+                args = ["attach", "edgeedit"]
+            else:
+                pool = probes if kind == "remove_probe" else taps
+                gone = rng.choice(pool)
+                pool.remove(gone)
+                name = f"{'probe' if pool is probes else 'tap'}_{gone}"
+                args = ["remove", "edgeedit", name, f"{name}_sink"]
+            f = _editable_edge.write(code / f"e{i}", version, probes, taps)
+            if kind.startswith("remove"):
+                args += ["--file", str(f)]
+            else:
+                args.insert(2, str(f))
+            res = _edit(daemons, *args, "--base", str(_current_edge(daemons)))
+            assert res.returncode == 0, f"edit {i} ({kind}): {res.stdout}{res.stderr}"
+            assert "applied" in res.stdout, res.stdout
+        edge_rev = _last_edge(daemons)
+        wait_for(lambda: daemons.api("/api/v1/topologies/edgeedit/revisions")["agents"]
+                 == {"gw-site0": edge_rev, "gw-site1": edge_rev}, 60,
+                 "both agents at the newest edge revision")  # fmt: skip
+        history = daemons.api("/api/v1/topologies/edgeedit/revisions")["revisions"]
+        assert [r["status"] for r in history] == ["applied"] * 23
+        assert "edge subgraph at revision" in daemons.cli("revisions", "edgeedit")
+
+        publisher.join(90)
+        assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
+        wait_for(lambda: len(_rows(out / "counts")) >= 2 * n, 120, "every reading in the cloud")
+        rows = _rows(out / "counts")
+        for site in SITES:
+            mine = sorted((r for r in rows if r[0].split("/")[1] == site), key=lambda r: r[1])
+            assert [r[1] for r in mine] == list(range(n)), f"{site}: gaps or duplicates"
+            for topic in {r[0] for r in mine}:
+                counts = [r[2] for r in mine if r[0] == topic]
+                assert counts == list(range(1, len(counts) + 1)), f"{topic}: count broke"
+            versions = [r[3] for r in mine]
+            assert versions == sorted(versions) and versions[-1] == version, site
+            for probe in range(1, k + 1):
+                seqs = sorted(
+                    r[1] for r in _rows(tmp_path / f"gw-{site}" / f"ingest-probe_{probe}")
+                )
+                assert seqs == list(range(seqs[0], seqs[-1] + 1)) if seqs else True, probe
+        for tap in range(1, k + 1):
+            tap_rows = _rows(out / f"tap_{tap}")
+            for site in SITES:
+                seqs = sorted(r[1] for r in tap_rows if r[0].split("/")[1] == site)
+                assert seqs == list(range(seqs[0], seqs[-1] + 1)) if seqs else True, tap
+    finally:
+        if publisher is not None:
+            publisher.stop.set()
+            publisher.join(30)
+        sensors.close()
+        proxy.close()
+
+
+def _last_edge(daemons: Daemons) -> int:
+    """The newest revision that changed edge components (what the agents run)."""
+    history = daemons.api("/api/v1/topologies/edgeedit/revisions")["revisions"]
+    edge = [
+        int(r["revision"])
+        for r in history
+        if any(x.startswith(("probe", "count")) for v in r["diff"].values() for x in v)
+    ]
+    return max(edge, default=1)
+
+
+def _current_edge(daemons: Daemons) -> int:
+    return int(daemons.api("/api/v1/topologies/edgeedit/revisions")["current"])

@@ -385,14 +385,34 @@ class SetState(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
 
 class NodeCommand(_message.Message):
-    __slots__ = ("run", "stop", "set_state")
+    __slots__ = ("run", "stop", "set_state", "revise")
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     SET_STATE_FIELD_NUMBER: _ClassVar[int]
+    REVISE_FIELD_NUMBER: _ClassVar[int]
     run: RunContainer
     stop: StopContainer
     set_state: SetState
-    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ...) -> None: ...
+    revise: Revise
+    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ...) -> None: ...
+
+class Revise(_message.Message):
+    __slots__ = ("topology", "revision", "action", "package", "entry", "exclude", "author")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_FIELD_NUMBER: _ClassVar[int]
+    AUTHOR_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    revision: int
+    action: str
+    package: str
+    entry: str
+    exclude: _containers.RepeatedScalarFieldContainer[str]
+    author: str
+    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., action: _Optional[str] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., exclude: _Optional[_Iterable[str]] = ..., author: _Optional[str] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
     __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error")

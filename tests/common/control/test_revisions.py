@@ -1,0 +1,148 @@
+"""Revisions: an edit's diff must be what it claims; plans keep untouched task ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from headwater import Bolt, Spout, Topology, fields, shuffle
+from headwater.common.control._revisions import (
+    EditError,
+    RevisionLog,
+    RevisionRecord,
+    check_edit,
+    diff,
+    fingerprint,
+    without,
+)
+from headwater.common.plan import pack_round_robin, plan_from_json, plan_to_json, revise_plan
+from headwater.placement import edge
+
+
+class Source(Spout):
+    outputs = ("key", "n")
+
+    def next_tuple(self) -> None: ...
+
+
+class Count(Bolt):
+    outputs = ("key", "count")
+
+    def process(self, tup: object) -> None: ...
+
+
+class CountV2(Bolt):
+    outputs = ("key", "count")
+
+    def process(self, tup: object) -> None:
+        print("v2")
+
+
+class Stateful(Bolt):
+    state_schema = 1
+
+    def process(self, tup: object) -> None: ...
+
+
+class StatefulV2(Bolt):
+    state_schema = 2
+
+    def process(self, tup: object) -> None: ...
+
+
+class Migrating(StatefulV2):
+    @staticmethod
+    def migrate_state(old: object) -> object:
+        return old
+
+
+def _base(count: type[Bolt] = Count) -> Topology:
+    return (
+        Topology("t")
+        .add_spout("src", Source)
+        .add_bolt("count", count, parallelism=2, inputs={"src": fields("key")})
+    )
+
+
+def test_attach_adds_and_changes_nothing_else() -> None:
+    old = _base()
+    new = old.add_bolt("tap", Count, inputs={"src": shuffle()})
+    assert check_edit("attach", ["tap"], old, new).added == ("tap",)
+    with pytest.raises(EditError, match="would also"):
+        check_edit(
+            "attach", [], old, _base(CountV2).add_bolt("tap", Count, inputs={"src": shuffle()})
+        )
+    with pytest.raises(EditError, match="adds no component"):
+        check_edit("attach", [], old, old)
+    with pytest.raises(EditError, match="names"):
+        check_edit("attach", ["other"], old, new)
+
+
+def test_replace_changes_only_the_named_code() -> None:
+    old = _base()
+    assert diff(old, _base(CountV2)).replaced == ("count",)
+    assert check_edit("replace", ["count"], old, _base(CountV2)).replaced == ("count",)
+    assert fingerprint(old.component("src")) == fingerprint(_base(CountV2).component("src"))
+    with pytest.raises(EditError, match="same as the running code"):
+        check_edit("replace", [], old, old)
+    with pytest.raises(EditError, match="only changes existing"):
+        check_edit("replace", ["count"], old, without(_base(CountV2), ["count"]))
+    wider = (Topology("t").add_spout("src", Source)
+             .add_bolt("count", CountV2, parallelism=3, inputs={"src": fields("key")}))  # fmt: skip
+    with pytest.raises(EditError, match="from 2 to 3 tasks"):
+        check_edit("replace", ["count"], old, wider)
+
+
+def test_a_replacement_must_read_the_state_it_is_handed() -> None:
+    def topo(bolt: type[Bolt]) -> Topology:
+        return Topology("t").add_spout("src", Source).add_bolt("s", bolt, inputs={"src": shuffle()})
+
+    with pytest.raises(EditError, match=r"state_schema 2.*has 1.*migrate_state"):
+        check_edit("replace", ["s"], topo(Stateful), topo(StatefulV2))
+    assert check_edit("replace", ["s"], topo(Stateful), topo(Migrating)).replaced == ("s",)
+
+
+def test_remove_takes_away_and_must_leave_a_valid_topology() -> None:
+    old = _base().add_bolt("tap", Count, inputs={"src": shuffle()})
+    assert check_edit("remove", ["tap"], old, without(old, ["tap"])).removed == ("tap",)
+    with pytest.raises(EditError, match="not valid"):
+        check_edit("remove", ["src"], old, without(old, ["src"]))
+
+
+def test_the_edge_boundary_stays_as_it_is() -> None:
+    old = (Topology("t").add_spout("src", Source, placement=edge())
+           .add_bolt("count", Count, inputs={"src": fields("key")}, placement=edge())
+           .add_bolt("sink", Count, inputs={"count": shuffle()}))  # fmt: skip
+    moved = (Topology("t").add_spout("src", Source, placement=edge())
+             .add_bolt("count", CountV2, inputs={"src": fields("key")}, placement=edge())
+             .add_bolt("sink", Count, inputs={"count": shuffle()}))  # fmt: skip
+    assert check_edit("replace", ["count"], old, moved).replaced == ("count",)
+    tap = old.add_bolt("tap", Count, inputs={"src": shuffle()}, placement=edge())
+    assert check_edit("attach", [], old, tap).added == ("tap",)
+    crossing = tap.add_bolt("cloud_tap", Count, inputs={"tap": shuffle()})
+    with pytest.raises(EditError, match="what the edge sends to the cloud"):
+        check_edit("attach", [], tap, crossing)
+
+
+def test_revised_plans_keep_untouched_task_ids() -> None:
+    old_t = _base().add_bolt("tap", Count, inputs={"src": shuffle()})
+    old = pack_round_robin(old_t, 2)
+    new_t = without(old_t, ["tap"]).add_bolt("tap2", Count, parallelism=2,
+                                              inputs={"src": shuffle()})  # fmt: skip
+    new = revise_plan(old, new_t)
+    assert new.ids()["src"] == old.ids()["src"] and new.ids()["count"] == old.ids()["count"]
+    assert "tap" not in new.ids()
+    assert new.ids()["tap2"] == [5, 6]  # above every id used so far (tap had 4)
+    assert sorted(i.container for i in new.instances if i.component == "tap2") == [0, 1]
+    assert plan_from_json(plan_to_json(new)) == new
+
+
+def test_the_revision_log_persists_and_marks_an_interrupted_edit(tmp_path: Path) -> None:
+    log = RevisionLog(tmp_path / "revisions.json")
+    log.add(RevisionRecord(1, "submit", "sha256:a", "t.py", [], "", 0.0, {}, {}, "applied"))
+    log.add(RevisionRecord(2, "attach", "sha256:b", "t.py", [], "ana", 1.0, {}, {}))
+    again = RevisionLog(tmp_path / "revisions.json")
+    assert [r.status for r in again.records] == ["applied", "rolled_back"]
+    assert again.records[1].author == "ana" and again.next_number() == 3
+    assert again.records[0].hash != again.records[1].hash
