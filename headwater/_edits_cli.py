@@ -86,7 +86,9 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     file = getattr(args, "file", None)
     if file:
         data, query["entry"] = build_package(file)
-    names = args.components if isinstance(args.components, list) else args.components.split(",")
+    names = getattr(args, "components", "")
+    if isinstance(names, str):
+        names = names.split(",")
     if any(names):
         query["components"] = ",".join(n for n in names if n)
     if args.action == "rollback":

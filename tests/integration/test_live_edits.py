@@ -196,8 +196,22 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
     view = daemons.api("/api/v1/topologies/editable/revisions")
     assert view["current"] == 3 and len(view["revisions"]) == 3
 
+    # rollback: to a revision that was applied (not to the one that failed), live
+    res = _edit(daemons, "rollback", "editable", "2", "--base", "3")
+    assert res.returncode == 2 and "was never applied" in res.stderr, res.stderr
+    res = _edit(daemons, "rollback", "editable", "1", "--base", "3", "--author", "ops")
+    assert res.returncode == 0 and "revision 4 applied" in res.stdout, res.stdout + res.stderr
+    last = daemons.api("/api/v1/topologies/editable/revisions")["revisions"][-1]
+    assert (last["action"], last["author"], last["diff"]["removed"]) == (
+        "rollback", "ops", ["tap_1", "tap_1_sink"])  # fmt: skip
+    assert last["hash"] == daemons.api("/api/v1/topologies/editable/revisions")["revisions"][0][
+        "hash"]  # fmt: skip
+    assert "rollback" in daemons.cli("revisions", "editable")
+
     wait_for(lambda: len(_rows(tmp_path / "out" / "counter")) >= n, 120, "every record")
     assert _check_counter(tmp_path / "out", n) == [1]  # the failed version handled nothing
+    taps = sorted(r[1] for r in _rows(tmp_path / "out" / "tap_1"))
+    assert taps and taps == list(range(taps[0], taps[-1] + 1))  # attached, then rolled away
 
 
 def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
