@@ -164,7 +164,7 @@ def check_edit(action: str, named: Iterable[str], old: Topology, new: Topology) 
         if d.removed or d.replaced:
             raise EditError(
                 f"an attach only adds components, but this edit would also {d}: attach "
-                "a file that keeps every existing component as it is"
+                f"a file that keeps every existing component as it is{_fusion_hint(old, new, d)}"
             )
         if not d.added:
             raise EditError("the attach adds no component: the file has nothing new")
@@ -198,6 +198,25 @@ def check_edit(action: str, named: Iterable[str], old: Topology, new: Topology) 
     _check_placement(old, new, d)
     _check_state(old, new, d)
     return d
+
+
+def _fusion_hint(old: Topology, new: Topology, d: Diff) -> str:
+    """Why a DSL attach changed existing components: a new reader split a fused chain."""
+    names = {c.name for c in new.components}
+    split = [
+        n
+        for n in d.replaced
+        if n in names
+        and list(new.component(n).config.get(DSL_STEPS, ()))
+        != list(old.component(n).config.get(DSL_STEPS, ()))
+    ]
+    if not split:
+        return ""
+    return (
+        f" (the DSL had fused steps into {', '.join(map(repr, split))}; a new reader of a "
+        "step inside a fused chain splits it: attach to a step that ends a component (see "
+        "GET .../plan, 'fused'), or build with Pipeline(..., fuse=False))"
+    )
 
 
 def _check_placement(old: Topology, new: Topology, d: Diff) -> None:

@@ -146,3 +146,29 @@ def test_the_revision_log_persists_and_marks_an_interrupted_edit(tmp_path: Path)
     assert [r.status for r in again.records] == ["applied", "rolled_back"]
     assert again.records[1].author == "ana" and again.next_number() == 3
     assert again.records[0].hash != again.records[1].hash
+
+
+def _dsl(extra: bool, fused_chain: bool) -> Topology:
+    from headwater.common.connectors import TransactionalFileSink
+    from headwater.dsl import Pipeline
+
+    p = Pipeline("d", config={"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+    src = p.from_collection("src", [("k", 1)])
+    if fused_chain:
+        mid = src.map("m1", lambda kv: kv)
+        mid.map("m2", lambda kv: kv).to("out", lambda: TransactionalFileSink("/tmp/o"))
+    else:
+        mid = src.reduce_by_key("sum", lambda a, b: a + b)
+        mid.to("out", lambda: TransactionalFileSink("/tmp/o"))
+    if extra:
+        mid.filter("big", lambda kv: kv[1] > 1).to(
+            "bigout", lambda: TransactionalFileSink("/tmp/b")
+        )
+    return p.build()
+
+
+def test_dsl_steps_attach_at_a_component_boundary_and_a_split_chain_is_explained() -> None:
+    d = check_edit("attach", [], _dsl(False, False), _dsl(True, False))
+    assert d.added == ("big", "bigout")
+    with pytest.raises(EditError, match=r"fused steps into 'src'.*fuse=False"):
+        check_edit("attach", [], _dsl(False, True), _dsl(True, True))
