@@ -259,11 +259,6 @@ def _check_state(old: Topology, new: Topology, d: Diff) -> None:
     """A replacement must be able to read the state its predecessor leaves it."""
     for name in d.replaced:
         a, b = old.component(name), new.component(name)
-        if a.parallelism != b.parallelism:
-            raise EditError(
-                f"{name!r} would go from {a.parallelism} to {b.parallelism} tasks: replacing "
-                "with another parallelism is not available yet (its state is per task)"
-            )
         old_steps = list(a.config.get(DSL_STEPS, ()))
         new_steps = list(b.config.get(DSL_STEPS, ()))
         lost = [s for s in old_steps if s not in new_steps]

@@ -34,7 +34,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,10 @@ class _Edit:
     at: int = 0  # the switch checkpoint
     acks: frozenset[int] = frozenset()
     deadline: float = 0.0
+    # components whose parallelism changes -> their old task ids; the old tasks'
+    # snapshots of the switch checkpoint, collected for the new tasks
+    rescaled: dict[str, list[int]] = field(default_factory=dict)
+    parts: dict[str, dict[int, pb.StateTransfer]] = field(default_factory=dict)
 
 
 class TopologyMaster(pb_grpc.TopologyMasterServicer):
@@ -283,6 +287,24 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                      e.revision, e.at)  # fmt: skip
         return pb.Empty()
 
+    async def PutState(self, request: pb.StateTransfer, context: Any) -> pb.Empty:
+        e = self.edit
+        if e is None or e.phase != "activating" or request.revision != e.revision:
+            return pb.Empty()
+        old = e.rescaled.get(request.component)
+        if old is None or request.task_id not in old:
+            return pb.Empty()
+        parts = e.parts.setdefault(request.component, {})
+        parts[request.task_id] = request
+        if len(parts) == len(old):
+            log.info("revision %d: %s's state from %d tasks goes to its new ones",
+                     e.revision, request.component, len(old))  # fmt: skip
+            self.broadcast(pb.Command(handover=pb.StateHandover(
+                revision=e.revision, component=request.component,
+                parts=[parts[t] for t in sorted(parts)],
+            )))  # fmt: skip
+        return pb.Empty()
+
     # -- live edits ------------------------------------------------------------------
     def propose(self, record: RevisionRecord, topology: Topology, data: bytes, base: int,
                 replaced: tuple[str, ...], number: int = 0) -> RevisionRecord:  # fmt: skip
@@ -304,11 +326,13 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 "(`headwater revisions`) and edit again"
             )
         plan = revise_plan(self.plan, topology)
+        old_ids, new_ids = self.plan.ids(), plan.ids()
+        rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
         record.revision = number or self.revlog.next_number()
         record.plan = plan.to_dict()
         self.revisions[record.revision] = _Revision(topology, plan, record, data)
         self.revlog.add(record)
-        self.edit = _Edit(record.revision, replaced)
+        self.edit = _Edit(record.revision, replaced, rescaled=rescaled)
         log.info("revision %d proposed (%s by %s): %s", record.revision, record.action,
                  record.author or "?", record.diff)  # fmt: skip
         return record
@@ -652,6 +676,9 @@ class TopologyDispatch(pb_grpc.TopologyMasterServicer):
 
     async def AckSwitch(self, request: pb.SwitchAck, context: Any) -> pb.Empty:
         return await (await self._tm(request.topology, context)).AckSwitch(request, context)
+
+    async def PutState(self, request: pb.StateTransfer, context: Any) -> pb.Empty:
+        return await (await self._tm(request.topology, context)).PutState(request, context)
 
     async def SendUplinkFeedback(self, request: pb.UplinkFeedback, context: Any) -> pb.Empty:
         if self.on_feedback is None:

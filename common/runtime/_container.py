@@ -57,6 +57,7 @@ from ..state import CheckpointStore, CorruptCheckpointError
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._procs import spawn, terminate
+from ._rescale import RescaleError, rescale
 from ._stmgr import StreamManager
 
 log = logging.getLogger("headwater.container")
@@ -79,7 +80,10 @@ class PendingSwitch:
     revision: int
     at: int  # the switch checkpoint
     retiring: set[int]  # local tasks that stop after it (replaced or removed)
-    starting: dict[int, bool]  # local tasks that start then -> restore its snapshot?
+    # local tasks that start then -> what they start from: "snapshot" (a replacement's own),
+    # "empty" (attached) or "handover" (a new parallelism: the old tasks' keys for it)
+    starting: dict[int, str]
+    rescaled: dict[str, list[int]]  # component -> its old tasks (parallelism changes)
 
 
 class Container:
@@ -112,6 +116,7 @@ class Container:
         self.handed: set[int] = set()
         self.starting: set[int] = set()  # the tasks a restore (or a switch) starts
         self.restore_ack = True  # False while starting a switch's new instances
+        self.handover: set[int] = set()  # new tasks waiting for their share of the keys
         self.failure_reported = -1  # epoch of the last failure report
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []  # extra jobs
         self.feedback: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue(maxsize=10_000)
@@ -286,6 +291,8 @@ class Container:
             await self._on_revision(command.revision)
         elif which == "switch" and not command.switch.commit:
             self._abort_switch(command.switch.revision)
+        elif which == "handover":
+            await self._on_handover(command.handover)
 
     # -- live edits -----------------------------------------------------------------
     def _stage(self, r: pb.Revision) -> Revision:
@@ -324,8 +331,14 @@ class Container:
         # old tasks stop if replaced or removed; new ones start, restored if replacements
         retiring = {t for t in self.local_tasks
                     if t not in new_tasks or new_tasks[t] in replaced}  # fmt: skip
-        starting = {i.task_id: i.task_id in old for i in new.plan.in_container(self.id)
-                    if i.component in replaced or i.task_id not in old}  # fmt: skip
+        old_ids, new_ids = self.revisions[self.revision].plan.ids(), new.plan.ids()
+        rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
+        starting = {
+            i.task_id: "handover" if i.component in rescaled
+            else "snapshot" if i.task_id in old else "empty"
+            for i in new.plan.in_container(self.id)
+            if i.component in replaced or i.task_id not in old
+        }  # fmt: skip
         for task in self.local_tasks:
             if task in retiring:
                 self.stmgr.send_control(task, {"type": "prepare", "at": r.switch_at,
@@ -336,7 +349,7 @@ class Container:
                     "plan": new.plan_file, "topology": self.args.topology,
                 })  # fmt: skip
         self.stmgr.stage(new.plan, retiring, r.switch_at)
-        self.switch = PendingSwitch(r.revision, r.switch_at, retiring, starting)
+        self.switch = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled)
         log.info("revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
                  r.revision, r.switch_at, len(retiring), len(starting))  # fmt: skip
         await self._ack_switch(r.revision, ok=True)
@@ -366,20 +379,60 @@ class Container:
         self.revision = sw.revision
         rev = self.revisions[sw.revision]
         self.stmgr.set_plan(rev.topology, rev.plan)
+        for component, tasks in sw.rescaled.items():  # their state goes to the new tasks
+            for task in tasks:
+                if task in sw.retiring:
+                    await self._put_state(sw, component, task)
         self.snapshots = {
-            t: self.store.load(sw.at, t) if restored else None
-            for t, restored in sw.starting.items()
+            t: self.store.load(sw.at, t) if start == "snapshot" else None
+            for t, start in sw.starting.items()
         }
         self.restore = pb.Restore(checkpoint_id=sw.at, epoch=self.stmgr.epoch, revision=sw.revision)
         self.handed, self.restore_ack = set(), False
         self.starting = set(sw.starting)
+        self.handover = {t for t, start in sw.starting.items() if start == "handover"}
         for task in sw.starting:
-            self._spawn(task)
+            if task not in self.handover:  # those wait for their keys
+                self._spawn(task)
         if not sw.starting:
             self.restore = None
             await self._ack_switch(sw.revision, ok=True)
         log.info("revision %d runs here: %d tasks retired, %d started", sw.revision,
                  len(sw.retiring), len(sw.starting))  # fmt: skip
+
+    async def _put_state(self, sw: PendingSwitch, component: str, task: int) -> None:
+        assert self.store is not None and self.stub is not None
+        blob = self.store.load(sw.at, task) or b""
+        try:
+            await self.stub.PutState(pb.StateTransfer(
+                topology=self.topology.name, revision=sw.revision, component=component,
+                task_id=task, checkpoint_id=sw.at, blob=blob,
+            ))  # fmt: skip
+        except grpc.RpcError as exc:
+            log.warning("the state of task %d did not reach the master: %s", task, exc)
+
+    async def _on_handover(self, h: pb.StateHandover) -> None:
+        """A rescaled component's old snapshots: each new task here keeps its keys, then starts."""
+        rev = self.revisions.get(h.revision)
+        if rev is None or h.revision != self.revision:
+            return
+        mine = [i for i in rev.plan.in_container(self.id)
+                if i.component == h.component and i.task_id in self.handover]  # fmt: skip
+        blobs = [p.blob or None for p in h.parts]
+        n = len(rev.plan.tasks(h.component))
+        try:
+            for i in mine:
+                self.snapshots[i.task_id] = rescale(h.component, blobs, i.index, n)
+        except RescaleError as exc:
+            log.warning("%s", exc)
+            if self.stub is not None:
+                await self.stub.ReportFailure(pb.FailureReport(
+                    topology=self.topology.name, container=self.id, reason=str(exc),
+                ))  # fmt: skip
+            return
+        for i in mine:
+            self.handover.discard(i.task_id)
+            self._spawn(i.task_id)
 
     async def _ack_switch(self, revision: int, ok: bool, error: str = "") -> None:
         if self.stub is None:

@@ -418,6 +418,9 @@ class Instance:
             self.emitter.router = router
             self.task_component = {t: c for c, ts in ids.items() for t in ts}
             self.downstream = _downstream(topology, self.component, ids)
+            # an upstream component may have new tasks (another parallelism)
+            self.sources = frozenset(t for inp in self.spec.inputs
+                                     for t in ids.get(inp.component, []))  # fmt: skip
             log.info("task %d routes with the new revision from checkpoint %d", self.task,
                      checkpoint)  # fmt: skip
         elif self._retire_at == checkpoint:

@@ -52,7 +52,7 @@ topology = (
         "topology.stateful.checkpoint.interval.seconds": 0.3,
     }})
     .add_spout("log", partial(LogSpout, LOG, partitions=1, max_rate=RATE), outputs=("key", "seq"))
-    .add_bolt("counter", Counter, parallelism=2, inputs={{"log": fields("key")}})
+    .add_bolt("counter", Counter, parallelism={parallelism}, inputs={{"log": fields("key")}})
     .add_bolt("sink", partial(TransactionalFileSink, OUT + "/counter"),
               inputs={{"counter": fields("key")}})
 )
@@ -71,10 +71,12 @@ FAIL = """
 """
 
 
-def write(folder: Path, version: int, taps: list[int], fail: bool = False) -> Path:
-    """The topology file with counter VERSION ``version`` and the given taps."""
+def write(
+    folder: Path, version: int, taps: list[int], fail: bool = False, parallelism: int = 2
+) -> Path:
+    """The topology file with counter VERSION ``version`` (on ``parallelism`` tasks) and taps."""
     folder.mkdir(parents=True, exist_ok=True)
-    text = HEADER.format(version=version, fail=FAIL if fail else "")
+    text = HEADER.format(version=version, fail=FAIL if fail else "", parallelism=parallelism)
     text += "".join(TAP.format(n=n) for n in taps)
     path = folder / "editable.py"
     path.write_text(text)

@@ -82,7 +82,7 @@ def test_twenty_random_live_edits_process_every_record_once(
     _produce(tmp_path / "log", 0, n)
     _start(daemons, tmp_path, rate=400)
     code = tmp_path / "code"
-    version, next_tap = 1, 0
+    version, next_tap, parallelism = 1, 0, 2
     taps: list[int] = []
     base = _editable.write(code / "r1", version, taps)
     daemons.cli("submit", str(base), "--containers", "2")
@@ -99,13 +99,14 @@ def test_twenty_random_live_edits_process_every_record_once(
         if kind == "attach":
             next_tap += 1
             taps.append(next_tap)
-            f = _editable.write(folder, version, taps)
+            f = _editable.write(folder, version, taps, parallelism=parallelism)
             res = _edit(daemons, "attach", "editable", str(f), "--base", str(rev),
                         "--components", f"tap_{next_tap},tap_{next_tap}_sink")  # fmt: skip
             tap_spans[next_tap] = (rev + 1, None)
         elif kind == "replace":
             version += 1
-            f = _editable.write(folder, version, taps)
+            parallelism = rng.choice([1, 2, 3])  # its keyed counts follow the keys
+            f = _editable.write(folder, version, taps, parallelism=parallelism)
             res = _edit(daemons, "replace", "editable", str(f), "--base", str(rev),
                         "--components", "counter", "--author", "test")  # fmt: skip
             applied_versions.append(version)
@@ -114,7 +115,7 @@ def test_twenty_random_live_edits_process_every_record_once(
             taps.remove(gone)
             names = [f"tap_{gone}", f"tap_{gone}_sink"]
             if rng.random() < 0.5:  # with the file as it now is, or by name alone
-                f = _editable.write(folder, version, taps)
+                f = _editable.write(folder, version, taps, parallelism=parallelism)
                 res = _edit(daemons, "remove", "editable", *names, "--file", str(f),
                             "--base", str(rev))  # fmt: skip
             else:

@@ -111,6 +111,32 @@ class Switch(_message.Message):
     commit: bool
     def __init__(self, revision: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., commit: _Optional[bool] = ...) -> None: ...
 
+class StateTransfer(_message.Message):
+    __slots__ = ("topology", "revision", "component", "task_id", "checkpoint_id", "blob")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
+    BLOB_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    revision: int
+    component: str
+    task_id: int
+    checkpoint_id: int
+    blob: bytes
+    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., component: _Optional[str] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., blob: _Optional[bytes] = ...) -> None: ...
+
+class StateHandover(_message.Message):
+    __slots__ = ("revision", "component", "parts")
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    revision: int
+    component: str
+    parts: _containers.RepeatedCompositeFieldContainer[StateTransfer]
+    def __init__(self, revision: _Optional[int] = ..., component: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[StateTransfer, _Mapping]]] = ...) -> None: ...
+
 class SwitchAck(_message.Message):
     __slots__ = ("topology", "container", "revision", "ok", "error")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
@@ -196,7 +222,7 @@ class UplinkUp(_message.Message):
     def __init__(self, hello: _Optional[_Union[UplinkHello, _Mapping]] = ..., batch: _Optional[_Union[UplinkBatch, _Mapping]] = ..., status: _Optional[_Union[UplinkStatus, _Mapping]] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("plan", "checkpoint", "commit", "restore", "uplink", "revision", "switch")
+    __slots__ = ("plan", "checkpoint", "commit", "restore", "uplink", "revision", "switch", "handover")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +230,7 @@ class Command(_message.Message):
     UPLINK_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SWITCH_FIELD_NUMBER: _ClassVar[int]
+    HANDOVER_FIELD_NUMBER: _ClassVar[int]
     plan: PhysicalPlan
     checkpoint: CheckpointRequest
     commit: CheckpointCommit
@@ -211,7 +238,8 @@ class Command(_message.Message):
     uplink: UplinkBatch
     revision: Revision
     switch: Switch
-    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ...) -> None: ...
+    handover: StateHandover
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
     __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes")

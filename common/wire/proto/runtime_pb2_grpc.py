@@ -144,6 +144,11 @@ class TopologyMasterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.SwitchAck.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
                 _registered_method=True)
+        self.PutState = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/PutState',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.StateTransfer.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
         self.SendUplinkFeedback = channel.unary_unary(
                 '/headwater.v1.TopologyMaster/SendUplinkFeedback',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
@@ -200,6 +205,13 @@ class TopologyMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PutState(self, request, context):
+        """A retired task's snapshot, for the tasks of its component's new parallelism.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SendUplinkFeedback(self, request, context):
         """A cloud receiver's answer to an agent (relayed by the master).
         """
@@ -243,6 +255,11 @@ def add_TopologyMasterServicer_to_server(servicer, server):
             'AckSwitch': grpc.unary_unary_rpc_method_handler(
                     servicer.AckSwitch,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.SwitchAck.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'PutState': grpc.unary_unary_rpc_method_handler(
+                    servicer.PutState,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.StateTransfer.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
             'SendUplinkFeedback': grpc.unary_unary_rpc_method_handler(
@@ -439,6 +456,33 @@ class TopologyMaster:
             target,
             '/headwater.v1.TopologyMaster/AckSwitch',
             headwater_dot_v1_dot_runtime__pb2.SwitchAck.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PutState(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/PutState',
+            headwater_dot_v1_dot_runtime__pb2.StateTransfer.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
             options,
             channel_credentials,
