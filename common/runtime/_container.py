@@ -183,8 +183,8 @@ class Container:
             await asyncio.sleep(0.1)
             now = time.monotonic()
             for task, proc in list(self.procs.items()):
-                if proc.poll() is None:
-                    continue
+                if proc.poll() is None or self.stopping.is_set():
+                    continue  # running, or stopped on purpose: the container is stopping
                 if self.exactly_once:
                     await self._report_failure(task, proc.returncode)
                     continue
