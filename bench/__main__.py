@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import dsl_fusion, edge, edits, exactly_once, wordcount
+from bench import dsl_fusion, edge, edits, exactly_once, iot_peers, wordcount
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,11 @@ WORKLOADS: dict[str, Workload] = {
         exactly_once.__doc__.splitlines()[0] if exactly_once.__doc__ else "",
         exactly_once.add_arguments,
         exactly_once.run,
+    ),
+    "iot-peers": Workload(
+        iot_peers.__doc__.splitlines()[0] if iot_peers.__doc__ else "",
+        iot_peers.add_arguments,
+        iot_peers.run,
     ),
     "wordcount": Workload(
         wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",
