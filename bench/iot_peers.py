@@ -10,8 +10,9 @@ same user functions on every runner:
 * headwater: the DSL pipeline (``bench/iot/headwater_topology.py``) on a
   local cluster, at most once: the source chain and the window chain fused
   into two instances, one stream-manager hop between them;
-* bytewax: ``python -m bytewax.run`` of ``bench/iot/bytewax_flow.py``, one
-  worker, ``fold_window`` with an event clock.
+* bytewax: ``python -m bytewax.run`` of ``bench/iot/bytewax_flow.py``,
+  ``fold_window`` with an event clock: one worker (``bytewax``), and two
+  worker processes (``bytewax-2``, the two cores Headwater uses).
 
 Each run reads everything as fast as it can; the rate is readings over the
 time from the first batch read to the last window at the sink, so start-up
@@ -41,7 +42,7 @@ from headwater.cloud.local import LocalCluster
 
 RESULTS = Path(__file__).with_name("results") / "iot_peers.json"
 TOPOLOGY = Path(__file__).with_name("iot") / "headwater_topology.py"
-RUNNERS = ("floor", "headwater", "bytewax")
+RUNNERS = ("floor", "headwater", "bytewax", "bytewax-2")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,12 +111,12 @@ def _one(runner: str, data: Path, work: Path, expect: int, n: int) -> dict[str, 
                 result = _wait_file(out, 600)
             finally:
                 cluster.stop()
-        else:
-            cmd = [sys.executable, "-m", "bytewax.run", "bench.iot.bytewax_flow:flow"]
-            if runner == "floor":
-                cmd = [sys.executable, "-m", "bench.iot.floor", str(data), str(out)]
+        elif runner == "floor":
+            cmd = [sys.executable, "-m", "bench.iot.floor", str(data), str(out)]
             subprocess.run(cmd, env={**os.environ, **env}, check=True, timeout=600)
             result = json.loads(out.read_text())
+        else:
+            result = _bytewax(2 if runner == "bytewax-2" else 1, env, out)
     finally:
         sampler.stop.set()
         sampler.join()
@@ -125,6 +126,32 @@ def _one(runner: str, data: Path, work: Path, expect: int, n: int) -> dict[str, 
         "summary": {k: result[k] for k in ("windows", "readings", "anomalies")},
         "processes": sampler.report(),
     }
+
+
+def _bytewax(processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bytewax.run", "bench.iot.bytewax_flow:flow"]
+    if processes > 1:
+        addresses = ";".join(f"127.0.0.1:{_free_port()}" for _ in range(processes))
+        cmds = [[*cmd, "-i", str(i), "-a", addresses] for i in range(processes)]
+    else:
+        cmds = [cmd]
+    procs = [subprocess.Popen(c, env={**os.environ, **env}) for c in cmds]
+    for p in procs:
+        if p.wait(600) != 0:
+            raise RuntimeError(f"bytewax exited with {p.returncode}")
+    parts = [json.loads(f.read_text()) for f in sorted(out.parent.glob(f"{out.name}.w*"))]
+    merged: dict[str, Any] = {"end": max(p["end"] for p in parts)}
+    for k in ("windows", "readings", "anomalies"):
+        merged[k] = sum(p[k] for p in parts)
+    return merged
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         "summary": first["summary"],
         "median_readings_per_s": medians,
         "headwater_over_bytewax": round(medians["headwater"] / medians["bytewax"], 2),
+        "headwater_over_bytewax_2": round(medians["headwater"] / medians["bytewax-2"], 2),
         "headwater_over_floor": round(medians["headwater"] / medians["floor"], 2),
         "runs": runs,
     }

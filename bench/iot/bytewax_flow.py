@@ -1,5 +1,8 @@
 """The IoT pipeline on Bytewax: ``python -m bytewax.run bench.iot.bytewax_flow:flow``.
 
+Run as one process, or as two (``-i 0|1 -a HOST:PORT;HOST:PORT``): each worker's
+sink writes its share of the results to ``BENCH_OUT.wN``.
+
 The same batches and user functions; an event-time tumbling window
 (``fold_window`` with an ``EventClock``) per sensor.
 """
@@ -66,20 +69,23 @@ class Readings(FixedPartitionedSource[bytes, None]):
 
 
 class _Collect(StatelessSinkPartition[Any]):
-    def __init__(self) -> None:
+    """One per worker: writes its share of the results to ``OUT.wN`` at the end."""
+
+    def __init__(self, worker: int) -> None:
+        self.worker = worker
         self.results: list[Any] = []
 
     def write_batch(self, items: list[Any]) -> None:
         self.results.extend(items)
 
     def close(self) -> None:
-        with open(OUT, "w") as f:
+        with open(f"{OUT}.w{self.worker}", "w") as f:
             json.dump({"end": time.time(), **summary(self.results)}, f)
 
 
 class Collect(DynamicSink[Any]):
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _Collect:
-        return _Collect()
+        return _Collect(worker_index)
 
 
 def _ts(r: dict[str, Any]) -> datetime:
