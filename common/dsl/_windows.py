@@ -23,6 +23,7 @@ a session's reduce must be associative and commutative).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,9 @@ class WindowedReduce:
         for key, wins in self.windows.items():
             for _start, (end, _acc, _fired) in wins.items():
                 self._ends.setdefault(end, set()).add(key)
+        # the lowest watermark at which something fires or is purged: below it, moving the
+        # watermark is all there is to do (the common case: once per record)
+        self._due = -math.inf
 
     @property
     def watermark(self) -> int | None:
@@ -145,6 +149,7 @@ class WindowedReduce:
             if entry is None:
                 wins[start] = [end, value if self.first is None else self.first(value), False]
                 self._ends.setdefault(end, set()).add(key)
+                self._due = min(self._due, end)
             else:
                 entry[1] = self.reduce(entry[1], value)
             touched.append(start)
@@ -164,6 +169,8 @@ class WindowedReduce:
         if wm is not None and watermark <= wm:
             return
         self.meta["watermark"] = watermark
+        if watermark < self._due:
+            return
         for end in sorted(e for e in self._ends if e <= watermark):
             keys = self._ends[end]
             for key in sorted(keys, key=repr):
@@ -187,6 +194,9 @@ class WindowedReduce:
                     self.windows[key] = wins
                 else:
                     del self.windows[key]
+        # ends at or below the watermark have fired and wait to be purged; the rest, to fire
+        self._due = min((e if e > watermark else e + self.lateness for e in self._ends),
+                        default=math.inf)  # fmt: skip
 
     def _merge_sessions(self, key: Any, wins: dict[int, list[Any]], start: int) -> int:
         """Merge the session at ``start`` with every session it overlaps; return its start."""
@@ -210,6 +220,7 @@ class WindowedReduce:
         for end in dropped - {e}:
             self._forget(end, key, wins)
         self._ends.setdefault(e, set()).add(key)
+        self._due = min(self._due, e)
         return s
 
     def _forget(self, end: int, key: Any, wins: dict[int, list[Any]]) -> None:
