@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import dsl_fusion, edge, edits, exactly_once, iot_peers, wordcount
+from bench import dsl_fusion, edge, edits, exactly_once, peers, wordcount
 
 
 @dataclass(frozen=True)
@@ -41,10 +41,10 @@ WORKLOADS: dict[str, Workload] = {
         exactly_once.add_arguments,
         exactly_once.run,
     ),
-    "iot-peers": Workload(
-        iot_peers.__doc__.splitlines()[0] if iot_peers.__doc__ else "",
-        iot_peers.add_arguments,
-        iot_peers.run,
+    "peers": Workload(
+        peers.__doc__.splitlines()[0] if peers.__doc__ else "",
+        peers.add_arguments,
+        peers.run,
     ),
     "wordcount": Workload(
         wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",

@@ -102,5 +102,5 @@ def flag(key: str, start: int, acc: list[float]) -> tuple[str, int, int, float, 
 
 def summary(results: list[tuple[str, int, int, float, bool]]) -> dict[str, Any]:
     """What every runner must agree on."""
-    return {"windows": len(results), "readings": sum(r[2] for r in results),
+    return {"records": len(results), "readings": sum(r[2] for r in results),
             "anomalies": sum(1 for r in results if r[4])}  # fmt: skip

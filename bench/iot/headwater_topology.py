@@ -29,7 +29,7 @@ from headwater.dsl import Pipeline, Tumbling
 
 DATA = os.environ.get("BENCH_DATA", "/nonexistent")
 OUT = os.environ.get("BENCH_OUT", "/nonexistent")
-EXPECT = int(os.environ.get("BENCH_EXPECT_WINDOWS", "0"))
+EXPECT = int(os.environ.get("BENCH_EXPECT", "0"))
 
 
 class Readings(Spout):

@@ -1,24 +1,31 @@
-"""The IoT sensor pipeline at maximum rate: Headwater, Bytewax and the Python floor, side by side.
+"""Workloads at maximum rate: Headwater, Bytewax and the Python floor, side by side.
 
-parse JSON -> validate -> key by sensor -> 10 s event-time tumbling window
-statistics -> anomaly flag -> sink (``bench/iot/functions.py``), over the
-same file of msgpack batches (``--readings`` of them, 1% malformed), the
-same user functions on every runner:
+Two workloads, each with its user functions, data, floor, Headwater DSL
+pipeline and Bytewax flow in a package of its own:
+
+* ``--pipeline iot`` (``bench/iot/``): parse JSON -> validate -> key by sensor -> 10 s
+  event-time tumbling window statistics -> anomaly flag -> sink, over
+  ``--size`` readings (1% malformed); the rate is in readings/s;
+* ``--pipeline wordcount`` (``bench/wc/``, Heron's shape): sentences -> split -> key by
+  word -> running count -> sink, over ``--size`` sentences of 10 words; the
+  rate is in words/s.
+
+Every runner reads the same file of msgpack batches and calls the same
+functions:
 
 * floor: one process that decodes the batches and calls the functions, with
-  a dict of open windows and no runtime (``bench/iot/floor.py``);
-* headwater: the DSL pipeline (``bench/iot/headwater_topology.py``) on a
-  local cluster, at most once: the source chain and the window chain fused
-  into two instances, one stream-manager hop between them;
-* bytewax: ``python -m bytewax.run`` of ``bench/iot/bytewax_flow.py``,
-  ``fold_window`` with an event clock: one worker (``bytewax``), and two
-  worker processes (``bytewax-2``, the two cores Headwater uses).
+  no runtime at all;
+* headwater: the DSL pipeline on a local cluster, at most once: the source
+  chain and the keyed chain fused into two instances, one stream-manager
+  hop between them;
+* bytewax: ``python -m bytewax.run`` of the flow, one worker (``bytewax``)
+  and two worker processes (``bytewax-2``, the two cores Headwater uses).
 
-Each run reads everything as fast as it can; the rate is readings over the
-time from the first batch read to the last window at the sink, so start-up
-is left out. Every runner must produce the same windows, readings and
-anomalies. CPU seconds and peak RSS are per process, sampled every 0.1 s.
-Runners alternate within each of ``--runs`` repetitions; figures are medians.
+Each run goes as fast as it can; the rate counts from the first batch read
+to the last record at the sink, so start-up is left out. Every runner must
+produce the same results (the bench refuses a run that disagrees). CPU
+seconds and peak RSS are per process, sampled every 0.1 s. Runners alternate
+within each of ``--runs`` repetitions; figures are medians.
 """
 
 from __future__ import annotations
@@ -32,23 +39,30 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from bench.iot.functions import make_data
+from bench.iot import functions as iot
+from bench.wc import functions as wc
 from headwater.cloud.local import LocalCluster
 
-RESULTS = Path(__file__).with_name("results") / "iot_peers.json"
-TOPOLOGY = Path(__file__).with_name("iot") / "headwater_topology.py"
+RESULTS = Path(__file__).with_name("results")
 RUNNERS = ("floor", "headwater", "bytewax", "bytewax-2")
+# workload -> (its package, how to write its data, what the rate counts)
+WORKLOADS: dict[str, tuple[str, Callable[[Path, int], None], str]] = {
+    "iot": ("iot", iot.make_data, "readings"),
+    "wordcount": ("wc", wc.make_data, "words"),
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--readings", type=int, default=500_000)
+    p.add_argument("--pipeline", choices=sorted(WORKLOADS), default="iot")
+    p.add_argument("--size", type=int, default=500_000, help="readings, or sentences")
     p.add_argument("--runs", type=int, default=3, help="repetitions of each runner")
-    p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--out", type=Path, default=None, help="default: results/peers-WORKLOAD.json")
 
 
 class Sampler(threading.Thread):
@@ -98,38 +112,39 @@ def _wait_file(path: Path, timeout: float) -> dict[str, Any]:
     raise RuntimeError(f"no result at {path} within {timeout:.0f}s")
 
 
-def _one(runner: str, data: Path, work: Path, expect: int, n: int) -> dict[str, Any]:
+def _one(package: str, runner: str, data: Path, work: Path, expect: int, n: int) -> dict[str, Any]:
     out = work / f"{runner}-{time.monotonic_ns()}.json"
-    env = {"BENCH_DATA": str(data), "BENCH_OUT": str(out), "BENCH_EXPECT_WINDOWS": str(expect)}
+    env = {"BENCH_DATA": str(data), "BENCH_OUT": str(out), "BENCH_EXPECT": str(expect)}
+    topology = Path(__file__).with_name(package) / "headwater_topology.py"
     sampler = Sampler()
     sampler.start()
     try:
         if runner == "headwater":
-            cluster = LocalCluster(TOPOLOGY, containers=1, env=env)
+            cluster = LocalCluster(topology, containers=1, env=env)
             cluster.start()
             try:
                 result = _wait_file(out, 600)
             finally:
                 cluster.stop()
         elif runner == "floor":
-            cmd = [sys.executable, "-m", "bench.iot.floor", str(data), str(out)]
+            cmd = [sys.executable, "-m", f"bench.{package}.floor", str(data), str(out)]
             subprocess.run(cmd, env={**os.environ, **env}, check=True, timeout=600)
             result = json.loads(out.read_text())
         else:
-            result = _bytewax(2 if runner == "bytewax-2" else 1, env, out)
+            result = _bytewax(package, 2 if runner == "bytewax-2" else 1, env, out)
     finally:
         sampler.stop.set()
         sampler.join()
     start = result.get("start") or float(Path(str(out) + ".start").read_text())
     return {
-        "readings_per_s": round(n / (result["end"] - start)),
-        "summary": {k: result[k] for k in ("windows", "readings", "anomalies")},
+        "per_s": round(n / (result["end"] - start)),
+        "summary": {k: v for k, v in result.items() if k not in ("start", "end")},
         "processes": sampler.report(),
     }
 
 
-def _bytewax(processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "bytewax.run", "bench.iot.bytewax_flow:flow"]
+def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "bytewax.run", f"bench.{package}.bytewax_flow:flow"]
     if processes > 1:
         addresses = ";".join(f"127.0.0.1:{_free_port()}" for _ in range(processes))
         cmds = [[*cmd, "-i", str(i), "-a", addresses] for i in range(processes)]
@@ -141,8 +156,9 @@ def _bytewax(processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
             raise RuntimeError(f"bytewax exited with {p.returncode}")
     parts = [json.loads(f.read_text()) for f in sorted(out.parent.glob(f"{out.name}.w*"))]
     merged: dict[str, Any] = {"end": max(p["end"] for p in parts)}
-    for k in ("windows", "readings", "anomalies"):
-        merged[k] = sum(p[k] for p in parts)
+    for k in parts[0]:
+        if k != "end":
+            merged[k] = sum(p[k] for p in parts)  # every summary figure adds up over workers
     return merged
 
 
@@ -155,24 +171,28 @@ def _free_port() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    work = Path(tempfile.mkdtemp(prefix="hw-bench-iot-"))
-    data = work / "readings.msgpack"
-    make_data(data, args.readings)
-    first = _one("floor", data, work, 0, args.readings)
-    expect = first["summary"]["windows"]
+    package, make_data, unit = WORKLOADS[args.pipeline]
+    work = Path(tempfile.mkdtemp(prefix=f"hw-bench-{args.pipeline}-"))
+    data = work / "data.msgpack"
+    make_data(data, args.size)
+    first = _one(package, "floor", data, work, 0, args.size)
+    expect = first["summary"]["records"]
+    n = args.size if unit == "readings" else expect  # every reading read, or every word
     runs: dict[str, list[dict[str, Any]]] = {r: [] for r in RUNNERS}
     for i in range(args.runs):
         for runner in RUNNERS:
-            r = _one(runner, data, work, expect, args.readings)
+            r = _one(package, runner, data, work, expect, n)
             if r["summary"] != first["summary"]:
                 raise RuntimeError(f"{runner} disagrees: {r['summary']} != {first['summary']}")
             runs[runner].append(r)
-            print(f"run {i + 1} {runner}: {r['readings_per_s']:,} readings/s", flush=True)
-    medians = {k: statistics.median(r["readings_per_s"] for r in v) for k, v in runs.items()}
+            print(f"run {i + 1} {runner}: {r['per_s']:,} {unit}/s", flush=True)
+    medians = {k: statistics.median(r["per_s"] for r in v) for k, v in runs.items()}
     result = {
-        "readings": args.readings,
+        "pipeline": args.pipeline,
+        "size": args.size,
+        "unit": f"{unit}/s",
         "summary": first["summary"],
-        "median_readings_per_s": medians,
+        "median_per_s": medians,
         "headwater_over_bytewax": round(medians["headwater"] / medians["bytewax"], 2),
         "headwater_over_bytewax_2": round(medians["headwater"] / medians["bytewax-2"], 2),
         "headwater_over_floor": round(medians["headwater"] / medians["floor"], 2),
@@ -181,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     for runner in RUNNERS:
         print(f"{runner}: processes of the last run: {runs[runner][-1]['processes']}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    out = args.out or RESULTS / f"peers-{args.pipeline}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
