@@ -459,7 +459,10 @@ def _api(method: str, url: str, data: bytes | None = None) -> Any:
         with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read())
     except urllib.error.HTTPError as exc:
-        raise HeadwaterError(exc.read().decode(errors="replace") or str(exc)) from exc
+        body = exc.read().decode(errors="replace")
+        with contextlib.suppress(ValueError, KeyError, TypeError):  # a JSON {"error": ...}
+            body = json.loads(body)["error"]
+        raise HeadwaterError(body or str(exc)) from exc
     except (urllib.error.URLError, OSError) as exc:
         raise HeadwaterError(f"cannot reach the master at {url}: {exc}") from exc
 

@@ -5,12 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import urlencode
-
-from headwater.common._exceptions import HeadwaterError
 
 WAIT_S = 120.0
 
@@ -32,29 +28,20 @@ def add_parsers(sub: Any, master_help: str) -> None:
         )
         p.add_argument("--master", dest="url", metavar="URL", help=master_help)
 
-    attach = sub.add_parser("attach", help="add components to a running topology, live")
-    attach.add_argument("topology")
-    attach.add_argument("file", help="the topology file with the new components in it")
-    attach.add_argument(
-        "--components",
-        default="",
-        metavar="A,B",
-        help="the components it adds (checked against the file)",
-    )
-    common(attach)
-    attach.set_defaults(func=_cmd_edit, action="attach")
-
-    replace = sub.add_parser("replace", help="run new code for components, keeping their state")
-    replace.add_argument("topology")
-    replace.add_argument("file", help="the topology file with the new code")
-    replace.add_argument(
-        "--components",
-        default="",
-        metavar="A,B",
-        help="the components it replaces (default: every changed one)",
-    )
-    common(replace)
-    replace.set_defaults(func=_cmd_edit, action="replace")
+    for action, help_, file_help, names_help in (
+        ("attach", "add components to a running topology, live",
+         "the topology file with the new components in it",
+         "the components it adds (checked against the file)"),
+        ("replace", "run new code for components, keeping their state",
+         "the topology file with the new code",
+         "the components it replaces (default: every changed one)"),
+    ):  # fmt: skip
+        p = sub.add_parser(action, help=help_)
+        p.add_argument("topology")
+        p.add_argument("file", help=file_help)
+        p.add_argument("--components", default="", metavar="A,B", help=names_help)
+        common(p)
+        p.set_defaults(func=_cmd_edit, action=action)
 
     remove = sub.add_parser("remove", help="drain and stop components of a running topology")
     remove.add_argument("topology")
@@ -77,7 +64,7 @@ def add_parsers(sub: Any, master_help: str) -> None:
 
 
 def _cmd_edit(args: argparse.Namespace) -> int:
-    from headwater._cli import _master_url
+    from headwater._cli import _api, _master_url
     from headwater.common._package import build_package
 
     base = _master_url(args.url)
@@ -93,19 +80,8 @@ def _cmd_edit(args: argparse.Namespace) -> int:
         query["components"] = ",".join(n for n in names if n)
     if args.action == "rollback":
         query["to"] = args.to
-    url = f"{base}/api/v1/topologies/{args.topology}/revisions?{urlencode(query)}"
-    req = urllib.request.Request(url, data=data, method="POST")
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            record = json.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        body = exc.read().decode(errors="replace")
-        try:
-            raise HeadwaterError(json.loads(body)["error"]) from exc
-        except (ValueError, KeyError):
-            raise HeadwaterError(body or str(exc)) from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise HeadwaterError(f"cannot reach the master at {base}: {exc}") from exc
+    url = f"{base}/api/v1/topologies/{args.topology}/revisions"
+    record = _api("POST", f"{url}?{urlencode(query)}", data)
     rev = record["revision"]
     print(f"revision {rev} accepted: {_describe(record['diff'])}")
     if args.no_wait:
@@ -113,7 +89,7 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         time.sleep(0.2)
-        view = _get_json(f"{base}/api/v1/topologies/{args.topology}/revisions")
+        view = _api("GET", url)
         rec = next(r for r in view["revisions"] if r["revision"] == rev)
         if rec["status"] == "applied":
             print(f"revision {rev} applied (from checkpoint {rec['switch_at']})")
@@ -130,20 +106,10 @@ def _describe(diff: dict[str, list[str]]) -> str:
     return "; ".join(parts) or "no change"
 
 
-def _get_json(url: str) -> Any:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        raise HeadwaterError(exc.read().decode(errors="replace") or str(exc)) from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise HeadwaterError(f"cannot reach the master at {url}: {exc}") from exc
-
-
 def _cmd_revisions(args: argparse.Namespace) -> int:
-    from headwater._cli import _master_url
+    from headwater._cli import _api, _master_url
 
-    view = _get_json(f"{_master_url(args.url)}/api/v1/topologies/{args.topology}/revisions")
+    view = _api("GET", f"{_master_url(args.url)}/api/v1/topologies/{args.topology}/revisions")
     if args.json:
         print(json.dumps(view, indent=2))
         return 0

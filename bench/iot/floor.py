@@ -15,12 +15,12 @@ from bench.iot.functions import (
     event_ms,
     flag,
     parse,
-    read_batches,
     sensor,
     summary,
     valid,
     zero,
 )
+from bench.peer_kit import read_batches
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +40,6 @@ def make_data(path: Path, n: int, seed: int = 7) -> None:
                      "value": round(value, 3)}  # fmt: skip
                 batch.append(json.dumps(r).encode())
             f.write(pack(batch))
-
-
-def read_batches(path: str | Path) -> Iterator[list[bytes]]:
-    with open(path, "rb") as f:
-        yield from msgpack.Unpacker(f, raw=False, use_list=True)
 
 
 def parse(payload: bytes) -> dict[str, Any] | None:

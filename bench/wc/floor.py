@@ -6,7 +6,8 @@ import json
 import sys
 import time
 
-from bench.wc.functions import count, read_batches, split, summary
+from bench.peer_kit import read_batches
+from bench.wc.functions import count, split, summary
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ functions; the sink sees one (word, count) per word occurrence.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,6 @@ def make_data(path: Path, n: int, seed: int = 11) -> None:
         for start in range(0, n, BATCH):
             f.write(pack([" ".join(rng.choices(VOCABULARY, k=WORDS_PER_SENTENCE))
                           for _ in range(start, min(n, start + BATCH))]))  # fmt: skip
-
-
-def read_batches(path: str | Path) -> Iterator[list[str]]:
-    with open(path, "rb") as f:
-        yield from msgpack.Unpacker(f, raw=False, use_list=True)
 
 
 def split(sentence: str) -> list[str]:

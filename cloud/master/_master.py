@@ -177,15 +177,15 @@ class Master:
         self._coordinators[dep.name] = asyncio.get_running_loop().create_task(tm.run_coordinator())
 
     # -- live edits --------------------------------------------------------------
-    def _logical(self, package: str, entry: str, exclude: list[str]) -> Topology:
-        """The whole topology of a revision (every placement), as its file now defines it."""
+    def _logical(self, package: str, entry: str) -> Topology:
+        """The whole topology a package's file defines (every placement, nothing left out)."""
         code = self._unpack(package)
         if not (code / entry).is_file():
             raise EditError(f"the package has no file {entry!r}; send the topology file")
-        return without(load_topology(code / entry), exclude)
+        return load_topology(code / entry)
 
     def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
-        topology = cloud_part(self._logical(rec.package, rec.entry, rec.exclude))
+        topology = cloud_part(without(self._logical(rec.package, rec.entry), rec.exclude))
         return topology, self.packages.get(rec.package)
 
     def edit(self, name: str, action: str, base: int, data: bytes | None = None,
@@ -214,24 +214,22 @@ class Master:
                                 f"{name}` lists the ones a rollback can return to")  # fmt: skip
             digest, entry, exclude = target.package, target.entry, list(target.exclude)
         elif data:
-            digest = self.packages.put(data)
-            entry = entry or cur.entry
-            code = self._unpack(digest)
-            if not (code / entry).is_file():
-                raise EditError(f"the package has no file {entry!r}; send the topology file")
-            names = {c.name for c in load_topology(code / entry).components}
-            exclude = [x for x in cur.exclude if x in names]
-            if action == "remove":
-                exclude += [c for c in components if c in names and c not in exclude]
+            digest, entry = self.packages.put(data), entry or cur.entry
+            exclude = list(cur.exclude)  # those the new file still has stay out
         elif action == "remove":
-            digest, entry, exclude = cur.package, cur.entry, [*cur.exclude, *components]
+            digest, entry, exclude = cur.package, cur.entry, list(cur.exclude)
         else:
             raise EditError(f"{action} needs the topology file as it should now be")
         try:
-            old = self._logical(cur.package, cur.entry, cur.exclude)
-            new = self._logical(digest, entry, exclude)
+            old = without(self._logical(cur.package, cur.entry), cur.exclude)
+            new_file = self._logical(digest, entry)
         except HeadwaterError as exc:
             raise EditError(f"the edited topology does not load: {exc}") from exc
+        names = {c.name for c in new_file.components}
+        exclude = [x for x in exclude if x in names]
+        if action == "remove":
+            exclude += [c for c in components if c in names and c not in exclude]
+        new = without(new_file, exclude)
         diff = check_edit(action, components if action != "rollback" else (), old, new)
         cloud = cloud_part(new)
         cloud_names = {c.name for c in cloud.components}

@@ -231,22 +231,21 @@ def _check_placement(old: Topology, new: Topology, d: Diff) -> None:
             )
     # an agent's edge subgraph may change on its own, but what crosses to the cloud must stay:
     # the boundary is in two domains (the agent's outbox, the cloud's receiver)
-    if boundary(old) != boundary(new):
+    before, after = boundary(old), boundary(new)
+    if before != after:
         raise EditError(
-            f"the edit changes what the edge sends to the cloud ({_crossing(old)} -> "
-            f"{_crossing(new)}): live edits keep the edge/cloud boundary as it is; redeploy "
+            f"the edit changes what the edge sends to the cloud ({_crossing(before)} -> "
+            f"{_crossing(after)}): live edits keep the edge/cloud boundary as it is; redeploy "
             "the topology to change it"
         )
     for name in d.replaced:
-        if name in boundary(old) and old.component(name).outputs != new.component(name).outputs:
+        if name in before and old.component(name).outputs != new.component(name).outputs:
             raise EditError(f"{name!r} sends its streams to the cloud: its replacement must "
                             "keep their fields")  # fmt: skip
 
 
-def _crossing(topology: Topology) -> str:
-    return (
-        ", ".join(f"{c}:{'/'.join(s)}" for c, s in sorted(boundary(topology).items())) or "nothing"
-    )
+def _crossing(crossing: dict[str, list[str]]) -> str:
+    return ", ".join(f"{c}:{'/'.join(s)}" for c, s in sorted(crossing.items())) or "nothing"
 
 
 def touches_edge(old: Topology, new: Topology, d: Diff) -> bool:

@@ -78,6 +78,14 @@ def dump_logs(workdir: Path) -> None:
         print(f"===== {log.name} (last 4000 chars) =====\n{text[-4000:]}")
 
 
+def committed_rows(directory: Path) -> list[Any]:
+    """Every row a TransactionalFileSink (JSON lines) has committed in ``directory``."""
+    rows: list[Any] = []
+    for f in sorted(directory.glob("part-*.jsonl")) if directory.exists() else ():
+        rows.extend(json.loads(line) for line in f.read_text().splitlines())
+    return rows
+
+
 def read_records(out: Path, component: str) -> dict[int, list[list[Any]]]:
     """Per task: the value lists a RecordBolt wrote."""
     result: dict[int, list[list[Any]]] = {}

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._support import TOPOLOGIES, running, wait_for
+from ._support import TOPOLOGIES, committed_rows, running, wait_for
 
 pytestmark = pytest.mark.cluster
 PIPELINE = TOPOLOGIES / "dsl_windows.py"
 
 
 def _rows(out: Path) -> list[list[Any]]:
-    rows: list[list[Any]] = []
-    for f in sorted(out.glob("part-*.jsonl")) if out.exists() else []:
-        rows += [json.loads(line)[1] for line in f.read_text().splitlines()]
-    return rows
+    return [row[1] for row in committed_rows(out)]
 
 
 def test_windowed_pipeline_fuses_and_counts_every_window_once(tmp_path: Path) -> None:

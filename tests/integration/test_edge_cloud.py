@@ -29,7 +29,7 @@ from headwater.common.plan import cloud_part, edge_part, task_ids
 
 from ..conftest import free_port
 from ._daemons import Daemons
-from ._support import EXAMPLES, wait_for
+from ._support import EXAMPLES, committed_rows, wait_for
 from .test_iot import MALFORMED, SENSORS, _expected, _site_rows
 
 pytestmark = pytest.mark.cluster
@@ -78,14 +78,6 @@ def _instances(proc: psutil.Process) -> dict[int, int]:
     return out
 
 
-def _dead_letters(out: Path) -> list[list[Any]]:
-    rows: list[list[Any]] = []
-    d = out / "dead_letters"
-    for f in sorted(d.glob("part-*.jsonl")) if d.exists() else []:
-        rows += [json.loads(line) for line in f.read_text().splitlines()]
-    return rows
-
-
 def _agent_args(mosquitto: tuple[str, int], site: str, master: str, *more: str) -> list[str]:
     host, port = mosquitto
     return ["--master", master, "--label", f"site={site}", "--mqtt", f"{host}:{port}",
@@ -130,15 +122,17 @@ def test_iot_example_runs_across_worker_and_two_agents(
     sensors.publish(messages)
 
     expected = _expected([r for _, r in readings])
-    wait_for(lambda: len(_dead_letters(out)) == len(MALFORMED), 90, "the dead letters")
+    wait_for(
+        lambda: len(committed_rows(out / "dead_letters")) == len(MALFORMED), 90, "the dead letters"
+    )
     wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
              "every closed window of both sites at the cloud sink")  # fmt: skip
     assert len(expected) == 2 * 3  # 2 sites x 3 closed windows
-    reasons = sorted(d[0] for d in _dead_letters(out))
+    reasons = sorted(d[0] for d in committed_rows(out / "dead_letters"))
     for (_payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
                                        strict=True):  # fmt: skip
         assert reason in got
-    assert all(d[1] == "sensors/site1/bad" for d in _dead_letters(out))
+    assert all(d[1] == "sensors/site1/bad" for d in committed_rows(out / "dead_letters"))
 
     # where everything ran, by PID: edge components under each agent, cloud ones under the worker
     full = load_topology(PIPELINE)
@@ -242,7 +236,7 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
         }  # fmt: skip
         _worker, _agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
         readings = list(SENSORS["readings"](2, 3, 130))
-        publisher = SteadySensors(sensors, [(t, json.dumps(r).encode()) for t, r in readings], 12)
+        publisher = SteadySensors(sensors, [(t, json.dumps(r).encode()) for t, r in readings], 10)
         publisher.start()
         wait_for(lambda: publisher.sent["site0"] >= 40, 30, "the first readings out")
         for p in proxies.values():
@@ -267,11 +261,11 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
         assert _status(status["site1"])["backlog_bytes"] >= 3000
         assert not (out / "site_windows").exists() or True  # the cloud keeps what it had
 
-        time.sleep(max(0.0, 60 - (time.monotonic() - cut_at)))  # the cut lasts 60 s
+        # the cut lasts while the sensors publish the rest: 780 readings at 10/s, about 70 s
+        wait_for(lambda: not publisher.is_alive(), 120, "every reading published while cut")
+        assert time.monotonic() - cut_at >= 60
         for p in proxies.values():
             p.restore()
-        publisher.join(120)
-        assert not publisher.is_alive()
         assert publisher.sent == {"site0": 390, "site1": 390}
         expected = _expected([r for _, r in readings])
         wait_for(lambda: _site_rows(out / "site_windows") == expected, 120,
@@ -280,7 +274,7 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
         wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
                  60, "both outboxes confirmed and empty")  # fmt: skip
         assert _status(status["site1"])["metrics"]["mqtt_appended"] >= 390
-        assert _dead_letters(out) == []
+        assert committed_rows(out / "dead_letters") == []
     finally:
         if publisher is not None:
             publisher.stop.set()

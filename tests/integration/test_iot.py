@@ -17,7 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from headwater.common.connectors import read_key_value_sink
 from headwater.edge import MqttIngest, MqttSource
 
-from ._support import EXAMPLES, running, wait_for
+from ._support import EXAMPLES, committed_rows, running, wait_for
 
 pytestmark = pytest.mark.cluster
 SENSORS = runpy.run_path(str(EXAMPLES / "iot" / "sensors.py"))
@@ -103,14 +103,6 @@ def _ingest(mosquitto: tuple[str, int], log: Path, messages: list[tuple[str, byt
         ingest.stop()
 
 
-def _dead_letters(out: Path) -> list[list[Any]]:
-    rows: list[list[Any]] = []
-    dead_dir = out / "dead_letters"
-    for f in sorted(dead_dir.glob("part-*.jsonl")) if dead_dir.exists() else []:
-        rows += [json.loads(line) for line in f.read_text().splitlines()]
-    return rows
-
-
 def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_path: Path) -> None:
     log, out = tmp_path / "ingest", tmp_path / "out"
     readings, messages = _messages()
@@ -120,7 +112,7 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
     expected = _expected([r for _, r in readings])
 
     def dead_letters() -> list[list[Any]]:
-        return _dead_letters(out)
+        return committed_rows(out / "dead_letters")
 
     with running(PIPELINE, env=env) as c:
         wait_for(lambda: len(dead_letters()) == len(MALFORMED), 60, "the dead letters")
@@ -149,7 +141,7 @@ def test_dsl_version_matches_the_component_version(
     expected = _expected([r for _, r in readings])
 
     def complete(out: Path) -> bool:
-        return (len(_dead_letters(out)) == len(MALFORMED)
+        return (len(committed_rows(out / "dead_letters")) == len(MALFORMED)
                 and len(_site_rows(out / "site_windows")) >= len(expected))  # fmt: skip
 
     for name, file in (("components", PIPELINE), ("dsl", EXAMPLES / "iot" / "pipeline_dsl.py")):
@@ -160,7 +152,7 @@ def test_dsl_version_matches_the_component_version(
                 assert c.get("/plan")["fused"]["last_seq"] == ["last_seq", "ewma", "welford"]
             wait_for(partial(complete, out), 60, f"{name}: every window and dead letter")
         rows = _site_rows(out / "site_windows")
-        dead = _dead_letters(out)
+        dead = committed_rows(out / "dead_letters")
         if name == "dsl":  # records are [key, value]: the value is the row
             rows = {k: v[1] for k, v in rows.items()}
             dead = [d[1] for d in dead]

@@ -21,7 +21,7 @@ from headwater.common.connectors._log_spout import append_records
 from ..conftest import free_port
 from . import _editable, _editable_edge
 from ._daemons import Daemons
-from ._support import wait_for
+from ._support import committed_rows, wait_for
 from .test_edge_cloud import SITES, Sensors, SteadySensors, _agent_args, _node, _status
 
 pytestmark = pytest.mark.cluster
@@ -30,13 +30,6 @@ KEYS = 4
 
 def _produce(log: Path, start: int, n: int) -> None:
     append_records(log, 0, [[f"k{i % KEYS}", i] for i in range(start, start + n)])
-
-
-def _rows(out: Path) -> list[list[Any]]:
-    rows: list[list[Any]] = []
-    for f in sorted(out.glob("part-*.jsonl")) if out.exists() else ():
-        rows.extend(json.loads(line) for line in f.read_text().splitlines())
-    return rows
 
 
 def _start(daemons: Daemons, tmp: Path, rate: float) -> dict[str, str]:
@@ -61,7 +54,7 @@ def _current(daemons: Daemons) -> int:
 
 def _check_counter(out: Path, n: int) -> list[int]:
     """Every record once at the counter's sink, counts continuing; the versions in seq order."""
-    rows = _rows(out / "counter")
+    rows = committed_rows(out / "counter")
     seqs = sorted(r[1] for r in rows)
     assert seqs == list(range(n)), "gaps or duplicates at the counter"
     by_key: dict[str, list[list[Any]]] = defaultdict(list)
@@ -86,7 +79,7 @@ def test_twenty_random_live_edits_process_every_record_once(
     taps: list[int] = []
     base = _editable.write(code / "r1", version, taps)
     daemons.cli("submit", str(base), "--containers", "2")
-    wait_for(lambda: _rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
+    wait_for(lambda: committed_rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
 
     rng = random.Random(6)
     applied_versions = [1]
@@ -128,12 +121,12 @@ def test_twenty_random_live_edits_process_every_record_once(
     history = daemons.api("/api/v1/topologies/editable/revisions")["revisions"]
     assert [r["status"] for r in history] == ["applied"] * 21
     assert history[3]["hash"].startswith("sha256:") and history[3]["diff"]
-    wait_for(lambda: len(_rows(tmp_path / "out" / "counter")) >= n, 180, "every record")
+    wait_for(lambda: len(committed_rows(tmp_path / "out" / "counter")) >= n, 180, "every record")
     assert _check_counter(tmp_path / "out", n) == applied_versions
 
     switch_seq: dict[int, int] = {}  # the first seq each revision's code handled, from taps
     for tap, (start, end) in tap_spans.items():
-        seqs = sorted(r[1] for r in _rows(tmp_path / "out" / f"tap_{tap}"))
+        seqs = sorted(r[1] for r in committed_rows(tmp_path / "out" / f"tap_{tap}"))
         if not seqs:
             continue  # attached and removed between two records
         assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"tap {tap}: gaps or duplicates"
@@ -162,7 +155,7 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
     _start(daemons, tmp_path, rate=300)
     code = tmp_path / "code"
     daemons.cli("submit", str(_editable.write(code / "r1", 1, [])), "--containers", "2")
-    wait_for(lambda: _rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
+    wait_for(lambda: committed_rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
 
     # a replacement that raises in open(): rolled back, the error names component and cause
     res = _edit(daemons, "replace", "editable", str(_editable.write(code / "bad", 2, [], True)),
@@ -209,9 +202,9 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
         "hash"]  # fmt: skip
     assert "rollback" in daemons.cli("revisions", "editable")
 
-    wait_for(lambda: len(_rows(tmp_path / "out" / "counter")) >= n, 120, "every record")
+    wait_for(lambda: len(committed_rows(tmp_path / "out" / "counter")) >= n, 120, "every record")
     assert _check_counter(tmp_path / "out", n) == [1]  # the failed version handled nothing
-    taps = sorted(r[1] for r in _rows(tmp_path / "out" / "tap_1"))
+    taps = sorted(r[1] for r in committed_rows(tmp_path / "out" / "tap_1"))
     assert taps and taps == list(range(taps[0], taps[-1] + 1))  # attached, then rolled away
 
 
@@ -242,7 +235,7 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
                     for i in range(n) for site in SITES]  # fmt: skip
         publisher = SteadySensors(sensors, messages, 120)
         publisher.start()
-        wait_for(lambda: _rows(out / "counts"), 60, "the first rows in the cloud")
+        wait_for(lambda: committed_rows(out / "counts"), 60, "the first rows in the cloud")
 
         def revision(site: str) -> int:
             return int(_status(status[site]).get("revisions", {}).get("edgeedit", 0))
@@ -295,8 +288,10 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
 
         publisher.join(90)
         assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
-        wait_for(lambda: len(_rows(out / "counts")) >= 2 * n, 120, "every reading in the cloud")
-        rows = _rows(out / "counts")
+        wait_for(
+            lambda: len(committed_rows(out / "counts")) >= 2 * n, 120, "every reading in the cloud"
+        )
+        rows = committed_rows(out / "counts")
         for site in SITES:
             mine = sorted((r for r in rows if r[0].split("/")[1] == site), key=lambda r: r[1])
             assert [r[1] for r in mine] == list(range(n)), f"{site}: gaps or duplicates"
@@ -307,11 +302,11 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
             assert versions == sorted(versions) and versions[-1] == version, site
             for probe in range(1, k + 1):
                 seqs = sorted(
-                    r[1] for r in _rows(tmp_path / f"gw-{site}" / f"ingest-probe_{probe}")
+                    r[1] for r in committed_rows(tmp_path / f"gw-{site}" / f"ingest-probe_{probe}")
                 )
                 assert seqs == list(range(seqs[0], seqs[-1] + 1)) if seqs else True, probe
         for tap in range(1, k + 1):
-            tap_rows = _rows(out / f"tap_{tap}")
+            tap_rows = committed_rows(out / f"tap_{tap}")
             for site in SITES:
                 seqs = sorted(r[1] for r in tap_rows if r[0].split("/")[1] == site)
                 assert seqs == list(range(seqs[0], seqs[-1] + 1)) if seqs else True, tap
