@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 from ..api import Bolt, Context, Spout, Tuple
+from ..runtime._emitter import PUNCTUATION
 from ._windows import Assigner, WindowedReduce
 
 Out = Callable[[Any, Any], None]
@@ -353,7 +354,9 @@ def _link(op: Op, out: Out, side: Side) -> Out:
 
 
 TapSpec = tuple[Callable[[Any], int], str]  # (the downstream step's timestamp, stream)
-WATERMARKS = "wm:"  # streams named wm:<step> carry watermarks to <step>
+# streams named wm:<step> carry watermarks to <step>; the emitter keeps them behind the data
+# sent before them to the same task (they are its punctuation streams)
+WATERMARKS = PUNCTUATION
 
 
 class FusedBolt(Bolt):

@@ -5,6 +5,11 @@ frame when a buffer reaches the batch size, when its oldest tuple has waited
 the linger time, or when the executor goes idle. Values are encoded once per
 batch; a value the codec rejects is dropped alone, logged and counted, and
 the rest of its batch goes on.
+
+Frames of one stream keep their order. Streams named ``wm:*`` carry
+punctuation (the DSL's watermarks: "everything I sent before this is at or
+below time T"), so their frames must not overtake data sent before them: a
+punctuation buffer leaves only after the destination's other buffers.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from ..wire._frame import STMGR
 from ._routing import Router
 
 Sink = Callable[[bytes], None]
+PUNCTUATION = "wm:"  # the prefix of punctuation streams (see above)
 _getrandbits = random.getrandbits
 
 
@@ -62,6 +68,7 @@ class Emitter:
         self.serialization_errors = 0
         self.dropped = False  # set when emit() dropped its tuple; the caller clears it
         self._stream_bytes = {name: name.encode() for name in router.streams}
+        self._punctuation = {name for name in router.streams if name.startswith(PUNCTUATION)}
 
     # -- data -----------------------------------------------------------------
     def emit(
@@ -201,12 +208,18 @@ class Emitter:
                 self.sink(encode_frame(Kind.FAIL, dest, self.task, len(flat), b"", encode(flat)))
 
     def _flush(self, key: tuple[int, str, bool], buf: _Buffer) -> None:
+        if self._buffers.get(key) is not buf:
+            return  # already gone, ahead of punctuation
         del self._buffers[key]
         entries = buf.entries
         if not entries:
             return
         self._flush_roots()
         dest, stream, rooted = key
+        if stream in self._punctuation:  # data to the same task first
+            for other, obuf in list(self._buffers.items()):
+                if other[0] == dest and other[1] not in self._punctuation:
+                    self._flush(other, obuf)
         try:
             payload = encode(entries)
         except SerializationError:

@@ -301,3 +301,30 @@ def test_emit_without_subscribers_returns_no_destinations() -> None:
     assert em.emit(["a"], "x", [(1, 5)], None, None) == []
     em.flush_all()
     assert sink == []
+
+
+def test_punctuation_never_overtakes_data_sent_before_it() -> None:
+    topo = Topology("t").add_spout(
+        "src", Src, outputs=[Stream(("w",)), Stream(("k", "wm"), "wm:s")]
+    )
+    topo = topo.add_bolt(
+        "s", Sink, inputs={("src", "default"): global_(), ("src", "wm:s"): global_()}
+    )
+    em, sink = _emitter(topo=topo, batch_size=4)
+    em.emit([None, 10], "wm:s", None, None, None)  # the punctuation buffer is the older one
+    em.emit(["a"], "default", None, None, None)
+    em.emit([None, 20], "wm:s", None, None, None)  # covers "a"
+    em.flush_due(time.monotonic() + 10.0)  # both due: data leaves first
+    assert [(f.stream, decode(f.payload)) for f in _frames(sink)] == [
+        ("default", [["a"]]),
+        ("wm:s", [[None, 10], [None, 20]]),
+    ]
+    sink.clear()
+    for w in "bcd":
+        em.emit([w], "default", None, None, None)
+    em.emit([None, 30], "wm:s", None, None, None)
+    em.emit(["e"], "default", None, None, None)  # fills the data batch: it may go ahead alone
+    assert [f.stream for f in _frames(sink)] == ["default"]
+    em.flush_all()
+    assert [f.stream for f in _frames(sink)] == ["default", "wm:s"]
+    assert em.buffered == 0
