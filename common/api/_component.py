@@ -32,7 +32,7 @@ at-least-once).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ._stream import DEFAULT_STREAM, Stream
@@ -76,6 +76,11 @@ class Context(Protocol):
         need_task_ids: bool = False,
     ) -> list[int] | None:
         """Send ``values`` downstream; may block while the output buffer is full."""
+        ...
+
+    def emitter(self, stream: str = DEFAULT_STREAM) -> Callable[[list[Any]], None]:
+        """A bound ``emit`` for untracked tuples on ``stream`` (no ``tup_id``, no anchors):
+        the same as ``emit(values, stream)``, cheaper per call; ``values`` must be a list."""
         ...
 
     def ack(self, tup: Tuple) -> None: ...

@@ -38,6 +38,19 @@ class Op:
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         raise NotImplementedError
 
+    def link(self, out: Out, side: Side) -> Out:
+        """``process`` bound to what follows it in a chain: one call per record per step.
+
+        The stateless steps override this with a closure that does their work
+        inline, which saves a call and the attribute lookups on every record.
+        """
+        process = self.process
+
+        def call(key: Any, value: Any) -> None:
+            process(key, value, out, side)
+
+        return call
+
     def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
         """Every task feeding this step has sent everything up to ``watermark``."""
 
@@ -53,11 +66,28 @@ class MapOp(Op):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         out(key, self.fn(value))
 
+    def link(self, out: Out, side: Side) -> Out:
+        fn = self.fn
+
+        def call(key: Any, value: Any) -> None:
+            out(key, fn(value))
+
+        return call
+
 
 class FlatMapOp(MapOp):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         for v in self.fn(value):
             out(key, v)
+
+    def link(self, out: Out, side: Side) -> Out:
+        fn = self.fn
+
+        def call(key: Any, value: Any) -> None:
+            for v in fn(value):
+                out(key, v)
+
+        return call
 
 
 class FilterOp(MapOp):
@@ -65,10 +95,27 @@ class FilterOp(MapOp):
         if self.fn(value):
             out(key, value)
 
+    def link(self, out: Out, side: Side) -> Out:
+        fn = self.fn
+
+        def call(key: Any, value: Any) -> None:
+            if fn(value):
+                out(key, value)
+
+        return call
+
 
 class KeyByOp(MapOp):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         out(self.fn(value), value)
+
+    def link(self, out: Out, side: Side) -> Out:
+        fn = self.fn
+
+        def call(key: Any, value: Any) -> None:
+            out(fn(value), value)
+
+        return call
 
 
 class SinkOp(MapOp):
@@ -159,11 +206,24 @@ class WindowOp(Op):
                                 first=self.first, merge=self.merge)  # fmt: skip
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
+        self.link(out, side)(key, value)
+
+    def link(self, out: Out, side: Side) -> Out:
         def late(r: list[Any]) -> None:
             side("late", r[0], r[2])
 
-        ts = _now_ms() if self.timestamp is None else int(self.timestamp(value))
-        self.w.add(key, ts, value, self._fired(out), late)
+        add, fired, timestamp = self.w.add, self._fired(out), self.timestamp
+        if timestamp is None:
+
+            def call(key: Any, value: Any) -> None:
+                add(key, _now_ms(), value, fired, late)
+
+        else:
+
+            def call(key: Any, value: Any) -> None:
+                add(key, int(timestamp(value)), value, fired, late)
+
+        return call
 
     def _fired(self, out: Out) -> Callable[[list[Any]], None]:
         def fired(r: list[Any]) -> None:
@@ -302,12 +362,20 @@ class _Chain:
         self.taps = list(taps)
         for op in ops:
             op.open(ctx)
-        emit = ctx.emit
+        emit = ctx.emitter()  # every record leaves by it: bound once
 
         def last(key: Any, value: Any) -> None:
             emit([key, value])
 
-        if self.taps:
+        if len(self.taps) == 1:  # the common case, one windowed step downstream
+            see, send = self.taps[0].see, self.send_watermarks
+
+            def last(key: Any, value: Any) -> None:
+                emit([key, value])
+                if see(value):
+                    send()
+
+        elif self.taps:
             plain = last
 
             def last(key: Any, value: Any) -> None:
@@ -320,16 +388,16 @@ class _Chain:
 
         def side_of(op: Op) -> Side:
             def side(tag: str, key: Any, value: Any) -> None:
-                emit([key, value], stream=f"{op.name}.{tag}")
+                ctx.emit([key, value], stream=f"{op.name}.{tag}")
 
             return side
 
         nxt: Out = last
         for op in reversed(ops[1:]):
-            nxt = _link(op, nxt, side_of(op))
+            nxt = op.link(nxt, side_of(op))
         # what the first step's output goes to (a join drives its first step itself)
         self.after_first, self.side_of_first = nxt, side_of(ops[0]) if ops else None
-        self.first = _link(ops[0], nxt, side_of(ops[0])) if ops else last
+        self.first = ops[0].link(nxt, side_of(ops[0])) if ops else last
 
     def send_watermarks(self, final: bool = False) -> None:
         now = time.monotonic()
@@ -342,15 +410,6 @@ class _Chain:
     def watermarks_due(self) -> bool:
         now = time.monotonic()
         return any(t.max != t.sent and now - t.at >= Tap.EVERY_S for t in self.taps)
-
-
-def _link(op: Op, out: Out, side: Side) -> Out:
-    process = op.process
-
-    def call(key: Any, value: Any) -> None:
-        process(key, value, out, side)
-
-    return call
 
 
 TapSpec = tuple[Callable[[Any], int], str]  # (the downstream step's timestamp, stream)
@@ -431,6 +490,9 @@ class _SourceContext:
 
     def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
         self._feed(values[0] if len(values) == 1 else list(values))
+
+    def emitter(self, stream: str = "default") -> Callable[[list[Any]], None]:
+        return self.emit
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)

@@ -129,6 +129,47 @@ class Emitter:
         self.emitted += 1
         return dests
 
+    def unrooted(self, stream: str, counts: dict[str, int]) -> Callable[[list[Any]], None]:
+        """``emit`` of untracked tuples on ``stream``, bound once: the per-record fast path
+        of a step that emits every record (counted in ``counts`` by stream, as ``emit``'s
+        caller does)."""
+        selectors = self.router.selectors(stream)
+        if len(selectors) != 1:
+
+            def generic(values: list[Any]) -> None:
+                self.emit(values, stream, None, None, None)
+                counts[stream] = counts.get(stream, 0) + 1
+
+            return generic
+        select = selectors[0]
+        buffers, size, flush, monotonic = (
+            self._buffers,
+            self.batch_size,
+            self._flush,
+            time.monotonic,
+        )
+
+        def emit(values: list[Any]) -> None:
+            try:
+                dests = select(values, None)
+            except (TypeError, ValueError, OverflowError) as exc:
+                self.dropped = True
+                self._count_bad(stream, f"grouping key cannot be encoded: {exc}")
+                return
+            for dest in dests:
+                key = (dest, stream, False)
+                buf = buffers.get(key)
+                if buf is None:
+                    buf = buffers[key] = _Buffer(monotonic())
+                entries = buf.entries
+                entries.append(values)
+                if len(entries) >= size:
+                    flush(key, buf)
+            self.emitted += 1
+            counts[stream] = counts.get(stream, 0) + 1
+
+        return emit
+
     def ack(self, tup: Tuple) -> None:
         roots = tup.roots
         if roots:

@@ -27,7 +27,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._loader import load_topology
@@ -104,6 +104,9 @@ class InstanceContext:
         need_task_ids: bool = False,
     ) -> list[int] | None:
         return self._i.emit(values, stream, tup_id, anchors, direct_task, need_task_ids)
+
+    def emitter(self, stream: str = DEFAULT_STREAM) -> Callable[[list[Any]], None]:
+        return self._i.emitter_for(stream)
 
     def ack(self, tup: Tuple) -> None:
         self._i.ack(tup)
@@ -249,6 +252,17 @@ class Instance:
         self.emitter.dropped = False
         self.stream_emits[stream] = self.stream_emits.get(stream, 0) + 1
         return dests if need_task_ids else None
+
+    def emitter_for(self, stream: str) -> Callable[[list[Any]], None]:
+        """Context.emitter: untracked emits on ``stream`` without the general path's checks."""
+        if self.acking:
+            emit = self.emit
+
+            def tracked(values: list[Any]) -> None:
+                emit(values, stream, None, None, None, False)
+
+            return tracked
+        return self.emitter.unrooted(stream, self.stream_emits)
 
     def ack(self, tup: Tuple) -> None:
         self.acked += 1

@@ -328,3 +328,20 @@ def test_punctuation_never_overtakes_data_sent_before_it() -> None:
     em.flush_all()
     assert [f.stream for f in _frames(sink)] == ["default", "wm:s"]
     assert em.buffered == 0
+
+
+def test_bound_unrooted_emit_batches_like_emit() -> None:
+    topo = _topology(fields("word"))
+    em, sink = _emitter(batch_size=2, topo=topo)
+    counts: dict[str, int] = {}
+    emit = em.unrooted("default", counts)
+    for w in ["apple", "banana", "apple"]:
+        emit([w])
+    emit([object()])  # a grouping key the codec cannot hash: dropped alone, counted
+    (frame,) = _frames(sink)
+    assert (frame.dest, decode(frame.payload)) == (3, [["apple"], ["apple"]])
+    em.flush_all()
+    assert [decode(f.payload) for f in _frames(sink)][1:] == [[["banana"]]]
+    assert (em.emitted, counts, em.serialization_errors) == (3, {"default": 3}, 1)
+    with pytest.raises(EmitError):
+        em.unrooted("nope", counts)
