@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench import dsl_fusion, edge, edits, exactly_once, peers, wordcount
+from bench import dsl_fusion, edge, edits, exactly_once, peers, profile, relay, wordcount
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,16 @@ WORKLOADS: dict[str, Workload] = {
         peers.__doc__.splitlines()[0] if peers.__doc__ else "",
         peers.add_arguments,
         peers.run,
+    ),
+    "profile": Workload(
+        profile.__doc__.splitlines()[0] if profile.__doc__ else "",
+        profile.add_arguments,
+        profile.run,
+    ),
+    "relay": Workload(
+        relay.__doc__.splitlines()[0] if relay.__doc__ else "",
+        relay.add_arguments,
+        relay.run,
     ),
     "wordcount": Workload(
         wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",

@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
-from bench.peer_kit import OUT, Summary, timed_batches, write_result
+from bench.peer_kit import OUT, RATE, Feed, LatencyKey, Summary, write_arrivals, write_result
 
 
 class _Batches(StatefulSourcePartition[Any, None]):
     def __init__(self) -> None:
-        self.batches = timed_batches()
+        self.feed = Feed()
 
     def next_batch(self) -> list[Any]:
-        batch = next(self.batches, None)
-        if batch is None:
+        records = self.feed.take()
+        if records is None:
             raise StopIteration
-        return batch
+        return records
+
+    def next_awake(self) -> datetime | None:
+        return datetime.fromtimestamp(self.feed.due(), tz=UTC) if RATE else None
 
     def snapshot(self) -> None:
         return None
 
 
 class BatchSource(FixedPartitionedSource[Any, None]):
-    """The data's batches, as one partition."""
+    """The feed's records (see ``peer_kit.Feed``), as one partition."""
 
     def list_parts(self) -> list[str]:
         return ["0"]
@@ -35,22 +40,30 @@ class BatchSource(FixedPartitionedSource[Any, None]):
 
 
 class _Collect(StatelessSinkPartition[Any]):
-    def __init__(self, worker: int, summary: Summary) -> None:
-        self.worker, self.summary = worker, summary
+    def __init__(self, worker: int, summary: Summary, key: LatencyKey) -> None:
+        self.worker, self.summary, self.key = worker, summary, key
         self.results: list[Any] = []
+        self.times: list[float] = []
 
     def write_batch(self, items: list[Any]) -> None:
         self.results.extend(items)
+        if RATE:
+            now = time.time()
+            self.times.extend(now for _ in items)
 
     def close(self) -> None:
+        if RATE:
+            keys = [self.key(r) for r in self.results]
+            write_arrivals(f"{OUT}.w{self.worker}.lat", keys, self.times)
         write_result(f"{OUT}.w{self.worker}", self.summary(self.results))
 
 
 class Collect(DynamicSink[Any]):
-    """Each worker keeps what arrives and writes its share's summary at the end of input."""
+    """Each worker keeps what arrives and writes its share's summary at the end of input
+    (and, at a fixed rate, when each result arrived)."""
 
-    def __init__(self, summary: Summary) -> None:
-        self.summary = summary
+    def __init__(self, summary: Summary, key: LatencyKey) -> None:
+        self.summary, self.key = summary, key
 
     def build(self, step_id: str, worker_index: int, worker_count: int) -> _Collect:
-        return _Collect(worker_index, self.summary)
+        return _Collect(worker_index, self.summary, self.key)

@@ -1,11 +1,22 @@
-"""What the peer runners of ``bench/peers.py`` share: the data file, the start and end marks.
+"""What the peer runners of ``bench/peers.py`` share: the data, pacing, the start and end marks.
 
 Every runner reads ``BENCH_DATA`` (msgpack batches), writes ``BENCH_OUT.start``
-(wall clock) before it hands on the first batch, and writes its results'
+(wall clock) as it hands on the first record, and writes its results'
 summary with the end time to ``BENCH_OUT`` once its sink holds ``BENCH_EXPECT``
 records (Bytewax, one file per worker: ``BENCH_OUT.wN``, at the end of input).
-Here: the batches and the Headwater source and sink; ``peer_bytewax`` has
-Bytewax's.
+
+``BENCH_RATE`` > 0 offers the records at that rate (records/s) instead of as
+fast as possible: record ``i`` is due at ``t0 + i / rate``, ``t0`` being the
+start mark, and the source hands on everything due whenever it is asked. The
+sinks then also note when each result arrived (``BENCH_OUT.lat``, or
+``.wN.lat``: the results' latency keys and arrival times), from which
+``bench/peers.py`` computes end-to-end latency: arrival minus the due time of
+the record that made the result computable (``arrival_index`` of the
+workload's functions).
+
+``BENCH_CHECKPOINTS`` > 0 runs Headwater exactly once with a checkpoint every
+that many seconds. Here: the feed, and the Headwater source and sink;
+``peer_bytewax`` has Bytewax's.
 """
 
 from __future__ import annotations
@@ -19,12 +30,25 @@ from typing import Any
 
 import msgpack
 
-from headwater import Context, Spout
+from headwater import Context, Reliability, Spout
 
 DATA = os.environ.get("BENCH_DATA", "/nonexistent")
 OUT = os.environ.get("BENCH_OUT", "/nonexistent")
 EXPECT = int(os.environ.get("BENCH_EXPECT", "0"))
+RATE = float(os.environ.get("BENCH_RATE", "0"))
+CHECKPOINTS = float(os.environ.get("BENCH_CHECKPOINTS", "0"))
 Summary = Callable[[list[Any]], dict[str, Any]]
+LatencyKey = Callable[[Any], Any]
+
+# the Headwater pipelines' configuration
+CONFIG: dict[str, Any] = (
+    {
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": CHECKPOINTS,
+    }
+    if CHECKPOINTS
+    else {}
+)
 
 
 def read_batches(path: str | Path) -> Iterator[list[Any]]:
@@ -40,41 +64,119 @@ def timed_batches(path: str | Path = DATA) -> Iterator[list[Any]]:
         yield batch
 
 
+class Feed:
+    """The data's records: a whole batch per ``take`` (rate 0), or everything due by now.
+
+    ``take`` returns None at the end of input, and an empty list when nothing is
+    due yet (``due`` says when the next record is).
+    """
+
+    def __init__(self, path: str | Path = DATA, rate: float = RATE, skip: int = 0) -> None:
+        self.batches = read_batches(path)
+        self.rate = rate
+        self.t0 = 0.0
+        self.batch: list[Any] = []
+        self.pos = 0  # within batch
+        self.taken = 0  # records handed on, over all batches
+        if skip:
+            self._skip(skip)
+
+    def _skip(self, n: int) -> None:
+        """Resume after ``n`` records (a Headwater source restored from a checkpoint)."""
+        while n:
+            if self.pos == len(self.batch):
+                self.batch, self.pos = next(self.batches, []), 0
+                if not self.batch:
+                    return
+            step = min(n, len(self.batch) - self.pos)
+            self.pos, self.taken, n = self.pos + step, self.taken + step, n - step
+
+    def _start(self) -> None:
+        self.t0 = time.time()
+        Path(OUT + ".start").write_text(repr(self.t0))
+
+    def take(self) -> list[Any] | None:
+        if not self.t0:
+            self._start()
+        if self.pos == len(self.batch):
+            batch = next(self.batches, None)
+            if batch is None:
+                return None
+            self.batch, self.pos = batch, 0
+        if not self.rate:  # the rest of this batch
+            out = self.batch[self.pos :] if self.pos else self.batch
+            self.pos = len(self.batch)
+            self.taken += len(out)
+            return out
+        due = int((time.time() - self.t0) * self.rate) + 1 - self.taken
+        out = []
+        while due > 0:
+            if self.pos == len(self.batch):
+                batch = next(self.batches, None)
+                if batch is None:
+                    break
+                self.batch, self.pos = batch, 0
+            chunk = self.batch[self.pos : self.pos + due]
+            out.extend(chunk)
+            self.pos += len(chunk)
+            due -= len(chunk)
+        self.taken += len(out)
+        return out
+
+    def due(self) -> float:
+        """When the next record is due (wall clock)."""
+        return self.t0 + self.taken / self.rate if self.rate else time.time()
+
+
 def write_result(path: str, summary: dict[str, Any]) -> None:
     with open(path, "w") as f:
         json.dump({"end": time.time(), **summary}, f)
 
 
+def write_arrivals(path: str, keys: list[Any], times: list[float]) -> None:
+    with open(path, "wb") as f:
+        f.write(msgpack.packb([keys, times], use_bin_type=True))
+
+
 class BatchSpout(Spout):
-    """Headwater's source: each item of the data's batches, a batch per call; bounded (the
-    end of input is the end of time for event-time windows)."""
+    """Headwater's source: the feed's records; bounded (the end of input is the end of
+    time for event-time windows). Its position is its state, so under checkpoints it
+    resumes where the restored checkpoint left off."""
 
     def open(self, ctx: Context) -> None:
         self.ctx = ctx
-        self.batches = timed_batches()
+        self.state = ctx.state
+        self.feed = Feed(skip=int(self.state.get("taken", 0)))
         self.done = False
 
     def exhausted(self) -> bool:
         return self.done
 
     def next_tuple(self) -> None:
-        batch = None if self.done else next(self.batches, None)
-        if batch is None:
+        records = None if self.done else self.feed.take()
+        if records is None:
             self.done = True
             return
         emit = self.ctx.emit
-        for item in batch:
+        for item in records:
             emit([item])
+        self.state["taken"] = self.feed.taken
 
 
 class Collect:
-    """Headwater's sink step: keeps what arrives; writes the summary once it has EXPECT."""
+    """Headwater's sink step: keeps what arrives; writes the summary once it has EXPECT
+    (and, at a fixed rate, when each result arrived, by ``key``)."""
 
-    def __init__(self, summary: Summary) -> None:
-        self.summary = summary
+    def __init__(self, summary: Summary, key: LatencyKey) -> None:
+        self.summary, self.key = summary, key
         self.results: list[Any] = []
+        self.times: list[float] = []
 
     def __call__(self, result: Any) -> None:
         self.results.append(tuple(result))
+        if RATE:
+            self.times.append(time.time())
         if len(self.results) == EXPECT:
+            if RATE:  # first: the result file is what the bench waits for
+                write_arrivals(OUT + ".lat", [self.key(r) for r in self.results], self.times)
             write_result(OUT, self.summary(self.results))

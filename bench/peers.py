@@ -19,11 +19,17 @@ functions:
   chain and the keyed chain fused into two instances, one stream-manager
   hop between them;
 * bytewax: ``python -m bytewax.run`` of the flow, one worker (``bytewax``)
-  and two worker processes (``bytewax-2``, the two cores Headwater uses).
+  and two worker processes (``bytewax-2``, the two cores Headwater uses);
+* pyspark: the workload as a PySpark Structured Streaming query in local mode
+  (``local[2]``): its driver and JVM. Spark reads the batches as text files
+  (``bench/peer_pyspark.py``): written before its run at maximum rate, by a
+  feeder thread in its driver as they become due at a fixed rate.
 
 Each run goes as fast as it can; the rate counts from the first batch read
 to the last record at the sink, so start-up is left out. Every runner must
-produce the same results (the bench refuses a run that disagrees). CPU
+produce the same results (the bench refuses a run that disagrees; for
+PySpark's word count, whose update mode emits a row per word changed in a
+micro-batch, the final counts). ``--runners`` picks some of them. CPU
 seconds and peak RSS are per process, sampled every 0.1 s. Runners alternate
 within each of ``--runs`` repetitions; figures are medians.
 """
@@ -43,6 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import psutil
 
 from bench.iot import functions as iot
@@ -50,19 +57,34 @@ from bench.wc import functions as wc
 from headwater.cloud.local import LocalCluster
 
 RESULTS = Path(__file__).with_name("results")
-RUNNERS = ("floor", "headwater", "bytewax", "bytewax-2")
-# workload -> (its package, how to write its data, what the rate counts)
-WORKLOADS: dict[str, tuple[str, Callable[[Path, int], None], str]] = {
-    "iot": ("iot", iot.make_data, "readings"),
-    "wordcount": ("wc", wc.make_data, "words"),
+RUNNERS = ("floor", "headwater", "headwater-eo", "bytewax", "bytewax-2", "pyspark")
+# workload -> (its functions, what the rate counts, what the source offers)
+WORKLOADS: dict[str, tuple[Any, str, str]] = {
+    "iot": (iot, "readings", "readings"),
+    "wordcount": (wc, "words", "sentences"),
 }
+Arrival = Callable[[Any], int]  # a result's latency key -> the index of the record it waited for
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", choices=sorted(WORKLOADS), default="iot")
     p.add_argument("--size", type=int, default=500_000, help="readings, or sentences")
     p.add_argument("--runs", type=int, default=3, help="repetitions of each runner")
+    p.add_argument("--rate", type=float, default=0.0,
+                   help="offer this many readings (or sentences) a second and measure latency; "
+                   "0: as fast as each runner can")  # fmt: skip
+    p.add_argument("--checkpoints", type=float, default=1.0,
+                   help="headwater-eo: exactly once, checkpoint interval (s)")  # fmt: skip
+    p.add_argument("--runners", type=_runners, default=None,
+                   help=f"comma-separated, of {','.join(RUNNERS)} (default: all)")  # fmt: skip
     p.add_argument("--out", type=Path, default=None, help="default: results/peers-WORKLOAD.json")
+
+
+def _runners(text: str) -> tuple[str, ...]:
+    chosen = tuple(r.strip() for r in text.split(",") if r.strip())
+    if not chosen or any(r not in RUNNERS for r in chosen):
+        raise argparse.ArgumentTypeError(f"{text!r}: runners are among {','.join(RUNNERS)}")
+    return chosen
 
 
 class Sampler(threading.Thread):
@@ -81,10 +103,16 @@ class Sampler(threading.Thread):
                     with p.oneshot():
                         rss, cpu = p.memory_info().rss, sum(p.cpu_times()[:2])
                         name = _role(p.cmdline())
+                        parent = p.parent()
+                    if parent and _role(parent.cmdline()) == "spark jvm":
+                        if name == "spark jvm":
+                            continue  # forked, not exec'd yet: the JVM's own pages
+                        name = "spark shell command"  # Hadoop's chmod, readlink (no native lib)
                 except psutil.Error:
                     continue
                 seen = self.procs.setdefault(p.pid, {"role": name, "rss": 0, "cpu": 0.0})
                 seen["rss"], seen["cpu"] = max(seen["rss"], rss), max(seen["cpu"], cpu)
+                seen["role"] = name  # spark-submit's scripts exec the JVM in their process
 
     def report(self) -> list[dict[str, Any]]:
         return [{"process": v["role"], "peak_rss_mb": round(v["rss"] / 2**20, 1),
@@ -92,9 +120,15 @@ class Sampler(threading.Thread):
 
 
 def _role(cmd: list[str]) -> str:
+    if cmd and cmd[0].endswith("java"):  # PySpark's JVM, a child of its driver
+        return "spark launcher" if "org.apache.spark.launcher.Main" in cmd else "spark jvm"
+    if len(cmd) > 1 and cmd[1].endswith(("bin/spark-submit", "bin/spark-class")):
+        return "spark launcher"  # the scripts that start the JVM (then exec it)
     module = cmd[cmd.index("-m") + 1] if "-m" in cmd[:-1] else " ".join(cmd[:2])
     if module.endswith(".instance") and "--task" in cmd:
         return f"instance {cmd[cmd.index('--task') + 1]}"
+    if module.endswith(".pyspark_flow"):
+        return "pyspark driver"
     return {"bytewax.run": "bytewax", "bench.iot.floor": "floor"}.get(
         module, module.rsplit(".", 1)[-1]
     )
@@ -112,14 +146,20 @@ def _wait_file(path: Path, timeout: float) -> dict[str, Any]:
     raise RuntimeError(f"no result at {path} within {timeout:.0f}s")
 
 
-def _one(package: str, runner: str, data: Path, work: Path, expect: int, n: int) -> dict[str, Any]:
+def _one(package: str, runner: str, data: Path, work: Path, expect: int, n: int,
+         args: argparse.Namespace, arrival: Arrival | None = None) -> dict[str, Any]:  # fmt: skip
     out = work / f"{runner}-{time.monotonic_ns()}.json"
-    env = {"BENCH_DATA": str(data), "BENCH_OUT": str(out), "BENCH_EXPECT": str(expect)}
+    env = {"BENCH_DATA": str(data), "BENCH_OUT": str(out), "BENCH_EXPECT": str(expect),
+           "BENCH_RATE": repr(args.rate)}  # fmt: skip
+    if runner == "headwater-eo":
+        env["BENCH_CHECKPOINTS"] = repr(args.checkpoints)
+    if args.rate:  # Bytewax's event clock: two workers need to wait a little for the
+        env["BENCH_BYTEWAX_WAIT_MS"] = "5"  # exchange, or they drop readings as late
     topology = Path(__file__).with_name(package) / "headwater_topology.py"
     sampler = Sampler()
     sampler.start()
     try:
-        if runner == "headwater":
+        if runner.startswith("headwater"):
             cluster = LocalCluster(topology, containers=1, env=env)
             cluster.start()
             try:
@@ -130,17 +170,40 @@ def _one(package: str, runner: str, data: Path, work: Path, expect: int, n: int)
             cmd = [sys.executable, "-m", f"bench.{package}.floor", str(data), str(out)]
             subprocess.run(cmd, env={**os.environ, **env}, check=True, timeout=600)
             result = json.loads(out.read_text())
+        elif runner == "pyspark":
+            cmd = [sys.executable, "-m", f"bench.{package}.pyspark_flow"]
+            subprocess.run(cmd, env={**os.environ, **env}, check=True, timeout=900)
+            result = json.loads(out.read_text())
         else:
             result = _bytewax(package, 2 if runner == "bytewax-2" else 1, env, out)
     finally:
         sampler.stop.set()
         sampler.join()
     start = result.get("start") or float(Path(str(out) + ".start").read_text())
-    return {
+    one = {
         "per_s": round(n / (result["end"] - start)),
         "summary": {k: v for k, v in result.items() if k not in ("start", "end")},
         "processes": sampler.report(),
     }
+    if args.rate and arrival is not None:
+        one["latency_ms"] = _latency(out, start, args.rate, arrival)
+    return one
+
+
+def _latency(out: Path, t0: float, rate: float, arrival: Arrival) -> dict[str, float]:
+    """End to end: each result's arrival at the sink minus the due time of the record that
+    made it computable (``t0 + index / rate``, as the source offered it)."""
+    lat: list[float] = []
+    for f in out.parent.glob(f"{out.name}*.lat"):
+        keys, times = msgpack.unpackb(f.read_bytes(), raw=False, use_list=False)
+        lat.extend((t - t0 - arrival(k) / rate) * 1000 for k, t in zip(keys, times, strict=True))
+    lat.sort()
+
+    def q(p: float) -> float:
+        return round(lat[min(len(lat) - 1, int(p * len(lat)))], 2)
+
+    return {"p50": q(0.5), "p99": q(0.99), "p999": q(0.999), "max": round(lat[-1], 2),
+            "results": len(lat)}  # fmt: skip
 
 
 def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
@@ -154,7 +217,7 @@ def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> di
     for p in procs:
         if p.wait(600) != 0:
             raise RuntimeError(f"bytewax exited with {p.returncode}")
-    parts = [json.loads(f.read_text()) for f in sorted(out.parent.glob(f"{out.name}.w*"))]
+    parts = [json.loads(f.read_text()) for f in sorted(out.parent.glob(f"{out.name}.w[0-9]"))]
     merged: dict[str, Any] = {"end": max(p["end"] for p in parts)}
     for k in parts[0]:
         if k != "end":
@@ -170,38 +233,62 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _agrees(runner: str, package: str, summary: dict[str, Any], floor: dict[str, Any]) -> bool:
+    if runner == "pyspark" and package == "wc":
+        # update mode emits one row per word a micro-batch changed, not one per word
+        # occurrence, so PySpark's records cannot be the others'; its final counts must be
+        return all(summary[k] == floor[k] for k in ("distinct", "total"))
+    return summary == floor
+
+
 def run(args: argparse.Namespace) -> int:
-    package, make_data, unit = WORKLOADS[args.pipeline]
+    runners = args.runners or RUNNERS
+    functions, unit, offered = WORKLOADS[args.pipeline]
+    package = functions.__name__.split(".")[1]
     work = Path(tempfile.mkdtemp(prefix=f"hw-bench-{args.pipeline}-"))
     data = work / "data.msgpack"
-    make_data(data, args.size)
-    first = _one(package, "floor", data, work, 0, args.size)
+    functions.make_data(data, args.size)
+    at_max = argparse.Namespace(**{**vars(args), "rate": 0.0})
+    first = _one(package, "floor", data, work, 0, args.size, at_max)
     expect = first["summary"]["records"]
     n = args.size if unit == "readings" else expect  # every reading read, or every word
-    runs: dict[str, list[dict[str, Any]]] = {r: [] for r in RUNNERS}
+    arrival = functions.arrival_index(data, args.size) if args.rate else None
+    runs: dict[str, list[dict[str, Any]]] = {r: [] for r in runners}
     for i in range(args.runs):
-        for runner in RUNNERS:
-            r = _one(package, runner, data, work, expect, n)
-            if r["summary"] != first["summary"]:
+        for runner in runners:
+            r = _one(package, runner, data, work, expect, n, args, arrival)
+            if not _agrees(runner, package, r["summary"], first["summary"]):
                 raise RuntimeError(f"{runner} disagrees: {r['summary']} != {first['summary']}")
             runs[runner].append(r)
-            print(f"run {i + 1} {runner}: {r['per_s']:,} {unit}/s", flush=True)
+            lat = r.get("latency_ms")
+            print(f"run {i + 1} {runner}: {r['per_s']:,} {unit}/s"
+                  + (f", latency ms {lat}" if lat else ""), flush=True)  # fmt: skip
     medians = {k: statistics.median(r["per_s"] for r in v) for k, v in runs.items()}
-    result = {
+    result: dict[str, Any] = {
         "pipeline": args.pipeline,
         "size": args.size,
         "unit": f"{unit}/s",
+        "offered": f"{args.rate:g} {offered}/s" if args.rate else "maximum",
         "summary": first["summary"],
         "median_per_s": medians,
-        "headwater_over_bytewax": round(medians["headwater"] / medians["bytewax"], 2),
-        "headwater_over_bytewax_2": round(medians["headwater"] / medians["bytewax-2"], 2),
-        "headwater_over_floor": round(medians["headwater"] / medians["floor"], 2),
-        "runs": runs,
     }
+    if args.rate:
+        result["median_latency_ms"] = {
+            k: {q: statistics.median(r["latency_ms"][q] for r in v) for q in ("p50", "p99", "p999")}
+            for k, v in runs.items()
+        }
+    elif "headwater" in medians:
+        result["ratios"] = {
+            f"headwater / {k}": round(medians["headwater"] / m, 2)
+            for k, m in medians.items()
+            if k != "headwater"
+        }
+    result["runs"] = runs
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
-    for runner in RUNNERS:
+    for runner in runners:
         print(f"{runner}: processes of the last run: {runs[runner][-1]['processes']}")
-    out = args.out or RESULTS / f"peers-{args.pipeline}.json"
+    suffix = f"-rate{args.rate:g}" if args.rate else ""
+    out = args.out or RESULTS / f"peers-{args.pipeline}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -9,6 +9,7 @@ The same batches and user functions; an event-time tumbling window
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -21,6 +22,7 @@ from bench.iot.functions import (
     add,
     event_ms,
     flag,
+    latency_key,
     merge,
     parse,
     sensor,
@@ -42,7 +44,9 @@ flow = Dataflow("iotbench")
 readings = op.input("readings", flow, BatchSource())
 valid_readings = op.filter("valid", op.map("parse", readings, parse), valid)
 keyed = op.key_on("sensor", valid_readings, sensor)  # type: ignore[arg-type]
-clock = win.EventClock(_ts, wait_for_system_duration=timedelta(0))
+# how long a worker waits for late readings (another worker's, through the exchange)
+WAIT = timedelta(milliseconds=float(os.environ.get("BENCH_BYTEWAX_WAIT_MS", "0")))
+clock = win.EventClock(_ts, wait_for_system_duration=WAIT)
 windower = win.TumblingWindower(length=timedelta(milliseconds=WINDOW_MS), align_to=ALIGN)
 windows: win.WindowOut[dict[str, Any], list[float]] = win.fold_window(
     "window",
@@ -56,4 +60,4 @@ windows: win.WindowOut[dict[str, Any], list[float]] = win.fold_window(
 flagged = op.map(
     "flag", windows.down, lambda kv: flag(kv[0], ALIGN_MS + kv[1][0] * WINDOW_MS, kv[1][1])
 )
-op.output("out", flagged, Collect(summary))
+op.output("out", flagged, Collect(summary, latency_key))

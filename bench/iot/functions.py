@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,17 @@ def flag(key: str, start: int, acc: list[float]) -> tuple[str, int, int, float, 
     """A window's statistics and whether its peak is an anomaly (20 above its mean)."""
     mean = acc[1] / acc[0]
     return key, start, int(acc[0]), round(mean, 6), acc[3] - mean > 20.0
+
+
+def latency_key(result: tuple[str, int, int, float, bool]) -> int:
+    """What a sink notes of a result for latency: its window's start."""
+    return result[1]
+
+
+def arrival_index(data: Path, n: int) -> Callable[[int], int]:
+    """The reading whose arrival closes the window starting at ``start`` (the first at or
+    past its end; the last reading for the windows the end of input closes)."""
+    return lambda start: min((start + WINDOW_MS - BASE_TS) // STEP_MS, n - 1)
 
 
 def summary(results: list[tuple[str, int, int, float, bool]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from bench.iot.functions import (
     add,
     event_ms,
     flag,
+    latency_key,
     merge,
     parse,
     sensor,
@@ -18,10 +19,10 @@ from bench.iot.functions import (
     valid,
     zero,
 )
-from bench.peer_kit import BatchSpout, Collect
+from bench.peer_kit import CONFIG, BatchSpout, Collect
 from headwater.dsl import Pipeline, Tumbling
 
-pipeline = Pipeline("iotbench")
+pipeline = Pipeline("iotbench", CONFIG)
 (
     pipeline.source("readings", BatchSpout)
     .map("parse", parse)
@@ -30,6 +31,6 @@ pipeline = Pipeline("iotbench")
     .window("window", Tumbling(WINDOW_MS), timestamp=event_ms)
     .aggregate("stats", zero, add, merge)
     .map("flag", lambda w: flag(w["key"], w["start"], w["value"]))
-    .sink("out", Collect(summary))
+    .sink("out", Collect(summary, latency_key))
 )
 topology = pipeline.build()

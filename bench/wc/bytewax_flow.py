@@ -10,7 +10,7 @@ import bytewax.operators as op
 from bytewax.dataflow import Dataflow
 
 from bench.peer_bytewax import BatchSource, Collect
-from bench.wc.functions import count, split, summary
+from bench.wc.functions import count, latency_key, split, summary
 
 
 def _count(total: int | None, word: str) -> tuple[int, int]:
@@ -21,4 +21,4 @@ def _count(total: int | None, word: str) -> tuple[int, int]:
 flow = Dataflow("wcbench")
 words = op.flat_map("split", op.input("sentences", flow, BatchSource()), split)
 counts = op.stateful_map("count", op.key_on("word", words, lambda w: w), _count)
-op.output("out", counts, Collect(summary))
+op.output("out", counts, Collect(summary, latency_key))

@@ -9,7 +9,7 @@ functions; the sink sees one (word, count) per word occurrence.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,24 @@ def split(sentence: str) -> list[str]:
 
 def count(total: int | None, _word: str) -> int:
     return 1 if total is None else total + 1
+
+
+def latency_key(result: tuple[str, int]) -> tuple[str, int]:
+    """What a sink notes of a result for latency: (word, count)."""
+    return result
+
+
+def arrival_index(data: Path, n: int) -> Callable[[tuple[str, int]], int]:
+    """The sentence holding the ``count``-th occurrence of ``word``."""
+    seen: dict[str, list[int]] = {}
+    i = 0
+    with open(data, "rb") as f:
+        for batch in msgpack.Unpacker(f, raw=False):
+            for sentence in batch:
+                for word in split(sentence):
+                    seen.setdefault(word, []).append(i)
+                i += 1
+    return lambda key: seen[key[0]][key[1] - 1]
 
 
 def summary(results: Iterable[tuple[str, int]]) -> dict[str, Any]:

@@ -6,17 +6,17 @@ the running count -> sink in another, one stream-manager hop between.
 
 from __future__ import annotations
 
-from bench.peer_kit import BatchSpout, Collect
-from bench.wc.functions import split, summary
+from bench.peer_kit import CONFIG, BatchSpout, Collect
+from bench.wc.functions import latency_key, split, summary
 from headwater.dsl import Pipeline
 
-pipeline = Pipeline("wcbench")
+pipeline = Pipeline("wcbench", CONFIG)
 (
     pipeline.source("sentences", BatchSpout)
     .flat_map("split", split)
     .key_by("word", lambda w: w)
     .map("one", lambda w: (w, 1))
     .reduce_by_key("count", lambda a, b: (a[0], a[1] + b[1]))
-    .sink("out", Collect(summary))
+    .sink("out", Collect(summary, latency_key))
 )
 topology = pipeline.build()

@@ -76,30 +76,49 @@ class FrameReader:
     """Incremental parser of length-prefixed frames from a byte stream.
 
     Feed it whatever ``recv`` returned; it yields complete frames as bytes.
-    Not thread-safe: one reader per connection, used by one thread.
+    Each frame is copied once: sliced out of the chunk that holds it whole,
+    or joined from views of the chunks it was split across. Those views keep
+    their chunks alive until the frame completes, so feed immutable ``bytes``
+    (as ``recv`` returns), never a buffer you will reuse. Not thread-safe:
+    one reader per connection, used by one thread.
     """
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_head", "_missing", "_parts")
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        self._head = b""  # the start of a length prefix split across chunks
+        self._parts: list[memoryview] = []  # the body so far of a frame split across chunks
+        self._missing = 0  # bytes that body still lacks
 
     def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf
-        buf += data
         out: list[bytes] = []
-        pos = 0
-        end = len(buf)
+        if self._head:  # rare: rejoin a split length prefix
+            data, self._head = self._head + data, b""
+        view = memoryview(data)
+        pos, end = 0, len(view)
+        if self._missing:  # the rest of a split body
+            piece = view[: self._missing]
+            self._parts.append(piece)
+            self._missing -= len(piece)
+            if self._missing:
+                return out
+            out.append(b"".join(self._parts))
+            self._parts.clear()
+            pos = len(piece)
         while end - pos >= 4:
-            (n,) = _LEN.unpack_from(buf, pos)
-            if end - pos - 4 < n:
-                break
-            out.append(bytes(buf[pos + 4 : pos + 4 + n]))
+            (n,) = _LEN.unpack_from(data, pos)
+            if end - pos - 4 < n:  # the body goes on in the next chunk
+                self._parts.append(view[pos + 4 :])
+                self._missing = n - (end - pos - 4)
+                return out
+            out.append(bytes(view[pos + 4 : pos + 4 + n]))
             pos += 4 + n
-        if pos:
-            del buf[:pos]
+        self._head = bytes(view[pos:])
         return out
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        """Bytes fed but not yet returned in a frame (length prefixes included)."""
+        if self._missing:
+            return 4 + sum(len(p) for p in self._parts)
+        return len(self._head)
