@@ -44,6 +44,14 @@ class State(MutableMapping[Any, Any]):
     def __repr__(self) -> str:
         return f"State({self._data!r})"
 
+    # the mapping methods a record's path calls, straight to the dict (MutableMapping's
+    # generic ones go through __getitem__ and an exception for a missing key)
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
     # heronpy's State API
     def put(self, key: Any, value: Any) -> None:
         self._data[key] = value
