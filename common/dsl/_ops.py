@@ -67,6 +67,8 @@ class MapOp(Op):
         out(key, self.fn(value))
 
     def link(self, out: Out, side: Side) -> Out:
+        if type(self).process is not MapOp.process:  # a subclass with its own process
+            return Op.link(self, out, side)
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -81,6 +83,8 @@ class FlatMapOp(MapOp):
             out(key, v)
 
     def link(self, out: Out, side: Side) -> Out:
+        if type(self).process is not FlatMapOp.process:
+            return Op.link(self, out, side)
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -96,6 +100,8 @@ class FilterOp(MapOp):
             out(key, value)
 
     def link(self, out: Out, side: Side) -> Out:
+        if type(self).process is not FilterOp.process:
+            return Op.link(self, out, side)
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -110,6 +116,8 @@ class KeyByOp(MapOp):
         out(self.fn(value), value)
 
     def link(self, out: Out, side: Side) -> Out:
+        if type(self).process is not KeyByOp.process:
+            return Op.link(self, out, side)
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -128,6 +136,9 @@ class SinkOp(MapOp):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         self.fn(value)
         self.ctx.incr(self.counter)
+
+    def link(self, out: Out, side: Side) -> Out:
+        return Op.link(self, out, side)  # nothing follows a sink
 
 
 class LogOp(Op):
@@ -465,6 +476,24 @@ class FusedBolt(Bolt):
         else:
             self.chain(key, value)
         # watermarks leave every Tap.EVERY records (in the chain) or on the tick
+
+    def process_values(self, component: str, stream: str, task: int,
+                       entries: list[list[Any]]) -> None:  # fmt: skip
+        """``process`` for a frame's untracked tuples at once: the instance calls this
+        instead of making a ``Tuple`` per record."""
+        if self.wm_sources and stream.startswith(WATERMARKS):
+            for values in entries:
+                self._watermark(task, int(values[1]))
+            return
+        if self.join is not None:
+            assert self._sides is not None
+            join, side = self.join, self._sides[(component, stream)]
+            for key, value in entries:
+                join(side, key, value)
+            return
+        chain = self.chain
+        for key, value in entries:
+            chain(key, value)
 
     def _watermark(self, task: int, wm: int) -> None:
         if wm <= self.wm_in.get(task, -END_OF_TIME):

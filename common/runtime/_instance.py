@@ -488,8 +488,12 @@ class Instance:
             process = comp.process
             t0 = time.perf_counter_ns()
             if kind == Kind.DATA:
-                for values in entries:
-                    process(Tuple(None, component, stream, src, values, now))
+                batch = getattr(comp, "process_values", None)
+                if batch is not None:  # the DSL's chains: a batch, no Tuple per record
+                    batch(component, stream, src, entries)
+                else:
+                    for values in entries:
+                        process(Tuple(None, component, stream, src, values, now))
             else:
                 for values, roots in entries:
                     process(Tuple(None, component, stream, src, values, now, roots))
