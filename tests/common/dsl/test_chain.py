@@ -1,4 +1,4 @@
-"""headwater.common.dsl._ops._Chain: fused steps call each other; what leaves, and what is counted."""
+"""headwater.common.dsl._ops._Chain: fused steps call each other; what leaves, what counts."""
 
 from __future__ import annotations
 
@@ -38,8 +38,13 @@ class Double(MapOp):
 
 def test_steps_run_in_order_and_the_last_emits() -> None:
     ctx = Ctx()
-    ops = [FlatMapOp("split", str.split), FilterOp("long", lambda w: len(w) > 1),
-           KeyByOp("first", lambda w: w[0]), MapOp("upper", str.upper), Double("twice", str)]  # fmt: skip
+    ops = [
+        FlatMapOp("split", str.split),
+        FilterOp("long", lambda w: len(w) > 1),
+        KeyByOp("first", lambda w: w[0]),
+        MapOp("upper", str.upper),
+        Double("twice", str),
+    ]
     chain = _Chain(ops, cast(Context, ctx))
     chain.first(None, "ab c de")
     assert ctx.emitted == [["default", "a", "AB"], ["default", "a", "AB"],
