@@ -138,7 +138,15 @@ class SinkOp(MapOp):
         self.ctx.incr(self.counter)
 
     def link(self, out: Out, side: Side) -> Out:
-        return Op.link(self, out, side)  # nothing follows a sink
+        if type(self).process is not SinkOp.process:
+            return Op.link(self, out, side)
+        fn, incr, counter = self.fn, self.ctx.incr, self.counter
+
+        def call(key: Any, value: Any) -> None:  # nothing follows a sink
+            fn(value)
+            incr(counter)
+
+        return call
 
 
 class LogOp(Op):
@@ -163,6 +171,19 @@ class ReduceByKeyOp(Op):
         acc = value if acc is _NONE else self.fn(acc, value)
         self.totals[key] = acc
         out(key, acc)
+
+    def link(self, out: Out, side: Side) -> Out:
+        if type(self).process is not ReduceByKeyOp.process:
+            return Op.link(self, out, side)
+        fn, get, put = self.fn, self.totals.get, self.totals.__setitem__
+
+        def call(key: Any, value: Any) -> None:
+            acc = get(key, _NONE)
+            acc = value if acc is _NONE else fn(acc, value)
+            put(key, acc)
+            out(key, acc)
+
+        return call
 
 
 _NONE = object()
