@@ -168,13 +168,12 @@ def _one(package: str, runner: str, data: Path, work: Path, expect: int, n: int,
            "BENCH_RATE": repr(args.rate)}  # fmt: skip
     if runner == "headwater-eo":
         env["BENCH_CHECKPOINTS"] = repr(args.checkpoints)
-    if args.rate:
-        # Bytewax's event clock moves the watermark on with the wall clock between readings,
-        # and this data's event time runs hundreds of times faster than that when paced: a
-        # stall of a few ms makes the next readings late (dropped). One second of slack
-        # covers a stall of a second and holds a window back by 200 readings (2.5 ms at
-        # 80,000 readings/s).
-        env["BENCH_BYTEWAX_WAIT_MS"] = "1000"
+    # Bytewax's event clock moves the watermark on with the wall clock between readings, and
+    # this data's event time runs hundreds of times faster than that: a stall of a few ms
+    # (this shared machine has them) makes the next readings late, and they are dropped. One
+    # second of slack covers a stall of a second and holds a window back by 200 readings
+    # (2.5 ms at 80,000 readings/s).
+    env["BENCH_BYTEWAX_WAIT_MS"] = "1000"
     topology = Path(__file__).with_name(package) / "headwater_topology.py"
     sampler = Sampler()
     sampler.start()
