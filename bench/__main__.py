@@ -9,6 +9,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 
 from bench import dsl_fusion, edge, edits, exactly_once, peers, profile, relay, wordcount
 
@@ -20,47 +21,19 @@ class Workload:
     run: Callable[[argparse.Namespace], int]
 
 
+MODULES: dict[str, ModuleType] = {
+    "dsl-fusion": dsl_fusion,
+    "edge": edge,
+    "edits": edits,
+    "exactly-once": exactly_once,
+    "peers": peers,
+    "profile": profile,
+    "relay": relay,
+    "wordcount": wordcount,
+}
 WORKLOADS: dict[str, Workload] = {
-    "dsl-fusion": Workload(
-        dsl_fusion.__doc__.splitlines()[0] if dsl_fusion.__doc__ else "",
-        dsl_fusion.add_arguments,
-        dsl_fusion.run,
-    ),
-    "edge": Workload(
-        edge.__doc__.splitlines()[0] if edge.__doc__ else "",
-        edge.add_arguments,
-        edge.run,
-    ),
-    "edits": Workload(
-        edits.__doc__.splitlines()[0] if edits.__doc__ else "",
-        edits.add_arguments,
-        edits.run,
-    ),
-    "exactly-once": Workload(
-        exactly_once.__doc__.splitlines()[0] if exactly_once.__doc__ else "",
-        exactly_once.add_arguments,
-        exactly_once.run,
-    ),
-    "peers": Workload(
-        peers.__doc__.splitlines()[0] if peers.__doc__ else "",
-        peers.add_arguments,
-        peers.run,
-    ),
-    "profile": Workload(
-        profile.__doc__.splitlines()[0] if profile.__doc__ else "",
-        profile.add_arguments,
-        profile.run,
-    ),
-    "relay": Workload(
-        relay.__doc__.splitlines()[0] if relay.__doc__ else "",
-        relay.add_arguments,
-        relay.run,
-    ),
-    "wordcount": Workload(
-        wordcount.__doc__.splitlines()[0] if wordcount.__doc__ else "",
-        wordcount.add_arguments,
-        wordcount.run,
-    ),
+    name: Workload((m.__doc__ or "").splitlines()[0], m.add_arguments, m.run)
+    for name, m in MODULES.items()
 }
 
 

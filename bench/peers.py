@@ -1,7 +1,7 @@
-"""Workloads at maximum rate: Headwater, Bytewax and the Python floor, side by side.
+"""Headwater, Bytewax, PySpark and the Python floor side by side: IoT pipeline, word count.
 
 Two workloads, each with its user functions, data, floor, Headwater DSL
-pipeline and Bytewax flow in a package of its own:
+pipeline, Bytewax flow and PySpark query in a package of its own:
 
 * ``--pipeline iot`` (``bench/iot/``): parse JSON -> validate -> key by sensor -> 10 s
   event-time tumbling window statistics -> anomaly flag -> sink, over
@@ -17,7 +17,8 @@ functions:
   no runtime at all;
 * headwater: the DSL pipeline on a local cluster, at most once: the source
   chain and the keyed chain fused into two instances, one stream-manager
-  hop between them;
+  hop between them; headwater-eo: the same exactly once, with a checkpoint
+  every ``--checkpoints`` seconds;
 * bytewax: ``python -m bytewax.run`` of the flow, one worker (``bytewax``)
   and two worker processes (``bytewax-2``, the two cores Headwater uses);
 * pyspark: the workload as a PySpark Structured Streaming query in local mode
@@ -25,8 +26,11 @@ functions:
   (``bench/peer_pyspark.py``): written before its run at maximum rate, by a
   feeder thread in its driver as they become due at a fixed rate.
 
-Each run goes as fast as it can; the rate counts from the first batch read
-to the last record at the sink, so start-up is left out. Every runner must
+Each run goes as fast as it can (the rate counts from the first batch read
+to the last record at the sink, so start-up is left out), or, with
+``--rate``, is offered records at a fixed rate (``half``: half of
+Headwater's maximum, measured first) and reports end-to-end latency (see
+``peer_kit``). Every runner must
 produce the same results (the bench refuses a run that disagrees, and at a
 fixed rate keeps it marked ``disagrees``; for
 PySpark's word count, whose update mode emits a row per word changed in a
@@ -117,7 +121,9 @@ class Sampler(threading.Thread):
                 try:
                     with p.oneshot():
                         rss, cpu = p.memory_info().rss, sum(p.cpu_times()[:2])
-                        name = _role(p.cmdline())
+                        cmdline = p.cmdline()
+                        cmd_seen = bool(cmdline)
+                        name = _role(cmdline)
                         parent = p.parent()
                     if parent and _role(parent.cmdline()) == "spark jvm":
                         if name == "spark jvm":
@@ -127,7 +133,8 @@ class Sampler(threading.Thread):
                     continue
                 seen = self.procs.setdefault(p.pid, {"role": name, "rss": 0, "cpu": 0.0})
                 seen["rss"], seen["cpu"] = max(seen["rss"], rss), max(seen["cpu"], cpu)
-                seen["role"] = name  # spark-submit's scripts exec the JVM in their process
+                if cmd_seen:  # spark-submit's scripts exec the JVM in their process; an
+                    seen["role"] = name  # exiting process has no command line left
 
     def report(self) -> list[dict[str, Any]]:
         return [{"process": v["role"], "peak_rss_mb": round(v["rss"] / 2**20, 1),

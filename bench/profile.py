@@ -31,7 +31,7 @@ FRAMES = (
     ("  map/filter/key_by user functions", "(bench/iot/functions.py"),
     ("emit (route + buffer)", "emit (headwater/common/runtime/_emitter.py"),
     ("batch encoding (msgpack)", "encode (headwater/common/wire/_codec.py"),
-    ("gateway thread", "_run (headwater/common/runtime/_gateway.py"),
+    ("gateway thread", "Gateway.run (headwater/common/runtime/_gateway.py"),
     ("batch decoding (msgpack)", "decode (headwater/common/wire/_codec.py"),
     ("window step (WindowedReduce.add)", "add (headwater/common/dsl/_windows.py"),
     ("window firing (advance)", "advance (headwater/common/dsl/_windows.py"),

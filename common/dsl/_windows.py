@@ -150,9 +150,7 @@ class WindowedReduce:
         for start, end in live:
             entry = wins.get(start)
             if entry is None:
-                wins[start] = [end, value if self.first is None else self.first(value), False]
-                self._ends.setdefault(end, set()).add(key)
-                self._due = min(self._due, end)
+                self._open(key, wins, start, end, value)
             else:
                 entry[1] = self.reduce(entry[1], value)
             touched.append(start)
@@ -184,9 +182,7 @@ class WindowedReduce:
             wins = {}
         entry = wins.get(start)
         if entry is None:
-            wins[start] = [end, value if self.first is None else self.first(value), False]
-            self._ends.setdefault(end, set()).add(key)
-            self._due = min(self._due, end)
+            self._open(key, wins, start, end, value)
         else:
             entry[1] = self.reduce(entry[1], value)
             if entry[2] and wm is not None and end <= wm:  # a late record: fire again
@@ -198,6 +194,13 @@ class WindowedReduce:
                 meta["watermark"] = moved
             else:
                 self.advance(moved, emit)
+
+    def _open(self, key: Any, wins: dict[int, list[Any]], start: int, end: int,
+              value: Any) -> None:  # fmt: skip
+        """A key's new window, its first record folded in."""
+        wins[start] = [end, value if self.first is None else self.first(value), False]
+        self._ends.setdefault(end, set()).add(key)
+        self._due = min(self._due, end)
 
     def advance(self, watermark: int, emit: Callable[[list[Any]], None]) -> None:
         """Move the watermark forward (never back); fire and purge what it passes."""
