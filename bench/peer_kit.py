@@ -56,14 +56,6 @@ def read_batches(path: str | Path) -> Iterator[list[Any]]:
         yield from msgpack.Unpacker(f, raw=False, use_list=True)
 
 
-def timed_batches(path: str | Path = DATA) -> Iterator[list[Any]]:
-    """The data's batches, noting the wall clock when the first is handed on."""
-    for i, batch in enumerate(read_batches(path)):
-        if i == 0:
-            Path(OUT + ".start").write_text(repr(time.time()))
-        yield batch
-
-
 class Feed:
     """The data's records: a whole batch per ``take`` (rate 0), or everything due by now.
 

@@ -41,9 +41,15 @@ class Op:
     def link(self, out: Out, side: Side) -> Out:
         """``process`` bound to what follows it in a chain: one call per record per step.
 
-        The stateless steps override this with a closure that does their work
-        inline, which saves a call and the attribute lookups on every record.
+        A class that defines ``inline(out, side)`` beside its ``process`` gives a
+        closure doing the same work inline, which saves a call and the attribute
+        lookups on every record; a subclass that overrides ``process`` alone gets
+        the generic call, so its ``process`` is never bypassed.
         """
+        owner = next(c for c in type(self).__mro__ if "process" in vars(c))
+        inline = vars(owner).get("inline")
+        if inline is not None:
+            return inline(self, out, side)  # type: ignore[no-any-return]
         process = self.process
 
         def call(key: Any, value: Any) -> None:
@@ -66,9 +72,7 @@ class MapOp(Op):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         out(key, self.fn(value))
 
-    def link(self, out: Out, side: Side) -> Out:
-        if type(self).process is not MapOp.process:  # a subclass with its own process
-            return Op.link(self, out, side)
+    def inline(self, out: Out, side: Side) -> Out:
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -82,9 +86,7 @@ class FlatMapOp(MapOp):
         for v in self.fn(value):
             out(key, v)
 
-    def link(self, out: Out, side: Side) -> Out:
-        if type(self).process is not FlatMapOp.process:
-            return Op.link(self, out, side)
+    def inline(self, out: Out, side: Side) -> Out:
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -99,9 +101,7 @@ class FilterOp(MapOp):
         if self.fn(value):
             out(key, value)
 
-    def link(self, out: Out, side: Side) -> Out:
-        if type(self).process is not FilterOp.process:
-            return Op.link(self, out, side)
+    def inline(self, out: Out, side: Side) -> Out:
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -115,9 +115,7 @@ class KeyByOp(MapOp):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         out(self.fn(value), value)
 
-    def link(self, out: Out, side: Side) -> Out:
-        if type(self).process is not KeyByOp.process:
-            return Op.link(self, out, side)
+    def inline(self, out: Out, side: Side) -> Out:
         fn = self.fn
 
         def call(key: Any, value: Any) -> None:
@@ -137,9 +135,7 @@ class SinkOp(MapOp):
         self.fn(value)
         self.ctx.incr(self.counter)
 
-    def link(self, out: Out, side: Side) -> Out:
-        if type(self).process is not SinkOp.process:
-            return Op.link(self, out, side)
+    def inline(self, out: Out, side: Side) -> Out:
         fn, incr, counter = self.fn, self.ctx.incr, self.counter
 
         def call(key: Any, value: Any) -> None:  # nothing follows a sink
@@ -172,9 +168,7 @@ class ReduceByKeyOp(Op):
         self.totals[key] = acc
         out(key, acc)
 
-    def link(self, out: Out, side: Side) -> Out:
-        if type(self).process is not ReduceByKeyOp.process:
-            return Op.link(self, out, side)
+    def inline(self, out: Out, side: Side) -> Out:
         fn, get, put = self.fn, self.totals.get, self.totals.__setitem__
 
         def call(key: Any, value: Any) -> None:
@@ -238,9 +232,9 @@ class WindowOp(Op):
                                 first=self.first, merge=self.merge)  # fmt: skip
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        self.link(out, side)(key, value)
+        self.inline(out, side)(key, value)
 
-    def link(self, out: Out, side: Side) -> Out:
+    def inline(self, out: Out, side: Side) -> Out:
         def late(r: list[Any]) -> None:
             side("late", r[0], r[2])
 
@@ -487,15 +481,7 @@ class FusedBolt(Bolt):
         self.wm_in: dict[int, int] = {}  # upstream task -> its watermark
 
     def process(self, tup: Tuple) -> None:
-        if self.wm_sources and tup.stream.startswith(WATERMARKS):
-            self._watermark(tup.task, int(tup.values[1]))
-            return
-        key, value = tup.values
-        if self.join is not None:
-            assert self._sides is not None
-            self.join(self._sides[(tup.component, tup.stream)], key, value)
-        else:
-            self.chain(key, value)
+        self.process_values(tup.component, tup.stream, tup.task, [tup.values])
         # watermarks leave every Tap.EVERY records (in the chain) or on the tick
 
     def process_values(self, component: str, stream: str, task: int,
