@@ -234,7 +234,7 @@ class Agent(Node):
                 "id": self.node_id, "master": self.master, "attached": self._stub is not None,
                 "containers": list(s.containers), "backlog_bytes": s.backlog_bytes,
                 "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
-                "error": s.error,
+                "error": s.error, "health": s.health, "reasons": list(s.reasons),
                 "topologies": {name: tm.state for name, tm in self.tms.items()},
                 "revisions": {name: tm.current for name, tm in self.tms.items()},
             })  # fmt: skip

@@ -531,12 +531,14 @@ def _cmd_nodes(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(nodes, indent=2))
         return 0
-    print(f"{'node':<20}{'kind':<8}{'state':<9}{'seen s ago':>11}{'version':>9}"
+    print(f"{'node':<20}{'kind':<8}{'state':<9}{'health':<10}{'seen s ago':>11}{'version':>9}"
           f"{'backlog KB':>12}  labels / containers")  # fmt: skip
     for n in nodes:
         labels = ",".join(f"{k}={v}" for k, v in sorted(n["labels"].items()))
         print(f"{n['id']:<20}{n['kind']:<8}{'online' if n['online'] else 'offline':<9}"
-              f"{n['last_heartbeat_s_ago']:>11.1f}{n['version']:>9}"
+              f"{n.get('health', '?'):<10}{n['last_heartbeat_s_ago']:>11.1f}{n['version']:>9}"
               f"{n['backlog_bytes'] / 1e3:>12.1f}  {labels} {' '.join(n['containers'])}"
               f"{'  ERROR: ' + n['error'] if n['error'] else ''}")  # fmt: skip
+        for reason in n.get("reasons", []):
+            print(f"{'':<20}  - {reason}")
     return 0

@@ -88,6 +88,9 @@ class NodeRecord:
                 t: {"connected": m is not None, **(m or {})} for t, m in self.uplinks.items()
             },
             "error": self.error,
+            # what the node says of itself; an offline node's last word may be stale
+            "health": (s.health or "ok") if s else "unknown",
+            "reasons": list(s.reasons) if s else [],
         }
 
 

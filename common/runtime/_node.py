@@ -28,6 +28,7 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks con
 import grpc
 
 from .._exceptions import PackageMismatchError
+from .._health import Health
 from .._package import unpack_package
 from ..plan._domains import domain_env
 from ..wire.proto import runtime_pb2 as pb
@@ -81,6 +82,7 @@ class Node:
         self.orders: dict[tuple[str, int], pb.RunContainer] = {}
         self.error = ""
         self.stopping = asyncio.Event()
+        self.health = Health(self.node_id)
         self._stub: pb_grpc.ClusterStub | None = None
 
     def info(self) -> pb.NodeInfo:
@@ -234,4 +236,6 @@ class Node:
             containers=[f"{t}/{c}" for (t, c), p in self.containers.items() if p.poll() is None],
             error=self.error,
             metrics={"uptime_s": time.monotonic()},
+            health=self.health.state,
+            reasons=self.health.reasons(),
         )

@@ -443,7 +443,7 @@ class Revise(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., action: _Optional[str] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., exclude: _Optional[_Iterable[str]] = ..., author: _Optional[str] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error")
+    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error", "health", "reasons")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -457,13 +457,17 @@ class NodeStatus(_message.Message):
     BACKLOG_BATCHES_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     containers: _containers.RepeatedScalarFieldContainer[str]
     backlog_bytes: int
     backlog_batches: int
     metrics: _containers.ScalarMap[str, float]
     error: str
-    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ...) -> None: ...
+    health: str
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ..., health: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PackageRequest(_message.Message):
     __slots__ = ("package",)
