@@ -11,7 +11,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
-from bench import dsl_fusion, edge, edits, exactly_once, peers, profile, relay, wordcount
+from bench import (
+    dsl_fusion,
+    edge,
+    edits,
+    exactly_once,
+    faults,
+    peers,
+    profile,
+    relay,
+    wordcount,
+)
 
 
 @dataclass(frozen=True)
@@ -26,6 +36,7 @@ MODULES: dict[str, ModuleType] = {
     "edge": edge,
     "edits": edits,
     "exactly-once": exactly_once,
+    "faults": faults,
     "peers": peers,
     "profile": profile,
     "relay": relay,
