@@ -12,6 +12,8 @@ out exactly once, and readings published afterwards must still flow.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from collections import Counter
 from pathlib import Path
@@ -115,5 +117,55 @@ def test_poison_records_are_dead_lettered_once_and_the_rest_flows(
     assert any("RecursionError" in e["message"] for e in exceptions)
     _report.record(f"poison records ({api}, {mode})", detect_s=round(detect_s, 2),
                    recover_s=round(recover_s, 2), readings=len(readings),
+                   lost=sum((good - got).values()),
+                   duplicated=sum((got - good).values()))  # fmt: skip
+
+
+@pytest.mark.parametrize("api", ["components", "dsl"])
+def test_exactly_once_decides_the_same_after_a_rollback(
+    mosquitto: tuple[str, int], tmp_path: Path, api: str
+) -> None:
+    """The instance that dead-letters is killed mid-stream: the domain rolls back and replays
+    the poison records; what is committed still holds each dead letter once and each good
+    reading once (a record a retry saved, once, with no dead letter)."""
+    log, out = tmp_path / "ingest", tmp_path / "out"
+    readings = list(SENSORS["readings"](2, 3, 40))
+    messages = [(t, json.dumps(r).encode()) for t, r in readings]
+    first = [m for m, (_, r) in zip(messages, readings, strict=True) if r["seq"] < 20]
+    later = [m for m, (_, r) in zip(messages, readings, strict=True) if r["seq"] >= 20]
+    first[50:50] = [("sensors/site0/deep", DEEP)]
+    good = Counter((r["sensor"], r["seq"]) for _, r in readings if r["sensor"] != BROKEN)
+    env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "POISON_MODE": "EFFECTIVELY_ONCE",
+           "POISON_API": api, "POISON_FLAKY": "1"}  # fmt: skip
+    checker = "check" if api == "components" else "dedup"
+
+    def outputs() -> Counter[tuple[str, int]]:
+        got = rows(out / "out")
+        return Counter((r[1][1], r[1][2]) if api == "dsl" else (r[1], r[2]) for r in got)
+
+    with running(POISON, env=env) as c:
+        _ingest(mosquitto, log, first)
+        wait_for(lambda: sum(d[0] == "check" for d in rows(out / "dead_letters")) >= 5, 60,
+                 "some of the broken sensor's dead letters committed")  # fmt: skip
+        victim = next(int(m["pid"]) for m in c.metrics()["tasks"].values()
+                      if m["component"] == checker and "pid" in m)  # fmt: skip
+        killed = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        _ingest(mosquitto, log, later)
+        wait_for(lambda: sum(outputs().values()) >= sum(good.values())
+                 and len(rows(out / "dead_letters")) >= 41, 90,
+                 "every good reading and every dead letter after the rollback")  # fmt: skip
+        recover_s = time.monotonic() - killed
+        restarts = c.metrics()["components"][checker]["restarts"]
+        got, letters = outputs(), rows(out / "dead_letters")
+
+    assert restarts >= 1  # the kill happened and the domain replayed
+    assert got == good
+    expected: Counter[tuple[str, Any]] = Counter([("parse", "sensors/site0/deep")])
+    expected.update(("check", (BROKEN, seq)) for seq in range(40))
+    assert Counter((d[0], d[3][0] if d[0] == "parse" else (d[3][1], d[3][2]))
+                   for d in letters) == expected  # fmt: skip
+    _report.record(f"poison records, instance killed, replayed ({api}, EFFECTIVELY_ONCE)",
+                   detect_s=None, recover_s=round(recover_s, 2), readings=len(readings),
                    lost=sum((good - got).values()),
                    duplicated=sum((got - good).values()))  # fmt: skip

@@ -5,9 +5,11 @@
 
 ``POISON_API``: ``components`` (bolts) or ``dsl`` (fused steps); ``POISON_MODE``:
 the reliability mode. ``check`` raises ``ValueError`` on every reading of
-``POISON_SENSOR``. Under exactly-once the sinks are transactional; otherwise
-they append to ``part-*.jsonl`` (and ack) at once. Under at-least-once the
-source tracks every record and replays what fails (counted as ``replayed``).
+``POISON_SENSOR``; with ``POISON_FLAKY`` set, it raises ``TimeoutError`` on the first
+attempt at reading 5 of sensor s0-0 in each process (a retry then works). Under
+exactly-once the sinks are transactional; otherwise they append to ``part-*.jsonl``
+(and ack) at once. Under at-least-once the source tracks every record and replays
+what fails (counted as ``replayed``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ OUT = os.environ.get("IOT_OUT", "/nonexistent")
 API = os.environ.get("POISON_API", "components")
 MODE = Reliability(os.environ.get("POISON_MODE", Reliability.EXACTLY_ONCE.value))
 SENSOR = os.environ.get("POISON_SENSOR", "s1-2")
+FLAKY = bool(os.environ.get("POISON_FLAKY"))
+_attempted: set[tuple[str, int]] = set()
 ROW = ("site", "sensor", "seq", "ts", "value")
 CONFIG = {
     "topology.reliability.mode": MODE.value,
@@ -38,6 +42,9 @@ CONFIG = {
 def check(row: list[Any]) -> list[Any]:
     if row[1] == SENSOR:
         raise ValueError(f"sensor {row[1]} is broken")
+    if FLAKY and (row[1], row[2]) == ("s0-0", 5) and (row[1], row[2]) not in _attempted:
+        _attempted.add((row[1], row[2]))
+        raise TimeoutError("the first attempt times out")
     return row
 
 
