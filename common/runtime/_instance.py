@@ -144,6 +144,12 @@ class InstanceContext:
                      record: Any) -> bool:  # fmt: skip
         return self._i.retry(component, attempt, error, record)
 
+    def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
+        """Report a dead letter made elsewhere (an edge domain's, relayed to the cloud) to
+        ``/exceptions``, bounded as this instance's own (runtime components only)."""
+        component, reason, tb, record = row
+        self._i.report_dead_letter(f"{component} ({origin})", reason, tb, record, sink=True)
+
 
 class Instance:
     def __init__(
@@ -587,6 +593,10 @@ class Instance:
         sink = bool(self.router.selectors(DEAD_LETTERS))
         if sink:
             self.emit(values, DEAD_LETTERS, None, anchors, None, False)
+        self.report_dead_letter(component, reason, tb, record, sink)
+
+    def report_dead_letter(self, component: str, reason: str, tb: str, record: Any,
+                           sink: bool) -> None:  # fmt: skip
         shown = _shorten(repr(record))
         if self.retry.should_report():
             log.warning("task %d (%s): record dead-lettered%s: %s; record: %s\n%s", self.task,
