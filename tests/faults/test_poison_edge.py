@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ def test_a_poison_record_on_an_agent_is_dead_lettered_and_the_site_goes_on(
     first += [("sensors/site0/deep", DEEP), ("sensors/site0/s0-1", json.dumps(jump).encode())]
     expected = _expected([r for _, r in readings])
 
-    def dead() -> list[list[object]]:
+    def dead() -> list[list[Any]]:
         return committed_rows(out / "dead_letters")
 
     t0 = time.monotonic()
