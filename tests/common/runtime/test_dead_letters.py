@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections import Counter
 from collections.abc import Iterator
@@ -173,8 +174,7 @@ def test_without_a_sink_dead_letters_are_logged(
 def test_reports_are_bounded_but_every_dead_letter_counts() -> None:
     now = [0.0]
     sent: list[Any] = []
-    retry = Retry(0, lambda *a: sent.append(a), __import__("logging").getLogger("t"),
-                  clock=lambda: now[0])  # fmt: skip
+    retry = Retry(0, lambda *a: sent.append(a), logging.getLogger("t"), clock=lambda: now[0])
     shown = 0
     for _ in range(100):
         retry("c", lambda: None, ValueError("x"), 1)
