@@ -8,6 +8,8 @@ HeadwaterError
  +-- EmitError                 an emit that names an unknown stream or task
  +-- ClusterError              a local cluster failed to start or stop
  +-- PackageMismatchError      topology code whose hash is not the one expected
+ +-- DeadLetter                raised by user code on a record: send it to the dead
+ |                             letters at once, with this reason (no retries)
  +-- CorruptCheckpointError    a stored snapshot fails its checksum or is missing
                                (defined in headwater.common.state)
 """
@@ -49,3 +51,16 @@ class ClusterError(HeadwaterError):
 
 class PackageMismatchError(HeadwaterError):
     """A topology package's content does not hash to the expected value: refused."""
+
+
+class DeadLetter(HeadwaterError):
+    """Raise it in a bolt's ``process`` or a DSL step to dead-letter the record at once.
+
+    The record goes to the topology's dead letters with ``str(exc)`` as its reason and
+    no traceback, without the retries another exception gets; processing goes on.
+
+    >>> def parse(payload: bytes) -> dict[str, object]:
+    ...     if not payload.startswith(b"{"):
+    ...         raise DeadLetter("a reading must be a JSON object")
+    ...     return {}
+    """

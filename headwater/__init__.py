@@ -6,6 +6,7 @@ heronpy's (``headwater.heronpy``), then run it with ``headwater run FILE``.
 
 from headwater.common._exceptions import (
     ClusterError,
+    DeadLetter,
     EmitError,
     HeadwaterError,
     InvalidTopologyError,
@@ -14,6 +15,7 @@ from headwater.common._exceptions import (
     TopologyLoadError,
 )
 from headwater.common.api import (
+    DEAD_LETTERS,
     DEFAULT_STREAM,
     Bolt,
     ComponentSpec,
@@ -39,12 +41,14 @@ from headwater.common.api import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEAD_LETTERS",
     "DEFAULT_STREAM",
     "Bolt",
     "ClusterError",
     "ComponentSpec",
     "Context",
     "CustomGrouping",
+    "DeadLetter",
     "EmitError",
     "Grouping",
     "HeadwaterError",

@@ -3,6 +3,8 @@
 from ._component import Bolt, Component, Context, Spout
 from ._config import Reliability, RuntimeConfig
 from ._stream import (
+    DEAD_LETTER_FIELDS,
+    DEAD_LETTERS,
     DEFAULT_STREAM,
     CustomGrouping,
     Grouping,
@@ -20,6 +22,8 @@ from ._topology import ComponentSpec, Placement, Topology, cloud, edge
 from ._tuple import TICK_COMPONENT, TICK_STREAM, Tuple
 
 __all__ = [
+    "DEAD_LETTERS",
+    "DEAD_LETTER_FIELDS",
     "DEFAULT_STREAM",
     "TICK_COMPONENT",
     "TICK_STREAM",

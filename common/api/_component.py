@@ -24,9 +24,13 @@ Lifecycle, per instance process (one task of one component):
 6. ``close()`` on orderly shutdown (not after a crash).
 
 All calls happen on one thread (the executor); components need no locks.
-An exception escaping any call is logged with its traceback, counted, and
-the instance process restarts (its in-flight tuples are replayed under
-at-least-once).
+An exception escaping ``process`` is a poison record: the record is tried
+again ``topology.record.max.retries`` times (default 3), then sent to the
+topology's dead letters (``Topology.with_dead_letters``) with the exception,
+and the next record follows; raise ``headwater.DeadLetter`` to skip the
+retries. An exception escaping any other call is logged with its traceback,
+counted, and the instance process restarts (its in-flight tuples are
+replayed under at-least-once).
 """
 
 from __future__ import annotations
@@ -97,6 +101,14 @@ class Context(Protocol):
 
     def incr(self, counter: str, by: int = 1) -> None:
         """Add to a user counter, reported per task as metric ``user:<counter>``."""
+        ...
+
+    def retry_record(self, component: str, attempt: Callable[[], Any], error: Exception,
+                     record: Any) -> bool:  # fmt: skip
+        """``attempt`` (one record's work) raised ``error``: run it again up to
+        ``topology.record.max.retries`` times; True once one works. If all raise, the
+        record goes to the dead letters as ``component``'s, and False. (The runtime does
+        this for ``process``; the DSL's steps call it for their functions.)"""
         ...
 
 

@@ -17,6 +17,8 @@ TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 TOPOLOGY_ENABLE_ACKING = "topology.acking"
 TOPOLOGY_DEBUG = "topology.debug"
 CHECKPOINT_INTERVAL_SECS = "topology.stateful.checkpoint.interval.seconds"
+# how often a record on which user code raises is tried again before it is dead-lettered
+TOPOLOGY_RECORD_MAX_RETRIES = "topology.record.max.retries"
 # Headwater's own knobs.
 BATCH_SIZE = "headwater.batch.size"
 BATCH_LINGER_MS = "headwater.batch.linger.ms"
@@ -48,6 +50,7 @@ class RuntimeConfig:
     stmgr_low_water: int = 4 << 20
     instance_high_water: int = 4 << 20
     instance_low_water: int = 2 << 20
+    record_max_retries: int = 3
 
     @property
     def acking(self) -> bool:
@@ -89,7 +92,14 @@ class RuntimeConfig:
             instance_low_water=_number(
                 conf, INSTANCE_LOW_WATER_BYTES, int, base.instance_low_water
             ),
+            record_max_retries=_number(
+                conf, TOPOLOGY_RECORD_MAX_RETRIES, int, base.record_max_retries
+            ),
         )
+        if cfg.record_max_retries < 0:
+            raise ValueError(
+                f"{TOPOLOGY_RECORD_MAX_RETRIES} must be 0 or more, got {cfg.record_max_retries}"
+            )
         if cfg.batch_linger_ms < 0:
             raise ValueError(f"{BATCH_LINGER_MS} must be 0 or more, got {cfg.batch_linger_ms}")
         if cfg.stmgr_low_water >= cfg.stmgr_high_water:

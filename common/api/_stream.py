@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 DEFAULT_STREAM = "default"
+DEAD_LETTERS = "__dead_letters"
+"""The system stream of every component's dead letters (``Topology.with_dead_letters``)."""
+DEAD_LETTER_FIELDS = ("component", "reason", "traceback", "record")
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,10 @@ class Stream:
         object.__setattr__(self, "fields", tuple(self.fields))
         if self.schema is not None:
             object.__setattr__(self, "schema", tuple(self.schema))
+
+
+DEAD_LETTER_STREAM = Stream(DEAD_LETTER_FIELDS, DEAD_LETTERS)
+"""Declared by every component: ``[component, reason, traceback, record]`` per dead letter."""
 
 
 @runtime_checkable

@@ -24,7 +24,16 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ._component import Bolt, Spout
-from ._stream import DEFAULT_STREAM, Grouping, Input, Stream, as_streams
+from ._stream import (
+    DEAD_LETTER_STREAM,
+    DEAD_LETTERS,
+    DEFAULT_STREAM,
+    Grouping,
+    Input,
+    Stream,
+    as_streams,
+    shuffle,
+)
 
 Factory = Callable[[], Spout | Bolt]
 
@@ -77,8 +86,15 @@ class ComponentSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
 
+    @property
+    def streams(self) -> tuple[Stream, ...]:
+        """``outputs`` plus the dead-letter stream every component has (``DEAD_LETTERS``)."""
+        if any(s.name == DEAD_LETTERS for s in self.outputs):
+            return self.outputs
+        return (*self.outputs, DEAD_LETTER_STREAM)
+
     def stream(self, name: str) -> Stream | None:
-        for s in self.outputs:
+        for s in self.streams:
             if s.name == name:
                 return s
         return None
@@ -94,6 +110,8 @@ class Topology:
     name: str
     components: tuple[ComponentSpec, ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
+    dead_letters: str | None = None
+    """The component that receives every component's dead letters (``with_dead_letters``)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "config", MappingProxyType(dict(self.config)))
@@ -116,7 +134,44 @@ class Topology:
                     "with the same name? Give each a unique name."
                 ],
             )
-        return replace(self, components=(*self.components, spec))
+        components = self.components
+        sink = self.dead_letters
+        if sink is not None and _dead_letters_from(spec, self.component(sink)):
+            components = tuple(_subscribe_dead_letters(c, spec.name) if c.name == sink else c
+                               for c in components)  # fmt: skip
+        return replace(self, components=(*components, spec))
+
+    def with_dead_letters(
+        self,
+        name: str,
+        sink: Factory,
+        *,
+        parallelism: int = 1,
+        config: Mapping[str, Any] | None = None,
+        placement: Placement | None = None,
+    ) -> Topology:
+        """Add ``sink``, a bolt that receives the dead letters of every component.
+
+        A record on which a bolt's ``process`` or a DSL step raises is tried again
+        ``topology.record.max.retries`` times (default 3; ``DeadLetter`` at once), then
+        leaves on the component's ``__dead_letters`` stream as ``[component, reason,
+        traceback, record]``, and processing goes on. The sink subscribes to that stream of
+        every component added before or after it (a cloud sink to edge components too: edge
+        dead letters cross with the rest). Under exactly-once, give it a transactional sink
+        (``TransactionalFileSink``): a dead letter is then decided once, as any output.
+        Without a sink, dead letters are counted, logged and listed under ``/exceptions``.
+
+        >>> from headwater.common.connectors import TransactionalFileSink
+        >>> t = Topology("t").with_dead_letters("dead", lambda: TransactionalFileSink("/tmp/d"))
+        >>> t.dead_letters
+        'dead'
+        """
+        spec = ComponentSpec(name, "bolt", sink, parallelism, (), _outputs(sink, None),
+                             dict(config or {}), placement or Placement())  # fmt: skip
+        for c in self.components:
+            if _dead_letters_from(c, spec):
+                spec = _subscribe_dead_letters(spec, c.name)
+        return replace(self.add(spec), dead_letters=name)
 
     def add_spout(
         self,
@@ -172,6 +227,23 @@ class Topology:
     def merged_config(self, component: str) -> dict[str, Any]:
         """Topology config overlaid by the component's own."""
         return {**self.config, **self.component(component).config}
+
+
+def _dead_letters_from(spec: ComponentSpec, sink: ComponentSpec) -> bool:
+    """Whether ``sink`` takes ``spec``'s dead letters: bolts and fused DSL sources (spouts
+    whose chain has steps), on a path streams may take (edge to cloud, or within one place)."""
+    if spec.name == sink.name:
+        return False
+    if spec.kind == "spout" and len(spec.config.get(_DSL_STEPS, ())) < 2:
+        return False  # a plain spout's records come from no user step
+    return not sink.placement.is_edge or spec.placement == sink.placement
+
+
+def _subscribe_dead_letters(sink: ComponentSpec, component: str) -> ComponentSpec:
+    return replace(sink, inputs=(*sink.inputs, Input(component, DEAD_LETTERS, shuffle())))
+
+
+_DSL_STEPS = "headwater.dsl.steps"  # plan._physical.DSL_STEPS (the plan imports this module)
 
 
 def _outputs(factory: Factory, outputs: Sequence[Stream | str] | None) -> tuple[Stream, ...]:

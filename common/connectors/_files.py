@@ -27,7 +27,8 @@ class TransactionalFileSink(Bolt):
     """Writes each input tuple as a row; output becomes visible per completed checkpoint.
 
     Needs an exactly-once topology (``topology.reliability.mode`` =
-    ``EFFECTIVELY_ONCE``). Columns are the fields of the first input stream.
+    ``EFFECTIVELY_ONCE``). Columns are the fields of the first input stream. In JSON
+    lines, bytes are written as text (UTF-8, other bytes escaped as ``\\xNN``).
     """
 
     def __init__(self, directory: str | os.PathLike[str], format: str = "jsonl") -> None:
@@ -54,7 +55,7 @@ class TransactionalFileSink(Bolt):
         if self.format == "jsonl":
             if self._file is None:
                 self._file = open(self._inprogress, "a")  # noqa: SIM115 (sealed at the barrier)
-            self._file.write(json.dumps(tup.values) + "\n")
+            self._file.write(json.dumps(tup.values, default=_text) + "\n")
         else:
             self._rows.append(tup.values)
         self.rows += 1
@@ -120,6 +121,12 @@ class TransactionalFileSink(Bolt):
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _fsync_dir(path: Path) -> None:

@@ -617,6 +617,8 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                 "restarts",
                 "exceptions",
                 "serialization_errors",
+                "dead_letters",
+                "record_retries",
             ):
                 agg[k] = agg.get(k, 0.0) + m.get(k, 0.0)
         containers = {

@@ -6,12 +6,21 @@ step hands its output straight to the next as a function call, with no
 serialisation and no stream manager hop. Stateful steps keep their state
 under their step name (``ctx.keyed_state(name)`` per key, ``ctx.state[name]``
 for the rest), so checkpoints and restores need nothing else.
+
+A step whose function raises on a record retries that step on that record
+(``Context.retry_record``: ``topology.record.max.retries`` times), then sends
+the record to the dead letters under the step's name, and the chain goes on
+with the next record; the steps before it are not run again. Each step's
+closure holds its own ``try``, which costs nothing until something raises (the
+retry is a ``partial``: a lambda over the closure's arguments would make them
+cells, paid on every record).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any, cast
 
 from ..api import Bolt, Context, Spout, Tuple
@@ -20,6 +29,11 @@ from ._windows import Assigner, WindowedReduce
 
 Out = Callable[[Any, Any], None]
 Side = Callable[[str, Any, Any], None]
+Retry = Callable[[str, Callable[[], Any], Exception, Any], bool]
+
+
+def _reraise(component: str, attempt: Callable[[], Any], error: Exception, record: Any) -> bool:
+    raise error  # a context that cannot retry (a test's): the exception goes on up
 
 
 def _now_ms() -> int:
@@ -38,22 +52,31 @@ class Op:
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         raise NotImplementedError
 
+    @property
+    def retry(self) -> Retry:
+        """Retries a record this step raised on, then dead-letters it (``retry_record``)."""
+        return getattr(self.ctx, "retry_record", _reraise)
+
     def link(self, out: Out, side: Side) -> Out:
         """``process`` bound to what follows it in a chain: one call per record per step.
 
         A class that defines ``inline(out, side)`` beside its ``process`` gives a
         closure doing the same work inline, which saves a call and the attribute
         lookups on every record; a subclass that overrides ``process`` alone gets
-        the generic call, so its ``process`` is never bypassed.
+        the generic call, so its ``process`` is never bypassed. Either way a record
+        the step raises on goes to ``retry``.
         """
         owner = next(c for c in type(self).__mro__ if "process" in vars(c))
         inline = vars(owner).get("inline")
         if inline is not None:
             return inline(self, out, side)  # type: ignore[no-any-return]
-        process = self.process
+        process, retry, name = self.process, self.retry, self.name
 
         def call(key: Any, value: Any) -> None:
-            process(key, value, out, side)
+            try:
+                process(key, value, out, side)
+            except Exception as exc:
+                retry(name, partial(process, key, value, out, side), exc, value)
 
         return call
 
@@ -73,10 +96,16 @@ class MapOp(Op):
         out(key, self.fn(value))
 
     def inline(self, out: Out, side: Side) -> Out:
-        fn = self.fn
+        fn, retry, name = self.fn, self.retry, self.name
+
+        def again(key: Any, value: Any) -> None:
+            out(key, fn(value))
 
         def call(key: Any, value: Any) -> None:
-            out(key, fn(value))
+            try:
+                out(key, fn(value))
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
 
         return call
 
@@ -87,11 +116,18 @@ class FlatMapOp(MapOp):
             out(key, v)
 
     def inline(self, out: Out, side: Side) -> Out:
-        fn = self.fn
+        fn, retry, name = self.fn, self.retry, self.name
+
+        def again(key: Any, value: Any) -> None:
+            for v in list(fn(value)):  # all or nothing (a first attempt may have emitted some)
+                out(key, v)
 
         def call(key: Any, value: Any) -> None:
-            for v in fn(value):
-                out(key, v)
+            try:
+                for v in fn(value):
+                    out(key, v)
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
 
         return call
 
@@ -102,11 +138,18 @@ class FilterOp(MapOp):
             out(key, value)
 
     def inline(self, out: Out, side: Side) -> Out:
-        fn = self.fn
+        fn, retry, name = self.fn, self.retry, self.name
 
-        def call(key: Any, value: Any) -> None:
+        def again(key: Any, value: Any) -> None:
             if fn(value):
                 out(key, value)
+
+        def call(key: Any, value: Any) -> None:
+            try:
+                if fn(value):
+                    out(key, value)
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
 
         return call
 
@@ -116,10 +159,16 @@ class KeyByOp(MapOp):
         out(self.fn(value), value)
 
     def inline(self, out: Out, side: Side) -> Out:
-        fn = self.fn
+        fn, retry, name = self.fn, self.retry, self.name
+
+        def again(key: Any, value: Any) -> None:
+            out(fn(value), value)
 
         def call(key: Any, value: Any) -> None:
-            out(fn(value), value)
+            try:
+                out(fn(value), value)
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
 
         return call
 
@@ -137,9 +186,18 @@ class SinkOp(MapOp):
 
     def inline(self, out: Out, side: Side) -> Out:
         fn, incr, counter = self.fn, self.ctx.incr, self.counter
+        retry, name = self.retry, self.name
+
+        def again(value: Any) -> None:
+            fn(value)
+            incr(counter)
 
         def call(key: Any, value: Any) -> None:  # nothing follows a sink
-            fn(value)
+            try:
+                fn(value)
+            except Exception as exc:
+                retry(name, partial(again, value), exc, value)
+                return
             incr(counter)
 
         return call
@@ -170,10 +228,21 @@ class ReduceByKeyOp(Op):
 
     def inline(self, out: Out, side: Side) -> Out:
         fn, get, put = self.fn, self.totals.get, self.totals.__setitem__
+        retry, name = self.retry, self.name
 
-        def call(key: Any, value: Any) -> None:
+        def again(key: Any, value: Any) -> None:
             acc = get(key, _NONE)
             acc = value if acc is _NONE else fn(acc, value)
+            put(key, acc)
+            out(key, acc)
+
+        def call(key: Any, value: Any) -> None:
+            try:
+                acc = get(key, _NONE)
+                acc = value if acc is _NONE else fn(acc, value)
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
+                return
             put(key, acc)
             out(key, acc)
 
@@ -239,15 +308,28 @@ class WindowOp(Op):
             side("late", r[0], r[2])
 
         add, fired, timestamp = self.w.add, self._fired(out), self.timestamp
+        retry, name = self.retry, self.name
         if timestamp is None:
 
-            def call(key: Any, value: Any) -> None:
+            def again_now(key: Any, value: Any) -> None:
                 add(key, _now_ms(), value, fired, late)
+
+            def call(key: Any, value: Any) -> None:
+                try:
+                    add(key, _now_ms(), value, fired, late)
+                except Exception as exc:
+                    retry(name, partial(again_now, key, value), exc, value)
 
         else:
 
-            def call(key: Any, value: Any) -> None:
+            def again(key: Any, value: Any) -> None:
                 add(key, int(timestamp(value)), value, fired, late)
+
+            def call(key: Any, value: Any) -> None:
+                try:
+                    add(key, int(timestamp(value)), value, fired, late)
+                except Exception as exc:
+                    retry(name, partial(again, key, value), exc, value)
 
         return call
 
@@ -471,8 +553,14 @@ class FusedBolt(Bolt):
             out, side = self.out, self.side
             assert side is not None
 
+            retry = head.retry
+
             def join(s: int, key: Any, value: Any) -> None:
-                head.process_side(s, key, value, out, side)
+                try:
+                    head.process_side(s, key, value, out, side)
+                except Exception as exc:
+                    retry(head.name, partial(head.process_side, s, key, value, out, side), exc,
+                          value)  # fmt: skip
 
             self.join = join
         me = ctx.topology.component(ctx.component)

@@ -96,6 +96,7 @@ class Pipeline:
         self.config = dict(config or {})
         self.fuse = fuse
         self._steps: dict[str, _Step] = {}
+        self._dead_letters: tuple[str, Callable[[], Bolt], int, Placement | None] | None = None
 
     # -- sources ----------------------------------------------------------------
     def source(self, name: str, spout: Callable[[], Spout], *, parallelism: int = 1,
@@ -135,6 +136,20 @@ class Pipeline:
                      parallelism=first.parallelism, placement=first.placement,
                      exchange=True)  # fmt: skip
         return Streamlet(self, self._add(step))
+
+    def dead_letters(self, name: str, sink: Callable[[], Bolt], *, parallelism: int = 1,
+                     placement: Placement | None = None) -> None:  # fmt: skip
+        """Send every step's dead letters to ``sink`` (e.g. ``TransactionalFileSink``).
+
+        A record on which a step's function raises is tried again
+        ``topology.record.max.retries`` times (``DeadLetter``: at once), then ``sink``
+        gets ``[step, reason, traceback, record]`` and the step goes on with the next
+        record (``Topology.with_dead_letters``). Without a sink they are counted,
+        logged and listed under ``/exceptions``.
+        """
+        if name in self._steps:
+            raise InvalidTopologyError(self.name, [f"step {name!r} is defined twice"])
+        self._dead_letters = (name, sink, parallelism, placement)
 
     def _add(self, step: _Step) -> _Step:
         if step.name in self._steps:
@@ -235,6 +250,10 @@ class Pipeline:
                                          parallelism=first.parallelism,
                                          outputs=outputs if first.component is None else (),
                                          config=config, placement=first.placement)  # fmt: skip
+        if self._dead_letters is not None:
+            name, sink, parallelism, placement = self._dead_letters
+            topology = topology.with_dead_letters(name, sink, parallelism=parallelism,
+                                                  placement=placement)  # fmt: skip
         return topology
 
 

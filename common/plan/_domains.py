@@ -63,7 +63,7 @@ def cloud_part(topology: Topology) -> Topology:
         if not comp.placement.is_edge:
             components.append(comp)
         elif comp.name in edges:
-            streams = tuple(s for s in comp.outputs if s.name in edges[comp.name])
+            streams = tuple(s for s in comp.streams if s.name in edges[comp.name])
             components.append(ComponentSpec(comp.name, "spout", partial(UplinkSpout, comp.name),
                                             1, (), streams))  # fmt: skip
     return replace(topology, components=tuple(components))

@@ -161,7 +161,8 @@ class Container:
         return sorted(i.task_id for i in self.revisions[self.revision].plan.in_container(self.id))
 
     def _on_exception(self, report: dict[str, Any]) -> None:
-        self.last_error[int(report["task"])] = f"{report['component']}: {report['message']}"
+        if report.get("type") == "exception":  # a dead letter is no cause of a crash
+            self.last_error[int(report["task"])] = f"{report['component']}: {report['message']}"
         self.exceptions.append(report)
 
     def _spawn(self, task: int) -> None:

@@ -2,9 +2,11 @@
 
 The main thread is the executor: it runs user code, routes and batches what
 it emits, and reports metrics. The gateway thread moves frames between the
-executor's bounded queues and the stmgr's Unix socket. An exception in user
-code is logged with its traceback, reported to the stmgr, and ends the
-process with status 1; the container restarts it.
+executor's bounded queues and the stmgr's Unix socket. A record on which a
+bolt's ``process`` raises is retried and then dead-lettered (``_dead_letters``);
+any other exception in user code (``open``, a spout's ``next_tuple``, a tick)
+is logged with its traceback, reported to the stmgr, and ends the process with
+status 1; the container restarts it.
 
 Live edits reach a running instance as a staged revision (``prepare``): an
 untouched instance loads the new topology and, once it has taken the
@@ -32,6 +34,7 @@ from typing import Any
 
 from .._loader import load_topology
 from ..api import (
+    DEAD_LETTERS,
     DEFAULT_STREAM,
     TICK_COMPONENT,
     TICK_STREAM,
@@ -47,6 +50,7 @@ from ..state import KeyedState, State, StatefulComponent
 from ..state._state import dump_snapshot, load_snapshot
 from ..wire import Kind, decode, encode, encode_frame, parse_frame
 from ..wire._frame import STMGR
+from ._dead_letters import Retry
 from ._emitter import Emitter
 from ._gateway import Gateway
 from ._queues import ByteQueue
@@ -136,6 +140,16 @@ class InstanceContext:
         c = self._i.user_counters
         c[counter] = c.get(counter, 0) + by
 
+    def retry_record(self, component: str, attempt: Callable[[], Any], error: Exception,
+                     record: Any) -> bool:  # fmt: skip
+        return self._i.retry(component, attempt, error, record)
+
+    def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
+        """Report a dead letter made elsewhere (an edge domain's, relayed to the cloud) to
+        ``/exceptions``, bounded as this instance's own (runtime components only)."""
+        component, reason, tb, record = row
+        self._i.report_dead_letter(f"{component} ({origin})", reason, tb, record, sink=True)
+
 
 class Instance:
     def __init__(
@@ -203,6 +217,9 @@ class Instance:
         self.exec_count = 0
         self.stream_emits: dict[str, int] = {}
         self.user_counters: dict[str, int] = {}
+        # poison records: retried, then dead-lettered (anchored to the tuple being retried)
+        self.retry = Retry(self.rc.record_max_retries, self._dead_letter, log)
+        self._anchor: Tuple | None = None
 
     # -- output ---------------------------------------------------------------
     def _send(self, frame: bytes) -> None:
@@ -485,18 +502,13 @@ class Instance:
             component = self._component_of(src)
             stream = f.stream
             now = time.time()
-            process = comp.process
             t0 = time.perf_counter_ns()
-            if kind == Kind.DATA:
-                batch = getattr(comp, "process_values", None)
-                if batch is not None:  # the DSL's chains: a batch, no Tuple per record
-                    batch(component, stream, src, entries)
-                else:
-                    for values in entries:
-                        process(Tuple(None, component, stream, src, values, now))
+            batch = getattr(comp, "process_values", None) if kind == Kind.DATA else None
+            if batch is not None:  # the DSL's chains: a batch, no Tuple per record
+                batch(component, stream, src, entries)  # (their steps retry on their own)
             else:
-                for values, roots in entries:
-                    process(Tuple(None, component, stream, src, values, now, roots))
+                self._process(comp.process, iter(entries), kind == Kind.DATA_ROOTED,
+                              component, stream, src, now)  # fmt: skip
             self.exec_ns += time.perf_counter_ns() - t0
             self.exec_count += len(entries)
             self.executed += len(entries)
@@ -540,6 +552,66 @@ class Instance:
                 if on_system is not None:
                     on_system(msg)
 
+    def _process(self, process: Callable[[Tuple], None], entries: Any, rooted: bool,
+                 component: str, stream: str, src: int, now: float) -> None:  # fmt: skip
+        """``process`` every entry of a frame; one that raises is retried, then dead-lettered.
+
+        The try covers the whole frame, so a frame without a failure costs nothing more;
+        after a failure the loop goes on with the entries left."""
+        tup: Tuple | None = None
+        while True:
+            try:
+                if rooted:
+                    for values, roots in entries:
+                        tup = Tuple(None, component, stream, src, values, now, roots)
+                        process(tup)
+                else:
+                    for values in entries:
+                        tup = Tuple(None, component, stream, src, values, now)
+                        process(tup)
+                return
+            except Exception as exc:
+                if tup is None:
+                    raise
+                self._failed(process, tup, exc)
+                tup = None
+
+    def _failed(self, process: Callable[[Tuple], None], tup: Tuple, error: Exception) -> None:
+        self._anchor = tup if self.acking and tup.roots else None
+        try:
+            handled = self.retry(self.component, lambda: process(tup), error, tup.values)
+        finally:
+            self._anchor = None
+        if not handled and self.acking and tup.roots:
+            self.ack(tup)  # its record is in the dead letters: the tree goes on from there
+
+    def _dead_letter(self, component: str, reason: str, tb: str, record: Any) -> None:
+        """Emit a dead letter on ``__dead_letters`` (anchored to the failed tuple under
+        at-least-once); report it, bounded; with no sink subscribed, the log keeps it."""
+        values = [component, reason, tb, record]
+        anchors = [self._anchor] if self._anchor is not None else None
+        sink = bool(self.router.selectors(DEAD_LETTERS))
+        if sink:
+            self.emit(values, DEAD_LETTERS, None, anchors, None, False)
+        self.report_dead_letter(component, reason, tb, record, sink)
+
+    def report_dead_letter(self, component: str, reason: str, tb: str, record: Any,
+                           sink: bool) -> None:  # fmt: skip
+        shown = _shorten(repr(record))
+        if self.retry.should_report():
+            log.warning("task %d (%s): record dead-lettered%s: %s; record: %s\n%s", self.task,
+                        component, "" if sink else " (no dead-letter sink: logged only)",
+                        reason, shown, tb)  # fmt: skip
+            report = {"type": "dead_letter", "task": self.task, "component": component,
+                      "message": f"dead letter: {reason}; record: {shown}",
+                      "traceback": tb}  # fmt: skip
+            self._send(encode_frame(Kind.CONTROL, STMGR, self.task, 0, b"", encode(report)))
+        elif not sink:  # nothing else keeps it: log every one
+            log.warning("task %d (%s): record dead-lettered: %s; record: %s", self.task,
+                        component, reason, shown)  # fmt: skip
+        else:
+            log.debug("task %d (%s): record dead-lettered: %s", self.task, component, reason)
+
     def _component_of(self, task: int) -> str:
         return self.task_component.get(task, "?")
 
@@ -561,6 +633,8 @@ class Instance:
             "out_queue_frames": len(self.outbox),
             "backpressure_ms": self.outbox.blocked_s * 1000.0,
             "serialization_errors": self.emitter.serialization_errors,
+            "dead_letters": self.retry.dead_letters,
+            "record_retries": self.retry.retries,
             "checkpoints": self.checkpoints,
             "emitted_by_stream": self.stream_emits,
             "user": self.user_counters,
@@ -571,6 +645,10 @@ class Instance:
 
 
 _MISSING = object()
+
+
+def _shorten(text: str, limit: int = 500) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} chars)"
 
 
 def _downstream(topology: Topology, component: str, ids: dict[str, list[int]]) -> list[int]:

@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 
 from .._exceptions import EmitError
-from ..api import Grouping, Stream, Topology
+from ..api import DEAD_LETTERS, Grouping, Stream, Topology
 from ..plan import task_ids
 
 Selector = Callable[[list[Any], int | None], Sequence[int]]
@@ -124,7 +124,7 @@ class Router:
         rng = random.Random(seed)
         ids = ids if ids is not None else task_ids(topology)
         spec = topology.component(component)
-        self.streams = {s.name: s for s in spec.outputs}
+        self.streams = {s.name: s for s in spec.streams}
         self._selectors: dict[str, list[Selector]] = {name: [] for name in self.streams}
         for consumer in topology.components:
             for inp in consumer.inputs:
@@ -144,7 +144,7 @@ class Router:
         try:
             return self._selectors[stream]
         except KeyError:
-            declared = ", ".join(map(repr, self.streams)) or "none"
+            declared = ", ".join(repr(s) for s in self.streams if s != DEAD_LETTERS) or "none"
             raise EmitError(
                 f"emit on undeclared stream {stream!r} (declared: {declared}); "
                 "declare it in the component's outputs"

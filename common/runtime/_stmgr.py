@@ -310,6 +310,8 @@ class StreamManager:
             elif msg.get("type") == "exception":
                 self.exceptions[msg["task"]] = self.exceptions.get(msg["task"], 0) + 1
                 self.on_exception(msg)
+            elif msg.get("type") == "dead_letter":  # counted by the instance (dead_letters)
+                self.on_exception(msg)
             else:
                 self.on_system(msg)
         elif kind == Kind.OUTBOX:
@@ -665,7 +667,8 @@ class StreamManager:
             await self._server.stop(0.5)
 
 
-_CUMULATIVE = ("emitted", "executed", "acked", "failed", "backpressure_ms", "serialization_errors")
+_CUMULATIVE = ("emitted", "executed", "acked", "failed", "backpressure_ms", "serialization_errors",
+               "dead_letters", "record_retries")  # fmt: skip
 _GAUGES = (
     "pending",
     "execute_latency_us",

@@ -28,7 +28,7 @@ import time
 from collections import deque
 from typing import Any, cast
 
-from ..api import Bolt, Context, Reliability, RuntimeConfig, Spout, Tuple
+from ..api import DEAD_LETTERS, Bolt, Context, Reliability, RuntimeConfig, Spout, Tuple
 from ..wire import Kind, decode, encode, encode_frame
 from ..wire._frame import STMGR
 from ._instance import InstanceContext
@@ -171,6 +171,8 @@ class UplinkSpout(Spout):
         rows = decode(batch["payload"])
         for stream, values in rows:
             emit(values, stream=stream)
+            if stream == DEAD_LETTERS:  # an edge domain's: listed under this /exceptions too
+                self.ctx.report_dead_letter(values, f"agent {agent}")
         self.last[agent] = seq
         self.ctx.incr("uplink_batches")
         self.ctx.incr("uplink_rows", len(rows))

@@ -1,12 +1,15 @@
 """The IoT pipeline in the functional DSL: the same steps and output as ``iot_pipeline.py``.
 
-    readings -> parse -> valid -> row -> by_sensor -> last_seq (dedup) -> ewma (smooth)
+    readings -> parse -> by_sensor -> last_seq (dedup) -> ewma (smooth)
       -> welford (anomaly) -> windows (10 s per sensor) -> by_site_window -> site_windows
       -> sink (KeyValueSink, [key, row] per site/window)
-    parse -> invalid -> reason -> dead_letters (files)
+    every step's dead letters -> dead_letters (files, in the cloud)
 
 The keyed steps after ``by_sensor`` run fused on the edge (one instance),
-the windows onwards in the cloud. Configure with IOT_LOG and IOT_OUT.
+the windows onwards in the cloud. A step refuses a reading by raising
+``DeadLetter`` (``parse`` for malformed input, ``last_seq`` for a seq
+implausibly far ahead); a step that raises anything else is retried first.
+Configure with IOT_LOG and IOT_OUT.
 """
 
 from __future__ import annotations
@@ -32,20 +35,18 @@ class Readings(LogSpout):
     outputs = ("topic", "payload", "received_ms")
 
 
-def _parse(record: list[Any]) -> tuple[Any, Any]:
-    topic, payload, _received = record
-    return steps.parse(topic, payload)
+def _parse(record: list[Any]) -> list[Any]:
+    topic, payload, received_ms = record
+    return steps.parse(topic, payload, received_ms)
 
 
 p = Pipeline("iot_dsl", config={
     "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
     "topology.stateful.checkpoint.interval.seconds": 1,
 })  # fmt: skip
-parsed = p.source("readings", partial(Readings, LOG, partitions=PARTITIONS),
-                  placement=edge()).map("parse", _parse)  # fmt: skip
 (
-    parsed.filter("valid", lambda r: r[0] is not None)
-    .map("row", lambda r: r[0])
+    p.source("readings", partial(Readings, LOG, partitions=PARTITIONS), placement=edge())
+    .map("parse", _parse)
     .key_by("by_sensor", lambda row: row[1])
     .flat_map_by_key("last_seq", steps.dedup)
     .flat_map_by_key("ewma", steps.smooth)
@@ -55,9 +56,5 @@ parsed = p.source("readings", partial(Readings, LOG, partitions=PARTITIONS),
     .flat_map_by_key("site_windows", steps.site_window)
     .to("sink", partial(KeyValueSink, f"{OUT}/site_windows", key="key"), key=True)
 )
-(
-    parsed.filter("invalid", lambda r: r[0] is None)
-    .map("reason", lambda r: r[1])
-    .to("dead_letters", partial(TransactionalFileSink, f"{OUT}/dead_letters"))
-)
+p.dead_letters("dead_letters", partial(TransactionalFileSink, f"{OUT}/dead_letters"))
 topology = p.build()

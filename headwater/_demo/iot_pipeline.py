@@ -1,19 +1,24 @@
 """The IoT pipeline: readings from the agent's durable log to per-site window aggregates.
 
     readings (LogSpout over the MQTT ingest log)
-      -> parse      JSON -> [site, sensor, seq, ts, value]; bad input -> dead_letter stream
-      -> dedup      per sensor: drop repeats (MQTT QoS 1 may deliver a reading twice)
+      -> parse      JSON -> [site, sensor, seq, ts, value]; bad input -> dead letters
+      -> dedup      per sensor: drop repeats (MQTT QoS 1 may deliver a reading twice);
+                    a seq implausibly far ahead -> dead letters
       -> smooth     per sensor: exponentially weighted mean
       -> anomaly    per sensor: flag readings far from the running mean (Welford variance)
       -> windows    per sensor: 10 s event-time tumbling windows, closed by the sensor's clock
       -> site       per site: merge each sensor's closed windows into the site's window
-      -> site_windows (KeyValueSink, latest row per site/window) and dead_letters (files)
+      -> site_windows (KeyValueSink, latest row per site/window)
+    every component's dead letters -> dead_letters (files, in the cloud)
 
 Under a master, readings..anomaly run on every edge agent (``edge()``) and
 the windows onwards in the cloud; ``headwater run`` runs it all locally.
 
 Exactly once: every stateful step keeps its state in keyed state and the
-topology runs EFFECTIVELY_ONCE. Configure with IOT_LOG (the ingest log) and
+topology runs EFFECTIVELY_ONCE. A step refuses a reading by raising
+``DeadLetter`` (any other exception is retried first): the runtime sends it,
+with the reason, to the topology's dead letters, ``[component, reason,
+traceback, record]`` rows, exactly once as any output. Configure with IOT_LOG (the ingest log) and
 IOT_OUT (output folder).
 """
 
@@ -24,7 +29,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from headwater import Bolt, Context, Reliability, Stream, Topology, Tuple, fields
+from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
 from headwater._demo import iot_steps as steps
 from headwater.common.connectors import KeyValueSink, LogSpout, TransactionalFileSink
 from headwater.placement import edge
@@ -39,25 +44,16 @@ SENSOR_ROW = ("site", "sensor", "seq", "ts", "value")
 
 
 class Parse(Bolt):
-    """Decode and validate; anything malformed goes to ``dead_letter`` with the reason."""
+    """Decode and validate; ``steps.parse`` raises ``DeadLetter`` for malformed input."""
 
-    outputs = (
-        Stream(("site", "sensor", "seq", "ts", "value")),
-        Stream(("reason", "topic", "payload"), name="dead_letter"),
-    )
+    outputs = SENSOR_ROW
 
     def open(self, ctx: Context) -> None:
         self.ctx = ctx
 
     def process(self, tup: Tuple) -> None:
-        topic, payload, _received = tup.values
-        row, dead = steps.parse(topic, payload)
-        if row is not None:
-            self.ctx.emit(row)
-        else:
-            assert dead is not None
-            self.ctx.incr("dead_letter")
-            self.ctx.emit(dead, "dead_letter")
+        topic, payload, received_ms = tup.values
+        self.ctx.emit(steps.parse(topic, payload, received_ms))
 
 
 class KeyedStep(Bolt):
@@ -151,9 +147,7 @@ topology = (
         partial(KeyValueSink, f"{OUT}/site_windows", key="key"),
         inputs={"site": fields("key")},
     )
-    .add_bolt(
-        "dead_letters",
-        partial(TransactionalFileSink, f"{OUT}/dead_letters"),
-        inputs={("parse", "dead_letter"): fields("topic")},
-    )
+    # every component's dead letters (malformed input, implausible readings, and records
+    # user code kept raising on), in the cloud, with the reason
+    .with_dead_letters("dead_letters", partial(TransactionalFileSink, f"{OUT}/dead_letters"))
 )

@@ -2,7 +2,9 @@
 
 Each keyed step is ``step(state, row) -> (new_state, rows_out)`` for one key
 (a sensor, or a site's window): the component version keeps the state in
-``ctx.keyed_state``, the DSL's ``flat_map_by_key`` does the same.
+``ctx.keyed_state``, the DSL's ``flat_map_by_key`` does the same. A step
+raises ``DeadLetter`` for a reading it refuses (before it changes any state):
+the runtime sends it to the topology's dead letters with the reason.
 """
 
 from __future__ import annotations
@@ -11,14 +13,21 @@ import json
 import math
 from typing import Any
 
+from headwater import DeadLetter
+
 WINDOW_MS = 10_000
 ALPHA = 0.2  # smoothing factor
 SIGMAS = 3.0  # anomaly threshold, in running standard deviations
+MAX_SEQ_JUMP = 100_000  # a seq further ahead of the sensor's last one is implausible
+MAX_AHEAD_MS = 3_600_000  # a timestamp further ahead of the reading's arrival is implausible
+WIRE_INT = 2**63  # integers must stay below it (the wire carries 64-bit ones)
 Row = list[Any]
 
 
-def parse(topic: str, payload: bytes) -> tuple[Row | None, Row | None]:
-    """``(row, None)`` for a valid reading, ``(None, [reason, topic, payload])`` otherwise."""
+def parse(topic: str, payload: bytes, received_ms: int | None = None) -> Row:
+    """``[site, sensor, seq, ts, value]`` of a valid reading; ``DeadLetter`` with the reason
+    otherwise. ``received_ms`` (when the agent ingested it) bounds how far ahead ``ts`` may be:
+    deterministic on replay, as it is stored with the reading."""
     try:
         r = json.loads(payload)
         if not isinstance(r, dict):
@@ -28,26 +37,33 @@ def parse(topic: str, payload: bytes) -> tuple[Row | None, Row | None]:
             raise ValueError("site and sensor must be non-empty strings")
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in row[2:4]):
             raise ValueError("seq and ts must be non-negative integers")
+        if not all(v < WIRE_INT for v in row[2:4]):
+            raise ValueError(f"seq and ts must be below 2**63, got seq {row[2]}, ts {row[3]}")
         v = row[4]
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
             raise ValueError("value must be a finite number")
+        row[4] = float(v)
     except KeyError as exc:
-        return None, dead_letter(f"missing field {exc.args[0]!r}", topic, payload)
-    except (ValueError, TypeError) as exc:  # JSONDecodeError is a ValueError
-        return None, dead_letter(str(exc), topic, payload)
-    row[4] = float(row[4])
-    return row, None
-
-
-def dead_letter(reason: str, topic: str, payload: bytes) -> Row:
-    return [reason, topic, payload[:1024].decode("utf-8", "replace")]
+        raise DeadLetter(f"missing field {exc.args[0]!r}") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # JSONDecodeError is a ValueError
+        raise DeadLetter(str(exc)) from None
+    if received_ms is not None and row[3] > received_ms + MAX_AHEAD_MS:
+        raise DeadLetter(f"ts {row[3]} is {(row[3] - received_ms) / 3_600_000:.1f} h ahead "
+                         f"of its arrival ({received_ms}); at most 1 h")  # fmt: skip
+    return row
 
 
 def dedup(last_seq: int | None, row: Row) -> tuple[int | None, list[Row]]:
-    """Per sensor: drop a reading whose seq was seen (MQTT QoS 1 may deliver it twice)."""
-    if last_seq is not None and row[2] <= last_seq:
-        return last_seq, []
-    return row[2], [row]
+    """Per sensor: drop a reading whose seq was seen (MQTT QoS 1 may deliver it twice);
+    ``DeadLetter`` for a seq implausibly far ahead, which would silence the sensor."""
+    seq = row[2]
+    if last_seq is not None:
+        if seq <= last_seq:
+            return last_seq, []
+        if seq - last_seq > MAX_SEQ_JUMP:
+            raise DeadLetter(f"seq {seq} is {seq - last_seq} ahead of the sensor's last "
+                             f"({last_seq}); at most {MAX_SEQ_JUMP}")  # fmt: skip
+    return seq, [row]
 
 
 def smooth(ewma: float | None, row: Row) -> tuple[float, list[Row]]:

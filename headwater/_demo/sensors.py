@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-BASE_TS = 1_790_000_000_000  # a fixed epoch-ms start: deterministic windows
+BASE_TS = 1_700_000_000_000  # a fixed epoch-ms start (in the past): deterministic windows
 
 
 def readings(sites: int, per_site: int, count: int) -> Iterator[tuple[str, dict[str, Any]]]:

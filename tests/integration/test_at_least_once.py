@@ -35,26 +35,41 @@ def test_bolt_failing_every_second_tuple_once(out_dir: Path) -> None:
     assert _sink_seqs(out_dir) == list(range(n))  # failed before the sink: no duplicates
 
 
-def test_exception_in_user_code_is_reported_and_the_instance_restarts(out_dir: Path) -> None:
+def test_a_record_user_code_raises_on_once_is_retried(out_dir: Path) -> None:
+    """A bolt's ``process`` raises on one record once: the retry works, nothing restarts."""
+    n = 1000
+    env = {"HW_TEST_OUT": str(out_dir), "HW_TEST_N": str(n), "HW_TEST_RAISE_AT": "500"}
+    with running(TOPOLOGIES / "flaky.py", env=env) as c:
+        wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(n)), 90, "every seq at the sink")
+        wait_for(lambda: component_total(c, "relay", "record_retries") == 1, 30, "the retry")
+        assert component_total(c, "relay", "restarts") == 0
+        assert component_total(c, "relay", "dead_letters") == 0
+        assert component_total(c, "seq", "failed") == 0
+        assert c.get("/exceptions") == []
+    assert _sink_seqs(out_dir) == list(range(n))
+
+
+def test_exception_in_a_spout_is_reported_and_the_instance_restarts(out_dir: Path) -> None:
+    """``next_tuple`` is no record: the instance restarts, counted and listed."""
     n = 1000
     env = {
         "HW_TEST_OUT": str(out_dir),
         "HW_TEST_N": str(n),
-        "HW_TEST_RAISE_AT": "500",
+        "HW_TEST_SPOUT_RAISE_AT": "500",
         "HW_TEST_TIMEOUT": "4",
     }
     with running(TOPOLOGIES / "flaky.py", env=env) as c:
         wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(n)), 90, "every seq at the sink")
         (report,) = wait_for(lambda: c.get("/exceptions"), 30, "the exception report")
-        assert report["component"] == "relay"
-        assert report["message"] == "RuntimeError: relay cannot handle seq 500"
+        assert report["component"] == "seq"
+        assert report["message"] == "RuntimeError: seq cannot read 500"
         assert "Traceback (most recent call last)" in report["traceback"]
-        assert 'raise RuntimeError(f"relay cannot handle seq {seq}")' in report["traceback"]
-        assert component_total(c, "relay", "exceptions") == 1
-        assert component_total(c, "relay", "restarts") == 1
+        assert 'raise RuntimeError(f"seq cannot read {seq}")' in report["traceback"]
+        wait_for(lambda: component_total(c, "seq", "exceptions") == 1, 30, "the count")
+        assert component_total(c, "seq", "restarts") == 1
         task = report["task"]
         log = (c.workdir / f"task-{task}.log").read_text()
-        assert "RuntimeError: relay cannot handle seq 500" in log
+        assert "RuntimeError: seq cannot read 500" in log
 
 
 def test_a_component_that_fails_to_start_is_named_in_its_report(out_dir: Path) -> None:

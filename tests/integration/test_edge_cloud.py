@@ -128,11 +128,12 @@ def test_iot_example_runs_across_worker_and_two_agents(
     wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
              "every closed window of both sites at the cloud sink")  # fmt: skip
     assert len(expected) == 2 * 3  # 2 sites x 3 closed windows
-    reasons = sorted(d[0] for d in committed_rows(out / "dead_letters"))
+    dead = committed_rows(out / "dead_letters")  # [component, reason, traceback, record]
+    reasons = sorted(d[1] for d in dead)
     for (_payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
                                        strict=True):  # fmt: skip
         assert reason in got
-    assert all(d[1] == "sensors/site1/bad" for d in committed_rows(out / "dead_letters"))
+    assert all(d[0] == "parse" and d[3][0] == "sensors/site1/bad" for d in dead)
 
     # where everything ran, by PID: edge components under each agent, cloud ones under the worker
     full = load_topology(PIPELINE)
@@ -142,14 +143,14 @@ def test_iot_example_runs_across_worker_and_two_agents(
         here = _instances(agent)
         assert sorted(edge_components[t] for t in here) == sorted(
             ["readings", "parse", "dedup", "smooth", "anomaly", "__outbox__parse",
-             "__outbox__anomaly"]
+             "__outbox__dedup", "__outbox__smooth", "__outbox__anomaly"]
         ), site  # fmt: skip
     cloud_ids = task_ids(cloud_part(full))
     cloud_components = {t: c for c, ts in cloud_ids.items() for t in ts}
     on_worker = _instances(worker)
     assert sorted(cloud_components[t] for t in on_worker) == sorted(
-        ["parse", "anomaly", "windows", "site", "site_windows", "dead_letters"]
-    )  # the two receivers stand in for the edge components under their names
+        ["parse", "dedup", "smooth", "anomaly", "windows", "site", "site_windows", "dead_letters"]
+    )  # the receivers stand in for the edge components (their dead letters too) by name
     master_pids = {int(m["pid"]) for m in
                    daemons.api("/api/v1/topologies/iot/metrics")["tasks"].values()}  # fmt: skip
     assert master_pids == set(on_worker.values())

@@ -121,11 +121,11 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
         wait_for(lambda: sum(m.get("user:duplicates", 0)
                              for m in c.metrics()["tasks"].values()) >= 5, 30,
                  "the five redelivered readings dropped")  # fmt: skip
-    reasons = sorted(d[0] for d in dead_letters())
+    reasons = sorted(d[1] for d in dead_letters())  # [component, reason, traceback, record]
     for (payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
                                       strict=True):  # fmt: skip
         assert reason in got, (payload, got)
-    assert all(d[1] == "sensors/site0/bad" for d in dead_letters())
+    assert all(d[0] == "parse" and d[3][0] == "sensors/site0/bad" for d in dead_letters())
     assert _site_rows(out / "site_windows") == expected
     assert len(expected) == 2 * 5  # 2 sites x 5 closed windows
 
@@ -155,7 +155,6 @@ def test_dsl_version_matches_the_component_version(
         dead = committed_rows(out / "dead_letters")
         if name == "dsl":  # records are [key, value]: the value is the row
             rows = {k: v[1] for k, v in rows.items()}
-            dead = [d[1] for d in dead]
         outputs[name] = (rows, sorted(dead))
     assert outputs["dsl"] == outputs["components"]
     assert outputs["dsl"][0] == expected

@@ -205,3 +205,43 @@ def test_duplicate_names_raise_with_a_hint() -> None:
 def test_duplicate_spout_names_raise() -> None:
     with pytest.raises(InvalidTopologyError, match="same name"):
         Topology("t").add_spout("a", Words).add_spout("a", Words)
+
+
+def test_dead_letters_reach_the_sink_from_every_bolt_added_before_or_after() -> None:
+    from headwater.common.api import DEAD_LETTER_FIELDS, DEAD_LETTERS
+    from headwater.common.api._topology import edge
+    from headwater.common.plan import cloud_part, edge_part, validate
+
+    t = (
+        Topology("t")
+        .add_spout("words", Words, placement=edge())  # a plain spout: no user steps, no letters
+        .add_bolt("count", Count, inputs={"words": shuffle()}, placement=edge())
+        .with_dead_letters("dead", Count)
+        .add_bolt("total", Count, inputs={"count": shuffle()})
+    )
+    validate(t)
+    assert t.dead_letters == "dead"
+    dead = t.component("dead")
+    assert [(i.component, i.stream) for i in dead.inputs] == [
+        ("count", DEAD_LETTERS), ("total", DEAD_LETTERS)
+    ]  # fmt: skip
+    assert t.component("count").stream(DEAD_LETTERS) == Stream(DEAD_LETTER_FIELDS, DEAD_LETTERS)
+    assert t.component("count").outputs == (Stream(("word", "count")),)  # declared ones only
+    # an edge component's dead letters cross to the cloud with its other streams
+    up = cloud_part(t).component("count")
+    assert [s.name for s in up.outputs] == [DEFAULT_STREAM, DEAD_LETTERS]
+    assert "__outbox__count" in [c.name for c in edge_part(t, {}).components]
+
+
+def test_an_edge_dead_letter_sink_takes_its_own_subgraphs_letters_only() -> None:
+    from headwater.common.api._topology import edge
+
+    t = (
+        Topology("t")
+        .add_spout("words", Words)
+        .add_bolt("cloudy", Count, inputs={"words": shuffle()})
+        .add_spout("gw", Words, placement=edge(site="a"))
+        .add_bolt("local", Count, inputs={"gw": shuffle()}, placement=edge(site="a"))
+        .with_dead_letters("dead", Count, placement=edge(site="a"))
+    )
+    assert [i.component for i in t.component("dead").inputs] == ["local"]

@@ -11,6 +11,7 @@ import pytest
 
 from headwater.common._exceptions import EmitError
 from headwater.common.api import (
+    DEAD_LETTERS,
     Bolt,
     Grouping,
     Spout,
@@ -216,7 +217,7 @@ def _topology() -> Topology:
 
 def test_router_selectors_per_stream() -> None:
     router = Router(_topology(), "src", None, seed=0)
-    assert set(router.streams) == {"default", "error"}
+    assert set(router.streams) == {"default", "error", DEAD_LETTERS}  # every one has it
     default = [list(s(["w"], None)) for s in router.selectors("default")]
     assert default == [[2], [4, 5]]
     assert [list(s(["r"], None)) for s in router.selectors("error")] == [[6]]

@@ -1,4 +1,8 @@
-"""seq spout -> relay (fails every second new tuple once when FLAKY=1) -> recording sink."""
+"""seq spout -> relay (fails every second new tuple once when FLAKY=1) -> recording sink.
+
+``HW_TEST_RAISE_AT``: the relay raises once on that seq (a retry then works);
+``HW_TEST_SPOUT_RAISE_AT``: the spout raises once in ``next_tuple`` before emitting it.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,19 @@ from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
 
 FLAKY = os.environ.get("HW_TEST_FLAKY") == "1"
 RAISE_AT = int(os.environ.get("HW_TEST_RAISE_AT", "-1"))
+SPOUT_RAISE_AT = int(os.environ.get("HW_TEST_SPOUT_RAISE_AT", "-1"))
 OUT = os.environ.get("HW_TEST_OUT", "")
 
 
 RAISE_IN_INIT = os.environ.get("HW_TEST_RAISE_IN_INIT") == "1"
+
+
+class Seq(SeqSpout):
+    def emit(self, seq: int) -> None:
+        if seq == SPOUT_RAISE_AT and not os.path.exists(os.path.join(OUT, "raised-spout")):
+            open(os.path.join(OUT, "raised-spout"), "w").close()
+            raise RuntimeError(f"seq cannot read {seq}")
+        super().emit(seq)
 
 
 class Relay(Bolt):
@@ -53,7 +66,7 @@ topology = (
             "topology.max.spout.pending": 200,
         },
     )
-    .add_spout("seq", SeqSpout, parallelism=2)
+    .add_spout("seq", Seq, parallelism=2)
     .add_bolt("relay", Relay, parallelism=2, inputs={"seq": fields("seq")})
     .add_bolt("sink", RecordBolt, parallelism=2, inputs={"relay": fields("seq")})
 )
