@@ -9,7 +9,9 @@ HeadwaterError
  +-- ClusterError              a local cluster failed to start or stop
  +-- PackageMismatchError      topology code whose hash is not the one expected
  +-- CorruptCheckpointError    a stored snapshot fails its checksum or is missing
-                               (defined in headwater.common.state)
+ |                             (defined in headwater.common.state)
+ +-- LogOffsetError            a reader's offset past a durable log's end: the log
+                               went back (defined in headwater.common.state)
 """
 
 from __future__ import annotations
