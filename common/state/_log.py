@@ -30,6 +30,7 @@ from .._exceptions import HeadwaterError
 _OFFSET = struct.Struct(">Q")
 # not 8 bytes long, so never mistaken for an offset; sorts after every offset below 2^64 - 2^48
 _TRIMMED = b"\xff\xffmeta:trimmed"
+_PROBE = b"\xff\xffmeta:probe"
 
 
 def _offsets(keys: Iterable[object]) -> Iterable[int]:
@@ -125,6 +126,12 @@ class DurableLog:
         self._db.write(batch, self._sync if sync else WriteOptions())
         self._end = end  # only once written: a failed append (disk full) can be retried
         return first
+
+    def probe(self) -> None:
+        """Writer: a synced write of metadata only; raises if the disk takes no writes."""
+        if self.reader:
+            raise PermissionError("this DurableLog was opened for reading")
+        self._db.put(_PROBE, _OFFSET.pack(self._end), self._sync)
 
     def refresh(self) -> int:
         """Readers: catch up with the writer; return the new end offset."""
