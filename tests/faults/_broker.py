@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -25,6 +26,8 @@ class Broker:
         self.proc: subprocess.Popen[bytes] | None = None
         home.mkdir(parents=True, exist_ok=True)
         self.conf = home / "mosquitto.conf"
+        # started as root, Mosquitto would run as its own user, who cannot write here
+        as_root = "user root\n" if os.geteuid() == 0 else ""
         self.conf.write_text(
             f"listener {self.port} 127.0.0.1\n"
             "allow_anonymous true\n"
@@ -32,6 +35,7 @@ class Broker:
             f"persistence_location {home}/\n"
             "max_queued_messages 0\n"  # keep a whole backlog for a paused subscriber
             "max_inflight_messages 20\n"
+            f"{as_root}"
         )
         self.log = home / "mosquitto.log"
 

@@ -8,6 +8,7 @@ so a reading lost or counted twice shows as a count that differs.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -139,3 +140,41 @@ def tally(expected: dict[str, list[Any]], got: dict[str, list[Any]]) -> tuple[in
         lost += max(0, row[4] - have)
         dup += max(0, have - row[4])
     return lost, dup
+
+
+class Publisher(threading.Thread):
+    """Publishes readings at ``rate`` per second (QoS 1) through broker outages: a reading
+    the broker did not acknowledge is published again once it is back (the pipeline drops
+    the repeat by its sequence number)."""
+
+    def __init__(self, address: tuple[str, int], batch: list[tuple[str, dict[str, Any]]],
+                 rate: float) -> None:  # fmt: skip
+        super().__init__(name="publisher", daemon=True)
+        self.batch, self.rate = batch, rate
+        self.sent = self.retries = 0
+        self.stop = threading.Event()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="steady-sensors")
+        self.client.reconnect_delay_set(min_delay=1, max_delay=1)
+        self.client.connect(*address)
+        self.client.loop_start()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        try:
+            for i, (topic, reading) in enumerate(self.batch):
+                while not self.stop.wait(max(0.0, start + i / self.rate - time.monotonic())):
+                    try:
+                        info = self.client.publish(topic, json.dumps(reading), qos=1)
+                        info.wait_for_publish(2)
+                        if info.is_published():
+                            break
+                    except (RuntimeError, ValueError):
+                        pass  # not connected: the broker is away
+                    self.retries += 1
+                    self.stop.wait(0.2)
+                else:
+                    return
+                self.sent += 1
+        finally:
+            self.client.disconnect()
+            self.client.loop_stop()
