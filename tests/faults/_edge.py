@@ -123,6 +123,11 @@ class Site:
             raise AssertionError(f"readings lost {lost}, counted twice {dup}") from None
         return time.monotonic() - t0
 
+    def lost_and_duplicated(self, published: list[tuple[str, dict[str, Any]]]) -> dict[str, int]:
+        """For ``_report.record``: readings lost and counted twice, from the windows."""
+        lost, dup = tally(_expected([r for _, r in published]), self.windows())
+        return {"readings": len(published), "lost": lost, "duplicated": dup}
+
     def reason(self, text: str, where: str = "both") -> str:
         """A health reason containing ``text`` at the agent's /status (and the master's view)."""
         mine = [r for r in self.status().get("reasons", []) if text in r]

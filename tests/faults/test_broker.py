@@ -50,8 +50,8 @@ def test_broker_down_at_start_is_logged_and_degraded_then_everything_flows(
     publish(broker.address, everything)
     site.wait_all(everything)
     _report.record("MQTT broker down when the agent starts", detect_s=round(detect_s, 1),
-                   recover_s=round(time.monotonic() - up, 1), readings=len(everything),
-                   lost=0, duplicated=0)  # fmt: skip
+                   recover_s=round(time.monotonic() - up, 1),
+                   **site.lost_and_duplicated(everything))  # fmt: skip
 
 
 def test_broker_restart_mid_stream_loses_and_duplicates_nothing(
@@ -82,4 +82,4 @@ def test_broker_restart_mid_stream_loses_and_duplicates_nothing(
         publisher.join(10)
     _report.record("MQTT broker restarted mid-stream (persistent session)",
                    detect_s=round(detect_s, 1), recover_s=round(time.monotonic() - restarted, 1),
-                   readings=len(everything), lost=0, duplicated=0)  # fmt: skip
+                   **site.lost_and_duplicated(everything))  # fmt: skip

@@ -42,4 +42,4 @@ def test_restart_after_retention_trimmed_everything_loses_nothing(
     assert site.status()["health"] == "ok", site.status()["reasons"]
     _report.record("agent restart after retention trimmed its whole ingest log", detect_s=None,
                    recover_s=round(time.monotonic() - restarted, 1),
-                   readings=len(everything), lost=0, duplicated=0)  # fmt: skip
+                   **site.lost_and_duplicated(everything))  # fmt: skip

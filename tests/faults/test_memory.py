@@ -94,7 +94,7 @@ def test_qos0_flood_while_paused_keeps_memory_bounded_and_counts_the_drops(
         site.wait_all(everything)  # every QoS 1 reading, once
         _report.record("QoS 0 flood while ingestion is paused", detect_s=round(detect_s, 1),
                        recover_s=round(time.monotonic() - restored, 1),
-                       readings=len(everything), lost=0, duplicated=0)  # fmt: skip
+                       **site.lost_and_duplicated(everything))  # fmt: skip
         print(f"RSS growth {growth >> 20} MiB, QoS 0 dropped {dropped:.0f} of {FLOOD}")
     finally:
         proxy.close()
