@@ -150,6 +150,7 @@ class MqttIngest:
         self._trim: dict[int, int] = {}  # partition -> trim before (applied by the writer)
         self._down_since: float | None = clock()  # not subscribed since (None: subscribed)
         self._over_bound_warned = False
+        self._qos1_queued = 0  # QoS 1 and 2 messages in the queue
         with contextlib.suppress(Exception):  # a full disk: the writer keeps trying
             self._open()
         self._writer = threading.Thread(target=self._write_loop, name="hw-ingest", daemon=True)
@@ -247,18 +248,20 @@ class MqttIngest:
                 if msg.qos == 0:
                     st.dropped_qos0 += 1
                     return
-                if not self._over_bound_warned:  # bounded by the broker's in-flight window
-                    self._over_bound_warned = True
+                if self._qos1_queued >= src.queue_max_messages and not self._over_bound_warned:
+                    self._over_bound_warned = True  # the broker's in-flight window should bound it
                     log.warning("QoS %d messages beyond the ingest queue's bound (%d messages, "
                                 "%d bytes): is the broker's in-flight window unlimited?",
                                 msg.qos, src.queue_max_messages,
                                 src.queue_max_bytes)  # fmt: skip
             self._queue.append((self._generation, msg))
+            self._qos1_queued += msg.qos > 0
             st.queued += 1
             st.queued_bytes += size
             self._cond.notify()
 
     def _dequeued(self, msg: mqtt.MQTTMessage) -> None:
+        self._qos1_queued -= msg.qos > 0
         self.stats.queued -= 1
         self.stats.queued_bytes -= len(msg.payload) + len(msg._topic) + _MESSAGE_OVERHEAD
 
