@@ -223,13 +223,9 @@ class MqttIngest:
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:  # fmt: skip
         with self._cond:
+            # what is queued is still written (a broker restarted without persistence would
+            # not send it again) but not acknowledged on the next connection
             self._generation += 1
-            # QoS 1 not yet taken by the writer: the session gives them back on reconnecting
-            kept = deque(m for m in self._queue if m[1].qos == 0)
-            for _, msg in self._queue:
-                if msg.qos:
-                    self._dequeued(msg)
-            self._queue = kept
         was = self.stats.connected
         self.stats.connected = False
         self.stats.disconnects += 1
