@@ -44,6 +44,9 @@ def test_disk_full_stops_acknowledgement_and_recovers_with_every_reading_once(
         detect_s = time.monotonic() - filled
         assert str(site.workdir) in reason and "No space left on device" in reason, reason
         assert site.status()["health"] == "failed"
+        # the edge checkpoints cannot be saved either, and say so
+        wait_for(lambda: site.reason("checkpoints:iot: cannot save", where="agent"), 30,
+                 "checkpoints failing, at the agent")  # fmt: skip
         held = _steady(lambda: site.metric("mqtt_appended"), 2.0)
         assert held < len(a) + len(b)
 
