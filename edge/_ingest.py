@@ -153,7 +153,7 @@ class MqttIngest:
         self._qos1_queued = 0  # QoS 1 and 2 messages in the queue
         with contextlib.suppress(Exception):  # a full disk: the writer keeps trying
             self._open()
-        self._writer = threading.Thread(target=self._write_loop, name="hw-ingest", daemon=True)
+        self._writer = threading.Thread(target=self._writer_main, name="hw-ingest", daemon=True)
         client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
             client_id=source.client_id,
@@ -317,6 +317,15 @@ class MqttIngest:
                 and self._clock() - down >= CONNECT_GRACE_S:  # fmt: skip
             self.health.set("mqtt", DEGRADED, f"broker {self.broker} unreachable: not connected "
                             f"for {self._clock() - down:.0f}s (retrying)")  # fmt: skip
+
+    def _writer_main(self) -> None:
+        try:
+            self._write_loop()
+        finally:  # only a bug gets here: say so rather than stall with acknowledgement stopped
+            if not self._stop.is_set():
+                self.health.set("ingest", FAILED, "the ingest writer thread stopped (a bug: "
+                                "see the log); restart the agent")  # fmt: skip
+                log.exception("the ingest writer thread stopped")
 
     def _write_loop(self) -> None:
         paused_since: float | None = None
