@@ -11,7 +11,9 @@ HeadwaterError
  +-- DeadLetter                raised by user code on a record: send it to the dead
  |                             letters at once, with this reason (no retries)
  +-- CorruptCheckpointError    a stored snapshot fails its checksum or is missing
-                               (defined in headwater.common.state)
+ |                             (defined in headwater.common.state)
+ +-- LogOffsetError            a reader's offset past a durable log's end: the log
+                               went back (defined in headwater.common.state)
 """
 
 from __future__ import annotations

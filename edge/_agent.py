@@ -32,6 +32,7 @@ from aiohttp import web
 
 from headwater.common._discovery import find_master
 from headwater.common._exceptions import HeadwaterError
+from headwater.common._health import FAILED
 from headwater.common._loader import load_topology
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
@@ -43,7 +44,7 @@ from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
-from ._ingest import MqttIngest, MqttSource
+from ._ingest import MqttIngest, MqttSource, describe_write_error
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -71,7 +72,8 @@ class Agent(Node):
         self.ingest_path = self.workdir / "ingest"
         self.ingest: MqttIngest | None = None
         if mqtt is not None:
-            self.ingest = MqttIngest(mqtt, self.ingest_path, should_pause=self.outbox_full)
+            self.ingest = MqttIngest(mqtt, self.ingest_path, should_pause=self.outbox_full,
+                                     health=self.health)  # fmt: skip
         self.tms: dict[str, TopologyMaster] = {}  # one per edge subgraph: its own domain
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self._server: grpc.aio.Server | None = None
@@ -119,8 +121,15 @@ class Agent(Node):
                 return
             validate(topology)
             plan = pack_round_robin(topology, 1)
-            tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state",
-                                run.package, run.entry, self._load_revision)  # fmt: skip
+            try:
+                tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state",
+                                    run.package, run.entry, self._load_revision)  # fmt: skip
+            except OSError as exc:  # a full disk: say so, and try again until it is not
+                self.health.set(f"edge:{run.topology}", FAILED, "cannot start the edge subgraph: "
+                                f"{describe_write_error(self.workdir, exc)}")  # fmt: skip
+                asyncio.get_running_loop().call_later(2.0, self._start_again, run, entry)
+                return
+            self.health.clear(f"edge:{run.topology}")
             tm.user_state = self.states.get(run.topology, "RUNNING")
             self.tms[run.topology] = tm
             self._coordinators[run.topology] = asyncio.get_running_loop().create_task(
@@ -129,6 +138,10 @@ class Agent(Node):
             log.info("edge subgraph of %r: %s", run.topology,
                      ", ".join(c.name for c in topology.components))  # fmt: skip
         super()._start(run, entry)
+
+    def _start_again(self, run: pb.RunContainer, entry: Path) -> None:
+        if self.orders.get((run.topology, run.container)) is run:  # still ordered
+            self._start(run, entry)
 
     # -- live edits ------------------------------------------------------------------
     def _code(self, package: str) -> Path:
@@ -284,12 +297,24 @@ class Agent(Node):
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):
             s.metrics[f"revision:{name}"] = float(tm.current)
+            if tm.catalogue.error:  # checkpoints cannot be completed (a full disk)
+                self.health.set(f"checkpoints:{name}", FAILED, tm.catalogue.error)
+            else:
+                self.health.clear(f"checkpoints:{name}")
         if self.ingest is not None:
             st = self.ingest.stats
             s.metrics["mqtt_received"] = st.received
             s.metrics["mqtt_appended"] = st.appended
+            s.metrics["mqtt_acked"] = st.acked
+            s.metrics["mqtt_dropped_qos0"] = st.dropped_qos0
+            s.metrics["mqtt_queued"] = st.queued
+            s.metrics["mqtt_queued_bytes"] = st.queued_bytes
+            s.metrics["ingest_write_errors"] = st.write_errors
             s.metrics["mqtt_connected"] = 1.0 if st.connected else 0.0
             s.metrics["mqtt_paused_s"] = st.paused_s
             s.metrics["mqtt_paused"] = 1.0 if self.outbox_full() else 0.0
             s.metrics["ingest_trimmed"] = st.trimmed
+        s.health = self.health.state  # as just updated
+        del s.reasons[:]
+        s.reasons.extend(self.health.reasons())
         return s

@@ -14,6 +14,29 @@ While ``should_pause()`` is true (the agent's outbox is over its byte
 budget) the writer neither appends nor acknowledges: the broker's in-flight
 window fills and it keeps the rest of the backlog for our session.
 
+Faults never kill the writer, and each shows in the node's health:
+
+- An append that fails (disk full, RocksDB errors) is not acknowledged: the
+  writer keeps the batch, reopens the log and retries with backoff, while the
+  broker keeps everything after it. ``ingest`` is ``failed`` with the reason
+  (``disk full on /path (No space left on device)``) until an append
+  succeeds again. A log that cannot be opened (an agent started on a full
+  disk) is retried the same way.
+- A log folder deleted under the writer (the agent's workdir removed) would
+  take appends into files no one can see: the writer checks the folder before
+  each acknowledgement, acknowledges nothing more, and reports
+  ``workdir /path is gone`` until the agent is restarted.
+- The broker out of reach (at start or later): ``mqtt`` is ``degraded``,
+  naming the broker's address, within ``CONNECT_GRACE_S`` and until the
+  subscription is back; the persistent session keeps what was published.
+
+Memory is bounded: the queue between paho's thread and the writer holds at
+most ``queue_max_messages`` messages and ``queue_max_bytes`` bytes. A QoS 0
+message that arrives while it is full is dropped and counted
+(``IngestStats.dropped_qos0``). QoS 1 is never dropped: it cannot outgrow the
+broker's in-flight window (Mosquitto's ``max_inflight_messages``, 20 by
+default), because nothing is acknowledged before it is written.
+
 Threads: paho calls ``_on_message`` on its own thread; everything else in
 this class runs on the writer thread, except ``start``/``stop``/``stats``,
 which are threadsafe.
@@ -21,6 +44,8 @@ which are threadsafe.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import threading
 import time
@@ -34,10 +59,31 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from headwater.common._health import DEGRADED, FAILED, Health
 from headwater.common.state import DurableLog
 from headwater.common.wire import encode
 
 log = logging.getLogger("headwater.edge.ingest")
+CONNECT_GRACE_S = 3.0  # not subscribed for this long: the broker is reported unreachable
+RETRY_MIN_S, RETRY_MAX_S = 0.1, 5.0  # a failed append or open is retried after these
+_MESSAGE_OVERHEAD = 200  # bytes a queued message costs beside its topic and payload
+
+
+def describe_write_error(path: Path, exc: BaseException) -> str:
+    """What a failed write under ``path`` most likely means, for a health reason."""
+    text = str(exc)
+    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left" in text:
+        return f"disk full on {path} (No space left on device)"
+    for d in (path, *path.parents):
+        if d.exists():
+            if d != path:
+                return f"workdir {d} is missing {path.relative_to(d)}"
+            break
+    return f"cannot write {path}: {text}"
+
+
+class _LogGone(Exception):
+    """The log's folder was deleted or replaced under the writer."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +97,8 @@ class MqttSource:
     partitions: int = 1
     keepalive_s: int = 30
     batch_max: int = 500  # messages per synced append
+    queue_max_messages: int = 10_000  # received, not yet written (QoS 0 beyond it is dropped)
+    queue_max_bytes: int = 32 << 20
 
 
 @dataclass
@@ -58,6 +106,10 @@ class IngestStats:
     received: int = 0
     appended: int = 0
     acked: int = 0
+    dropped_qos0: int = 0  # QoS 0 messages that arrived while the queue was full
+    queued: int = 0  # messages waiting for the writer
+    queued_bytes: int = 0
+    write_errors: int = 0  # failed appends and opens of the log (each retried)
     paused_s: float = 0.0
     connected: bool = False  # subscribed: the broker acknowledged the subscription
     disconnects: int = 0
@@ -66,7 +118,11 @@ class IngestStats:
 
 
 class MqttIngest:
-    """Subscribe, append to the durable log, then acknowledge. One per agent."""
+    """Subscribe, append to the durable log, then acknowledge. One per agent.
+
+    ``health`` (the node's) gets the ``mqtt`` and ``ingest`` reasons; without
+    one, the ingest keeps its own.
+    """
 
     def __init__(
         self,
@@ -75,17 +131,29 @@ class MqttIngest:
         *,
         should_pause: Callable[[], bool] = lambda: False,
         clock: Callable[[], float] = time.monotonic,
+        health: Health | None = None,
     ) -> None:
         self.source = source
         self.should_pause = should_pause
         self._clock = clock
-        self.logs = [DurableLog(Path(log_dir) / f"p{p}") for p in range(source.partitions)]
+        self.health = health if health is not None else Health("ingest")
+        self.log_dir = Path(log_dir)
+        self.logs: list[DurableLog] = []  # open while the writer can write (see _open)
+        self._inodes: list[int] = []  # of each partition's folder, as opened
         self.stats = IngestStats()
-        self._queue: deque[mqtt.MQTTMessage] = deque()
+        # (connection generation, message): a message from an earlier connection is not
+        # acknowledged on a later one (its packet id may name another message by then)
+        self._queue: deque[tuple[int, mqtt.MQTTMessage]] = deque()
+        self._generation = 0
         self._cond = threading.Condition()
         self._stop = threading.Event()
         self._trim: dict[int, int] = {}  # partition -> trim before (applied by the writer)
-        self._writer = threading.Thread(target=self._write_loop, name="hw-ingest", daemon=True)
+        self._down_since: float | None = clock()  # not subscribed since (None: subscribed)
+        self._over_bound_warned = False
+        self._qos1_queued = 0  # QoS 1 and 2 messages in the queue
+        with contextlib.suppress(Exception):  # a full disk: the writer keeps trying
+            self._open()
+        self._writer = threading.Thread(target=self._writer_main, name="hw-ingest", daemon=True)
         client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
             client_id=source.client_id,
@@ -93,6 +161,7 @@ class MqttIngest:
             manual_ack=True,
         )
         client.on_connect = self._on_connect
+        client.on_connect_fail = self._on_connect_fail
         client.on_disconnect = self._on_disconnect
         client.on_subscribe = self._on_subscribe
         client.on_message = self._on_message
@@ -113,8 +182,7 @@ class MqttIngest:
         self._writer.join(5)
         self.client.disconnect()
         self.client.loop_stop()
-        for d in self.logs:
-            d.close()
+        self._close()
 
     def trim(self, partition: int, before: int) -> None:
         """Retention: drop the partition's records before ``before`` (the writer does it)."""
@@ -122,11 +190,15 @@ class MqttIngest:
             self._trim[partition] = max(before, self._trim.get(partition, 0))
 
     # -- paho's thread --------------------------------------------------------------
+    @property
+    def broker(self) -> str:
+        return f"{self.source.host}:{self.source.port}"
+
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                     properties: Any) -> None:  # fmt: skip
         if reason.is_failure:
-            log.warning("broker %s:%d refused the connection: %s",
-                        self.source.host, self.source.port, reason)  # fmt: skip
+            self.health.set("mqtt", DEGRADED, f"broker {self.broker} refused the connection: "
+                            f"{reason}")  # fmt: skip
             return
         client.subscribe([(t, 1) for t in self.source.topics])
         log.info("subscribed to %s on %s:%d (session present: %s)",
@@ -142,55 +214,195 @@ class MqttIngest:
             return
         # connected means subscribed: a reading published from now on reaches this session
         self.stats.connected = True
+        self._down_since = None
+        self.health.clear("mqtt")
+
+    def _on_connect_fail(self, client: mqtt.Client, userdata: Any) -> None:
+        self.health.set("mqtt", DEGRADED, f"broker {self.broker} unreachable (retrying)")
 
     def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
                        properties: Any) -> None:  # fmt: skip
+        with self._cond:
+            # what is queued is still written (a broker restarted without persistence would
+            # not send it again) but not acknowledged on the next connection
+            self._generation += 1
+        was = self.stats.connected
         self.stats.connected = False
         self.stats.disconnects += 1
+        if self._down_since is None:
+            self._down_since = self._clock()
+        if was and not self._stop.is_set():
+            self.health.set("mqtt", DEGRADED, f"connection to broker {self.broker} lost "
+                            f"({reason}); reconnecting")  # fmt: skip
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
+        size = len(msg.payload) + len(msg._topic) + _MESSAGE_OVERHEAD
+        st, src = self.stats, self.source
         with self._cond:
-            self._queue.append(msg)
-            self.stats.received += 1
+            st.received += 1
+            if st.queued >= src.queue_max_messages or st.queued_bytes + size > src.queue_max_bytes:
+                if msg.qos == 0:
+                    st.dropped_qos0 += 1
+                    return
+                if self._qos1_queued >= src.queue_max_messages and not self._over_bound_warned:
+                    self._over_bound_warned = True  # the broker's in-flight window should bound it
+                    log.warning("QoS %d messages beyond the ingest queue's bound (%d messages, "
+                                "%d bytes): is the broker's in-flight window unlimited?",
+                                msg.qos, src.queue_max_messages,
+                                src.queue_max_bytes)  # fmt: skip
+            self._queue.append((self._generation, msg))
+            self._qos1_queued += msg.qos > 0
+            st.queued += 1
+            st.queued_bytes += size
             self._cond.notify()
 
+    def _dequeued(self, msg: mqtt.MQTTMessage) -> None:
+        self._qos1_queued -= msg.qos > 0
+        self.stats.queued -= 1
+        self.stats.queued_bytes -= len(msg.payload) + len(msg._topic) + _MESSAGE_OVERHEAD
+
     # -- the writer thread ----------------------------------------------------------
+    def _open(self) -> None:
+        """Open every partition; a folder that existed once and is gone is not made again."""
+        if self.logs:
+            return
+        had = bool(self._inodes)
+        logs: list[DurableLog] = []
+        try:
+            for p in range(self.source.partitions):
+                path = self.log_dir / f"p{p}"
+                if had and not path.is_dir():
+                    raise _LogGone(path)
+                logs.append(DurableLog(path))
+        except BaseException:
+            for d in logs:
+                d.close()
+            raise
+        self.logs = logs
+        self._inodes = [d.path.stat().st_ino for d in logs]
+
+    def _close(self) -> None:
+        logs, self.logs = self.logs, []
+        for d in logs:
+            d.close()
+
+    def _check_present(self) -> None:
+        """Raise ``_LogGone`` if a partition's folder was deleted or replaced since opening:
+        appends then land in unlinked files, and must not be acknowledged."""
+        for d, inode in zip(self.logs, self._inodes, strict=True):
+            try:
+                same = d.path.stat().st_ino == inode
+            except FileNotFoundError:
+                same = False
+            if not same:
+                raise _LogGone(d.path)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.stats.write_errors += 1
+        if isinstance(exc, _LogGone):
+            path = Path(str(exc))
+            gone = next((d for d in reversed(path.parents) if not d.exists()), path)
+            what = "ingest log" if gone.is_relative_to(self.log_dir) else "workdir"
+            message = (f"{what} {gone} is gone: readings are no longer acknowledged; "
+                       "restart the agent")  # fmt: skip
+        else:
+            message = describe_write_error(self.log_dir, exc)
+        if not self.health.has("ingest"):
+            log.debug("ingest write failed", exc_info=exc)
+        self.health.set("ingest", FAILED, message)
+
+    def _watch_broker(self) -> None:
+        down = self._down_since
+        if down is not None and not self.health.has("mqtt") \
+                and self._clock() - down >= CONNECT_GRACE_S:  # fmt: skip
+            self.health.set("mqtt", DEGRADED, f"broker {self.broker} unreachable: not connected "
+                            f"for {self._clock() - down:.0f}s (retrying)")  # fmt: skip
+
+    def _writer_main(self) -> None:
+        try:
+            self._write_loop()
+        finally:  # only a bug gets here: say so rather than stall with acknowledgement stopped
+            if not self._stop.is_set():
+                self.health.set("ingest", FAILED, "the ingest writer thread stopped (a bug: "
+                                "see the log); restart the agent")  # fmt: skip
+                log.exception("the ingest writer thread stopped")
+
     def _write_loop(self) -> None:
         paused_since: float | None = None
+        batch: list[tuple[int, mqtt.MQTTMessage]] = []  # taken, not yet written and acked
+        delay = RETRY_MIN_S
+        failing = False
         while not self._stop.is_set():
-            if self.should_pause():
-                if paused_since is None:
-                    paused_since = self._clock()
-                self._stop.wait(0.05)
-                continue
-            if paused_since is not None:
-                self.stats.paused_s += self._clock() - paused_since
-                paused_since = None
-            with self._cond:
-                if not self._queue:
-                    self._cond.wait(0.1)
-                batch = [self._queue.popleft()
-                         for _ in range(min(len(self._queue), self.source.batch_max))]  # fmt: skip
-            if batch:
-                self._append_and_ack(batch)
-            if self._trim:
-                with self._cond:
-                    trims, self._trim = self._trim, {}
-                for p, before in trims.items():
-                    if 0 <= p < len(self.logs):
-                        self.stats.trimmed += self.logs[p].trim(before)
+            self._watch_broker()
+            try:
+                self._open()
+                if failing and not batch:
+                    for d in self.logs:  # nothing to write: does the disk take writes again?
+                        d.probe()
+                    failing, delay = False, RETRY_MIN_S
+                    self.health.clear("ingest")
+                if self.should_pause():
+                    if paused_since is None:
+                        paused_since = self._clock()
+                    self._stop.wait(0.05)
+                    continue
+                if paused_since is not None:
+                    self.stats.paused_s += self._clock() - paused_since
+                    paused_since = None
+                if not batch:
+                    batch = self._take()
+                if batch:
+                    self._append_and_ack(batch)
+                    batch = []
+                    if failing:
+                        failing, delay = False, RETRY_MIN_S
+                        self.health.clear("ingest")
+                self._apply_trims()
+            except Exception as exc:  # never dies: report, reopen, retry after a while
+                failing = True
+                self._failed(exc)
+                self._close()
+                self._stop.wait(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
 
-    def _append_and_ack(self, batch: Sequence[mqtt.MQTTMessage]) -> None:
+    def _take(self) -> list[tuple[int, mqtt.MQTTMessage]]:
+        with self._cond:
+            if not self._queue:
+                self._cond.wait(0.1)
+            batch = [self._queue.popleft()
+                     for _ in range(min(len(self._queue), self.source.batch_max))]  # fmt: skip
+            for _, msg in batch:
+                self._dequeued(msg)
+        return batch
+
+    def _apply_trims(self) -> None:
+        if not self._trim:
+            return
+        with self._cond:
+            trims, self._trim = self._trim, {}
+        try:
+            for p, before in trims.items():
+                if 0 <= p < len(self.logs):
+                    self.stats.trimmed += self.logs[p].trim(before)
+        except BaseException:
+            for p, before in trims.items():  # again once the log is back
+                self.trim(p, before)
+            raise
+
+    def _append_and_ack(self, batch: Sequence[tuple[int, mqtt.MQTTMessage]]) -> None:
         now_ms = int(time.time() * 1000)
         by_partition: dict[int, list[bytes]] = {}
         n = len(self.logs)
-        for msg in batch:
+        for _, msg in batch:
             p = zlib.crc32(msg.topic.encode()) % n  # one topic stays in order in one partition
             by_partition.setdefault(p, []).append(encode([msg.topic, msg.payload, now_ms]))
         for p, records in by_partition.items():
             self.logs[p].append(records)  # synced: durable when it returns
             self.stats.partitions[p] = self.stats.partitions.get(p, 0) + len(records)
         self.stats.appended += len(batch)
-        for msg in batch:
-            self.client.ack(msg.mid, msg.qos)
-        self.stats.acked += len(batch)
+        self._check_present()  # written into a folder that is still there, or not acked
+        generation = self._generation
+        for gen, msg in batch:
+            if gen == generation:
+                self.client.ack(msg.mid, msg.qos)
+                self.stats.acked += 1

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..api import Context, Spout, Stream
-from ..state import DurableLog
+from ..state import DurableLog, LogOffsetError
 from ..wire import decode
 
 
@@ -21,6 +21,14 @@ class LogSpout(Spout):
     in ``ctx.state``, so a restore seeks back to the last checkpoint. Set
     ``max_rate`` (records/s per task) to pace it. Subclass it to set
     ``outputs``, or pass them to ``Topology.add_spout``.
+
+    Offsets a log no longer has: a reader that starts fresh (no offset in its
+    state) starts at the oldest record left; a reader whose offset came from a
+    checkpoint and was trimmed since skips to the oldest record with an error
+    in its log and counts what it skipped (``log_records_skipped``), since
+    those records were lost to it. An offset past the log's end raises
+    ``LogOffsetError``: offsets never go back, so the log was deleted or
+    replaced, and reading on would silently skip what follows.
 
     >>> from functools import partial
     >>> reader = partial(LogSpout, "/var/lib/headwater/log", partitions=2)
@@ -40,6 +48,7 @@ class LogSpout(Spout):
         self.mine = [p for p in range(self.partitions) if p % n == ctx.component_index]
         self.logs: dict[int, DurableLog] = {}
         self.offsets: dict[int, int] = ctx.state.setdefault("offsets", {})
+        self._fresh = {p for p in self.mine if p not in self.offsets}  # no offset of its own
         for p in self.mine:
             self.offsets.setdefault(p, 0)
         self._turn = 0
@@ -47,13 +56,33 @@ class LogSpout(Spout):
         self._committed: dict[int, int] | None = None
         self._started = time.monotonic()
         self._sent = 0
-        self._next_refresh = 0.0
+        self._next_refresh: dict[int, float] = {}  # per partition: one never starves another
 
     def _log(self, p: int) -> DurableLog | None:
         log = self.logs.get(p)
         if log is None and (self.path / f"p{p}").exists():
             log = self.logs[p] = DurableLog(self.path / f"p{p}", reader=True)
+        if log is None and self.offsets[p] > 0:
+            gone = f"partition {p} of {self.path} is gone"
+            raise LogOffsetError(f"{gone}, and this reader had read up to offset "
+                                 f"{self.offsets[p]}: was the log deleted?")  # fmt: skip
         return log
+
+    def _behind(self, p: int, log: DurableLog) -> int:
+        """The offset is below what the log still holds: start from what is left."""
+        offset = self.offsets[p]
+        if p in self._fresh:
+            self.ctx.log.info("partition %d: starting at offset %d, the oldest left",
+                              p, log.start)  # fmt: skip
+        else:
+            self.ctx.log.error("partition %d: offsets %d..%d were trimmed before this reader "
+                               "read them (lost to it); reading from %d",
+                               p, offset, log.start - 1, log.start)  # fmt: skip
+            incr = getattr(self.ctx, "incr", None)
+            if callable(incr):
+                incr("log_records_skipped", log.start - offset)
+        self.offsets[p] = log.start
+        return log.start
 
     def next_tuple(self) -> None:
         if not self.mine:
@@ -70,19 +99,25 @@ class LogSpout(Spout):
         if log is None:
             return
         offset = self.offsets[p]
-        if offset < log.start:  # retention went past it: this reader starts with what is left
-            self.ctx.log.warning("partition %d: offsets %d..%d were trimmed; reading from %d",
-                                 p, offset, log.start - 1, log.start)  # fmt: skip
-            offset = self.offsets[p] = log.start
+        if offset < log.start:
+            offset = self._behind(p, log)
         if offset >= log.end:
             now = time.monotonic()
-            if now < self._next_refresh:
+            if now < self._next_refresh.get(p, 0.0):
                 return
-            self._next_refresh = now + 0.05
-            if offset >= log.refresh():
+            self._next_refresh[p] = now + 0.05
+            end = log.refresh()
+            if offset > end:
+                raise LogOffsetError(f"partition {p} of {self.path}: this reader's offset "
+                                     f"{offset} is past the log's end {end}; offsets never go "
+                                     "back, so the log was deleted or replaced")  # fmt: skip
+            if offset < log.start:
+                offset = self._behind(p, log)
+            if offset >= end:
                 return
         emit = self.ctx.emit
         records = log.read(offset, budget)
+        self._fresh.discard(p)
         for record in records:
             emit(decode(record))
         self.offsets[p] = offset + len(records)

@@ -3,11 +3,17 @@
 A JSON file written atomically (temp file, fsync, rename) after every
 change, so that a restarted master resumes the running topology from its
 last complete checkpoint.
+
+A save that fails (a full disk) does not raise: the catalogue goes on in
+memory, keeps the error in ``error`` (a health reason for the node) and
+``save`` returns False, so that a checkpoint is completed only once it is on
+disk; the next save tries again.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -18,6 +24,7 @@ from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 from headwater.common.plan import PhysicalPlan
 
+log = logging.getLogger("headwater.control.catalogue")
 KEEP = 20  # catalogue entries kept for the API; snapshots are pruned separately
 
 
@@ -46,6 +53,7 @@ class Catalogue:
         self.epoch = 0
         self.next_id = 1
         self.checkpoints: list[CheckpointRecord] = []
+        self.error = ""  # why the last save failed ("": it did not)
         if path.exists():
             data = json.loads(path.read_text())
             self.epoch = int(data["epoch"])
@@ -77,7 +85,8 @@ class Catalogue:
         self.save()
         return rec
 
-    def save(self) -> None:
+    def save(self) -> bool:
+        """Write the catalogue; False (and ``error`` set) if the disk refused it."""
         # never drop the complete checkpoints a restore may still need
         complete = self.complete()[-3:]
         rest = [c for c in self.checkpoints if c not in complete][-KEEP:]
@@ -88,11 +97,21 @@ class Catalogue:
             "checkpoints": [c.to_dict() for c in self.checkpoints],
         }
         tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
+        try:
+            with open(tmp, "w") as f:
+                json.dump(data, f)
+                f.flush()
+                os.fsync(f.fileno())
+            tmp.replace(self.path)
+        except OSError as exc:
+            if not self.error:
+                log.error("cannot save the checkpoint catalogue %s: %s", self.path, exc)
+            self.error = f"cannot save {self.path}: {exc.strerror or exc}"
+            return False
+        if self.error:
+            log.info("checkpoint catalogue %s saved again", self.path)
+        self.error = ""
+        return True
 
 
 def check_same_topology(path: Path, topology: Topology, plan: PhysicalPlan) -> None:

@@ -208,7 +208,9 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             rec.state = "COMPLETE"
             rec.duration_ms = (time.monotonic() - rec._t0) * 1000.0
             self.in_flight = None
-            self.catalogue.save()
+            if not self.catalogue.save():  # complete only once on disk (a full disk: not)
+                rec.state = "FAILED"
+                return pb.Empty()
             complete = self.catalogue.complete()
             keep_from = complete[-2].id if len(complete) >= 2 else rec.id
             log.info(

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._state import KeyedState, State, StatefulComponent
 
 if TYPE_CHECKING:
-    from ._log import DurableLog
+    from ._log import DurableLog, LogOffsetError
     from ._store import CheckpointStore, CorruptCheckpointError
 
 __all__ = [
@@ -17,16 +17,17 @@ __all__ = [
     "CorruptCheckpointError",
     "DurableLog",
     "KeyedState",
+    "LogOffsetError",
     "State",
     "StatefulComponent",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "DurableLog":
-        from ._log import DurableLog
+    if name in ("DurableLog", "LogOffsetError"):
+        from . import _log
 
-        return DurableLog
+        return getattr(_log, name)
     if name in ("CheckpointStore", "CorruptCheckpointError"):
         from . import _store
 

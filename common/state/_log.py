@@ -5,10 +5,17 @@ the broker); spouts read by offset and keep the offset in checkpointed state,
 so after a crash they seek back and replay exactly what followed the last
 checkpoint. Each partition is its own RocksDB; one process appends, any
 number read (as RocksDB secondaries that catch up with the writer).
+
+Offsets never go back: a trim also records, under a metadata key outside the
+offset key space, the offset it trimmed to, so a log that retention emptied
+reopens (and is seen by readers) with its end where it was, not at 0. A
+reader holding an offset past the end therefore means the log itself was
+lost or replaced, and the log spout says so instead of waiting forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import struct
@@ -18,7 +25,27 @@ from pathlib import Path
 
 from rocksdict import AccessType, Options, Rdict, WriteBatch, WriteOptions
 
+from .._exceptions import HeadwaterError
+
 _OFFSET = struct.Struct(">Q")
+# not 8 bytes long, so never mistaken for an offset; sorts after every offset below 2^64 - 2^48
+_TRIMMED = b"\xff\xffmeta:trimmed"
+_PROBE = b"\xff\xffmeta:probe"
+
+
+def _offsets(keys: Iterable[object]) -> Iterable[int]:
+    for key in keys:
+        assert isinstance(key, bytes)
+        if len(key) == _OFFSET.size:
+            yield int(_OFFSET.unpack(key)[0])
+
+
+class LogOffsetError(HeadwaterError):
+    """A reader's offset is past the log's end: the log went back (deleted or replaced).
+
+    Offsets of a log never go back, so this is never a reader that is merely early;
+    reading on would silently skip (or re-read as new) what follows.
+    """
 
 
 class DurableLog:
@@ -47,20 +74,15 @@ class DurableLog:
             self._db = Rdict(str(self.path), opts)
         self._sync = WriteOptions()
         self._sync.sync = True
-        self._end = self._last_offset() + 1
-        self._start = self._first_offset()
+        self._load_bounds()
 
-    def _first_offset(self) -> int:
-        for key in self._db.keys():  # noqa: SIM118 (raw mode: iterating the db fails)
-            assert isinstance(key, bytes)
-            return int(_OFFSET.unpack(key)[0])
-        return self._end
-
-    def _last_offset(self) -> int:
-        for key in self._db.keys(backwards=True):
-            assert isinstance(key, bytes)
-            return int(_OFFSET.unpack(key)[0])
-        return -1
+    def _load_bounds(self) -> None:
+        """End and start from the keys and the trim mark (the end never below the mark)."""
+        raw = self._db.get(_TRIMMED)
+        trimmed = int(_OFFSET.unpack(raw)[0]) if isinstance(raw, bytes) else 0
+        last = next(iter(_offsets(self._db.keys(backwards=True))), -1)
+        self._end = max(last + 1, trimmed)
+        self._start = next(iter(_offsets(self._db.keys())), self._end)
 
     @property
     def end(self) -> int:
@@ -76,14 +98,19 @@ class DurableLog:
         """Writer: delete the records before offset ``before``; return how many went.
 
         Retention: the agent trims what every reader's last complete checkpoint
-        has passed. Not synced: a crash can only bring trimmed records back.
+        has passed. The trim point is written in the same batch as the delete,
+        so the end survives a reopen of an emptied log. Not synced: a crash can
+        only bring trimmed records back, with the trim point before them.
         """
         if self.reader:
             raise PermissionError("this DurableLog was opened for reading")
         before = min(before, self._end)
         if before <= self._start:
             return 0
-        self._db.delete_range(_OFFSET.pack(self._start), _OFFSET.pack(before))
+        batch = WriteBatch(raw_mode=True)
+        batch.delete_range(_OFFSET.pack(self._start), _OFFSET.pack(before))
+        batch.put(_TRIMMED, _OFFSET.pack(before))
+        self._db.write(batch, WriteOptions())
         gone, self._start = before - self._start, before
         return gone
 
@@ -92,19 +119,25 @@ class DurableLog:
         if self.reader:
             raise PermissionError("this DurableLog was opened for reading")
         batch = WriteBatch(raw_mode=True)
-        first = self._end
+        first = end = self._end
         for record in records:
-            batch.put(_OFFSET.pack(self._end), record)
-            self._end += 1
+            batch.put(_OFFSET.pack(end), record)
+            end += 1
         self._db.write(batch, self._sync if sync else WriteOptions())
+        self._end = end  # only once written: a failed append (disk full) can be retried
         return first
+
+    def probe(self) -> None:
+        """Writer: a synced write of metadata only; raises if the disk takes no writes."""
+        if self.reader:
+            raise PermissionError("this DurableLog was opened for reading")
+        self._db.put(_PROBE, _OFFSET.pack(self._end), self._sync)
 
     def refresh(self) -> int:
         """Readers: catch up with the writer; return the new end offset."""
         if self.reader:
             self._db.try_catch_up_with_primary()
-            self._end = self._last_offset() + 1
-            self._start = self._first_offset()
+            self._load_bounds()
         return self._end
 
     def read(self, offset: int, limit: int) -> list[bytes]:
@@ -117,6 +150,9 @@ class DurableLog:
                              f"{self._start})")  # fmt: skip
         expected = _OFFSET.pack(offset)
         for key, value in self._db.items(from_key=expected):
+            assert isinstance(key, bytes)
+            if len(key) != _OFFSET.size:
+                break  # the metadata after the last offset
             if not out and key != expected:  # trimmed since the last refresh
                 raise ValueError(f"offset {offset} of {self.path} was trimmed")
             out.append(value)
@@ -125,6 +161,9 @@ class DurableLog:
         return out
 
     def close(self) -> None:
-        self._db.close()
+        """Close; never raises. Appends were synced, so a database already failed (a full
+        disk: "Writer has previous error") or closed loses nothing by failing to close."""
+        with contextlib.suppress(Exception):  # rocksdict raises plain Exception
+            self._db.close()
         if self._secondary is not None:
             shutil.rmtree(self._secondary, ignore_errors=True)

@@ -14,6 +14,7 @@ from headwater.common.state import DurableLog
 from headwater.common.wire import decode
 from headwater.edge import MqttIngest, MqttSource
 
+from ..conftest import free_port
 from ..integration._support import wait_for
 
 
@@ -115,3 +116,54 @@ def test_unacknowledged_messages_come_back_to_a_new_session(
     rows = _read_all(tmp_path / "second", 1)
     seqs = sorted((str(t), json.loads(p)["seq"]) for t, p, _ in rows)  # type: ignore[arg-type]
     assert seqs == sorted((f"sensors/s{i % 5}", i // 5) for i in range(100))
+
+
+def test_a_full_queue_drops_qos0_and_counts_it_but_keeps_qos1(
+    mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    host, port = mosquitto
+    paused = threading.Event()
+    paused.set()
+    source = MqttSource(host, port, client_id="agent-4", queue_max_messages=50)
+    ingest = MqttIngest(source, tmp_path, should_pause=paused.is_set)
+    ingest.start()
+    try:
+        wait_for(lambda: ingest.stats.connected, 10, "the subscription")
+        pub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="qos0-publisher")
+        pub.connect(host, port)
+        pub.loop_start()
+        try:
+            for info in [pub.publish("sensors/flood", b"x" * 100, qos=0) for _ in range(500)]:
+                info.wait_for_publish(10)
+        finally:
+            pub.disconnect()
+            pub.loop_stop()
+        wait_for(lambda: ingest.stats.received == 500, 10, "every QoS 0 message delivered")
+        assert (ingest.stats.queued, ingest.stats.dropped_qos0) == (50, 450)
+        _publish(host, port, _readings(30))  # QoS 1 beyond the bound: kept, never dropped
+        wait_for(lambda: ingest.stats.received >= 520, 10, "the broker's in-flight window")
+        assert ingest.stats.dropped_qos0 == 450
+        paused.clear()
+        wait_for(lambda: ingest.stats.appended == 80, 20, "the kept messages written")
+    finally:
+        ingest.stop()
+    rows = _read_all(tmp_path, 1)
+    assert sum(1 for t, _, _ in rows if t == "sensors/flood") == 50
+    assert sorted(json.loads(p)["v"] for t, p, _ in rows if t != "sensors/flood") == list(  # type: ignore[arg-type]
+        range(30)
+    )
+
+
+def test_an_unreachable_broker_is_reported_with_its_address(tmp_path: Path) -> None:
+    from headwater.common._health import Health
+
+    port = free_port()  # nothing listens there
+    health = Health("agent")
+    ingest = MqttIngest(MqttSource("127.0.0.1", port, client_id="agent-5"), tmp_path,
+                        health=health)  # fmt: skip
+    ingest.start()
+    try:
+        wait_for(lambda: health.state == "degraded", 5, "the broker reported unreachable")
+        assert health.reasons() == [f"mqtt: broker 127.0.0.1:{port} unreachable (retrying)"]
+    finally:
+        ingest.stop()

@@ -8,5 +8,6 @@ from __future__ import annotations
 
 from ..integration.conftest import daemons, netns_pair
 from ..integration.test_edge_cloud import sensors
+from ._broker import broker
 
-__all__ = ["daemons", "netns_pair", "sensors"]
+__all__ = ["broker", "daemons", "netns_pair", "sensors"]

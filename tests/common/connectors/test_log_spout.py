@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from headwater.common.api import Context
 from headwater.common.connectors import LogSpout
 from headwater.common.connectors._log_spout import append_records
-from headwater.common.state import DurableLog, State
+from headwater.common.state import DurableLog, LogOffsetError, State
 from headwater.common.state._state import dump_snapshot, load_snapshot
+from headwater.common.wire import encode
+
+from ..._wait import wait_for
 
 
 class FakeContext:
@@ -22,6 +28,7 @@ class FakeContext:
         self.state = state if state is not None else State()
         self.emitted: list[list[Any]] = []
         self.reports: list[dict[str, Any]] = []
+        self.counters: dict[str, int] = {}
 
     def component_tasks(self, component: str) -> list[int]:
         assert component == "reader"
@@ -32,6 +39,9 @@ class FakeContext:
 
     def system(self, msg: dict[str, Any]) -> None:
         self.reports.append(msg)
+
+    def incr(self, counter: str, by: int = 1) -> None:
+        self.counters[counter] = self.counters.get(counter, 0) + by
 
     @property
     def log(self) -> logging.Logger:
@@ -45,9 +55,11 @@ def open_spout(path: Path, index: int, state: State | None = None) -> tuple[LogS
     return spout, ctx
 
 
-def drain(spout: LogSpout, calls: int = 20) -> None:
+def drain(spout: LogSpout, calls: int = 20) -> bool:
+    """Call ``next_tuple`` ``calls`` times; False, to wait on with ``or``."""
     for _ in range(calls):
         spout.next_tuple()
+    return False
 
 
 def write_partitions(path: Path, per_partition: int = 3) -> None:
@@ -146,10 +158,10 @@ def test_resumes_from_restored_offsets(tmp_path: Path) -> None:
 
 def test_fresh_state_starts_at_zero_and_keeps_other_offsets(tmp_path: Path) -> None:
     write_partitions(tmp_path, per_partition=1)
-    state = State({"offsets": {1: 7}})
+    state = State({"offsets": {1: 1}})
     spout, ctx = open_spout(tmp_path, 1, state)
     try:
-        assert state["offsets"] == {1: 7, 3: 0}
+        assert state["offsets"] == {1: 1, 3: 0}
         drain(spout)
         assert by_partition(ctx.emitted) == {3: [0]}
     finally:
@@ -182,5 +194,59 @@ def test_a_reader_behind_the_retention_point_starts_at_what_is_left(tmp_path: Pa
     try:
         drain(spout)
         assert by_partition(ctx.emitted) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
+    finally:
+        spout.close()
+
+
+def test_a_checkpointed_offset_past_the_end_is_an_error_not_a_wait(tmp_path: Path) -> None:
+    """The log was emptied by retention and reopened: it still ends at 5, so a reader at 5
+    waits for new records; a log deleted and made again ends at 0: an error that says so."""
+    write_partitions(tmp_path, per_partition=5)
+    writer = DurableLog(tmp_path / "p0")
+    writer.trim(5)
+    writer.close()
+    writer = DurableLog(tmp_path / "p0")
+    spout, ctx = open_spout(tmp_path, 0, State({"offsets": {0: 5, 2: 5}}))
+    try:
+        drain(spout)
+        assert ctx.emitted == []
+        writer.append([encode([0, 5, "new"])])
+        wait_for(lambda: drain(spout) or ctx.emitted, 5, "the new record", interval=0.06)
+        assert ctx.emitted == [[0, 5, "new"]]  # the new reading gets offset 5: read, not lost
+    finally:
+        spout.close()
+        writer.close()
+    shutil.rmtree(tmp_path / "p0")
+    append_records(tmp_path, 0, [[0, 0, "after the log was replaced"]])
+    spout, ctx = open_spout(tmp_path, 0, State({"offsets": {0: 6, 2: 5}}))
+    try:
+        with pytest.raises(LogOffsetError, match=r"offset 6 is past the log's end 1"):
+            wait_for(lambda: drain(spout), 5, "the error", interval=0.06)
+    finally:
+        spout.close()
+    shutil.rmtree(tmp_path / "p0")
+    spout, ctx = open_spout(tmp_path, 0, State({"offsets": {0: 6, 2: 5}}))
+    try:
+        with pytest.raises(LogOffsetError, match=r"partition 0 .* is gone"):
+            drain(spout)
+    finally:
+        spout.close()
+
+
+def test_a_checkpointed_offset_trimmed_since_is_skipped_loudly_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_partitions(tmp_path, per_partition=5)
+    writer = DurableLog(tmp_path / "p0")
+    writer.trim(3)
+    writer.close()
+    spout, ctx = open_spout(tmp_path, 0, State({"offsets": {0: 1, 2: 0}}))
+    try:
+        with caplog.at_level(logging.INFO, logger="test"):
+            drain(spout)
+        assert by_partition(ctx.emitted) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
+        assert ctx.counters == {"log_records_skipped": 2}
+        assert any(r.levelno == logging.ERROR and "1..2 were trimmed" in r.getMessage()
+                   for r in caplog.records)  # fmt: skip
     finally:
         spout.close()

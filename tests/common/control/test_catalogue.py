@@ -104,3 +104,14 @@ def test_save_keeps_last_complete_among_many_failed(tmp_path: Path) -> None:
     assert again.latest_complete() == 5
     assert again.latest_complete(below=5) == 4
     assert again.next_id == newest + 1
+
+
+def test_a_save_the_disk_refuses_reports_it_and_the_next_one_retries(tmp_path: Path) -> None:
+    cat = Catalogue(tmp_path / "gone" / "catalogue.json")  # a folder that is not there
+    rec = cat.start(1)
+    assert cat.error.startswith(f"cannot save {tmp_path / 'gone' / 'catalogue.json'}")
+    rec.state = "COMPLETE"
+    assert not cat.save()
+    (tmp_path / "gone").mkdir()
+    assert cat.save() and cat.error == ""
+    assert Catalogue(tmp_path / "gone" / "catalogue.json").latest_complete() == rec.id

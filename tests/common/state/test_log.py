@@ -150,3 +150,42 @@ def test_trim_drops_what_readers_have_passed(tmp_path: Path) -> None:
     assert (again.start, again.end, again.read(10, 5)) == (10, 11, [b"r10"])
     again.close()
     reader.close()
+
+
+def test_an_emptied_log_reopens_at_its_end_never_back_at_zero(tmp_path: Path) -> None:
+    """Retention trimmed everything; a reopen (and a reader) still ends where it was, so the
+    next append never gets an offset a reader has already passed."""
+    log = DurableLog(tmp_path / "p0")
+    log.append([b"r%d" % i for i in range(300)])
+    assert log.trim(300) == 300
+    log.close()
+    again = DurableLog(tmp_path / "p0")
+    reader = DurableLog(tmp_path / "p0", reader=True)
+    try:
+        assert (again.start, again.end) == (300, 300)
+        assert (reader.start, reader.end) == (300, 300)
+        assert again.append([b"new"]) == 300
+        assert again.read(300, 10) == [b"new"]
+        assert reader.refresh() == 301
+        assert reader.read(300, 10) == [b"new"]  # the metadata is never read as a record
+        assert again.trim(301) == 1
+    finally:
+        reader.close()
+        again.close()
+    last = DurableLog(tmp_path / "p0")
+    try:
+        assert (last.start, last.end, last.read(301, 5)) == (301, 301, [])
+    finally:
+        last.close()
+
+
+def test_a_failed_append_takes_no_offsets(tmp_path: Path) -> None:
+    log = DurableLog(tmp_path / "p0")
+    try:
+        log.append([b"a"])
+        log._db.close()  # any write error: here, a closed database
+        with pytest.raises(Exception):  # noqa: B017 (rocksdict raises plain Exception)
+            log.append([b"b", b"c"])
+        assert log.end == 1
+    finally:
+        log.close()
