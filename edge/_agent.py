@@ -17,6 +17,12 @@ The agent loads the revision's edge subgraph for its labels and, if it
 differs from the one running, has its topology master switch to it at a
 checkpoint barrier, exactly as the cloud does; it reports the revision its
 subgraph runs in its status (``revision:TOPOLOGY``).
+
+The agent keeps its orders on its own disk (``_orders.py``) and on start
+resumes the edge subgraphs it was ordered to run from there, before it
+reaches the master (which may be out of reach): each one whose package is in
+its workdir (verified by hash) starts at once; one whose package is not says
+so in the agent's health until the master sends it.
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ import grpc
 from aiohttp import web
 
 from headwater.common._discovery import find_master
-from headwater.common._exceptions import HeadwaterError
+from headwater.common._exceptions import HeadwaterError, PackageMismatchError
+from headwater.common._health import DEGRADED, FAILED
 from headwater.common._loader import load_topology
+from headwater.common._package import verify_package
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
@@ -44,6 +52,7 @@ from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource
+from ._orders import OrderBook
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -80,16 +89,61 @@ class Agent(Node):
         self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
         self.revise_orders: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
         self.holding: set[str] = set()  # edge subgraphs paused until their switch
+        self.revised: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
+        self.book = OrderBook(self.workdir / "orders.json")
+        # kept orders whose package is not on disk: kept until the master sends them again
+        self.unresumed: dict[tuple[str, int], pb.RunContainer] = {}
+
+    # -- orders kept on disk ---------------------------------------------------------
+    def ordered(self) -> None:
+        try:
+            runs = {**self.unresumed, **self.orders}
+            self.book.save(self.master, runs.values(), self.states,
+                           self.revised.values())  # fmt: skip
+        except OSError as exc:  # the subgraphs go on; a reboot would wait for the master
+            self.health.set("orders", DEGRADED, f"cannot keep the orders on disk: {exc}")
+        else:
+            self.health.clear("orders")
+
+    def _resume(self) -> None:
+        """Run again, from this agent's own disk, what it was last ordered to run."""
+        try:
+            kept = self.book.load()
+        except HeadwaterError as exc:
+            self.health.set("orders", FAILED, f"{exc}; waiting for the master's orders")
+            return
+        self.master = self.master or kept.master
+        self.states.update(kept.states)
+        for order in kept.revisions:
+            self.revised[order.topology] = self.revise_orders[order.topology] = order
+        for run in kept.runs:
+            key = f"orders:{run.topology}"
+            code = self._code(run.package)
+            try:
+                if not (code / ".verified").exists():
+                    raise FileNotFoundError(code)
+                verify_package(code.with_suffix(".zip").read_bytes(), run.package)
+            except (OSError, PackageMismatchError) as exc:
+                self.unresumed[(run.topology, run.container)] = run
+                self.health.set(key, DEGRADED, f"cannot resume {run.topology!r} from disk: "
+                                f"its package {run.package[:19]} is not in {code.parent} "
+                                f"({exc.__class__.__name__}); waiting for the master to send "
+                                f"it")  # fmt: skip
+                continue
+            log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
+            self.orders[(run.topology, run.container)] = run
+            self._start(run, code / run.entry)
 
     async def run(self) -> None:
-        if not self.master:
-            log.info("no --master given: looking for one by zeroconf")
-            self.master = await find_master()
         self._server = grpc.aio.server()
         pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch(self.tms), self._server)
         port = self._server.add_insecure_port("127.0.0.1:0")
         await self._server.start()
         self.local_address = f"127.0.0.1:{port}"
+        self._resume()  # before reaching the master: it may be out of reach
+        if not self.master:
+            log.info("no --master given: looking for one by zeroconf")
+            self.master = await find_master()
         if self.ingest is not None:
             self.ingest.start()
         http = await self._serve_status() if self.status_port is not None else None
@@ -110,6 +164,8 @@ class Agent(Node):
 
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
+        self.unresumed.pop((run.topology, run.container), None)
+        self.health.clear(f"orders:{run.topology}")
         if run.topology not in self.tms:
             topology = edge_part(load_topology(entry), self.labels)
             if not topology.components:
@@ -145,6 +201,10 @@ class Agent(Node):
         known = self.revise_orders.get(order.topology)
         if known is None or known.revision < order.revision:
             self.revise_orders[order.topology] = order
+        newest = self.revised.get(order.topology)
+        if newest is None or newest.revision < order.revision:
+            self.revised[order.topology] = order
+            self.ordered()
         self._take_revision(order.topology)
 
     def _take_revision(self, topology: str) -> None:
@@ -210,7 +270,9 @@ class Agent(Node):
         }
 
     def set_state(self, topology: str, state: str) -> None:
-        self.states[topology] = state
+        if self.states.get(topology) != state:
+            self.states[topology] = state
+            self.ordered()
         tm = self.tms.get(topology)
         if tm is not None and tm.user_state != state and topology not in self.holding:
             tm.set_state(state)
@@ -219,6 +281,10 @@ class Agent(Node):
     def stopped(self, topology: str) -> None:
         self.states.pop(topology, None)
         self.revise_orders.pop(topology, None)
+        self.revised.pop(topology, None)
+        for key in [k for k in self.unresumed if k[0] == topology]:
+            del self.unresumed[key]
+        self.health.clear(f"orders:{topology}")
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
         if task is not None:
