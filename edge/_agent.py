@@ -124,6 +124,7 @@ class Agent(Node):
                     raise FileNotFoundError(code)
                 verify_package(code.with_suffix(".zip").read_bytes(), run.package)
             except (OSError, PackageMismatchError) as exc:
+                (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
                 self.unresumed[(run.topology, run.container)] = run
                 self.health.set(key, DEGRADED, f"cannot resume {run.topology!r} from disk: "
                                 f"its package {run.package[:19]} is not in {code.parent} "

@@ -1,0 +1,76 @@
+"""Fault: an agent is killed (SIGKILL) or stopped (SIGTERM) mid-stream and started again with
+the same workdir, named by ``--id`` or not (the systemd unit gives none).
+
+The restarted agent is the same node: listed once, online, health ok; the master confirms its
+uplink and its backlog drains; every reading reaches the cloud exactly once; and the master
+logs no task destroyed while pending when the agent goes away.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from ..integration._daemons import Daemons
+from ..integration._support import wait_for
+from ..integration.test_edge_cloud import Sensors
+from ._report import record
+from ._site import expected, lost_and_duplicated, master_log, messages, readings, start_site
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.mark.parametrize("with_id", [True, False], ids=["with-id", "without-id"])
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+def test_agent_restart_is_the_same_node_and_delivers_every_reading_once(
+    daemons: Daemons,
+    mosquitto: tuple[str, int],
+    sensors: Sensors,
+    tmp_path: Path,
+    sig: signal.Signals,
+    with_id: bool,
+) -> None:
+    site = start_site(daemons, mosquitto, tmp_path, with_id=with_id)
+    ident = site.agent_id()
+    if not with_id:
+        assert ident.startswith("agent-"), ident  # generated, kept in the workdir
+    rows = readings(40)  # 120 readings
+    sensors.publish(messages(rows[:60]))
+    wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 60, 30,
+             "the first readings acknowledged into the ingest log")  # fmt: skip
+
+    assert site.agent is not None
+    site.agent.send_signal(sig)
+    code = site.agent.wait(30)
+    gone_at = time.monotonic()
+    if sig == signal.SIGTERM:
+        assert code == 0, f"the agent stopped with {code} on SIGTERM"
+    wait_for(lambda: (n := site.node()) is not None and not n["online"], 20,
+             "the master to see the agent offline")  # fmt: skip
+    detect_s = time.monotonic() - gone_at
+    sensors.publish(messages(rows[60:]))  # the broker keeps them for the agent's session
+
+    site.start_agent()
+    back_at = time.monotonic()
+    assert site.agent_id() == ident
+    want = expected(rows)
+    assert len(want) == 3  # 3 closed windows of the site (the 4th stays open), 30 readings each
+    wait_for(lambda: site.windows() == want, 120,
+             "every closed window, each reading counted once")  # fmt: skip
+    recover_s = time.monotonic() - back_at
+    wait_for(lambda: (n := site.node()) is not None and n["online"] and n["backlog_batches"] == 0,
+             60, "the uplink confirmed and the agent's backlog drained")  # fmt: skip
+    assert site.windows() == want  # nothing came twice while the backlog drained
+
+    wait_for(lambda: [(n["id"], n["online"], n["health"], n["reasons"], n["containers"])
+                      for n in site.agents()] == [(ident, True, "ok", [], ["iot/0"])], 30,
+             "the agent listed once, online, health ok, running its edge subgraph")  # fmt: skip
+    assert "Task was destroyed but it is pending" not in master_log(daemons)
+    lost, dup = lost_and_duplicated(want, site.windows())
+    assert (lost, dup) == (0, 0)
+    record(f"agent {sig.name} restart, {'with' if with_id else 'without'} --id",
+           detect_s=round(detect_s, 2), recover_s=round(recover_s, 2),
+           readings=len(rows), lost=lost, duplicated=dup)  # fmt: skip
