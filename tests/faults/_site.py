@@ -38,6 +38,7 @@ class Site:
     agent_args: list[str]
     status_port: int
     with_id: bool
+    worker: psutil.Process
     agent: psutil.Process | None = None
 
     def start_agent(self) -> psutil.Process:
@@ -71,12 +72,12 @@ def start_site(daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path, *,
         daemons.start_master()
         master = daemons.grpc
     out = tmp_path / "out"
-    daemons.start_worker("w1", env={"IOT_OUT": str(out)})
+    worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)})
     host, port = mosquitto
     status_port = free_port()
     args = ["--master", master, "--label", "site=site0", "--mqtt", f"{host}:{port}",
             "--topic", "sensors/site0/#", "--status-port", str(status_port)]  # fmt: skip
-    site = Site(daemons, out, args, status_port, with_id)
+    site = Site(daemons, out, args, status_port, with_id, worker)
     site.start_agent()
     wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,
              "the worker and the agent online")  # fmt: skip
