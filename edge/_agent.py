@@ -38,7 +38,7 @@ from aiohttp import web
 
 from headwater.common._discovery import find_master
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
-from headwater.common._health import DEGRADED, FAILED
+from headwater.common._health import DEGRADED, FAILED, Level
 from headwater.common._loader import load_topology
 from headwater.common._package import verify_package
 from headwater.common.api import Topology
@@ -53,6 +53,7 @@ from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource
 from ._orders import OrderBook
+from ._outbox import Outbox
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -93,6 +94,7 @@ class Agent(Node):
         self.book = OrderBook(self.workdir / "orders.json")
         # kept orders whose package is not on disk: kept until the master sends them again
         self.unresumed: dict[tuple[str, int], pb.RunContainer] = {}
+        self.disk_backlog: dict[str, tuple[int, int]] = {}  # theirs: (bytes, batches) on disk
 
     # -- orders kept on disk ---------------------------------------------------------
     def ordered(self) -> None:
@@ -117,23 +119,49 @@ class Agent(Node):
         for order in kept.revisions:
             self.revised[order.topology] = self.revise_orders[order.topology] = order
         for run in kept.runs:
-            key = f"orders:{run.topology}"
             code = self._code(run.package)
             try:
-                if not (code / ".verified").exists():
-                    raise FileNotFoundError(code)
                 verify_package(code.with_suffix(".zip").read_bytes(), run.package)
+                if not (code / ".verified").exists():
+                    raise FileNotFoundError(code / ".verified")
             except (OSError, PackageMismatchError) as exc:
+                why = ("is not in " + str(code.parent) if isinstance(exc, OSError)
+                       else "on disk does not hash to its name")  # fmt: skip
+                self._unresumed(run, f"its package {run.package[:19]} {why}; waiting for the "
+                                f"master to send it")  # fmt: skip
                 (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
-                self.unresumed[(run.topology, run.container)] = run
-                self.health.set(key, DEGRADED, f"cannot resume {run.topology!r} from disk: "
-                                f"its package {run.package[:19]} is not in {code.parent} "
-                                f"({exc.__class__.__name__}); waiting for the master to send "
-                                f"it")  # fmt: skip
                 continue
             log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
             self.orders[(run.topology, run.container)] = run
-            self._start(run, code / run.entry)
+            try:
+                self._start(run, code / run.entry)
+            except Exception as exc:  # user code that no longer loads must not stop the agent
+                log.exception("cannot resume the edge subgraph of %r", run.topology)
+                self.orders.pop((run.topology, run.container), None)
+                self._unresumed(run, f"its edge subgraph does not load: {exc}", FAILED)
+
+    def _unresumed(self, run: pb.RunContainer, why: str, level: Level = DEGRADED) -> None:
+        """An order kept on disk that does not run until the master orders it again."""
+        self.unresumed[(run.topology, run.container)] = run
+        self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
+        self.health.set(f"orders:{run.topology}", level,
+                        f"cannot resume {run.topology!r} from disk: {why}")  # fmt: skip
+
+    def _outbox_on_disk(self, topology: str) -> tuple[int, int]:
+        """Bytes and batches the topology's outboxes hold (read only while nothing runs it)."""
+        nbytes = batches = 0
+        root = self.workdir / topology / "container-0" / "outbox"
+        for d in sorted(root.iterdir()) if root.is_dir() else []:
+            try:
+                box = Outbox(d, self.outbox_budget)
+            except Exception as exc:  # rocksdict raises its own exceptions
+                log.warning("cannot read the outbox %s: %s", d, exc)
+                continue
+            try:
+                nbytes, batches = nbytes + box.nbytes, batches + box.backlog
+            finally:
+                box.close()
+        return nbytes, batches
 
     async def run(self) -> None:
         self._server = grpc.aio.server()
@@ -166,6 +194,7 @@ class Agent(Node):
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
         self.unresumed.pop((run.topology, run.container), None)
+        self.disk_backlog.pop(run.topology, None)  # its container reports it from now on
         self.health.clear(f"orders:{run.topology}")
         if run.topology not in self.tms:
             topology = edge_part(load_topology(entry), self.labels)
@@ -285,6 +314,7 @@ class Agent(Node):
         self.revised.pop(topology, None)
         for key in [k for k in self.unresumed if k[0] == topology]:
             del self.unresumed[key]
+        self.disk_backlog.pop(topology, None)
         self.health.clear(f"orders:{topology}")
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
@@ -345,8 +375,9 @@ class Agent(Node):
 
     def status(self) -> pb.NodeStatus:
         s = super().status()
-        s.backlog_bytes = int(self._outbox_metric("outbox_bytes"))
-        s.backlog_batches = int(self._outbox_metric("outbox_batches"))
+        on_disk = list(self.disk_backlog.values())  # of subgraphs that could not resume
+        s.backlog_bytes = int(self._outbox_metric("outbox_bytes")) + sum(b for b, _ in on_disk)
+        s.backlog_batches = int(self._outbox_metric("outbox_batches")) + sum(n for _, n in on_disk)
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):

@@ -135,10 +135,16 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
     try:
         site = start_site(daemons, mosquitto, tmp_path, master=proxy.address, with_id=False)
         workdir = daemons.tmp / AGENT
+        rows = readings(20)  # 60 readings
         proxy.cut()
+        sensors.publish(messages(rows[:30]))
+        wait_for(lambda: site.status()["backlog_batches"] > 0
+                 and site.status()["metrics"]["mqtt_appended"] >= 30, 30,
+                 "readings acknowledged and batches in the outbox while cut")  # fmt: skip
         assert site.agent is not None
         site.agent.kill()
         site.agent.wait(30)
+        before = _outbox_batches(workdir)
         (zipped,) = (workdir / "packages").glob("*.zip")
         zipped.unlink()
         site.start_agent()
@@ -150,6 +156,7 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
         (reason,) = status["reasons"]
         assert reason.startswith("orders:iot: cannot resume 'iot' from disk: its package sha256:")
         assert "waiting for the master to send it" in reason
+        assert status["backlog_batches"] == before > 0  # what its outbox on disk holds
 
         proxy.restore()  # the master's order fetches the package again
         back_at = time.monotonic()
@@ -157,8 +164,7 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
                  and s["health"] == "ok" and s["containers"] == ["iot/0"], 60,
                  "the edge subgraph running once the master sent the package")  # fmt: skip
         recover_s = time.monotonic() - back_at
-        rows = readings(20)
-        sensors.publish(messages(rows))
+        sensors.publish(messages(rows[30:]))
         want = expected(rows)
         wait_for(lambda: site.windows() == want, 90, "every closed window, each reading once")
         lost, dup = lost_and_duplicated(want, site.windows())
