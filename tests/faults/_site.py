@@ -39,6 +39,7 @@ class Site:
     status_port: int
     with_id: bool
     worker: psutil.Process
+    worker_id: bool = True
     agent: psutil.Process | None = None
 
     def start_agent(self) -> psutil.Process:
@@ -54,6 +55,11 @@ class Site:
             return AGENT
         return (self.daemons.tmp / AGENT / "node-id").read_text().strip()
 
+    def start_worker(self) -> psutil.Process:
+        self.worker = self.daemons.start_worker("w1", env={"IOT_OUT": str(self.out)},
+                                                with_id=self.worker_id)  # fmt: skip
+        return self.worker
+
     def agents(self) -> list[dict[str, Any]]:
         return [n for n in self.daemons.api("/api/v1/nodes") if n["kind"] == "agent"]
 
@@ -65,19 +71,20 @@ class Site:
 
 
 def start_site(daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path, *,
-               master: str | None = None, with_id: bool = True) -> Site:  # fmt: skip
+               master: str | None = None, with_id: bool = True,
+               worker_id: bool = True) -> Site:  # fmt: skip
     """Master (already started if ``master`` is given: the agent's route to it), worker w1,
     agent gw-site0 with a status port; the example submitted and the agent's uplink open."""
     if master is None:
         daemons.start_master()
         master = daemons.grpc
     out = tmp_path / "out"
-    worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)})
+    worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)}, with_id=worker_id)
     host, port = mosquitto
     status_port = free_port()
     args = ["--master", master, "--label", "site=site0", "--mqtt", f"{host}:{port}",
             "--topic", "sensors/site0/#", "--status-port", str(status_port)]  # fmt: skip
-    site = Site(daemons, out, args, status_port, with_id, worker)
+    site = Site(daemons, out, args, status_port, with_id, worker, worker_id)
     site.start_agent()
     wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,
              "the worker and the agent online")  # fmt: skip

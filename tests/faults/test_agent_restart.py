@@ -74,3 +74,40 @@ def test_agent_restart_is_the_same_node_and_delivers_every_reading_once(
     record(f"agent {sig.name} restart, {'with' if with_id else 'without'} --id",
            detect_s=round(detect_s, 2), recover_s=round(recover_s, 2),
            readings=len(rows), lost=lost, duplicated=dup)  # fmt: skip
+
+
+def test_worker_restart_without_id_is_the_same_node_and_gets_its_containers_back(
+    daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
+) -> None:
+    site = start_site(daemons, mosquitto, tmp_path, worker_id=False)
+    ident = (daemons.tmp / "w1" / "node-id").read_text().strip()
+    assert ident.startswith("worker-")
+
+    def workers() -> list[tuple[str, bool, str, list[str]]]:
+        return [(n["id"], n["online"], n["health"], n["containers"])
+                for n in daemons.api("/api/v1/nodes") if n["kind"] == "worker"]  # fmt: skip
+
+    wait_for(lambda: workers() == [(ident, True, "ok", ["iot/0"])], 30, "the worker running iot")
+    rows = readings(40)
+    sensors.publish(messages(rows[:60]))
+    site.worker.kill()
+    site.worker.wait(30)
+    gone_at = time.monotonic()
+    wait_for(lambda: workers()[0][1] is False, 20, "the master to see the worker offline")
+    detect_s = time.monotonic() - gone_at
+    sensors.publish(messages(rows[60:]))
+    site.start_worker()
+    back_at = time.monotonic()
+    want = expected(rows)
+    wait_for(lambda: site.windows() == want, 120, "every closed window, each reading once")
+    recover_s = time.monotonic() - back_at
+    wait_for(lambda: workers() == [(ident, True, "ok", ["iot/0"])], 30,
+             "the worker listed once, online, running its container again")  # fmt: skip
+    wait_for(lambda: (n := site.node()) is not None and n["backlog_batches"] == 0, 60,
+             "the agent's backlog confirmed")  # fmt: skip
+    lost, dup = lost_and_duplicated(want, site.windows())
+    assert (lost, dup) == (0, 0)
+    assert "Task was destroyed but it is pending" not in master_log(daemons)
+    record("worker SIGKILL restart, without --id", detect_s=round(detect_s, 2),
+           recover_s=round(recover_s, 2), readings=len(rows), lost=lost,
+           duplicated=dup)  # fmt: skip

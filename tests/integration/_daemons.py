@@ -33,9 +33,14 @@ class Daemons:
         self.grpc, self.http = info["grpc"], info["http"]
 
     def start_worker(
-        self, name: str, env: dict[str, str] | None = None, netns: str | None = None
+        self,
+        name: str,
+        env: dict[str, str] | None = None,
+        netns: str | None = None,
+        with_id: bool = True,
     ) -> psutil.Process:
-        proc = self._spawn(["worker", "--master", self.grpc, "--id", name,
+        ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
+        proc = self._spawn(["worker", "--master", self.grpc, *ident,
                             "--workdir", str(self.tmp / name)], f"{name}.log", env,
                            netns=netns)  # fmt: skip
         return psutil.Process(proc.pid)
