@@ -169,8 +169,12 @@ class Agent(Node):
         port = self._server.add_insecure_port("127.0.0.1:0")
         await self._server.start()
         self.local_address = f"127.0.0.1:{port}"
+        given = bool(self.master)
         self._resume()  # before reaching the master: it may be out of reach
-        if not self.master:
+        rediscover: asyncio.Task[None] | None = None
+        if not given and self.master:  # resumed with the master's last address: look anyway
+            rediscover = asyncio.get_running_loop().create_task(self._rediscover())
+        elif not self.master:
             log.info("no --master given: looking for one by zeroconf")
             self.master = await find_master()
         if self.ingest is not None:
@@ -181,6 +185,8 @@ class Agent(Node):
         try:
             await super().run()
         finally:
+            if rediscover is not None:
+                rediscover.cancel()
             retention.cancel()
             revising.cancel()
             if http is not None:
@@ -190,6 +196,23 @@ class Agent(Node):
             await self._server.stop(1.0)
             if self.ingest is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.ingest.stop)
+
+    async def _rediscover(self) -> None:
+        """Without ``--master``, a resumed agent starts with the address it kept; if zeroconf
+        finds the master elsewhere, it moved: dial it there, and restart the edge containers
+        (the supervisor does) so that their uplinks do too."""
+        try:
+            found = await find_master()
+        except Exception as exc:  # zeroconf's own errors: go on with the kept address
+            log.warning("looking for the master by zeroconf failed: %s", exc)
+            return
+        if found == self.master:
+            return
+        log.info("the master moved from %s to %s", self.master, found)
+        self.master = found
+        self.ordered()
+        for proc in list(self.containers.values()):
+            proc.terminate()
 
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
