@@ -94,7 +94,9 @@ class Agent(Node):
         self.book = OrderBook(self.workdir / "orders.json")
         # kept orders whose package is not on disk: kept until the master sends them again
         self.unresumed: dict[tuple[str, int], pb.RunContainer] = {}
-        self.disk_backlog: dict[str, tuple[int, int]] = {}  # theirs: (bytes, batches) on disk
+        # (bytes, batches) in a topology's outboxes on disk when this agent started, its
+        # backlog until its edge container reports one (never, if it could not resume)
+        self.disk_backlog: dict[str, tuple[int, int]] = {}
 
     # -- orders kept on disk ---------------------------------------------------------
     def ordered(self) -> None:
@@ -132,6 +134,8 @@ class Agent(Node):
                 (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
                 continue
             log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
+            # its backlog until its container reports one (read before it opens the outbox)
+            self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
             self.orders[(run.topology, run.container)] = run
             try:
                 self._start(run, code / run.entry)
@@ -217,7 +221,6 @@ class Agent(Node):
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
         self.unresumed.pop((run.topology, run.container), None)
-        self.disk_backlog.pop(run.topology, None)  # its container reports it from now on
         self.health.clear(f"orders:{run.topology}")
         if run.topology not in self.tms:
             topology = edge_part(load_topology(entry), self.labels)
@@ -389,6 +392,22 @@ class Agent(Node):
     def _outbox_metric(self, name: str) -> float:
         return sum(tm.metrics.get("container:0", {}).get(name, 0.0) for tm in self.tms.values())
 
+    def backlog(self) -> tuple[int, int]:
+        """Bytes and batches not yet confirmed by the cloud, in every edge subgraph's outbox."""
+        nbytes = batches = 0
+        for name in set(self.tms) | set(self.disk_backlog):
+            tm = self.tms.get(name)
+            reported = tm.metrics.get("container:0", {}) if tm is not None else {}
+            if "outbox_batches" in reported:
+                nbytes += int(reported.get("outbox_bytes", 0.0))
+                batches += int(reported["outbox_batches"])
+            elif name in self.disk_backlog:
+                nbytes, batches = (
+                    nbytes + self.disk_backlog[name][0],
+                    batches + self.disk_backlog[name][1],
+                )
+        return nbytes, batches
+
     def outbox_full(self) -> bool:
         """MQTT acknowledgement stops while any edge subgraph's outbox is over its budget."""
         return any(
@@ -398,9 +417,7 @@ class Agent(Node):
 
     def status(self) -> pb.NodeStatus:
         s = super().status()
-        on_disk = list(self.disk_backlog.values())  # of subgraphs that could not resume
-        s.backlog_bytes = int(self._outbox_metric("outbox_bytes")) + sum(b for b, _ in on_disk)
-        s.backlog_batches = int(self._outbox_metric("outbox_batches")) + sum(n for _, n in on_disk)
+        s.backlog_bytes, s.backlog_batches = self.backlog()
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):

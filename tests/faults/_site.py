@@ -7,6 +7,7 @@ are, and how exactly the cloud's output matches them (lost and duplicated readin
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,17 @@ class Site:
     def start_agent(self) -> psutil.Process:
         self.agent = self.daemons.start_agent(AGENT, *self.agent_args, with_id=self.with_id)
         return self.agent
+
+    def stop_agent(self, sig: int = signal.SIGKILL) -> int | None:
+        """Signal the agent; wait for it and every process under it (containers, instances:
+        they die with it) to be gone. Returns its exit code."""
+        assert self.agent is not None
+        under = self.agent.children(recursive=True)
+        self.agent.send_signal(sig)
+        code = self.agent.wait(30)
+        _gone, alive = psutil.wait_procs(under, timeout=30)
+        assert not alive, f"still running after the agent: {alive}"
+        return code
 
     def status(self) -> dict[str, Any]:
         return _status(self.status_port)

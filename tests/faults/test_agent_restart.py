@@ -42,9 +42,7 @@ def test_agent_restart_is_the_same_node_and_delivers_every_reading_once(
     wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 60, 30,
              "the first readings acknowledged into the ingest log")  # fmt: skip
 
-    assert site.agent is not None
-    site.agent.send_signal(sig)
-    code = site.agent.wait(30)
+    code = site.stop_agent(sig)
     gone_at = time.monotonic()
     if sig == signal.SIGTERM:
         assert code == 0, f"the agent stopped with {code} on SIGTERM"

@@ -10,6 +10,7 @@ workdir cannot be resumed: the agent says so in its health until the master send
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -73,14 +74,15 @@ def test_agent_rebooted_during_an_outage_resumes_from_its_own_disk(
                  and site.status()["metrics"]["mqtt_appended"] >= 75, 30,
                  "readings acknowledged and batches in the outbox while cut")  # fmt: skip
 
-        assert site.agent is not None
-        site.agent.kill()  # a reboot: its containers and instances die with it
-        site.agent.wait(30)
+        site.stop_agent()  # SIGKILL, a reboot: its containers and instances die with it
         before = _outbox_batches(workdir)
         assert before > 0
         sensors.publish(messages(rows[75:]))  # the broker keeps them for the agent's session
 
         site.start_agent()  # the link is still cut: the master is out of reach
+        first = wait_for(lambda: (s := site.status())["backlog_batches"] != -1 and s, 30,
+                         "the restarted agent's /status")  # fmt: skip
+        assert first["backlog_batches"] >= before  # from its first answer on, never 0
         wait_for(lambda: (s := site.status()).get("topologies") == {"iot": "RUNNING"}
                  and s["revisions"] == {"iot": revision} and s["containers"] == ["iot/0"]
                  and not s["attached"], 30,
@@ -100,8 +102,7 @@ def test_agent_rebooted_during_an_outage_resumes_from_its_own_disk(
         status = site.status()
         assert status["health"] == "ok" and status["reasons"] == [], status
 
-        site.agent.terminate()  # the backlog it reported is what its outbox holds on disk
-        assert site.agent.wait(30) == 0
+        assert site.stop_agent(signal.SIGTERM) == 0  # its backlog is what its outbox holds
         assert _outbox_batches(workdir) == backlog
 
         site.start_agent()
@@ -141,9 +142,7 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
         wait_for(lambda: site.status()["backlog_batches"] > 0
                  and site.status()["metrics"]["mqtt_appended"] >= 30, 30,
                  "readings acknowledged and batches in the outbox while cut")  # fmt: skip
-        assert site.agent is not None
-        site.agent.kill()
-        site.agent.wait(30)
+        site.stop_agent()
         before = _outbox_batches(workdir)
         (zipped,) = (workdir / "packages").glob("*.zip")
         zipped.unlink()
