@@ -172,3 +172,38 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
                duplicated=dup)  # fmt: skip
     finally:
         proxy.close()
+
+
+def test_a_deactivated_subgraph_stays_paused_after_a_reboot_offline(
+    daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
+) -> None:
+    daemons.start_master()
+    proxy = LinkProxy(daemons.grpc)
+    try:
+        site = start_site(daemons, mosquitto, tmp_path, master=proxy.address)
+        daemons.cli("deactivate", "iot")
+        wait_for(lambda: site.status().get("topologies") == {"iot": "PAUSED"}, 20,
+                 "the edge subgraph paused")  # fmt: skip
+        proxy.cut()
+        site.stop_agent()
+        site.start_agent()
+        wait_for(lambda: (s := site.status()).get("topologies") == {"iot": "PAUSED"}
+                 and s["containers"] == ["iot/0"], 30,
+                 "the edge subgraph resumed from disk, still paused")  # fmt: skip
+        rows = readings(20)
+        sensors.publish(messages(rows))
+        wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= len(rows), 30,
+                 "the readings ingested while paused")  # fmt: skip
+        assert _steady(lambda: site.status()["backlog_batches"], 3.0) == 0  # nothing processed
+
+        proxy.restore()
+        daemons.cli("activate", "iot")
+        back_at = time.monotonic()
+        want = expected(rows)
+        wait_for(lambda: site.windows() == want, 90, "every closed window, each reading once")
+        lost, dup = lost_and_duplicated(want, site.windows())
+        record("deactivated agent rebooted during an outage", detect_s=None,
+               recover_s=round(time.monotonic() - back_at, 2), readings=len(rows), lost=lost,
+               duplicated=dup)  # fmt: skip
+    finally:
+        proxy.close()
