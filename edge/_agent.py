@@ -17,6 +17,12 @@ The agent loads the revision's edge subgraph for its labels and, if it
 differs from the one running, has its topology master switch to it at a
 checkpoint barrier, exactly as the cloud does; it reports the revision its
 subgraph runs in its status (``revision:TOPOLOGY``).
+
+The agent keeps its orders on its own disk (``_orders.py``) and on start
+resumes the edge subgraphs it was ordered to run from there, before it
+reaches the master (which may be out of reach): each one whose package is in
+its workdir (verified by hash) starts at once; one whose package is not says
+so in the agent's health until the master sends it.
 """
 
 from __future__ import annotations
@@ -31,9 +37,10 @@ import grpc
 from aiohttp import web
 
 from headwater.common._discovery import find_master
-from headwater.common._exceptions import HeadwaterError
-from headwater.common._health import FAILED
+from headwater.common._exceptions import HeadwaterError, PackageMismatchError
+from headwater.common._health import DEGRADED, FAILED, Level
 from headwater.common._loader import load_topology
+from headwater.common._package import verify_package
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
@@ -45,6 +52,8 @@ from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource, describe_write_error
+from ._orders import OrderBook
+from ._outbox import Outbox
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -82,16 +91,97 @@ class Agent(Node):
         self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
         self.revise_orders: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
         self.holding: set[str] = set()  # edge subgraphs paused until their switch
+        self.revised: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
+        self.book = OrderBook(self.workdir / "orders.json")
+        # kept orders whose package is not on disk: kept until the master sends them again
+        self.unresumed: dict[tuple[str, int], pb.RunContainer] = {}
+        # (bytes, batches) in a topology's outboxes on disk when this agent started, its
+        # backlog until its edge container reports one (never, if it could not resume)
+        self.disk_backlog: dict[str, tuple[int, int]] = {}
+
+    # -- orders kept on disk ---------------------------------------------------------
+    def ordered(self) -> None:
+        try:
+            runs = {**self.unresumed, **self.orders}
+            self.book.save(self.master, runs.values(), self.states,
+                           self.revised.values())  # fmt: skip
+        except OSError as exc:  # the subgraphs go on; a reboot would wait for the master
+            self.health.set("orders", DEGRADED, f"cannot keep the orders on disk: {exc}")
+        else:
+            self.health.clear("orders")
+
+    def _resume(self) -> None:
+        """Run again, from this agent's own disk, what it was last ordered to run."""
+        try:
+            kept = self.book.load()
+        except HeadwaterError as exc:
+            self.health.set("orders", FAILED, f"{exc}; waiting for the master's orders")
+            return
+        self.master = self.master or kept.master
+        self.states.update(kept.states)
+        for order in kept.revisions:
+            self.revised[order.topology] = self.revise_orders[order.topology] = order
+        for run in kept.runs:
+            code = self._code(run.package)
+            try:
+                verify_package(code.with_suffix(".zip").read_bytes(), run.package)
+                if not (code / ".verified").exists():
+                    raise FileNotFoundError(code / ".verified")
+            except (OSError, PackageMismatchError) as exc:
+                why = ("is not in " + str(code.parent) if isinstance(exc, OSError)
+                       else "on disk does not hash to its name")  # fmt: skip
+                self._unresumed(run, f"its package {run.package[:19]} {why}; waiting for the "
+                                f"master to send it")  # fmt: skip
+                (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
+                continue
+            log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
+            # its backlog until its container reports one (read before it opens the outbox)
+            self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
+            self.orders[(run.topology, run.container)] = run
+            try:
+                self._start(run, code / run.entry)
+            except Exception as exc:  # user code that no longer loads must not stop the agent
+                log.exception("cannot resume the edge subgraph of %r", run.topology)
+                self.orders.pop((run.topology, run.container), None)
+                self._unresumed(run, f"its edge subgraph does not load: {exc}", FAILED)
+
+    def _unresumed(self, run: pb.RunContainer, why: str, level: Level = DEGRADED) -> None:
+        """An order kept on disk that does not run until the master orders it again."""
+        self.unresumed[(run.topology, run.container)] = run
+        self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
+        self.health.set(f"orders:{run.topology}", level,
+                        f"cannot resume {run.topology!r} from disk: {why}")  # fmt: skip
+
+    def _outbox_on_disk(self, topology: str) -> tuple[int, int]:
+        """Bytes and batches the topology's outboxes hold (read only while nothing runs it)."""
+        nbytes = batches = 0
+        root = self.workdir / topology / "container-0" / "outbox"
+        for d in sorted(root.iterdir()) if root.is_dir() else []:
+            try:
+                box = Outbox(d, self.outbox_budget)
+            except Exception as exc:  # rocksdict raises its own exceptions
+                log.warning("cannot read the outbox %s: %s", d, exc)
+                continue
+            try:
+                nbytes, batches = nbytes + box.nbytes, batches + box.backlog
+            finally:
+                box.close()
+        return nbytes, batches
 
     async def run(self) -> None:
-        if not self.master:
-            log.info("no --master given: looking for one by zeroconf")
-            self.master = await find_master()
         self._server = grpc.aio.server()
         pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch(self.tms), self._server)
         port = self._server.add_insecure_port("127.0.0.1:0")
         await self._server.start()
         self.local_address = f"127.0.0.1:{port}"
+        given = bool(self.master)
+        self._resume()  # before reaching the master: it may be out of reach
+        rediscover: asyncio.Task[None] | None = None
+        if not given and self.master:  # resumed with the master's last address: look anyway
+            rediscover = asyncio.get_running_loop().create_task(self._rediscover())
+        elif not self.master:
+            log.info("no --master given: looking for one by zeroconf")
+            self.master = await find_master()
         if self.ingest is not None:
             self.ingest.start()
         http = await self._serve_status() if self.status_port is not None else None
@@ -100,6 +190,8 @@ class Agent(Node):
         try:
             await super().run()
         finally:
+            if rediscover is not None:
+                rediscover.cancel()
             retention.cancel()
             revising.cancel()
             if http is not None:
@@ -110,8 +202,27 @@ class Agent(Node):
             if self.ingest is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.ingest.stop)
 
+    async def _rediscover(self) -> None:
+        """Without ``--master``, a resumed agent starts with the address it kept; if zeroconf
+        finds the master elsewhere, it moved: dial it there, and restart the edge containers
+        (the supervisor does) so that their uplinks do too."""
+        try:
+            found = await find_master()
+        except Exception as exc:  # zeroconf's own errors: go on with the kept address
+            log.warning("looking for the master by zeroconf failed: %s", exc)
+            return
+        if found == self.master:
+            return
+        log.info("the master moved from %s to %s", self.master, found)
+        self.master = found
+        self.ordered()
+        for proc in list(self.containers.values()):
+            proc.terminate()
+
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
+        self.unresumed.pop((run.topology, run.container), None)
+        self.health.clear(f"orders:{run.topology}")
         if run.topology not in self.tms:
             topology = edge_part(load_topology(entry), self.labels)
             if not topology.components:
@@ -158,6 +269,10 @@ class Agent(Node):
         known = self.revise_orders.get(order.topology)
         if known is None or known.revision < order.revision:
             self.revise_orders[order.topology] = order
+        newest = self.revised.get(order.topology)
+        if newest is None or newest.revision < order.revision:
+            self.revised[order.topology] = order
+            self.ordered()
         self._take_revision(order.topology)
 
     def _take_revision(self, topology: str) -> None:
@@ -223,7 +338,9 @@ class Agent(Node):
         }
 
     def set_state(self, topology: str, state: str) -> None:
-        self.states[topology] = state
+        if self.states.get(topology) != state:
+            self.states[topology] = state
+            self.ordered()
         tm = self.tms.get(topology)
         if tm is not None and tm.user_state != state and topology not in self.holding:
             tm.set_state(state)
@@ -232,6 +349,11 @@ class Agent(Node):
     def stopped(self, topology: str) -> None:
         self.states.pop(topology, None)
         self.revise_orders.pop(topology, None)
+        self.revised.pop(topology, None)
+        for key in [k for k in self.unresumed if k[0] == topology]:
+            del self.unresumed[key]
+        self.disk_backlog.pop(topology, None)
+        self.health.clear(f"orders:{topology}")
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
         if task is not None:
@@ -282,6 +404,22 @@ class Agent(Node):
     def _outbox_metric(self, name: str) -> float:
         return sum(tm.metrics.get("container:0", {}).get(name, 0.0) for tm in self.tms.values())
 
+    def backlog(self) -> tuple[int, int]:
+        """Bytes and batches not yet confirmed by the cloud, in every edge subgraph's outbox."""
+        nbytes = batches = 0
+        for name in set(self.tms) | set(self.disk_backlog):
+            tm = self.tms.get(name)
+            reported = tm.metrics.get("container:0", {}) if tm is not None else {}
+            if "outbox_batches" in reported:
+                nbytes += int(reported.get("outbox_bytes", 0.0))
+                batches += int(reported["outbox_batches"])
+            elif name in self.disk_backlog:
+                nbytes, batches = (
+                    nbytes + self.disk_backlog[name][0],
+                    batches + self.disk_backlog[name][1],
+                )
+        return nbytes, batches
+
     def outbox_full(self) -> bool:
         """MQTT acknowledgement stops while any edge subgraph's outbox is over its budget."""
         return any(
@@ -291,8 +429,7 @@ class Agent(Node):
 
     def status(self) -> pb.NodeStatus:
         s = super().status()
-        s.backlog_bytes = int(self._outbox_metric("outbox_bytes"))
-        s.backlog_batches = int(self._outbox_metric("outbox_batches"))
+        s.backlog_bytes, s.backlog_batches = self.backlog()
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):

@@ -10,6 +10,13 @@ cloud checkpoint holds it) deletes from the outbox, ``resend_after`` rewinds.
 A new stream starts again after the last confirmed batch; so does a stream
 whose feedback stalls. The cloud drops the replays.
 
+A resend asked after a number below the last confirmed one means the cloud
+holds nothing of this agent's after it under this agent's id, yet confirmed
+more (the agent's id changed: an agent upgraded from process-id ids, or
+started with another ``--id``): everything up to the confirmed batch is in
+the cloud, so the next batch names the cloud's number as the one before it
+instead of resending for ever into a gap.
+
 When the outboxes hold more than the byte budget, the stream manager
 throttles the spouts that feed the outbox sinks (scoped backpressure), and
 the agent stops acknowledging MQTT, so the broker holds what follows.
@@ -67,6 +74,8 @@ class Uplink:
         self.cursor: dict[str, int] = {}  # last sequence number sent per outbox
         self.inflight: dict[str, deque[int]] = {}
         self.sink_task: dict[str, int] = {}
+        # the cloud's last number from this agent, where it is below the last confirmed
+        self.cloud_last: dict[str, int] = {}
         self.wake = asyncio.Event()
         self.connected = False
         self.last_feedback = time.monotonic()
@@ -181,9 +190,12 @@ class Uplink:
                     continue
                 rewinds = self.rewinds
                 for seq, payload in box.pending(after=cursor):
+                    prev = max(cursor, box.confirmed)
+                    if prev == box.confirmed and component in self.cloud_last:
+                        prev = self.cloud_last[component]
                     yield pb.UplinkUp(batch=pb.UplinkBatch(
-                        agent=self.agent, component=component, seq=seq,
-                        prev=max(cursor, box.confirmed), payload=payload,
+                        agent=self.agent, component=component, seq=seq, prev=prev,
+                        payload=payload,
                     ))  # fmt: skip
                     if self.rewinds != rewinds:
                         break  # rewound while this batch went out: start again from there
@@ -214,6 +226,15 @@ class Uplink:
             while inflight and inflight[0] <= fb.confirmed:
                 inflight.popleft()
             self._check_budget()
+        if fb.consumed:
+            self.cloud_last.pop(fb.component, None)  # it took one: the chain is its own again
+        if 0 <= fb.resend_after < box.confirmed:
+            if self.cloud_last.get(fb.component) != fb.resend_after:
+                log.warning("the cloud has %s's batches of %r up to %d, but confirmed up to %d: "
+                            "going on after %d (was this agent's id changed?)", self.agent,
+                            fb.component, fb.resend_after, box.confirmed,
+                            box.confirmed)  # fmt: skip
+            self.cloud_last[fb.component] = fb.resend_after
         if fb.resend_after >= 0:
             self.resends += 1
             self.rewinds += 1

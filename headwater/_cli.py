@@ -113,7 +113,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="the master's gRPC address (headwater master --port)",
     )
-    worker.add_argument("--id", default=None, help="node id (default: worker-HOST-PID)")
+    worker.add_argument(
+        "--id", default=None, help="node id (default: generated once, kept in WORKDIR/node-id)"
+    )
     worker.add_argument("--workdir", default=None, metavar="DIR")
     worker.set_defaults(func=_cmd_worker)
 
@@ -124,7 +126,9 @@ def _parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="the master's gRPC address (default: find it by zeroconf)",
     )
-    agent.add_argument("--id", default=None, help="node id (default: agent-HOST-PID)")
+    agent.add_argument(
+        "--id", default=None, help="node id (default: generated once, kept in WORKDIR/node-id)"
+    )
     agent.add_argument(
         "--label",
         action="append",
@@ -172,6 +176,12 @@ def _parser() -> argparse.ArgumentParser:
     nodes = sub.add_parser("nodes", help="list the master's workers and agents")
     nodes.add_argument("--master", dest="url", metavar="URL", help=master_help)
     nodes.add_argument("--json", action="store_true", help="print the raw JSON")
+    nodes.add_argument(
+        "--forget",
+        metavar="ID",
+        default=None,
+        help="forget a node that is offline and holds no containers",
+    )
     nodes.set_defaults(func=_cmd_nodes)
 
     kill = sub.add_parser("kill", help="stop a topology and remove it from the master")
@@ -440,7 +450,9 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from headwater.common.runtime._node import Node
 
     _daemon_logging("worker")
-    workdir = Path(args.workdir) if args.workdir else _default_dir(f"worker-{os.getpid()}")
+    # the same workdir is the same node (its id is kept there): a second worker on this
+    # machine needs a --workdir of its own
+    workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
 
     async def main() -> None:
         node = Node(args.master, workdir, kind="worker", node_id=args.id, version=__version__)
@@ -509,6 +521,9 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         host, _, port = args.mqtt.rpartition(":")
         if not host or not port.isdigit():
             raise HeadwaterError(f"--mqtt {args.mqtt!r}: give HOST:PORT, e.g. 127.0.0.1:1883")
+        # the broker keeps a session's readings under its client id, which must not change
+        # across restarts or upgrades: not the generated node id, which a workdir from
+        # before it was kept does not have yet
         mqtt = MqttSource(host, int(port), tuple(args.topic or ["sensors/#"]),
                           client_id=f"headwater-{args.id or 'agent'}")  # fmt: skip
 
@@ -527,6 +542,12 @@ def _cmd_agent(args: argparse.Namespace) -> int:
 
 
 def _cmd_nodes(args: argparse.Namespace) -> int:
+    if args.forget is not None:
+        from urllib.parse import quote
+
+        _api("DELETE", f"{_master_url(args.url)}/api/v1/nodes/{quote(args.forget, safe='')}")
+        print(f"forgot node {args.forget!r}")
+        return 0
     nodes = _api("GET", f"{_master_url(args.url)}/api/v1/nodes")
     if args.json:
         print(json.dumps(nodes, indent=2))

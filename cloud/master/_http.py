@@ -5,6 +5,7 @@ DELETE /api/v1/topologies/NAME                      kill a topology
 POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&base=REV
        [&entry=FILE][&components=A,B][&author=WHO][&to=REV]   edit it live (zip body or none)
 GET    /api/v1/nodes                                workers and agents, online or not
+DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
 """
 
 from __future__ import annotations
@@ -79,5 +80,17 @@ def make_app(master: Master) -> web.Application:
     app.router.add_post("/api/v1/topologies", submit)
     app.router.add_delete("/api/v1/topologies/{name}", kill)
     app.router.add_post("/api/v1/topologies/{name}/revisions", edit)
+
+    async def forget(request: web.Request) -> web.Response:
+        node_id = request.match_info["id"]
+        try:
+            master.forget(node_id)
+        except KeyError as exc:
+            return web.json_response({"error": exc.args[0]}, status=404)
+        except HeadwaterError as exc:
+            return web.json_response({"error": str(exc)}, status=409)
+        return web.json_response({"forgotten": node_id})
+
     app.router.add_get("/api/v1/nodes", nodes)
+    app.router.add_delete("/api/v1/nodes/{id}", forget)
     return app

@@ -377,6 +377,64 @@ class Master:
             record.status = status
             record.last_seen = time.monotonic()
             record.error = status.error
+            self._reconcile(record, status)
+
+    def _reconcile(self, record: NodeRecord, status: pb.NodeStatus) -> None:
+        """Stop what a node runs that the master no longer gives it.
+
+        An agent resumes its edge subgraphs from its own disk, so one that was
+        offline when its topology was killed still runs it; so would a node
+        forgotten and back. Its status names what it runs: each container the
+        master did not order it to run gets a stop order.
+        """
+        if record.queue is None:
+            return  # not attached (yet): its orders come when it is
+        node_id = record.info.node_id
+        for name in status.containers:
+            topology, _, number = name.rpartition("/")
+            if not number.isdigit():
+                continue
+            dep = self.deployments.get(topology)
+            ours = dep is not None and (
+                dep.assignment.get(int(number)) == node_id
+                if record.info.kind != "agent" else node_id in dep.agents
+            )  # fmt: skip
+            if not ours:
+                log.warning("%s %s runs %s, which the master does not give it: stopping it",
+                            record.info.kind, node_id, name)  # fmt: skip
+                record.queue.put_nowait(pb.NodeCommand(
+                    stop=pb.StopContainer(topology=topology, container=int(number))
+                ))  # fmt: skip
+
+    def forget(self, node_id: str) -> None:
+        """Forget an offline node that holds no containers (its deployments drop it too).
+
+        Raises KeyError for an unknown node and HeadwaterError while it is online
+        or a topology's cloud containers are assigned to it (they would have
+        nowhere to run). An agent's edge subgraphs are its own: forgetting it
+        drops them from their deployments; if it comes back it attaches as any
+        node does and is given them again.
+        """
+        record = self.nodes.get(node_id)
+        held = sorted(f"{d.name}/{c}" for d in self.deployments.values()
+                      for c, n in d.assignment.items() if n == node_id)  # fmt: skip
+        edge = [d for d in self.deployments.values() if node_id in d.agents]
+        if record is None and not held and not edge:
+            known = ", ".join(sorted(self.nodes)) or "none"
+            raise KeyError(f"no node {node_id!r} (known: {known})")
+        if record is not None and record.view()["online"]:
+            raise HeadwaterError(f"node {node_id!r} is online; stop it first (a node is "
+                                 f"forgotten once it is offline)")  # fmt: skip
+        if held:
+            raise HeadwaterError(
+                f"node {node_id!r} holds containers {', '.join(held)}: the master has nowhere "
+                f"else to run them; restart the node or kill those topologies first"
+            )
+        for dep in edge:
+            dep.agents.remove(node_id)
+        self._save()
+        self.nodes.pop(node_id, None)
+        log.info("forgot node %s", node_id)
 
     # -- uplinks -----------------------------------------------------------------
     async def uplink(
@@ -392,18 +450,25 @@ class Master:
         self.uplinks[key] = queue
         record = self.nodes.get(agent)
         log.info("uplink of %s for %r open", agent, topology)
-        reader = asyncio.get_running_loop().create_task(self._uplink_reader(key, requests))
+        loop = asyncio.get_running_loop()
+        reader = loop.create_task(self._uplink_reader(key, requests))
+        getter: asyncio.Task[pb.UplinkFeedback] | None = None
         try:
             yield pb.UplinkFeedback(topology=topology, agent=agent, resend_after=-1)  # hello back
             while not reader.done():
-                getter = asyncio.ensure_future(queue.get())
+                getter = loop.create_task(queue.get())
                 done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
                 if getter in done:
-                    yield getter.result()
-                else:
-                    getter.cancel()
+                    fb, getter = getter.result(), None
+                    yield fb
         finally:
-            reader.cancel()
+            # the agent went away (or the stream was cancelled while waiting): neither task
+            # may outlive it, or it is destroyed pending when its queue is dropped
+            for task in (getter, reader):
+                if task is not None and not task.done():
+                    task.cancel()
+            await asyncio.gather(*(t for t in (getter, reader) if t is not None),
+                                 return_exceptions=True)  # fmt: skip
             if self.uplinks.get(key) is queue:
                 del self.uplinks[key]
                 record = self.nodes.get(agent)

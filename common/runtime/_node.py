@@ -7,11 +7,17 @@ hash, refuses it unless the bytes hash to that name, unpacks it once, and
 starts a container process, which it restarts if it dies. It reports
 status every few seconds, and reconnects with exponential backoff and
 jitter when the master is away; its containers keep running meanwhile.
+
+A node's id (unless ``--id`` names one) is generated once and kept in its
+workdir (``node-id``): a restart with the same workdir is the same node, so
+the master re-sends its orders and the cloud keeps counting its uplink's
+sequence numbers. Two live nodes may not share a workdir (it is locked).
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import os
 import random
@@ -19,6 +25,7 @@ import shutil
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +34,7 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks con
 
 import grpc
 
-from .._exceptions import PackageMismatchError
+from .._exceptions import HeadwaterError, PackageMismatchError
 from .._health import Health
 from .._package import unpack_package
 from ..plan._domains import domain_env
@@ -37,6 +44,45 @@ from ._procs import spawn, terminate
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
+ID_FILE = "node-id"
+LOCK_FILE = "node.lock"
+
+
+def node_identity(workdir: str | Path, kind: str, given: str | None = None) -> str:
+    """The node id kept in ``workdir``: ``given`` if named, else the one generated there before,
+    else a new ``KIND-HOST-XXXXXXXX`` written (synced) for every later start."""
+    path = Path(workdir) / ID_FILE
+    if given:
+        return given
+    try:
+        kept = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        kept = ""
+    if kept:
+        return kept
+    path.parent.mkdir(parents=True, exist_ok=True)
+    new = f"{kind}-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(new + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    tmp.replace(path)
+    log.info("generated node id %s (kept in %s)", new, path)
+    return new
+
+
+def lock_workdir(workdir: Path) -> int:
+    """Hold ``workdir`` for this process (released when it exits, even by SIGKILL)."""
+    fd = os.open(workdir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise HeadwaterError(
+            f"workdir {workdir} is in use by another node; give each node its own --workdir"
+        ) from None
+    return fd
 
 
 @dataclass(frozen=True)
@@ -74,7 +120,8 @@ class Node:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kind = kind
-        self.node_id = node_id or f"{kind}-{socket.gethostname()}-{os.getpid()}"
+        self._lock = lock_workdir(self.workdir)
+        self.node_id = node_identity(self.workdir, kind, node_id)
         self.labels = dict(labels or {})
         self.version = version
         self.backoff = backoff
@@ -127,8 +174,12 @@ class Node:
         if which == "run":
             run = command.run
             key = (run.topology, run.container)
-            if key in self.orders:
+            known = self.orders.get(key)
+            if known is not None and known.package == run.package:
                 return  # already running it: a re-attach repeats the orders
+            if known is not None:  # killed and submitted again while this node was away
+                log.info("%r was submitted again: its container %d starts afresh", *key)
+                await self._stop(key)
             try:
                 entry = await self._package(stub, run)
             except PackageMismatchError as exc:
@@ -137,14 +188,9 @@ class Node:
                 return
             self.orders[key] = run
             self._start(run, entry)
+            self.ordered()
         elif which == "stop":
-            key = (command.stop.topology, command.stop.container)
-            self.orders.pop(key, None)
-            proc = self.containers.pop(key, None)
-            if proc is not None:
-                await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
-                log.info("stopped container %d of %r", key[1], key[0])
-            self.stopped(key[0])
+            await self._stop((command.stop.topology, command.stop.container))
         elif which == "set_state":
             self.set_state(command.set_state.topology, command.set_state.state)
         elif which == "revise":
@@ -156,6 +202,15 @@ class Node:
                 log.error("%s", exc)
                 return
             self.revise(r)
+
+    async def _stop(self, key: tuple[str, int]) -> None:
+        self.orders.pop(key, None)
+        proc = self.containers.pop(key, None)
+        if proc is not None:
+            await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
+            log.info("stopped container %d of %r", key[1], key[0])
+        self.stopped(key[0])
+        self.ordered()
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
         code = self.workdir / "packages" / run.package.split(":")[-1]
@@ -198,6 +253,9 @@ class Node:
 
     def container_env(self, run: pb.RunContainer) -> dict[str, str]:
         return domain_env(run.domain or "cloud")
+
+    def ordered(self) -> None:
+        """The run orders changed (agents keep them on disk; a worker's come from the master)."""
 
     def stopped(self, topology: str) -> None:
         """A topology's container here was stopped for good (killed)."""

@@ -128,3 +128,41 @@ def test_over_budget_throttles_until_confirmed(tmp_path: Path) -> None:
         assert (up.nbytes, stmgr.congested) == (0, set())
     finally:
         up.close()
+
+
+def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path) -> None:
+    """The agent's id changed (upgraded from process-id ids, or another --id): the cloud has
+    nothing under it, but the outbox confirmed up to a batch; the next names the cloud's."""
+
+    async def scenario() -> None:
+        server = grpc.aio.server()
+        master = RecordingMaster()
+        pb_grpc.add_ClusterServicer_to_server(master, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        up = Uplink(f"127.0.0.1:{port}", "gw-new", "iot", tmp_path / "outbox", 1 << 20,
+                    StubStmgr(), Backoff(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
+        seqs = [(cp << 20) | 1 for cp in range(1, 4)]
+        for seq in seqs:
+            up.put(7, "anomaly", seq, b"rows-%d" % seq)
+        up._on_feedback(_feedback(agent="gw-old", confirmed=seqs[0]))
+        task = asyncio.get_running_loop().create_task(up.run())
+        try:
+            await _until(lambda: len(master.batches) == 2)
+            assert [(b.seq, b.prev) for b in master.batches] == [(seqs[1], seqs[0]),
+                                                                 (seqs[2], seqs[1])]  # fmt: skip
+            await master.feedback.put(_feedback(agent="gw-new", resend_after=0))  # a gap to it
+            await _until(lambda: len(master.batches) == 4)
+            resent = [(b.seq, b.prev) for b in master.batches[2:]]
+            assert resent == [(seqs[1], 0), (seqs[2], seqs[1])]
+            await master.feedback.put(_feedback(agent="gw-new", consumed=seqs[2]))
+            await _until(lambda: "anomaly" not in up.cloud_last)
+            await master.feedback.put(None)  # a new stream: the cloud's chain is its own again
+            await _until(lambda: master.streams == 2 and len(master.batches) == 6)
+            assert (master.batches[4].seq, master.batches[4].prev) == (seqs[1], seqs[0])
+        finally:
+            task.cancel()
+            await server.stop(0)
+            up.close()
+
+    asyncio.run(scenario())

@@ -33,22 +33,32 @@ class Daemons:
         self.grpc, self.http = info["grpc"], info["http"]
 
     def start_worker(
-        self, name: str, env: dict[str, str] | None = None, netns: str | None = None
+        self,
+        name: str,
+        env: dict[str, str] | None = None,
+        netns: str | None = None,
+        with_id: bool = True,
     ) -> psutil.Process:
-        proc = self._spawn(["worker", "--master", self.grpc, "--id", name,
+        ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
+        proc = self._spawn(["worker", "--master", self.grpc, *ident,
                             "--workdir", str(self.tmp / name)], f"{name}.log", env,
                            netns=netns)  # fmt: skip
         return psutil.Process(proc.pid)
 
-    def start_agent(self, name: str, *args: str, netns: str | None = None) -> psutil.Process:
-        proc = self._spawn(["agent", "--id", name, "--workdir", str(self.tmp / name), *args],
+    def start_agent(
+        self, name: str, *args: str, netns: str | None = None, with_id: bool = True
+    ) -> psutil.Process:
+        """An agent whose workdir is ``name``'s; ``with_id=False``: no ``--id`` (it keeps the
+        one it generated in its workdir), as the systemd unit runs it. Logs append."""
+        ident = ["--id", name] if with_id else []
+        proc = self._spawn(["agent", *ident, "--workdir", str(self.tmp / name), *args],
                            f"{name}.log", netns=netns)  # fmt: skip
         return psutil.Process(proc.pid)
 
     def _spawn(self, args: list[str], log: str, env: dict[str, str] | None = None,
                netns: str | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
         prefix = ["ip", "netns", "exec", netns] if netns else []
-        with open(self.tmp / log, "wb") as out:
+        with open(self.tmp / log, "ab") as out:  # a restarted daemon's log goes on
             proc = subprocess.Popen([*prefix, sys.executable, "-m", "headwater", *args],
                                     stdout=out, stderr=out,
                                     env={**os.environ, **(env or {})})  # fmt: skip
