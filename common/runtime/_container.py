@@ -517,6 +517,12 @@ class Container:
             self.restore = None
             await self._ack_restore(restore, ok=False, error=str(exc))
             return
+        if not self.local_tasks:
+            # an empty container (more containers than instances, or an edit that moved
+            # everything away) has nothing to restore: waiting for an instance's hello
+            # here kept the whole domain RESTORING forever
+            await self._ack_restore(restore, ok=True)
+            return
         self.restore, self.snapshots, self.handed = restore, snapshots, set()
         self.starting, self.restore_ack = set(self.local_tasks), True
         for task in self.local_tasks:
