@@ -120,7 +120,8 @@ class Agent(Node):
             validate(topology)
             plan = pack_round_robin(topology, 1)
             tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state",
-                                run.package, run.entry, self._load_revision)  # fmt: skip
+                                run.package, run.entry, self._load_revision,
+                                health=self.health)  # fmt: skip
             tm.user_state = self.states.get(run.topology, "RUNNING")
             self.tms[run.topology] = tm
             self._coordinators[run.topology] = asyncio.get_running_loop().create_task(

@@ -28,10 +28,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from headwater.common._exceptions import ClusterError
+from headwater.common._exceptions import ClusterError, CrashLoopError
 from headwater.common._loader import load_topology
 from headwater.common.api import Topology
-from headwater.common.control import check_same_topology
+from headwater.common.control import CrashLoopDetector, CrashLoopPolicy, check_same_topology
+from headwater.common.control._crashloop import DEFAULT_POLICY
 from headwater.common.plan import PhysicalPlan, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
 
@@ -57,6 +58,7 @@ class LocalCluster:
         topology: str | None = None,
         workdir: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
+        crash_loop: CrashLoopPolicy = DEFAULT_POLICY,
     ) -> None:
         if containers < 1:
             raise ClusterError(f"--containers must be 1 or more, got {containers}")
@@ -83,6 +85,8 @@ class LocalCluster:
         self.http_address = ""
         self._record: Path | None = None
         self._stopping = threading.Event()
+        self.crash_loops = CrashLoopDetector(crash_loop)  # of the processes restarted here
+        self.failed = False  # a crash loop ended the run: stop() keeps the logs
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
@@ -142,13 +146,52 @@ class LocalCluster:
         """Restart the master and the containers whose process has exited; name them."""
         restarted = []
         if self.tmaster is not None and self.tmaster.poll() is not None:
+            self.crash_loops.failed("the topology master",
+                                    f"exited with {self.tmaster.returncode}")  # fmt: skip
             self._start_tmaster()
             restarted.append("the topology master")
         for c, p in list(self.container_procs.items()):
             if p.poll() is not None:
+                self.crash_loops.failed(f"container {c}", f"exited with {p.returncode}")
                 self._start_container(c)
                 restarted.append(f"container {c}")
         return restarted
+
+    def check(self) -> None:
+        """Raise ``CrashLoopError`` (saying what, why, and where the logs are) if a
+        component, a container or the topology master is crash-looping."""
+        for key, loop in self.crash_loops.loops().items():
+            log_file = "tmaster.log" if key == "the topology master" else \
+                f"container-{key.split()[-1]}.log"  # fmt: skip
+            raise self._crash_loop(f"{loop.describe()} (last: {loop.reason})",
+                                   self._tail(self.workdir / log_file))  # fmt: skip
+        try:
+            loops = self.summary()["status"]["crash_loops"]
+        except (OSError, KeyError, ValueError):
+            return  # the master is away (restarting): its own crash loop is counted above
+        for loop in loops:
+            what = f"{loop['key']} is crash-looping: {loop['failures']} failures in " \
+                f"{loop['over_s']:.0f}s (last: {loop['reason']})"  # fmt: skip
+            lines = [
+                line for line in loop["traceback"].rstrip().splitlines() if line.strip(" ^~")
+            ]  # not the markers under the failing expression
+            if not lines and loop["task"] is not None:
+                lines = self._tail(self.workdir / f"task-{loop['task']}.log")
+            cause = [loop["exception"]] if loop["exception"] else []
+            raise self._crash_loop(what, [*cause, *(["last lines of its traceback:"] if
+                                   loop["traceback"] else []), *lines[-8:]])  # fmt: skip
+
+    def _crash_loop(self, what: str, lines: list[str]) -> CrashLoopError:
+        self.failed = True
+        detail = "".join(f"\n  {line}" for line in lines)
+        return CrashLoopError(f"{self.topology.name}: {what}{detail}\n  logs: {self.workdir}")
+
+    @staticmethod
+    def _tail(path: Path, n: int = 10) -> list[str]:
+        try:
+            return path.read_text(errors="replace").rstrip().splitlines()[-n:]
+        except OSError:
+            return []
 
     def supervise(self, interval: float = 0.2) -> None:
         """Restart dead processes from a background thread until ``stop()``."""
@@ -170,7 +213,8 @@ class LocalCluster:
             terminate([self.tmaster], grace_s=3.0)
         if self._record is not None:
             self._record.unlink(missing_ok=True)
-        if self._own_workdir and not os.environ.get("HEADWATER_KEEP_WORKDIR"):
+        keep = self.failed or os.environ.get("HEADWATER_KEEP_WORKDIR")
+        if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> LocalCluster:

@@ -196,6 +196,10 @@ class Container:
                     log.warning(
                         "task %d exited with %s; restarting in %.2fs", task, proc.returncode, delay
                     )
+                    # the master counts it (no rollback in these modes) to name a crash loop
+                    asyncio.get_running_loop().create_task(
+                        self._send_failure(task, self._failure_reason(task, proc.returncode))
+                    )
                 elif now >= self.restart_at[task]:
                     del self.restart_at[task]
                     self._spawn(task)
@@ -209,17 +213,26 @@ class Container:
         self.failure_reported = self.stmgr.epoch
         self.stmgr.restarts[task] = self.stmgr.restarts.get(task, 0) + 1
         log.warning("task %d exited with %s; asking for a rollback", task, code)
+        if not await self._send_failure(task, self._failure_reason(task, code)):
+            self.failure_reported = -1  # the master is away: report again later
+
+    def _failure_reason(self, task: int, code: int | None) -> str:
         reason = f"task {task} exited with {code}"
         if task in self.last_error:
-            reason += f" ({self.last_error[task]})"
+            reason += f" ({self.last_error.pop(task)})"
+        return reason
+
+    async def _send_failure(self, task: int, reason: str) -> bool:
+        """Tell the master that ``task`` died; False if it could not be told."""
+        if self.stub is None:
+            return False
         try:
-            await self.stub.ReportFailure(
-                pb.FailureReport(
-                    topology=self.topology.name, container=self.id, task_id=task, reason=reason
-                )
-            )
+            await self.stub.ReportFailure(pb.FailureReport(
+                topology=self.topology.name, container=self.id, task_id=task, reason=reason,
+            ))  # fmt: skip
         except grpc.RpcError:
-            self.failure_reported = -1  # the master is away: report again later
+            return False
+        return True
 
     async def _expire(self) -> None:
         interval = self.stmgr.rc.message_timeout_s / 3
