@@ -5,12 +5,14 @@ exception in user code, an exit, a kill), a container process, a topology
 master. Restarting is the right answer to one failure; it is the wrong
 answer to the same failure over and over (a constructor that raises, a
 model file that is missing, a record that crashes every replay). A *crash
-loop* is ``failures`` failures of one thing within ``window_s`` seconds;
+loop* is ``failures`` failures of one thing (a task, not a whole component:
+one event that kills many tasks at once is not a loop) within ``window_s``
+seconds;
 it ends by itself once failures stop for a whole window.
 
 Who acts on one:
 
-- the topology master counts failures per component (and per container),
+- the topology master counts failures per task (and per container),
   lists crash loops in its summary and its health, and keeps rolling back
   (with backoff) in case the cause goes away;
 - ``headwater run`` stops: it prints the cause and exits non-zero;

@@ -63,8 +63,8 @@ class Watchdog:
     def failed(self, task: int, container: int, reason: str) -> CrashLoop | None:
         """An instance (``task``, 0 if none) or a container died; count it for crash loops."""
         inst = self.tm.plan._by_task.get(task) if task else None
-        if inst is not None:
-            key = f"component {inst.component!r}"
+        if inst is not None:  # per task: one event killing many tasks at once is no loop
+            key = f"component {inst.component!r} (task {task})"
             self._last[key] = (inst.component, task)
         else:
             key = f"container {container}"
@@ -193,7 +193,7 @@ class Watchdog:
             component, task = self._last[loop.key]
             d.update(component=component, task=task)
             for e in reversed(self.tm.exceptions):
-                if e["component"] == component:
+                if e["task"] == task:
                     d.update(task=e["task"], exception=e["message"], traceback=e["traceback"])
                     break
         return d

@@ -1,8 +1,8 @@
 """Finding 7 (second half): `headwater run` of a component that cannot start fails loudly.
 
 Before: the container (or the rollback) restarted it again and again, and the run
-exited 0 at its --duration. Now a crash loop (5 failures of one component within
-60 s) makes the run print the component, the exception and the last lines of its
+exited 0 at its --duration. Now a crash loop (5 failures of one task within 60 s)
+makes the run print the component, the exception and the last lines of its
 traceback, stop every process it started, and exit 1, in every reliability mode.
 """
 
@@ -66,7 +66,7 @@ def test_a_component_that_cannot_start_ends_the_run_with_its_cause(
            f"({mode.lower()})", detect_s=round(took, 1), recover_s=None, readings=0,
            lost=0, duplicated=0)  # fmt: skip
     assert proc.returncode == 1, (proc.returncode, out, err)
-    assert "component 'model' is crash-looping" in err, err
+    assert "component 'model' (task 2) is crash-looping" in err, err
     assert exception in err, err
     assert line in err, err  # the traceback's last lines
     assert f"logs: {tmp_path / 'run'}" in err

@@ -103,15 +103,15 @@ def test_failures_of_one_component_become_a_crash_loop_in_every_mode(tmp_path: P
             asyncio.run(tm.ReportFailure(report, None))
         (loop,) = tm.summary()["status"]["crash_loops"]
         assert (loop["key"], loop["component"], loop["task"], loop["failures"]) == (
-            "component 'sink'", "sink", 2, 3,
+            "component 'sink' (task 2)", "sink", 2, 3,
         )  # fmt: skip
         assert loop["exception"] == "RuntimeError: no model"
         assert loop["traceback"].endswith("RuntimeError: no model")
         tm.watchdog.tick()
         assert health.level is FAILED
         assert health.reasons()[0].startswith(
-            "t: crash loop: component 'sink': 3 failures in 0s; last: task 2 exited with 1"
+            "t: crash loop: component 'sink' (task 2): 3 failures in 0s; last: task 2 exited with 1"
         )
         # a restarted container counts for the container
         _register(tm, 0, incarnation=2)
-        assert tm.summary()["status"]["crash_loops"][0]["key"] == "component 'sink'"
+        assert tm.summary()["status"]["crash_loops"][0]["key"] == "component 'sink' (task 2)"
