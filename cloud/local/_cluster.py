@@ -37,6 +37,7 @@ from headwater.common.plan import PhysicalPlan, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
 
 log = logging.getLogger("headwater.local")
+SILENT_AFTER_S = 10.0  # a container heartbeats every second: stopped or hung past this
 
 
 def state_dir() -> Path:
@@ -87,6 +88,7 @@ class LocalCluster:
         self._stopping = threading.Event()
         self.crash_loops = CrashLoopDetector(crash_loop)  # of the processes restarted here
         self.failed = False  # a crash loop ended the run: stop() keeps the logs
+        self._next_silence_check = 0.0
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
@@ -143,7 +145,11 @@ class LocalCluster:
         )
 
     def restart_dead(self) -> list[str]:
-        """Restart the master and the containers whose process has exited; name them."""
+        """Restart the master and the containers whose process has exited; name them.
+
+        A container alive but silent (no heartbeat at the master for ``SILENT_AFTER_S``:
+        SIGSTOPped or hung) is killed first, so it is restarted too."""
+        self._kill_silent()
         restarted = []
         if self.tmaster is not None and self.tmaster.poll() is not None:
             self.crash_loops.failed("the topology master",
@@ -156,6 +162,25 @@ class LocalCluster:
                 self._start_container(c)
                 restarted.append(f"container {c}")
         return restarted
+
+    def _kill_silent(self) -> None:
+        now = time.monotonic()
+        if now < self._next_silence_check:
+            return
+        self._next_silence_check = now + 1.0
+        try:
+            containers = self.summary()["containers"]
+        except (OSError, KeyError, ValueError):
+            return  # the master is away: nothing to judge by
+        for c in containers:
+            p = self.container_procs.get(c["container"])
+            if p is None or p.poll() is not None or p.pid != c["pid"]:
+                continue  # dead already, or the master still knows an old incarnation
+            if c["heartbeat_s_ago"] > SILENT_AFTER_S:
+                log.warning("container %d (pid %d) silent for %.0fs: stopped or hung; killing it",
+                            c["container"], p.pid, c["heartbeat_s_ago"])  # fmt: skip
+                p.kill()
+                p.wait()
 
     def check(self) -> None:
         """Raise ``CrashLoopError`` (saying what, why, and where the logs are) if a

@@ -596,6 +596,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
                     "stmgr": info.stmgr_address,
                     "pid": info.pid,
                     "online": now - self.last_heartbeat.get(c, 0) < OFFLINE_AFTER_S,
+                    "heartbeat_s_ago": round(now - self.last_heartbeat.get(c, 0), 1),
                 }
                 for c, info in sorted(self.containers.items())
             ],

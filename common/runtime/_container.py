@@ -62,6 +62,7 @@ from ._stmgr import StreamManager
 
 log = logging.getLogger("headwater.container")
 HEARTBEAT_S = 1.0
+SILENT_AFTER_S = 6.0  # an instance's gateway beats every second: stopped or hung past this
 MAX_MESSAGE = 80 << 20  # a revision carries its package (at most 64 MiB)
 
 
@@ -182,6 +183,7 @@ class Container:
         while True:
             await asyncio.sleep(0.1)
             now = time.monotonic()
+            self._kill_silent()
             for task, proc in list(self.procs.items()):
                 if proc.poll() is None or self.stopping.is_set():
                     continue  # running, or stopped on purpose: the container is stopping
@@ -206,6 +208,19 @@ class Container:
             for task in self.stmgr.conns:  # healthy for a while: reset the backoff
                 if self.backoff.get(task) and task not in self.restart_at:
                     self.backoff[task] = max(0.0, self.backoff[task] - 0.01)
+
+    def _kill_silent(self) -> None:
+        """Kill an instance whose heartbeats stopped (SIGSTOP, a hang): it is then restarted
+        (or rolled back) as a dead one is."""
+        for task, silent_s in self.stmgr.silent(SILENT_AFTER_S).items():
+            proc = self.procs.get(task)
+            if proc is None or proc.poll() is not None:
+                continue
+            log.warning("task %d (pid %d) silent for %.1fs: stopped or hung; killing it",
+                        task, proc.pid, silent_s)  # fmt: skip
+            self.last_error[task] = f"silent for {silent_s:.0f}s (stopped or hung): killed"
+            proc.kill()
+            self.stmgr.conns[task].stale = True  # not silent twice
 
     async def _report_failure(self, task: int, code: int | None) -> None:
         if self.failure_reported == self.stmgr.epoch or self.stub is None:
