@@ -125,7 +125,9 @@ class CrashLoopWatch:
     def failed(self, key: str, reason: str) -> None:
         loop = self.detector.failed(key, reason)
         if loop is not None:
-            message = f"{loop.failures} failures in {loop.over_s:.0f}s; last: {reason}"
+            policy = self.detector.policy  # no changing figures: logged once while it lasts
+            message = (f"failing again and again ({policy.failures} failures within "
+                       f"{policy.window_s:.0f}s); last: {reason}")  # fmt: skip
             self.health.set(f"crash loop: {key}", FAILED, message)
             self._reported.add(key)
 

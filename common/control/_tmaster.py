@@ -276,9 +276,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
 
     async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
         """An instance died (every mode: crash loops are counted) or a container failed."""
-        loop = self.watchdog.failed(request.task_id, request.container, request.reason)
-        if loop is not None:
-            log.error("%s; last: %s", loop.describe(), loop.reason)
+        self.watchdog.failed(request.task_id, request.container, request.reason)
         if self.exactly_once:
             self.begin_restore(f"container {request.container}: {request.reason}")
         return pb.Empty()

@@ -21,6 +21,7 @@ a crash loop is ``failed``; a stuck state or failing checkpoints ``degraded``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ from ._crashloop import DEFAULT_POLICY, CrashLoop, CrashLoopDetector, CrashLoopP
 if TYPE_CHECKING:
     from ._tmaster import TopologyMaster
 
+log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0  # a container silent this long is named
 STUCK_AFTER_S = 15.0  # RESTORING, or a checkpoint in flight, this long: degraded
 FAILING_IN_A_ROW = 3  # checkpoints failed in a row: degraded
@@ -52,6 +54,7 @@ class Watchdog:
         self._since = clock()
         self._keys: set[str] = set()  # the health reasons set for this topology
         self._last: dict[str, tuple[str, int]] = {}  # crash loop key -> (component, task)
+        self._announced: set[str] = set()  # crash loops logged
 
     # -- events from the master ---------------------------------------------------------
     def observe(self) -> None:
@@ -68,7 +71,11 @@ class Watchdog:
             self._last[key] = (inst.component, task)
         else:
             key = f"container {container}"
-        return self.crash_loops.failed(key, reason)
+        loop = self.crash_loops.failed(key, reason)
+        if loop is not None and key not in self._announced:  # once per loop, not per failure
+            log.error("%s: %s; last: %s", self.tm.topology.name, loop.describe(), reason)
+        self._announced = set(self.crash_loops.loops())
+        return loop
 
     # -- views ----------------------------------------------------------------------------
     def view(self) -> dict[str, Any]:
@@ -85,9 +92,16 @@ class Watchdog:
             "reasons": [f"{key}: {message}" for key, _, message in faults],
         }
 
-    def waiting_for(self) -> list[str]:
-        """What the topology waits for now (empty when nothing holds it)."""
+    def waiting_for(self, timed: bool = True) -> list[str]:
+        """What the topology waits for now (empty when nothing holds it).
+
+        ``timed=False`` leaves out the durations, so a node's health reason stays the
+        same while the fault lasts (it is logged when it changes)."""
         tm, now = self.tm, self.clock()
+
+        def took(seconds: float, fmt: str = ".0f") -> str:
+            return f" for {seconds:{fmt}}s" if timed else ""
+
         out: list[str] = []
         expected = range(tm.plan.containers)
         missing = [c for c in expected if c not in tm.containers]
@@ -96,13 +110,16 @@ class Watchdog:
         silent = [c for c in expected if c in tm.containers
                   and now - tm.last_heartbeat.get(c, 0.0) > OFFLINE_AFTER_S]  # fmt: skip
         for c in silent:
-            out.append(f"container {c} has sent no heartbeat for "
-                       f"{now - tm.last_heartbeat.get(c, 0.0):.0f}s")  # fmt: skip
+            silence = (
+                took(now - tm.last_heartbeat.get(c, 0.0)) or f" for over {OFFLINE_AFTER_S:.0f}s"
+            )
+            out.append(f"container {c} has sent no heartbeat{silence}")
         r = tm.restoring
         if r is not None:
             if tm._restore_at > now:
-                out.append(f"a rollback held back {tm._restore_at - now:.1f}s more: it keeps "
-                           "failing (see crash loops and /exceptions)")  # fmt: skip
+                more = f" {tm._restore_at - now:.1f}s more" if timed else ""
+                out.append(f"a rollback held back{more}: it keeps failing (see crash loops "
+                           "and /exceptions)")  # fmt: skip
             else:
                 for c in expected:
                     if c in tm.containers and c not in tm.restored:
@@ -116,25 +133,25 @@ class Watchdog:
             names = ", ".join(f"{i.task_id} ({i.component}, container {i.container})"
                               for i in lacking[:LISTED])  # fmt: skip
             more = f" and {len(lacking) - LISTED} more" if len(lacking) > LISTED else ""
-            out.append(f"checkpoint {rec.id} in flight for {now - rec._t0:.0f}s: no snapshot "
+            out.append(f"checkpoint {rec.id} in flight{took(now - rec._t0)}: no snapshot "
                        f"yet from tasks {names}{more}")  # fmt: skip
         return out
 
     def faults(self) -> list[tuple[str, Level, str]]:
         """(key, level, message) per fault of this topology, for a node's health."""
         tm, now = self.tm, self.clock()
-        name = tm.topology.name
+        name, policy = tm.topology.name, self.crash_loops.policy
         out: list[tuple[str, Level, str]] = []
         for loop in self.crash_loops.loops().values():
             out.append((f"{name}: crash loop: {loop.key}", FAILED,
-                        f"{loop.failures} failures in {loop.over_s:.0f}s; "
-                        f"last: {loop.reason}"))  # fmt: skip
+                        f"failing again and again ({policy.failures} failures within "
+                        f"{policy.window_s:.0f}s); last: {loop.reason}"))  # fmt: skip
         self.observe()
         stuck_for = now - self._since
         if self._state == "RESTORING" and stuck_for > self.stuck_after_s:
-            why = "; ".join(self.waiting_for()) or "no reason known"
+            why = "; ".join(self.waiting_for(timed=False)) or "no reason known"
             out.append((f"{name}: stuck", DEGRADED,
-                        f"RESTORING for {stuck_for:.0f}s: {why}"))  # fmt: skip
+                        f"RESTORING for over {self.stuck_after_s:.0f}s: {why}"))  # fmt: skip
         failing = self._checkpoints_failing(now)
         if failing:
             out.append((f"{name}: checkpoints failing", DEGRADED, failing))
@@ -172,14 +189,14 @@ class Watchdog:
             return ""
         tail = [c for c in tm.catalogue.checkpoints if c.state != "IN_PROGRESS"][-FAILING_IN_A_ROW:]
         if len(tail) == FAILING_IN_A_ROW and all(c.state != "COMPLETE" for c in tail):
-            why = "; ".join(self.waiting_for())
+            why = "; ".join(self.waiting_for(timed=False))
             ids = ", ".join(str(c.id) for c in tail)
             return f"the last {FAILING_IN_A_ROW} checkpoints failed ({ids})" + (
                 f"; {why}" if why else ""
             )
         rec = tm.in_flight
         if rec is not None and now - rec._t0 > self.stuck_after_s:
-            return "; ".join(self.waiting_for())
+            return "; ".join(self.waiting_for(timed=False))
         return ""
 
     def _loop_view(self, loop: CrashLoop) -> dict[str, Any]:

@@ -58,7 +58,8 @@ def test_the_watch_reports_a_loop_in_a_nodes_health_and_clears_it() -> None:
     watch.failed("container 0 of 'wc'", "exited with 1")
     assert health.level is FAILED
     assert health.reasons() == [
-        "crash loop: container 0 of 'wc': 2 failures in 0s; last: exited with 1"
+        "crash loop: container 0 of 'wc': failing again and again (2 failures within 5s); "
+        "last: exited with 1"
     ]
     clock.now += 3
     watch.tick()
