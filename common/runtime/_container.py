@@ -612,14 +612,19 @@ class Container:
             for name, offset in self.log_committed.items():
                 metrics.append(pb.Metric(scope=f"container:{self.id}", name=name, value=offset))
             reports, self.exceptions[:] = list(self.exceptions), []
-            await stub.SendHeartbeat(pb.Heartbeat(
-                topology=self.topology.name, container=self.id, incarnation=self.incarnation,
-                metrics=metrics,
-                exceptions=[pb.ExceptionReport(
-                    task_id=r["task"], component=r["component"], message=r["message"],
-                    traceback=r["traceback"], time_ms=int(time.time() * 1000),
-                ) for r in reports],
-            ))  # fmt: skip
+            try:
+                await stub.SendHeartbeat(pb.Heartbeat(
+                    topology=self.topology.name, container=self.id,
+                    incarnation=self.incarnation, metrics=metrics,
+                    exceptions=[pb.ExceptionReport(
+                        task_id=r["task"], component=r["component"], message=r["message"],
+                        traceback=r["traceback"], time_ms=int(time.time() * 1000),
+                    ) for r in reports],
+                ))  # fmt: skip
+            except grpc.RpcError as exc:  # beat on: a silent container gets killed
+                log.debug("heartbeat not delivered: %s", exc)
+                self.exceptions[:0] = reports  # sent with the next one (the last 200)
+                del self.exceptions[:-200]
             await asyncio.sleep(HEARTBEAT_S)
 
 
