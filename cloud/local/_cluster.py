@@ -279,11 +279,13 @@ class LocalCluster:
         return self.get("")  # type: ignore[no-any-return]
 
     def wait_running(self, timeout: float = 60.0) -> None:
-        """Block until every instance has connected to its stmgr."""
+        """Block until every instance has connected to its stmgr; raise ``CrashLoopError``
+        at once if one keeps failing instead."""
         deadline = time.monotonic() + timeout
         expected = {str(i.task_id) for i in self.plan.instances}
         while time.monotonic() < deadline:
             self._check_alive()
+            self.check()
             try:
                 tasks = self.metrics()["tasks"]
                 if all(tasks.get(t, {}).get("connected") == 1.0 for t in expected):

@@ -73,3 +73,19 @@ def test_a_component_that_cannot_start_ends_the_run_with_its_cause(
     assert "stopped" in out
     assert not alive, f"left behind: {[p.pid for p in alive]}"
     assert len(seen) >= 3  # the master, two containers (and instances) did run
+
+
+def test_wait_running_raises_the_crash_loop_instead_of_timing_out(tmp_path: Path) -> None:
+    from headwater.cloud.local import LocalCluster
+    from headwater.common._exceptions import CrashLoopError
+
+    cluster = LocalCluster(BROKEN, containers=1, workdir=tmp_path / "run",
+                           env={"HW_TEST_MODE": "ATLEAST_ONCE"})  # fmt: skip
+    cluster.start()
+    try:
+        began = time.monotonic()
+        with pytest.raises(CrashLoopError, match="component 'model' \\(task 2\\) is crash-looping"):
+            cluster.wait_running(timeout=60)
+        assert time.monotonic() - began < 50
+    finally:
+        cluster.stop()
