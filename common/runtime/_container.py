@@ -56,7 +56,7 @@ from ..plan import (
 from ..state import CheckpointStore, CorruptCheckpointError
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
-from ._procs import spawn, terminate
+from ._procs import beat_file, spawn, terminate
 from ._rescale import RescaleError, rescale
 from ._stmgr import StreamManager
 
@@ -144,6 +144,7 @@ class Container:
             loop.create_task(self._master_session()),
             loop.create_task(self._supervise()),
             loop.create_task(self._expire()),
+            loop.create_task(self._beat()),
             *(loop.create_task(job()) for job in self.background),
         ]
         await self.stopping.wait()
@@ -248,6 +249,17 @@ class Container:
         except grpc.RpcError:
             return False
         return True
+
+    async def _beat(self) -> None:
+        """Touch the beat file every second: whoever started this process (a worker) tells
+        a stopped or hung container from a busy one by it."""
+        beat = beat_file(self.workdir, self.id)
+        while True:
+            try:
+                beat.touch()
+            except OSError as exc:  # a full disk or a workdir gone: the others report it
+                log.debug("beat file not touched: %s", exc)
+            await asyncio.sleep(1.0)
 
     async def _expire(self) -> None:
         interval = self.stmgr.rc.message_timeout_s / 3

@@ -34,10 +34,11 @@ from ..control._crashloop import CrashLoopWatch
 from ..plan._domains import domain_env
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
-from ._procs import spawn, terminate
+from ._procs import beat_file, kill_if_silent, spawn, terminate
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
+SILENT_AFTER_S = 15.0  # a container touches its beat file every second
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,8 @@ class Node:
             await asyncio.sleep(0.2)
             self.crash_loops.tick()
             for key, proc in list(self.containers.items()):
+                beat = beat_file(self.workdir / key[0] / f"container-{key[1]}", key[1])
+                kill_if_silent(proc, beat, SILENT_AFTER_S, f"container {key[1]} of {key[0]!r}")
                 if proc.poll() is None or key not in self.orders:
                     continue
                 self.crash_loops.failed(f"container {key[1]} of {key[0]!r}",
