@@ -65,7 +65,8 @@ class Watchdog:
 
     def failed(self, task: int, container: int, reason: str) -> CrashLoop | None:
         """An instance (``task``, 0 if none) or a container died; count it for crash loops."""
-        inst = self.tm.plan._by_task.get(task) if task else None
+        ids = {i.task_id: i for i in self.tm.plan.instances}
+        inst = ids.get(task)
         if inst is not None:  # per task: one event killing many tasks at once is no loop
             key = f"component {inst.component!r} (task {task})"
             self._last[key] = (inst.component, task)
