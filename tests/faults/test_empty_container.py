@@ -23,6 +23,7 @@ import pytest
 from headwater.cloud.local import state_dir
 
 from .._wait import wait_for
+from ..integration._daemons import Daemons
 from ..integration.test_exactly_once import KEYS, _produce
 from ._report import record
 
@@ -86,3 +87,27 @@ def test_a_fused_pipeline_on_more_containers_than_instances_runs_exactly_once(
     assert (lost, duplicated) == (0, 0)
     assert len(_rows(out)) == N  # nothing more after the wait
     print(f"{N} rows in {first_all:.1f}s")
+
+
+def test_a_fused_pipeline_submitted_with_more_containers_than_instances_runs(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """The master daemon's submit path deals an empty container to a worker the same way."""
+    _produce(tmp_path / "log", N)
+    out = tmp_path / "out"
+    out.mkdir()
+    daemons.start_master()
+    daemons.start_worker("w1", {"HW_TEST_LOG": str(tmp_path / "log"), "HW_TEST_OUT": str(out)})
+    began = time.monotonic()
+    daemons.cli("submit", str(FUSED), "--containers", "2")
+    try:
+        wait_for(lambda: len(_rows(out)) >= N, 60, f"{N} rows")
+    finally:
+        counts = Counter(_rows(out))
+        want = {(f"k{i % KEYS}", i // KEYS) for i in range(N)}
+        record("submit: exactly-once fused pipeline on 2 containers (1 instance)",
+               detect_s=None, recover_s=round(time.monotonic() - began, 1), readings=N,
+               lost=len(want - set(counts)),
+               duplicated=sum(n - 1 for n in counts.values()))  # fmt: skip
+    assert set(counts) == want and len(_rows(out)) == N
+    assert "RUNNING" in daemons.cli("status", "fused_eo")
