@@ -7,6 +7,7 @@ HeadwaterError
  +-- SerializationError        an emitted value the wire codec cannot encode
  +-- EmitError                 an emit that names an unknown stream or task
  +-- ClusterError              a local cluster failed to start or stop
+ |    +-- CrashLoopError       a component or process of it keeps failing
  +-- PackageMismatchError      topology code whose hash is not the one expected
  +-- DeadLetter                raised by user code on a record: send it to the dead
  |                             letters at once, with this reason (no retries)
@@ -49,6 +50,10 @@ class EmitError(HeadwaterError):
 
 class ClusterError(HeadwaterError):
     """A local cluster could not be started, or one of its processes failed to come up."""
+
+
+class CrashLoopError(ClusterError):
+    """Something in a local cluster keeps failing however often it is restarted."""
 
 
 class PackageMismatchError(HeadwaterError):

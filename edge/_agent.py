@@ -234,7 +234,8 @@ class Agent(Node):
             plan = pack_round_robin(topology, 1)
             try:
                 tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state",
-                                    run.package, run.entry, self._load_revision)  # fmt: skip
+                                    run.package, run.entry, self._load_revision,
+                                    health=self.health)  # fmt: skip
             except OSError as exc:  # a full disk: say so, and try again until it is not
                 self.health.set(f"edge:{run.topology}", FAILED, "cannot start the edge subgraph: "
                                 f"{describe_write_error(self.workdir, exc)}")  # fmt: skip

@@ -244,8 +244,12 @@ def _run_until_stopped(
     report: Callable[[], None] | None,
     final: Callable[[], None],
 ) -> int:
-    """Start, then tick until Ctrl-C, SIGTERM or ``duration``; report every 5 s; stop."""
+    """Start, then tick until Ctrl-C, SIGTERM or ``duration``; report every 5 s; stop.
+
+    A ``HeadwaterError`` from ``tick`` (a crash loop) is printed at once, everything
+    is stopped, and the exit status is 1."""
     stopping = {"signal": 0}
+    code = 0
 
     def on_signal(signum: int, frame: object) -> None:
         stopping["signal"] = signum
@@ -259,21 +263,27 @@ def _run_until_stopped(
             now = time.monotonic()
             if duration is not None and now - began >= duration:
                 break
-            tick()
+            try:
+                tick()
+            except HeadwaterError as exc:
+                print(f"headwater: error: {exc}", file=sys.stderr, flush=True)
+                code = 1
+                break
             if report is not None and now >= next_report:
                 with contextlib.suppress(OSError):
                     report()
                 next_report = now + 5.0
             time.sleep(0.1)
-        with contextlib.suppress(OSError):
-            final()
+        if not code:
+            with contextlib.suppress(OSError):
+                final()
     finally:
         print("stopping...", flush=True)
         stop()
         for s, h in old.items():
             signal.signal(s, h)
     print("stopped", flush=True)
-    return 0
+    return code
 
 
 def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
@@ -286,9 +296,14 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
         print(f"  logs: {cluster.workdir}", flush=True)
         print("  stop with Ctrl-C", flush=True)
 
+    next_check = [0.0]
+
     def tick() -> None:
         for name in cluster.restart_dead():
             print(f"{name} died; restarted", flush=True)
+        if time.monotonic() >= next_check[0]:  # a crash loop ends the run, loudly
+            next_check[0] = time.monotonic() + 0.5
+            cluster.check()
 
     return _run_until_stopped(
         start, cluster.stop, duration, tick,
@@ -372,10 +387,20 @@ def _cmd_state(args: argparse.Namespace) -> int:
 def _print_status(
     summary: dict[str, Any], metrics: dict[str, Any], checkpoints: dict[str, Any] | None = None
 ) -> None:
+    status = summary.get("status") or {}
+    since = f"  for {status['for_s']:.0f}s" if "for_s" in status else ""
     print(
-        f"topology {summary['name']}  state {summary['state']}  "
+        f"topology {summary['name']}  state {summary['state']}{since}  "
         f"up {summary['uptime_s']}s  revision {summary['revision']}"
     )
+    for why in status.get("waiting_for", []):
+        print(f"  waiting for: {why}")
+    for loop in status.get("crash_loops", []):
+        print(f"  CRASH LOOP: {loop['key']}: {loop['failures']} failures in "
+              f"{loop['over_s']:.0f}s; last: {loop['reason']}")  # fmt: skip
+    for reason in status.get("reasons", []):
+        if "crash loop" not in reason:
+            print(f"  {status['health'].upper()}: {reason}")
     print(
         f"{'component':<20}{'emitted':>12}{'executed':>12}{'acked':>10}{'failed':>10}"
         f"{'bp ms':>10}{'restarts':>10}"

@@ -28,14 +28,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from headwater.common._exceptions import ClusterError
+from headwater.common._exceptions import ClusterError, CrashLoopError
 from headwater.common._loader import load_topology
 from headwater.common.api import Topology
-from headwater.common.control import check_same_topology
+from headwater.common.control import CrashLoopDetector, CrashLoopPolicy, check_same_topology
+from headwater.common.control._crashloop import DEFAULT_POLICY
 from headwater.common.plan import PhysicalPlan, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
 
 log = logging.getLogger("headwater.local")
+SILENT_AFTER_S = 10.0  # a container heartbeats every second: stopped or hung past this
 
 
 def state_dir() -> Path:
@@ -57,6 +59,7 @@ class LocalCluster:
         topology: str | None = None,
         workdir: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
+        crash_loop: CrashLoopPolicy = DEFAULT_POLICY,
     ) -> None:
         if containers < 1:
             raise ClusterError(f"--containers must be 1 or more, got {containers}")
@@ -83,6 +86,9 @@ class LocalCluster:
         self.http_address = ""
         self._record: Path | None = None
         self._stopping = threading.Event()
+        self.crash_loops = CrashLoopDetector(crash_loop)  # of the processes restarted here
+        self.failed = False  # a crash loop ended the run: stop() keeps the logs
+        self._next_silence_check = 0.0
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
@@ -139,16 +145,78 @@ class LocalCluster:
         )
 
     def restart_dead(self) -> list[str]:
-        """Restart the master and the containers whose process has exited; name them."""
+        """Restart the master and the containers whose process has exited; name them.
+
+        A container alive but silent (no heartbeat at the master for ``SILENT_AFTER_S``:
+        SIGSTOPped or hung) is killed first, so it is restarted too."""
+        self._kill_silent()
         restarted = []
         if self.tmaster is not None and self.tmaster.poll() is not None:
+            self.crash_loops.failed("the topology master",
+                                    f"exited with {self.tmaster.returncode}")  # fmt: skip
             self._start_tmaster()
             restarted.append("the topology master")
         for c, p in list(self.container_procs.items()):
             if p.poll() is not None:
+                self.crash_loops.failed(f"container {c}", f"exited with {p.returncode}")
                 self._start_container(c)
                 restarted.append(f"container {c}")
         return restarted
+
+    def _kill_silent(self) -> None:
+        now = time.monotonic()
+        if now < self._next_silence_check:
+            return
+        self._next_silence_check = now + 1.0
+        try:
+            containers = self.summary()["containers"]
+        except (OSError, KeyError, ValueError):
+            return  # the master is away: nothing to judge by
+        for c in containers:
+            p = self.container_procs.get(c["container"])
+            if p is None or p.poll() is not None or p.pid != c["pid"]:
+                continue  # dead already, or the master still knows an old incarnation
+            if c["heartbeat_s_ago"] > SILENT_AFTER_S:
+                log.warning("container %d (pid %d) silent for %.0fs: stopped or hung; killing it",
+                            c["container"], p.pid, c["heartbeat_s_ago"])  # fmt: skip
+                p.kill()
+                p.wait()
+
+    def check(self) -> None:
+        """Raise ``CrashLoopError`` (saying what, why, and where the logs are) if a
+        component, a container or the topology master is crash-looping."""
+        for key, loop in self.crash_loops.loops().items():
+            log_file = "tmaster.log" if key == "the topology master" else \
+                f"container-{key.split()[-1]}.log"  # fmt: skip
+            raise self._crash_loop(f"{loop.describe()} (last: {loop.reason})",
+                                   self._tail(self.workdir / log_file))  # fmt: skip
+        try:
+            loops = self.summary()["status"]["crash_loops"]
+        except (OSError, KeyError, ValueError):
+            return  # the master is away (restarting): its own crash loop is counted above
+        for loop in loops:
+            what = f"{loop['key']} is crash-looping: {loop['failures']} failures in " \
+                f"{loop['over_s']:.0f}s (last: {loop['reason']})"  # fmt: skip
+            lines = [
+                line for line in loop["traceback"].rstrip().splitlines() if line.strip(" ^~")
+            ]  # not the markers under the failing expression
+            if not lines and loop["task"] is not None:
+                lines = self._tail(self.workdir / f"task-{loop['task']}.log")
+            cause = [loop["exception"]] if loop["exception"] else []
+            raise self._crash_loop(what, [*cause, *(["last lines of its traceback:"] if
+                                   loop["traceback"] else []), *lines[-8:]])  # fmt: skip
+
+    def _crash_loop(self, what: str, lines: list[str]) -> CrashLoopError:
+        self.failed = True
+        detail = "".join(f"\n  {line}" for line in lines)
+        return CrashLoopError(f"{self.topology.name}: {what}{detail}\n  logs: {self.workdir}")
+
+    @staticmethod
+    def _tail(path: Path, n: int = 10) -> list[str]:
+        try:
+            return path.read_text(errors="replace").rstrip().splitlines()[-n:]
+        except OSError:
+            return []
 
     def supervise(self, interval: float = 0.2) -> None:
         """Restart dead processes from a background thread until ``stop()``."""
@@ -170,7 +238,8 @@ class LocalCluster:
             terminate([self.tmaster], grace_s=3.0)
         if self._record is not None:
             self._record.unlink(missing_ok=True)
-        if self._own_workdir and not os.environ.get("HEADWATER_KEEP_WORKDIR"):
+        keep = self.failed or os.environ.get("HEADWATER_KEEP_WORKDIR")
+        if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> LocalCluster:
@@ -210,11 +279,13 @@ class LocalCluster:
         return self.get("")  # type: ignore[no-any-return]
 
     def wait_running(self, timeout: float = 60.0) -> None:
-        """Block until every instance has connected to its stmgr."""
+        """Block until every instance has connected to its stmgr; raise ``CrashLoopError``
+        at once if one keeps failing instead."""
         deadline = time.monotonic() + timeout
         expected = {str(i.task_id) for i in self.plan.instances}
         while time.monotonic() < deadline:
             self._check_alive()
+            self.check()
             try:
                 tasks = self.metrics()["tasks"]
                 if all(tasks.get(t, {}).get("connected") == 1.0 for t in expected):

@@ -7,11 +7,16 @@ the cloud is down.
 """
 
 from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
+from ._crashloop import CrashLoop, CrashLoopDetector, CrashLoopPolicy, CrashLoopWatch
 from ._tmaster import TopologyDispatch, TopologyMaster
 
 __all__ = [
     "Catalogue",
     "CheckpointRecord",
+    "CrashLoop",
+    "CrashLoopDetector",
+    "CrashLoopPolicy",
+    "CrashLoopWatch",
     "TopologyDispatch",
     "TopologyMaster",
     "check_same_topology",

@@ -40,13 +40,16 @@ from typing import Any
 
 import grpc
 
+from .._health import Health
 from ..api import Reliability, RuntimeConfig, Topology
 from ..api._config import CHECKPOINT_INTERVAL_SECS
 from ..plan import PhysicalPlan, plan_from_json, revise_plan
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
+from ._crashloop import DEFAULT_POLICY, CrashLoopPolicy
 from ._revisions import EditError, RevisionLog, RevisionRecord, StaleRevisionError, first_record
+from ._watchdog import Watchdog
 
 log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0
@@ -91,7 +94,12 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         package: str = "",
         entry: str = "",
         load_revision: RevisionLoader | None = None,
+        *,
+        health: Health | None = None,
+        crash_loop: CrashLoopPolicy = DEFAULT_POLICY,
     ) -> None:
+        """``health``: the hosting node's, which then shows this topology's crash loops,
+        failing checkpoints and a stuck restore (an agent passes its own)."""
         self.topology = topology
         self.plan = plan
         rc = RuntimeConfig.from_mapping(topology.config)
@@ -134,6 +142,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             self.restoring = pb.Restore(
                 checkpoint_id=target, epoch=self.catalogue.epoch, revision=self.current
             )
+        self.watchdog = Watchdog(self, policy=crash_loop, health=health)
 
     @property
     def epoch(self) -> int:
@@ -157,7 +166,10 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self.last_heartbeat[info.container] = time.monotonic()
         if old is None or old.stmgr_address != info.stmgr_address:
             log.info("container %d registered at %s", info.container, info.stmgr_address)
-            if old is not None and old.incarnation != info.incarnation and self.exactly_once:
+            restarted = old is not None and old.incarnation != info.incarnation
+            if restarted:
+                self.watchdog.failed(0, info.container, f"container {info.container} restarted")
+            if restarted and self.exactly_once:
                 self.begin_restore(f"container {info.container} restarted")
             else:
                 self._publish()
@@ -260,10 +272,13 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             )
             self.restoring = None
             self._last_checkpoint = time.monotonic()
+            self.watchdog.observe()
             self._publish()
         return pb.Empty()
 
     async def ReportFailure(self, request: pb.FailureReport, context: Any) -> pb.Empty:
+        """An instance died (every mode: crash loops are counted) or a container failed."""
+        self.watchdog.failed(request.task_id, request.container, request.reason)
         if self.exactly_once:
             self.begin_restore(f"container {request.container}: {request.reason}")
         return pb.Empty()
@@ -441,6 +456,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         self._run_revision(rec.revision if rec is not None else 1)
         self.restoring = pb.Restore(checkpoint_id=target, epoch=self.epoch, revision=self.current)
         self.restored = set()
+        self.watchdog.observe()
         # a failure that comes back at once (code that cannot start) must not spin: after
         # RESTORE_BURST rollbacks within RESTORE_WINDOW_S, each waits twice as long
         now = time.monotonic()
@@ -458,12 +474,22 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             self._publish()
 
     async def run_coordinator(self) -> None:
-        """Trigger checkpoints on the interval; time out stuck ones."""
-        if not self.exactly_once:
-            return
+        """Trigger checkpoints on the interval; time out stuck ones; keep health in step."""
+        try:
+            await self._coordinate()
+        finally:
+            self.watchdog.close()
+
+    async def _coordinate(self) -> None:
+        next_tick = 0.0
         while True:
-            await asyncio.sleep(min(0.1, self.interval_s / 4))
+            await asyncio.sleep(min(0.1, self.interval_s / 4) if self.exactly_once else 0.5)
             now = time.monotonic()
+            if now >= next_tick:
+                self.watchdog.tick()
+                next_tick = now + 1.0
+            if not self.exactly_once:
+                continue
             if self._restore_at and now >= self._restore_at:
                 self._restore_at = 0.0
                 if self.restoring is not None:
@@ -522,6 +548,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
 
     def set_state(self, state: str) -> None:
         self.user_state = state
+        self.watchdog.observe()
         self._publish()
 
     def _publish(self) -> None:
@@ -562,12 +589,14 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
             "epoch": self.epoch,
             "recoveries": self.recoveries,
             "uptime_s": round(time.time() - self.started, 1),
+            "status": self.watchdog.view(),
             "containers": [
                 {
                     "container": c,
                     "stmgr": info.stmgr_address,
                     "pid": info.pid,
                     "online": now - self.last_heartbeat.get(c, 0) < OFFLINE_AFTER_S,
+                    "heartbeat_s_ago": round(now - self.last_heartbeat.get(c, 0), 1),
                 }
                 for c, info in sorted(self.containers.items())
             ],
@@ -630,6 +659,7 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         }
         return {
             "topology": self.topology.name,
+            "status": self.watchdog.view(),
             "components": components,
             "tasks": tasks,
             "containers": containers,

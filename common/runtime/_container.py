@@ -56,12 +56,13 @@ from ..plan import (
 from ..state import CheckpointStore, CorruptCheckpointError
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
-from ._procs import spawn, terminate
+from ._procs import beat_file, spawn, terminate
 from ._rescale import RescaleError, rescale
 from ._stmgr import StreamManager
 
 log = logging.getLogger("headwater.container")
 HEARTBEAT_S = 1.0
+SILENT_AFTER_S = 6.0  # an instance's gateway beats every second: stopped or hung past this
 MAX_MESSAGE = 80 << 20  # a revision carries its package (at most 64 MiB)
 
 
@@ -143,6 +144,7 @@ class Container:
             loop.create_task(self._master_session()),
             loop.create_task(self._supervise()),
             loop.create_task(self._expire()),
+            loop.create_task(self._beat()),
             *(loop.create_task(job()) for job in self.background),
         ]
         await self.stopping.wait()
@@ -183,6 +185,7 @@ class Container:
         while True:
             await asyncio.sleep(0.1)
             now = time.monotonic()
+            self._kill_silent()
             for task, proc in list(self.procs.items()):
                 if proc.poll() is None or self.stopping.is_set():
                     continue  # running, or stopped on purpose: the container is stopping
@@ -197,6 +200,10 @@ class Container:
                     log.warning(
                         "task %d exited with %s; restarting in %.2fs", task, proc.returncode, delay
                     )
+                    # the master counts it (no rollback in these modes) to name a crash loop
+                    asyncio.get_running_loop().create_task(
+                        self._send_failure(task, self._failure_reason(task, proc.returncode))
+                    )
                 elif now >= self.restart_at[task]:
                     del self.restart_at[task]
                     self._spawn(task)
@@ -204,23 +211,56 @@ class Container:
                 if self.backoff.get(task) and task not in self.restart_at:
                     self.backoff[task] = max(0.0, self.backoff[task] - 0.01)
 
+    def _kill_silent(self) -> None:
+        """Kill an instance whose heartbeats stopped (SIGSTOP, a hang): it is then restarted
+        (or rolled back) as a dead one is."""
+        for task, silent_s in self.stmgr.silent(SILENT_AFTER_S).items():
+            proc = self.procs.get(task)
+            if proc is None or proc.poll() is not None:
+                continue
+            log.warning("task %d (pid %d) silent for %.1fs: stopped or hung; killing it",
+                        task, proc.pid, silent_s)  # fmt: skip
+            self.last_error[task] = f"silent for {silent_s:.0f}s (stopped or hung): killed"
+            proc.kill()
+            self.stmgr.conns[task].stale = True  # not silent twice
+
     async def _report_failure(self, task: int, code: int | None) -> None:
         if self.failure_reported == self.stmgr.epoch or self.stub is None:
             return
         self.failure_reported = self.stmgr.epoch
         self.stmgr.restarts[task] = self.stmgr.restarts.get(task, 0) + 1
         log.warning("task %d exited with %s; asking for a rollback", task, code)
+        if not await self._send_failure(task, self._failure_reason(task, code)):
+            self.failure_reported = -1  # the master is away: report again later
+
+    def _failure_reason(self, task: int, code: int | None) -> str:
         reason = f"task {task} exited with {code}"
         if task in self.last_error:
-            reason += f" ({self.last_error[task]})"
+            reason += f" ({self.last_error.pop(task)})"
+        return reason
+
+    async def _send_failure(self, task: int, reason: str) -> bool:
+        """Tell the master that ``task`` died; False if it could not be told."""
+        if self.stub is None:
+            return False
         try:
-            await self.stub.ReportFailure(
-                pb.FailureReport(
-                    topology=self.topology.name, container=self.id, task_id=task, reason=reason
-                )
-            )
+            await self.stub.ReportFailure(pb.FailureReport(
+                topology=self.topology.name, container=self.id, task_id=task, reason=reason,
+            ))  # fmt: skip
         except grpc.RpcError:
-            self.failure_reported = -1  # the master is away: report again later
+            return False
+        return True
+
+    async def _beat(self) -> None:
+        """Touch the beat file every second: whoever started this process (a worker) tells
+        a stopped or hung container from a busy one by it."""
+        beat = beat_file(self.workdir, self.id)
+        while True:
+            try:
+                beat.touch()
+            except OSError as exc:  # a full disk or a workdir gone: the others report it
+                log.debug("beat file not touched: %s", exc)
+            await asyncio.sleep(1.0)
 
     async def _expire(self) -> None:
         interval = self.stmgr.rc.message_timeout_s / 3
@@ -518,6 +558,12 @@ class Container:
             self.restore = None
             await self._ack_restore(restore, ok=False, error=str(exc))
             return
+        if not self.local_tasks:
+            # an empty container (more containers than instances, or an edit that moved
+            # everything away) has nothing to restore: waiting for an instance's hello
+            # here kept the whole domain RESTORING forever
+            await self._ack_restore(restore, ok=True)
+            return
         self.restore, self.snapshots, self.handed = restore, snapshots, set()
         self.starting, self.restore_ack = set(self.local_tasks), True
         for task in self.local_tasks:
@@ -579,14 +625,19 @@ class Container:
             for name, offset in self.log_committed.items():
                 metrics.append(pb.Metric(scope=f"container:{self.id}", name=name, value=offset))
             reports, self.exceptions[:] = list(self.exceptions), []
-            await stub.SendHeartbeat(pb.Heartbeat(
-                topology=self.topology.name, container=self.id, incarnation=self.incarnation,
-                metrics=metrics,
-                exceptions=[pb.ExceptionReport(
-                    task_id=r["task"], component=r["component"], message=r["message"],
-                    traceback=r["traceback"], time_ms=int(time.time() * 1000),
-                ) for r in reports],
-            ))  # fmt: skip
+            try:
+                await stub.SendHeartbeat(pb.Heartbeat(
+                    topology=self.topology.name, container=self.id,
+                    incarnation=self.incarnation, metrics=metrics,
+                    exceptions=[pb.ExceptionReport(
+                        task_id=r["task"], component=r["component"], message=r["message"],
+                        traceback=r["traceback"], time_ms=int(time.time() * 1000),
+                    ) for r in reports],
+                ))  # fmt: skip
+            except grpc.RpcError as exc:  # beat on: a silent container gets killed
+                log.debug("heartbeat not delivered: %s", exc)
+                self.exceptions[:0] = reports  # sent with the next one (the last 200)
+                del self.exceptions[:-200]
             await asyncio.sleep(HEARTBEAT_S)
 
 

@@ -6,6 +6,11 @@ data-in queue is above its high water mark (so the stmgr's buffer to this
 instance fills and the stmgr starts backpressure) and resumes below the low
 mark. The executor wakes the gateway through a socketpair when it queues
 output or drains input.
+
+The gateway also sends a heartbeat every ``HEARTBEAT_S``, from its own
+thread, so a busy executor (user code taking long) still looks alive while a
+stopped or hung process (SIGSTOP, a deadlock) falls silent and its container
+kills and restarts it.
 """
 
 from __future__ import annotations
@@ -15,14 +20,17 @@ import logging
 import selectors
 import socket
 import threading
+import time
 from collections import deque
 
-from ..wire import FrameReader
-from ..wire._frame import length_prefix
+from ..wire import FrameReader, Kind, encode, encode_frame
+from ..wire._frame import STMGR, length_prefix
 from ._queues import ByteQueue
 
 log = logging.getLogger(__name__)
 _WRITE_CHUNK = 1 << 20
+HEARTBEAT_S = 1.0
+_HEARTBEAT = encode_frame(Kind.CONTROL, STMGR, 0, 0, b"", encode({"type": "alive"}))
 
 
 class Gateway(threading.Thread):
@@ -71,9 +79,14 @@ class Gateway(threading.Thread):
         reader = FrameReader()
         self.reading = reading = True
         interest = selectors.EVENT_READ
+        next_beat = 0.0
         try:
             while True:
                 self.idle = True
+                now = time.monotonic()
+                if now >= next_beat:  # deque(maxlen): never more than a few queued
+                    self.metrics_out.append(_HEARTBEAT)
+                    next_beat = now + HEARTBEAT_S
                 self._fill()
                 if self._halt.is_set() and not self._pending:
                     break

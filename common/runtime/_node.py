@@ -37,10 +37,11 @@ import grpc
 from .._exceptions import HeadwaterError, PackageMismatchError
 from .._health import Health
 from .._package import unpack_package
+from ..control._crashloop import CrashLoopWatch
 from ..plan._domains import domain_env
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
-from ._procs import spawn, terminate
+from ._procs import beat_file, kill_if_silent, spawn, terminate
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -83,6 +84,9 @@ def lock_workdir(workdir: Path) -> int:
             f"workdir {workdir} is in use by another node; give each node its own --workdir"
         ) from None
     return fd
+
+
+SILENT_AFTER_S = 15.0  # a container touches its beat file every second
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class Node:
         self.error = ""
         self.stopping = asyncio.Event()
         self.health = Health(self.node_id)
+        self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
         self._stub: pb_grpc.ClusterStub | None = None
 
     def info(self) -> pb.NodeInfo:
@@ -270,9 +275,14 @@ class Node:
         backoff: dict[tuple[str, int], float] = {}
         while True:
             await asyncio.sleep(0.2)
+            self.crash_loops.tick()
             for key, proc in list(self.containers.items()):
+                beat = beat_file(self.workdir / key[0] / f"container-{key[1]}", key[1])
+                kill_if_silent(proc, beat, SILENT_AFTER_S, f"container {key[1]} of {key[0]!r}")
                 if proc.poll() is None or key not in self.orders:
                     continue
+                self.crash_loops.failed(f"container {key[1]} of {key[0]!r}",
+                                        f"exited with {proc.returncode}")  # fmt: skip
                 delay = backoff.get(key, 0.0)
                 backoff[key] = min(max(delay * 2, 0.5), 10.0)
                 log.warning("container %d of %r exited with %s; restarting in %.1fs",

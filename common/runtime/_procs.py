@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import logging
 import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
+log = logging.getLogger("headwater.procs")
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -57,3 +61,34 @@ def terminate(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 5.0) ->
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def beat_file(workdir: str | os.PathLike[str], container: int) -> Path:
+    """The file a container touches every second while its event loop runs."""
+    return Path(workdir) / f"c{container}.alive"
+
+
+def silent(proc: subprocess.Popen[bytes], beat: Path, limit_s: float) -> float:
+    """Seconds ``proc`` has not touched ``beat`` if over ``limit_s`` (stopped or hung), else 0.
+
+    A file older than the process is a previous incarnation's: not yet beating, not silent."""
+    import psutil
+
+    try:
+        mtime = beat.stat().st_mtime
+        started = psutil.Process(proc.pid).create_time()
+    except (OSError, psutil.Error):
+        return 0.0
+    quiet = time.time() - mtime
+    return quiet if mtime >= started - 1.0 and quiet > limit_s else 0.0
+
+
+def kill_if_silent(proc: subprocess.Popen[bytes], beat: Path, limit_s: float, what: str) -> None:
+    """SIGKILL ``proc`` (and reap it) if it has been ``silent`` too long: its supervisor then
+    restarts it as it restarts a dead one."""
+    quiet = silent(proc, beat, limit_s)
+    if quiet and proc.poll() is None:
+        log.warning("%s (pid %d) silent for %.0fs: stopped or hung; killing it",
+                    what, proc.pid, quiet)  # fmt: skip
+        proc.kill()
+        proc.wait()

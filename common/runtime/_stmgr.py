@@ -49,6 +49,7 @@ class InstanceConnection(asyncio.Protocol):
         self.pid: int | None = None
         self.paused_reading = False
         self.stale = False
+        self.heard = time.monotonic()  # the last bytes from the instance (it beats every 1 s)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -60,6 +61,7 @@ class InstanceConnection(asyncio.Protocol):
         stmgr = self.stmgr
         if self.stale:
             return  # an instance of a rolled-back epoch, about to be killed
+        self.heard = time.monotonic()
         stmgr.bytes_in += len(data)
         for frame in self.reader.feed(data):
             stmgr.on_local_frame(self, frame)
@@ -82,6 +84,7 @@ class InstanceConnection(asyncio.Protocol):
             return
         if on and self.paused_reading:
             self.transport.resume_reading()
+            self.heard = time.monotonic()  # not read while paused: silence is not its own
         elif not on and not self.paused_reading:
             self.transport.pause_reading()
         self.paused_reading = not on
@@ -307,6 +310,8 @@ class StreamManager:
             msg = decode(_payload(frame))
             if msg.get("type") == "hello":
                 self.on_instance_hello(conn, int(msg["task"]), int(msg["pid"]))
+            elif msg.get("type") == "alive":
+                pass  # the gateway's heartbeat: data_received noted it
             elif msg.get("type") == "exception":
                 self.exceptions[msg["task"]] = self.exceptions.get(msg["task"], 0) + 1
                 self.on_exception(msg)
@@ -593,6 +598,12 @@ class StreamManager:
             comp = self.task_component[task]
             if comp in self.spout_components:
                 conn.set_reading(comp not in throttled)
+
+    def silent(self, limit_s: float) -> dict[int, float]:
+        """Connected tasks not heard from for over ``limit_s`` (while read) -> seconds."""
+        now = time.monotonic()
+        return {task: now - c.heard for task, c in self.conns.items()
+                if not c.paused_reading and not c.stale and now - c.heard > limit_s}  # fmt: skip
 
     # -- metrics ----------------------------------------------------------------
     def metrics(self) -> list[tuple[str, str, float]]:
