@@ -35,7 +35,7 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks con
 import grpc
 
 from .._exceptions import HeadwaterError, PackageMismatchError
-from .._health import Health
+from .._health import DEGRADED, FAILED, Health
 from .._package import unpack_package
 from ..control._crashloop import CrashLoopWatch
 from ..plan._domains import domain_env
@@ -171,7 +171,11 @@ class Node:
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
-                log.debug("master %s unreachable: %s", self.master, exc.code())
+                self.health.set("master", DEGRADED, f"master {self.master} unreachable "
+                                f"({exc.code().name}); containers keep running")  # fmt: skip
+            except OSError as exc:  # a package or an order that cannot be written: a full disk
+                self.health.set("fetch", FAILED, f"cannot take the master's orders: {exc}; "
+                                "trying again (the master repeats them)")  # fmt: skip
             await asyncio.sleep(next_delay())
 
     async def _on_command(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
@@ -191,6 +195,7 @@ class Node:
                 self.error = str(exc)
                 log.error("%s", exc)
                 return
+            self.health.clear("fetch")
             self.orders[key] = run
             self._start(run, entry)
             self.ordered()
@@ -295,7 +300,13 @@ class Node:
 
     async def _report(self, stub: pb_grpc.ClusterStub) -> None:
         while True:
-            await stub.ReportStatus(self.status())
+            try:
+                await stub.ReportStatus(self.status())
+            except grpc.RpcError:
+                return  # the session sees it too, and says so
+            if self.health.has("master"):
+                self.health.clear("master")  # it answered: say so at once
+                continue
             await asyncio.sleep(STATUS_S)
 
     def status(self) -> pb.NodeStatus:
