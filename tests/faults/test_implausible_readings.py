@@ -64,7 +64,9 @@ def test_implausible_readings_are_dead_lettered_and_the_sensor_goes_on(
         wait_for(lambda: windows() == expected, 60,
                  "every closed window, the later readings of s0-1 and s0-2 in it")  # fmt: skip
         recover_s = time.monotonic() - t1
-        exceptions = c.get("/exceptions")
+        # the reports reach /exceptions with the containers' heartbeats
+        exceptions = wait_for(lambda: (e := c.get("/exceptions")) and len(e) >= 3 and e, 30,
+                              "the dead letters listed under /exceptions")  # fmt: skip
         letters = dead()
 
     dedup = "last_seq" if file == "pipeline_dsl.py" else "dedup"
@@ -77,7 +79,7 @@ def test_implausible_readings_are_dead_lettered_and_the_sensor_goes_on(
     }), letters  # fmt: skip
     assert all(d[2] == "" for d in letters)  # refused (DeadLetter): a reason, no traceback
     assert len(expected) == 2 * 5
-    assert sum(e["message"].startswith("dead letter") for e in exceptions) == 3
+    assert sum(e["message"].startswith("dead letter") for e in exceptions) == 3, exceptions
     rows = windows()
     _report.record(f"implausible readings ({file})", detect_s=round(detect_s, 2),
                    recover_s=round(recover_s, 2), readings=len(readings) + 3,

@@ -95,6 +95,14 @@ def test_poison_records_are_dead_lettered_once_and_the_rest_flows(
             wait_for(lambda: c.metrics()["components"]["readings"]["acked"] == len(messages) + 2,
                      30, "every record acked, the dead-lettered ones too")  # fmt: skip
             assert spout["failed"] == 0
+
+        # the reports reach /exceptions with the containers' heartbeats
+        def listed() -> Counter[str]:
+            return Counter(e["component"] for e in c.get("/exceptions")
+                           if e["message"].startswith("dead letter"))  # fmt: skip
+
+        wait_for(lambda: listed()["parse"] == 2 and listed()["check"] >= 10, 30,
+                 "the dead letters listed under /exceptions")  # fmt: skip
         exceptions = c.get("/exceptions")
         got, letters = outputs(), dead()
 
