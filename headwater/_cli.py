@@ -114,7 +114,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the master's gRPC address (headwater master --port)",
     )
     worker.add_argument(
-        "--id", default=None, help="node id (default: generated once, kept in WORKDIR/node-id)"
+        "--id",
+        type=_node_id,
+        default=None,
+        help="node id (default: generated once, kept in WORKDIR/node-id)",
     )
     worker.add_argument("--workdir", default=None, metavar="DIR")
     worker.set_defaults(func=_cmd_worker)
@@ -127,7 +130,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the master's gRPC address (default: find it by zeroconf)",
     )
     agent.add_argument(
-        "--id", default=None, help="node id (default: generated once, kept in WORKDIR/node-id)"
+        "--id",
+        type=_node_id,
+        default=None,
+        help="node id (default: generated once, kept in WORKDIR/node-id)",
     )
     agent.add_argument(
         "--label",
@@ -207,6 +213,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
     return value
+
+
+def _node_id(text: str) -> str:
+    from headwater.common._ids import node_id_problem
+
+    problem = node_id_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _label(text: str) -> tuple[str, str]:

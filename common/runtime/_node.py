@@ -21,6 +21,7 @@ import fcntl
 import logging
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -62,7 +63,8 @@ def node_identity(workdir: str | Path, kind: str, given: str | None = None) -> s
     if kept:
         return kept
     path.parent.mkdir(parents=True, exist_ok=True)
-    new = f"{kind}-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname().split(".")[0])[:40] or "host"
+    new = f"{kind}-{host}-{uuid.uuid4().hex[:8]}"  # a node id (common/_ids.py)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(new + "\n")
