@@ -354,7 +354,9 @@ class Agent(Node):
         for key in [k for k in self.unresumed if k[0] == topology]:
             del self.unresumed[key]
         self.disk_backlog.pop(topology, None)
-        self.health.clear(f"orders:{topology}")
+        for reason in (f"orders:{topology}", f"order:{topology}", f"edge:{topology}",
+                       f"checkpoints:{topology}", f"supervise:{topology}"):  # fmt: skip
+            self.health.clear(reason)
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
         if task is not None:
@@ -390,6 +392,14 @@ class Agent(Node):
         while True:
             await asyncio.sleep(RETENTION_S)
             if self.ingest is None:
+                continue
+            if self.health.has("orders"):  # kept orders could not be saved: try again
+                self.ordered()
+            # an ordered subgraph not running yet (unresumed, starting) may read the log from
+            # further back than the running ones: trim nothing until it reports
+            ordered = {t for t, _ in self.orders} | {t for t, _ in self.unresumed}
+            if any(not (t in self.tms and self.tms[t].metrics.get("container:0"))
+                   for t in ordered):  # fmt: skip
                 continue
             floor: dict[int, float] = {}
             for tm in list(self.tms.values()):

@@ -552,6 +552,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     import signal as signals
 
     from headwater import __version__
+    from headwater.common.runtime._node import node_identity
     from headwater.edge import Agent, MqttSource
 
     _daemon_logging("agent")
@@ -561,14 +562,15 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         host, _, port = args.mqtt.rpartition(":")
         if not host or not port.isdigit():
             raise HeadwaterError(f"--mqtt {args.mqtt!r}: give HOST:PORT, e.g. 127.0.0.1:1883")
-        # the broker keeps a session's readings under its client id, which must not change
-        # across restarts or upgrades: not the generated node id, which a workdir from
-        # before it was kept does not have yet
+    # the broker keeps a session's readings under its client id: the node id, kept in the
+    # workdir, so it holds across restarts and two gateways on one broker never share one
+    node_id = node_identity(workdir, "agent", args.id)
+    if args.mqtt:
         mqtt = MqttSource(host, int(port), tuple(args.topic or ["sensors/#"]),
-                          client_id=f"headwater-{args.id or 'agent'}")  # fmt: skip
+                          client_id=f"headwater-{node_id}")  # fmt: skip
 
     async def main() -> None:
-        agent = Agent(args.master, workdir, node_id=args.id, labels=dict(args.label),
+        agent = Agent(args.master, workdir, node_id=node_id, labels=dict(args.label),
                       version=__version__, mqtt=mqtt,
                       outbox_budget=args.outbox_budget,
                       status_port=args.status_port)  # fmt: skip
