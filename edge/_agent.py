@@ -442,6 +442,10 @@ class Agent(Node):
         s = super().status()
         s.backlog_bytes, s.backlog_batches = self.backlog()
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
+        if self._outbox_metric("uplink_chained"):
+            self.health.set("uplink", DEGRADED, "the cloud held less than it had confirmed: "
+                            "an id changed, or the cloud lost batches (the edge container's "
+                            "log says which)")  # fmt: skip
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):
             s.metrics[f"revision:{name}"] = float(tm.current)
