@@ -36,7 +36,7 @@ from pathlib import Path
 import grpc
 from aiohttp import web
 
-from headwater.common._discovery import find_master
+from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._health import DEGRADED, FAILED, Level
 from headwater.common._loader import load_topology
@@ -179,12 +179,14 @@ class Agent(Node):
         rediscover: asyncio.Task[None] | None = None
         if not given and self.master:  # resumed with the master's last address: look anyway
             rediscover = asyncio.get_running_loop().create_task(self._rediscover())
-        elif not self.master:
-            log.info("no --master given: looking for one by zeroconf")
-            self.master = await find_master()
+        # ingest and the status page first: neither needs the master
         if self.ingest is not None:
             self.ingest.start()
         http = await self._serve_status() if self.status_port is not None else None
+        if not self.master:
+            self.health.set("master", DEGRADED, "no --master given: looking for one by "
+                            f"zeroconf ({SERVICE}) on the LAN")  # fmt: skip
+            self.master = await find_master()  # the session clears it once the master answers
         retention = asyncio.get_running_loop().create_task(self._retention())
         revising = asyncio.get_running_loop().create_task(self._revising())
         try:
