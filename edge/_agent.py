@@ -34,7 +34,6 @@ import time
 from pathlib import Path
 
 import grpc
-from aiohttp import web
 
 from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
@@ -54,6 +53,7 @@ from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource, describe_write_error
 from ._orders import OrderBook
 from ._outbox import Outbox
+from ._status import serve_status
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -182,7 +182,7 @@ class Agent(Node):
         # ingest and the status page first: neither needs the master
         if self.ingest is not None:
             self.ingest.start()
-        http = await self._serve_status() if self.status_port is not None else None
+        http = await serve_status(self, self.status_port) if self.status_port is not None else None
         if not self.master:
             self.health.set("master", DEGRADED, "no --master given: looking for one by "
                             f"zeroconf ({SERVICE}) on the LAN")  # fmt: skip
@@ -364,28 +364,6 @@ class Agent(Node):
         if task is not None:
             task.cancel()
         shutil.rmtree(self.workdir / topology, ignore_errors=True)
-
-    async def _serve_status(self) -> web.AppRunner:
-        """``GET /status`` on loopback: what the agent knows, even with its link down."""
-
-        async def status(request: web.Request) -> web.Response:
-            s = self.status()
-            return web.json_response({
-                "id": self.node_id, "master": self.master, "attached": self._stub is not None,
-                "containers": list(s.containers), "backlog_bytes": s.backlog_bytes,
-                "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
-                "error": s.error, "health": s.health, "reasons": list(s.reasons),
-                "topologies": {name: tm.state for name, tm in self.tms.items()},
-                "revisions": {name: tm.current for name, tm in self.tms.items()},
-            })  # fmt: skip
-
-        app = web.Application()
-        app.router.add_get("/status", status)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", self.status_port).start()
-        log.info("status on http://127.0.0.1:%d/status", self.status_port)
-        return runner
 
     # -- ingest log retention ---------------------------------------------------------
     async def _retention(self) -> None:

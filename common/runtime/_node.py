@@ -139,6 +139,11 @@ class Node:
         self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
         self._stub: pb_grpc.ClusterStub | None = None
 
+    @property
+    def attached(self) -> bool:
+        """Whether a session with the master is open (it may still be catching up)."""
+        return self._stub is not None
+
     def info(self) -> pb.NodeInfo:
         return pb.NodeInfo(node_id=self.node_id, kind=self.kind, labels=self.labels,
                            version=self.version, pid=os.getpid(),
