@@ -34,9 +34,8 @@ import time
 from pathlib import Path
 
 import grpc
-from aiohttp import web
 
-from headwater.common._discovery import find_master
+from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._health import DEGRADED, FAILED, Level
 from headwater.common._loader import load_topology
@@ -54,6 +53,7 @@ from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource, describe_write_error
 from ._orders import OrderBook
 from ._outbox import Outbox
+from ._status import serve_status
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -179,12 +179,14 @@ class Agent(Node):
         rediscover: asyncio.Task[None] | None = None
         if not given and self.master:  # resumed with the master's last address: look anyway
             rediscover = asyncio.get_running_loop().create_task(self._rediscover())
-        elif not self.master:
-            log.info("no --master given: looking for one by zeroconf")
-            self.master = await find_master()
+        # ingest and the status page first: neither needs the master
         if self.ingest is not None:
             self.ingest.start()
-        http = await self._serve_status() if self.status_port is not None else None
+        http = await serve_status(self, self.status_port) if self.status_port is not None else None
+        if not self.master:
+            self.health.set("master", DEGRADED, "no --master given: looking for one by "
+                            f"zeroconf ({SERVICE}) on the LAN")  # fmt: skip
+            self.master = await find_master()  # the session clears it once the master answers
         retention = asyncio.get_running_loop().create_task(self._retention())
         revising = asyncio.get_running_loop().create_task(self._revising())
         try:
@@ -354,34 +356,14 @@ class Agent(Node):
         for key in [k for k in self.unresumed if k[0] == topology]:
             del self.unresumed[key]
         self.disk_backlog.pop(topology, None)
-        self.health.clear(f"orders:{topology}")
+        for reason in (f"orders:{topology}", f"order:{topology}", f"edge:{topology}",
+                       f"checkpoints:{topology}", f"supervise:{topology}"):  # fmt: skip
+            self.health.clear(reason)
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
         if task is not None:
             task.cancel()
         shutil.rmtree(self.workdir / topology, ignore_errors=True)
-
-    async def _serve_status(self) -> web.AppRunner:
-        """``GET /status`` on loopback: what the agent knows, even with its link down."""
-
-        async def status(request: web.Request) -> web.Response:
-            s = self.status()
-            return web.json_response({
-                "id": self.node_id, "master": self.master, "attached": self._stub is not None,
-                "containers": list(s.containers), "backlog_bytes": s.backlog_bytes,
-                "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
-                "error": s.error, "health": s.health, "reasons": list(s.reasons),
-                "topologies": {name: tm.state for name, tm in self.tms.items()},
-                "revisions": {name: tm.current for name, tm in self.tms.items()},
-            })  # fmt: skip
-
-        app = web.Application()
-        app.router.add_get("/status", status)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", self.status_port).start()
-        log.info("status on http://127.0.0.1:%d/status", self.status_port)
-        return runner
 
     # -- ingest log retention ---------------------------------------------------------
     async def _retention(self) -> None:
@@ -390,6 +372,14 @@ class Agent(Node):
         while True:
             await asyncio.sleep(RETENTION_S)
             if self.ingest is None:
+                continue
+            if self.health.has("orders"):  # kept orders could not be saved: try again
+                self.ordered()
+            # an ordered subgraph not running yet (unresumed, starting) may read the log from
+            # further back than the running ones: trim nothing until it reports
+            ordered = {t for t, _ in self.orders} | {t for t, _ in self.unresumed}
+            if any(not (t in self.tms and self.tms[t].metrics.get("container:0"))
+                   for t in ordered):  # fmt: skip
                 continue
             floor: dict[int, float] = {}
             for tm in list(self.tms.values()):
@@ -432,6 +422,10 @@ class Agent(Node):
         s = super().status()
         s.backlog_bytes, s.backlog_batches = self.backlog()
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
+        if self._outbox_metric("uplink_chained"):
+            self.health.set("uplink", DEGRADED, "the cloud held less than it had confirmed: "
+                            "an id changed, or the cloud lost batches (the edge container's "
+                            "log says which)")  # fmt: skip
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):
             s.metrics[f"revision:{name}"] = float(tm.current)

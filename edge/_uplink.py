@@ -80,6 +80,7 @@ class Uplink:
         self.connected = False
         self.last_feedback = time.monotonic()
         self.sent = self.confirmed_batches = self.resends = self.connects = 0
+        self.chained = 0  # times the cloud held less than it had confirmed
         self.throttling = False
         self.rewinds = 0  # grows on every rewind: a send loop in progress starts over
 
@@ -129,6 +130,7 @@ class Uplink:
             (scope, "uplink_sent", float(self.sent)),
             (scope, "uplink_confirmed", float(self.confirmed_batches)),
             (scope, "uplink_resends", float(self.resends)),
+            (scope, "uplink_chained", float(self.chained)),
         ]
 
     # -- the stream ------------------------------------------------------------------
@@ -230,10 +232,13 @@ class Uplink:
             self.cloud_last.pop(fb.component, None)  # it took one: the chain is its own again
         if 0 <= fb.resend_after < box.confirmed:
             if self.cloud_last.get(fb.component) != fb.resend_after:
-                log.warning("the cloud has %s's batches of %r up to %d, but confirmed up to %d: "
-                            "going on after %d (was this agent's id changed?)", self.agent,
-                            fb.component, fb.resend_after, box.confirmed,
-                            box.confirmed)  # fmt: skip
+                # the batches between were confirmed, so deleted here: if the cloud does not
+                # hold them (it fell back past a corrupt checkpoint) they are missing there
+                self.chained += 1
+                log.error("the cloud has %s's batches of %r up to %d, but confirmed up to %d: "
+                          "going on after %d (was this agent's id changed? if not, the cloud "
+                          "lost batches it had confirmed)", self.agent, fb.component,
+                          fb.resend_after, box.confirmed, box.confirmed)  # fmt: skip
             self.cloud_last[fb.component] = fb.resend_after
         if fb.resend_after >= 0:
             self.resends += 1

@@ -114,7 +114,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the master's gRPC address (headwater master --port)",
     )
     worker.add_argument(
-        "--id", default=None, help="node id (default: generated once, kept in WORKDIR/node-id)"
+        "--id",
+        type=_node_id,
+        default=None,
+        help="node id (default: generated once, kept in WORKDIR/node-id)",
     )
     worker.add_argument("--workdir", default=None, metavar="DIR")
     worker.set_defaults(func=_cmd_worker)
@@ -127,7 +130,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the master's gRPC address (default: find it by zeroconf)",
     )
     agent.add_argument(
-        "--id", default=None, help="node id (default: generated once, kept in WORKDIR/node-id)"
+        "--id",
+        type=_node_id,
+        default=None,
+        help="node id (default: generated once, kept in WORKDIR/node-id)",
     )
     agent.add_argument(
         "--label",
@@ -207,6 +213,15 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
     return value
+
+
+def _node_id(text: str) -> str:
+    from headwater.common._ids import node_id_problem
+
+    problem = node_id_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 
 def _label(text: str) -> tuple[str, str]:
@@ -537,6 +552,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     import signal as signals
 
     from headwater import __version__
+    from headwater.common.runtime._node import node_identity
     from headwater.edge import Agent, MqttSource
 
     _daemon_logging("agent")
@@ -546,14 +562,15 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         host, _, port = args.mqtt.rpartition(":")
         if not host or not port.isdigit():
             raise HeadwaterError(f"--mqtt {args.mqtt!r}: give HOST:PORT, e.g. 127.0.0.1:1883")
-        # the broker keeps a session's readings under its client id, which must not change
-        # across restarts or upgrades: not the generated node id, which a workdir from
-        # before it was kept does not have yet
+    # the broker keeps a session's readings under its client id: the node id, kept in the
+    # workdir, so it holds across restarts and two gateways on one broker never share one
+    node_id = node_identity(workdir, "agent", args.id)
+    if args.mqtt:
         mqtt = MqttSource(host, int(port), tuple(args.topic or ["sensors/#"]),
-                          client_id=f"headwater-{args.id or 'agent'}")  # fmt: skip
+                          client_id=f"headwater-{node_id}")  # fmt: skip
 
     async def main() -> None:
-        agent = Agent(args.master, workdir, node_id=args.id, labels=dict(args.label),
+        agent = Agent(args.master, workdir, node_id=node_id, labels=dict(args.label),
                       version=__version__, mqtt=mqtt,
                       outbox_budget=args.outbox_budget,
                       status_port=args.status_port)  # fmt: skip

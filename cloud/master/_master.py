@@ -24,6 +24,7 @@ from typing import Any
 import grpc
 
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
+from headwater.common._ids import node_id_problem
 from headwater.common._loader import load_topology
 from headwater.common._package import PackageStore, unpack_package
 from headwater.common.api import Placement, Topology
@@ -483,6 +484,10 @@ class Master:
         async for up in requests:
             which = up.WhichOneof("message")
             if which == "batch":
+                if up.batch.agent != agent:
+                    log.warning("uplink of %s sent a batch as %r: dropped (an agent speaks "
+                                "only for itself)", agent, up.batch.agent)  # fmt: skip
+                    continue
                 tm = self.tms.get(topology)
                 container = tm.container_of(up.batch.component) if tm is not None else None
                 if tm is None or container is None:
@@ -520,6 +525,9 @@ class _ClusterService(pb_grpc.ClusterServicer):
         self.master = master
 
     async def Attach(self, request: pb.NodeInfo, context: Any) -> AsyncIterator[pb.NodeCommand]:
+        problem = node_id_problem(request.node_id)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         async for command in self.master.attach(request):
             yield command
 

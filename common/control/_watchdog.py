@@ -211,7 +211,8 @@ class Watchdog:
             component, task = self._last[loop.key]
             d.update(component=component, task=task)
             for e in reversed(self.tm.exceptions):
-                if e["task"] == task:
+                # a dead letter is listed beside exceptions, and is no cause of a crash
+                if e["task"] == task and not e["message"].startswith("dead letter"):
                     d.update(task=e["task"], exception=e["message"], traceback=e["traceback"])
                     break
         return d

@@ -112,19 +112,20 @@ class MapOp(Op):
 
 class FlatMapOp(MapOp):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        for v in self.fn(value):
+        for v in list(self.fn(value)):
             out(key, v)
 
     def inline(self, out: Out, side: Side) -> Out:
         fn, retry, name = self.fn, self.retry, self.name
 
         def again(key: Any, value: Any) -> None:
-            for v in list(fn(value)):  # all or nothing (a first attempt may have emitted some)
+            for v in list(fn(value)):
                 out(key, v)
 
         def call(key: Any, value: Any) -> None:
             try:
-                for v in fn(value):
+                # all or nothing: a generator that raises half way has emitted none of it
+                for v in list(fn(value)):
                     out(key, v)
             except Exception as exc:
                 retry(name, partial(again, key, value), exc, value)

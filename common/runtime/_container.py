@@ -598,9 +598,25 @@ class Container:
 
     def _on_state(self, task: int, checkpoint: int, blob: bytes) -> None:
         assert self.store is not None
-        size = self.store.save(checkpoint, task, blob)
+        try:
+            size = self.store.save(checkpoint, task, blob)
+        except Exception as exc:  # rocksdict raises its own errors (a full disk, most likely)
+            # not acknowledged: the checkpoint fails and the master says so; RocksDB keeps a
+            # write error until it is reopened, so reopen it for the next checkpoint
+            log.error("the snapshot of task %d for checkpoint %d was not saved: %s",
+                      task, checkpoint, exc)  # fmt: skip
+            self._reopen_store()
+            return
         if self.stub is not None:
             asyncio.get_running_loop().create_task(self._ack_checkpoint(task, checkpoint, size))
+
+    def _reopen_store(self) -> None:
+        assert self.store is not None
+        try:
+            self.store.close()
+            self.store = CheckpointStore(self.args.state_dir)
+        except Exception as exc:  # still no room: the next snapshot tries again
+            log.warning("cannot reopen the checkpoint store: %s", exc)
 
     async def _ack_checkpoint(self, task: int, checkpoint: int, size: int) -> None:
         if self.stub is None:

@@ -8,6 +8,11 @@ when their function raises. It runs the record again up to
 record goes to ``dead_letter`` (the instance emits it on the component's
 ``__dead_letters`` stream) and processing goes on with the next record.
 
+An ``OSError`` (``ConnectionError``, ``TimeoutError``, a full disk) is the
+environment's fault, not the record's: it is raised on, the instance ends and
+restarts as before, and the record is replayed (at least once, exactly once)
+instead of being dead-lettered while a database is briefly down.
+
 A retry runs the record again from the step that raised (a DSL step) or from
 the start of ``process`` (a bolt): what the failed attempt did before raising
 (state written, tuples emitted) is not undone, so user code that can fail
@@ -73,6 +78,8 @@ class Retry:
         False: every attempt raised and the record was dead-lettered."""
         tries = 0
         while tries < self.max_retries and not isinstance(error, DeadLetter):
+            if isinstance(error, OSError):
+                raise error  # the environment's fault, not the record's: restart, replay
             tries += 1
             self.retries += 1
             try:
@@ -80,6 +87,8 @@ class Retry:
                 return True
             except Exception as exc:
                 error = exc
+        if isinstance(error, OSError):
+            raise error
         self.dead_letters += 1
         reason, tb = reason_of(error), short_traceback(error)
         self.dead_letter(component, reason, tb, record)

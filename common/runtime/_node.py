@@ -21,6 +21,7 @@ import fcntl
 import logging
 import os
 import random
+import re
 import shutil
 import socket
 import subprocess
@@ -41,7 +42,7 @@ from ..control._crashloop import CrashLoopWatch
 from ..plan._domains import domain_env
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
-from ._procs import beat_file, kill_if_silent, spawn, terminate
+from ._procs import BeatWatch, beat_file, spawn, terminate
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -62,7 +63,8 @@ def node_identity(workdir: str | Path, kind: str, given: str | None = None) -> s
     if kept:
         return kept
     path.parent.mkdir(parents=True, exist_ok=True)
-    new = f"{kind}-{socket.gethostname()}-{uuid.uuid4().hex[:8]}"
+    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname().split(".")[0])[:40] or "host"
+    new = f"{kind}-{host}-{uuid.uuid4().hex[:8]}"  # a node id (common/_ids.py)
     tmp = path.with_suffix(".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(new + "\n")
@@ -137,6 +139,11 @@ class Node:
         self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
         self._stub: pb_grpc.ClusterStub | None = None
 
+    @property
+    def attached(self) -> bool:
+        """Whether a session with the master is open (it may still be catching up)."""
+        return self._stub is not None
+
     def info(self) -> pb.NodeInfo:
         return pb.NodeInfo(node_id=self.node_id, kind=self.kind, labels=self.labels,
                            version=self.version, pid=os.getpid(),
@@ -164,7 +171,7 @@ class Node:
                     try:
                         async for command in stub.Attach(self.info()):
                             next_delay = self.backoff.delays(random.Random())
-                            await self._on_command(stub, command)
+                            await self._obey(stub, command)
                     finally:
                         status.cancel()
                         self._stub = None
@@ -177,6 +184,26 @@ class Node:
                 self.health.set("fetch", FAILED, f"cannot take the master's orders: {exc}; "
                                 "trying again (the master repeats them)")  # fmt: skip
             await asyncio.sleep(next_delay())
+
+    async def _obey(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
+        """One order from the master; one that fails is said in health, never ends the session.
+
+        A write that fails (``OSError``: a full disk) does end it: the master repeats every
+        order when the node attaches again, so the order is tried again after the backoff."""
+        which = command.WhichOneof("command")
+        sub = getattr(command, which) if which else None
+        topology = getattr(sub, "topology", "") or "?"
+        try:
+            await self._on_command(stub, command)
+        except (asyncio.CancelledError, grpc.RpcError, OSError):
+            raise
+        except Exception as exc:  # a topology that does not load here, or a bug: say which
+            log.exception("order %s for %r failed", which, topology)
+            self.health.set(f"order:{topology}", FAILED, f"{which} failed: "
+                            f"{type(exc).__name__}: {exc}")  # fmt: skip
+        else:
+            self.health.clear(f"order:{topology}")
+            self.health.clear("fetch")
 
     async def _on_command(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         which = command.WhichOneof("command")
@@ -195,9 +222,12 @@ class Node:
                 self.error = str(exc)
                 log.error("%s", exc)
                 return
-            self.health.clear("fetch")
             self.orders[key] = run
-            self._start(run, entry)
+            try:
+                self._start(run, entry)
+            except BaseException:
+                self.orders.pop(key, None)  # not running: the master's repeat is not ignored
+                raise
             self.ordered()
         elif which == "stop":
             await self._stop((command.stop.topology, command.stop.container))
@@ -277,33 +307,52 @@ class Node:
         """Switch what this node runs of a topology to a new revision (agents: the edge)."""
 
     async def _supervise(self) -> None:
+        """Restart dead containers (with backoff) and kill silent ones; never stops."""
         backoff: dict[tuple[str, int], float] = {}
+        due: dict[tuple[str, int], float] = {}  # a dead container's restart time (monotonic)
+        beats = BeatWatch()
         while True:
             await asyncio.sleep(0.2)
             self.crash_loops.tick()
             for key, proc in list(self.containers.items()):
-                beat = beat_file(self.workdir / key[0] / f"container-{key[1]}", key[1])
-                kill_if_silent(proc, beat, SILENT_AFTER_S, f"container {key[1]} of {key[0]!r}")
-                if proc.poll() is None or key not in self.orders:
-                    continue
-                self.crash_loops.failed(f"container {key[1]} of {key[0]!r}",
-                                        f"exited with {proc.returncode}")  # fmt: skip
-                delay = backoff.get(key, 0.0)
-                backoff[key] = min(max(delay * 2, 0.5), 10.0)
-                log.warning("container %d of %r exited with %s; restarting in %.1fs",
-                            key[1], key[0], proc.returncode, delay)  # fmt: skip
-                await asyncio.sleep(delay)
-                if key in self.orders:
-                    run = self.orders[key]
-                    self._start(run, self.workdir / "packages" / run.package.split(":")[-1]
-                                / run.entry)  # fmt: skip
+                try:
+                    self._supervise_one(key, proc, beats, backoff, due)
+                except Exception as exc:  # a restart that cannot start (no memory to fork)
+                    log.exception("supervising container %d of %r", key[1], key[0])
+                    self.health.set(f"supervise:{key[0]}", FAILED, f"cannot restart container "
+                                    f"{key[1]}: {type(exc).__name__}: {exc}")  # fmt: skip
+                    due[key] = time.monotonic() + 5.0
+
+    def _supervise_one(self, key: tuple[str, int], proc: subprocess.Popen[bytes],
+                       beats: BeatWatch, backoff: dict[tuple[str, int], float],
+                       due: dict[tuple[str, int], float]) -> None:  # fmt: skip
+        name = f"container {key[1]} of {key[0]!r}"
+        beats.kill_if_silent(proc, beat_file(self.workdir / key[0] / f"container-{key[1]}",
+                                             key[1]), SILENT_AFTER_S, name)  # fmt: skip
+        if proc.poll() is None or key not in self.orders:
+            return
+        now = time.monotonic()
+        if key not in due:
+            self.crash_loops.failed(name, f"exited with {proc.returncode}")
+            delay = backoff.get(key, 0.0)
+            backoff[key] = min(max(delay * 2, 0.5), 10.0)
+            due[key] = now + delay
+            log.warning("%s exited with %s; restarting in %.1fs", name, proc.returncode, delay)
+        if now < due[key]:
+            return
+        run = self.orders[key]
+        self._start(run, self.workdir / "packages" / run.package.split(":")[-1] / run.entry)
+        del due[key]
+        self.health.clear(f"supervise:{key[0]}")
 
     async def _report(self, stub: pb_grpc.ClusterStub) -> None:
         while True:
             try:
                 await stub.ReportStatus(self.status())
-            except grpc.RpcError:
-                return  # the session sees it too, and says so
+            except grpc.RpcError as exc:  # a lost channel ends the session too; else beat on
+                log.debug("status not delivered: %s", exc.code())
+                await asyncio.sleep(STATUS_S)
+                continue
             if self.health.has("master"):
                 self.health.clear("master")  # it answered: say so at once
                 continue

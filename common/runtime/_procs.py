@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 log = logging.getLogger("headwater.procs")
@@ -68,27 +68,46 @@ def beat_file(workdir: str | os.PathLike[str], container: int) -> Path:
     return Path(workdir) / f"c{container}.alive"
 
 
-def silent(proc: subprocess.Popen[bytes], beat: Path, limit_s: float) -> float:
-    """Seconds ``proc`` has not touched ``beat`` if over ``limit_s`` (stopped or hung), else 0.
+class BeatWatch:
+    """Which processes stopped touching their beat file: stopped (SIGSTOP) or hung.
 
-    A file older than the process is a previous incarnation's: not yet beating, not silent."""
-    import psutil
+    Silence is measured on the monotonic clock from the moment a file's mtime last
+    changed, never as wall-clock time minus mtime: a gateway without a real-time clock
+    steps its wall clock at NTP sync, which would make every process look silent at once.
+    """
 
-    try:
-        mtime = beat.stat().st_mtime
-        started = psutil.Process(proc.pid).create_time()
-    except (OSError, psutil.Error):
-        return 0.0
-    quiet = time.time() - mtime
-    return quiet if mtime >= started - 1.0 and quiet > limit_s else 0.0
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._seen: dict[Path, tuple[float, float]] = {}  # beat file -> (mtime, when it changed)
 
+    def silent(self, proc: subprocess.Popen[bytes], beat: Path, limit_s: float) -> float:
+        """Seconds ``proc`` has not touched ``beat`` if over ``limit_s``, else 0.
 
-def kill_if_silent(proc: subprocess.Popen[bytes], beat: Path, limit_s: float, what: str) -> None:
-    """SIGKILL ``proc`` (and reap it) if it has been ``silent`` too long: its supervisor then
-    restarts it as it restarts a dead one."""
-    quiet = silent(proc, beat, limit_s)
-    if quiet and proc.poll() is None:
-        log.warning("%s (pid %d) silent for %.0fs: stopped or hung; killing it",
-                    what, proc.pid, quiet)  # fmt: skip
-        proc.kill()
-        proc.wait()
+        A file older than the process is a previous incarnation's: not yet beating, not
+        silent."""
+        import psutil
+
+        try:
+            mtime = beat.stat().st_mtime
+            started = psutil.Process(proc.pid).create_time()
+        except (OSError, psutil.Error):
+            return 0.0
+        now = self.clock()
+        seen = self._seen.get(beat)
+        if mtime < started - 1.0 or seen is None or seen[0] != mtime:
+            self._seen[beat] = (mtime, now)
+            return 0.0
+        quiet = now - seen[1]
+        return quiet if quiet > limit_s else 0.0
+
+    def kill_if_silent(self, proc: subprocess.Popen[bytes], beat: Path, limit_s: float,
+                       what: str) -> None:  # fmt: skip
+        """SIGKILL ``proc`` if it has been silent too long; its supervisor reaps it (``poll``)
+        and restarts it as it restarts a dead one. Never waits: a process stuck in the
+        kernel (a dying SD card) must not stall the caller's event loop."""
+        quiet = self.silent(proc, beat, limit_s)
+        if quiet and proc.poll() is None:
+            log.warning("%s (pid %d) silent for %.0fs: stopped or hung; killing it",
+                        what, proc.pid, quiet)  # fmt: skip
+            proc.kill()
+            self._seen.pop(beat, None)

@@ -147,8 +147,12 @@ def test_an_agent_whose_id_changed_delivers_every_reading_once(
              "its backlog confirmed under the new id")  # fmt: skip
     assert site.windows() == want
     assert daemons.cli("nodes", "--forget", AGENT).strip() == f"forgot node {AGENT!r}"
+    # listed once, and degraded: it went on after the cloud's last batch, which an id change
+    # explains but a cloud that lost confirmed batches would too, so it says so
     wait_for(lambda: [(n["id"], n["online"], n["health"]) for n in site.agents()]
-             == [(new, True, "ok")], 30, "the agent listed once, under its new id")  # fmt: skip
+             == [(new, True, "degraded")], 30, "the agent listed once, under its id")  # fmt: skip
+    (reason,) = next(n for n in site.agents() if n["id"] == new)["reasons"]
+    assert reason.startswith("uplink: the cloud held less than it had confirmed: an id changed")
     lost, dup = lost_and_duplicated(want, site.windows())
     assert (lost, dup) == (0, 0)
     record("agent id changed (upgrade from process-id ids)", detect_s=None,

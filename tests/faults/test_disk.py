@@ -65,8 +65,9 @@ def test_disk_full_stops_acknowledgement_and_recovers_with_every_reading_once(
         wait_for(lambda: site.reason("ingest: disk full on", where="agent"), 30,
                  "the agent started on a full disk and failed with the reason")  # fmt: skip
         publish(mosquitto, c)
+        wait_for(lambda: site.metric("mqtt_received") > 0, 30, "readings reaching the agent")
         assert site.agent.is_running()
-        assert site.metric("mqtt_appended") <= 0
+        assert site.metric("mqtt_appended") <= 0  # received, none on the full disk
         free(filler)
         wait_for(lambda: site.metric("mqtt_appended") == len(c), 60, "the readings acked")
         site.wait_all(everything)

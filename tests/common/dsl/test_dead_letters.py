@@ -96,7 +96,7 @@ def test_a_retry_that_works_processes_the_record_once() -> None:
     def flaky(v: int) -> list[int]:
         attempts[v] += 1
         if v == 2 and attempts[v] < 3:
-            raise TimeoutError("try again")
+            raise ValueError("try again")
         return [v, v * 10]
 
     totals: list[int] = []
@@ -151,3 +151,34 @@ def test_a_pipeline_names_its_dead_letter_sink() -> None:
     assert [(i.component, i.stream) for i in dead.inputs] == [
         ("src", DEAD_LETTERS), ("total", DEAD_LETTERS)
     ]  # fmt: skip
+
+
+def test_a_generator_that_raises_half_way_emits_its_items_once() -> None:
+    ctx = Ctx()
+    attempts: Counter[int] = Counter()
+
+    def half(v: int) -> Any:
+        attempts[v] += 1
+        yield v
+        if attempts[v] < 2:
+            raise ValueError("half way")
+        yield v * 10
+
+    out: list[int] = []
+    chain = _Chain([FlatMapOp("fan", half), SinkOp("out", out.append)],
+                   cast(Context, ctx))  # fmt: skip
+    chain.first("k", 1)
+    assert out == [1, 10] and ctx.dead == []
+
+
+def test_an_os_error_is_the_environments_fault_and_goes_up() -> None:
+    """A database briefly down is no poison record: the instance restarts and replays it."""
+    ctx = Ctx()
+
+    def down(v: int) -> int:
+        raise ConnectionRefusedError("db:5432")
+
+    chain = _Chain([MapOp("write", down), SinkOp("out", lambda v: None)], cast(Context, ctx))
+    with pytest.raises(ConnectionRefusedError):
+        chain.first("k", 1)
+    assert ctx.dead == [] and ctx.retry_record.retries == 0

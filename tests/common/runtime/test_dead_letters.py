@@ -39,7 +39,7 @@ class Flaky(Bolt):
         if n == 2:
             raise ValueError("two is poison")
         if n == 3 and self.calls[3] == 1:
-            raise OSError("a transient failure")
+            raise RuntimeError("a transient failure")
         if n == 5:
             raise DeadLetter("five is refused")
         self.ctx.emit([n], anchors=[tup])

@@ -5,7 +5,7 @@
 
 ``POISON_API``: ``components`` (bolts) or ``dsl`` (fused steps); ``POISON_MODE``:
 the reliability mode. ``check`` raises ``ValueError`` on every reading of
-``POISON_SENSOR``; with ``POISON_FLAKY`` set, it raises ``TimeoutError`` on the first
+``POISON_SENSOR``; with ``POISON_FLAKY`` set, it raises ``RuntimeError`` on the first
 attempt at reading 5 of sensor s0-0 in each process (a retry then works). Under
 exactly-once the sinks are transactional; otherwise they append to ``part-*.jsonl``
 (and ack) at once. Under at-least-once the source tracks every record and replays
@@ -35,7 +35,8 @@ ROW = ("site", "sensor", "seq", "ts", "value")
 CONFIG = {
     "topology.reliability.mode": MODE.value,
     "topology.stateful.checkpoint.interval.seconds": 1,
-    "topology.message.timeout.secs": 5,
+    # no tuple times out on a loaded machine: every replay here is one a failure asked for
+    "topology.message.timeout.secs": 60,
 }
 
 
@@ -44,7 +45,7 @@ def check(row: list[Any]) -> list[Any]:
         raise ValueError(f"sensor {row[1]} is broken")
     if FLAKY and (row[1], row[2]) == ("s0-0", 5) and (row[1], row[2]) not in _attempted:
         _attempted.add((row[1], row[2]))
-        raise TimeoutError("the first attempt times out")
+        raise RuntimeError("the first attempt fails")
     return row
 
 
