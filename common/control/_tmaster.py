@@ -214,6 +214,13 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
         rec = self.in_flight
         if rec is None or request.checkpoint_id != rec.id or request.epoch != self.epoch:
             return pb.Empty()  # late: from a rolled-back epoch or an abandoned checkpoint
+        if request.declined:  # as Flink's DeclineCheckpoint: fail it now, the next may do
+            log.warning("checkpoint %d failed: task %d could not store its snapshot: %s",
+                        rec.id, request.task_id, request.declined)  # fmt: skip
+            rec.state = "FAILED"
+            self.in_flight = None
+            self.catalogue.save()
+            return pb.Empty()
         rec.acked.add(request.task_id)
         rec.size_bytes += request.size_bytes
         if len(rec.acked) == len(self.plan.instances):

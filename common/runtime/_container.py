@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -606,25 +607,32 @@ class Container:
             log.error("the snapshot of task %d for checkpoint %d was not saved: %s",
                       task, checkpoint, exc)  # fmt: skip
             self._reopen_store()
+            if self.stub is not None:
+                asyncio.get_running_loop().create_task(
+                    self._ack_checkpoint(task, checkpoint, 0, declined=str(exc) or repr(exc))
+                )
             return
         if self.stub is not None:
             asyncio.get_running_loop().create_task(self._ack_checkpoint(task, checkpoint, size))
 
     def _reopen_store(self) -> None:
         assert self.store is not None
-        try:
+        with contextlib.suppress(Exception):  # closed already, by a reopen that failed
             self.store.close()
+        try:
             self.store = CheckpointStore(self.args.state_dir)
         except Exception as exc:  # still no room: the next snapshot tries again
             log.warning("cannot reopen the checkpoint store: %s", exc)
 
-    async def _ack_checkpoint(self, task: int, checkpoint: int, size: int) -> None:
+    async def _ack_checkpoint(self, task: int, checkpoint: int, size: int,
+                              declined: str = "") -> None:  # fmt: skip
         if self.stub is None:
             return
         try:
             await self.stub.AckCheckpoint(pb.CheckpointAck(
                 topology=self.topology.name, container=self.id, task_id=task,
                 checkpoint_id=checkpoint, epoch=self.stmgr.epoch, size_bytes=size,
+                declined=declined,
             ))  # fmt: skip
         except grpc.RpcError as exc:
             log.debug("checkpoint ack not delivered: %s", exc)

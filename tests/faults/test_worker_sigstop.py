@@ -27,7 +27,10 @@ pytestmark = pytest.mark.cluster
 
 def _container(worker: psutil.Process, c: int) -> psutil.Process | None:
     for p in worker.children():
-        cmd = p.cmdline()
+        try:
+            cmd = p.cmdline()
+        except psutil.Error:  # gone, or a killed one not reaped yet (a zombie)
+            continue
         if "--container" in cmd and cmd[cmd.index("--container") + 1] == str(c):
             return p
     return None

@@ -242,20 +242,22 @@ class Command(_message.Message):
     def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
-    __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes")
+    __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes", "declined")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
     SIZE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    DECLINED_FIELD_NUMBER: _ClassVar[int]
     topology: str
     container: int
     task_id: int
     checkpoint_id: int
     epoch: int
     size_bytes: int
-    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ..., size_bytes: _Optional[int] = ...) -> None: ...
+    declined: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ..., size_bytes: _Optional[int] = ..., declined: _Optional[str] = ...) -> None: ...
 
 class RestoreAck(_message.Message):
     __slots__ = ("topology", "container", "epoch", "checkpoint_id", "ok", "error")
