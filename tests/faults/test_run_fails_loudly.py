@@ -83,9 +83,8 @@ def test_wait_running_raises_the_crash_loop_instead_of_timing_out(tmp_path: Path
                            env={"HW_TEST_MODE": "ATLEAST_ONCE"})  # fmt: skip
     cluster.start()
     try:
-        began = time.monotonic()
+        # a timeout would raise ClusterError: CrashLoopError says it stopped on the loop
         with pytest.raises(CrashLoopError, match="component 'model' \\(task 2\\) is crash-looping"):
-            cluster.wait_running(timeout=60)
-        assert time.monotonic() - began < 50
+            cluster.wait_running(timeout=120)
     finally:
         cluster.stop()
