@@ -46,13 +46,14 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
     faults: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         faults.setdefault(r["fault"], []).append(r)
+    w = max([len("fault"), *(len(f) for f in faults)]) + 2
     lines = [
-        f"{'fault':<58}{'runs':>5}{'detect s':>10}{'recover s':>11}{'readings':>10}"
+        f"{'fault':<{w}}{'runs':>5}{'detect s':>10}{'recover s':>11}{'readings':>10}"
         f"{'lost':>6}{'dup':>5}"
     ]
     for fault, rs in faults.items():
         lines.append(
-            f"{fault:<58}{len(rs):>5}{_fmt(_median([r['detect_s'] for r in rs])):>10}"
+            f"{fault:<{w}}{len(rs):>5}{_fmt(_median([r['detect_s'] for r in rs])):>10}"
             f"{_fmt(_median([r['recover_s'] for r in rs])):>11}"
             f"{sum(r['readings'] for r in rs) // len(rs):>10}"
             f"{sum(r['lost'] for r in rs):>6}{sum(r['duplicated'] for r in rs):>5}"
