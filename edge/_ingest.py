@@ -7,8 +7,10 @@ and only then acknowledges each message (QoS 1, ``manual_ack``). The session
 is persistent (``clean_session=False`` and a fixed client id), so whatever
 was not acknowledged when the agent stopped or crashed is delivered again.
 A crash between the append and the acknowledgement can therefore put a
-reading in the log twice; readings carry their sensor's sequence number and
-the pipeline drops repeats.
+reading in the log twice, and so can a batch whose append failed on one
+partition after another partition took its part (the writer retries the batch
+whole); readings carry their sensor's sequence number and the pipeline drops
+repeats.
 
 While ``should_pause()`` is true (the agent's outbox is over its byte
 budget) the writer neither appends nor acknowledges: the broker's in-flight
