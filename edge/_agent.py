@@ -122,7 +122,7 @@ class Agent(Node):
         for order in kept.revisions:
             self.revised[order.topology] = self.revise_orders[order.topology] = order
         for run in kept.runs:
-            code = self._code(run.package)
+            code = self.code_dir(run.package)
             try:
                 verify_package(code.with_suffix(".zip").read_bytes(), run.package)
                 if not (code / ".verified").exists():
@@ -258,15 +258,14 @@ class Agent(Node):
             self._start(run, entry)
 
     # -- live edits ------------------------------------------------------------------
-    def _code(self, package: str) -> Path:
-        return self.workdir / "packages" / package.rsplit(":", maxsplit=1)[-1]
-
     def _edge_topology(self, package: str, entry: str, exclude: list[str]) -> Topology:
-        return edge_part(without(load_topology(self._code(package) / entry), exclude), self.labels)
+        return edge_part(
+            without(load_topology(self.code_dir(package) / entry), exclude), self.labels
+        )
 
     def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
         topology = self._edge_topology(rec.package, rec.entry, rec.exclude)
-        return topology, self._code(rec.package).with_suffix(".zip").read_bytes()
+        return topology, self.code_dir(rec.package).with_suffix(".zip").read_bytes()
 
     def revise(self, order: pb.Revise) -> None:
         known = self.revise_orders.get(order.topology)
@@ -301,7 +300,7 @@ class Agent(Node):
         record = RevisionRecord(order.revision, order.action, order.package, order.entry,
                                 list(order.exclude), order.author, time.time(), d.to_dict(),
                                 {})  # fmt: skip
-        data = self._code(order.package).with_suffix(".zip").read_bytes()
+        data = self.code_dir(order.package).with_suffix(".zip").read_bytes()
         try:
             tm.propose(record, new, data, tm.current, d.replaced, number=order.revision)
         except HeadwaterError as exc:

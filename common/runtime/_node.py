@@ -252,8 +252,12 @@ class Node:
         self.stopped(key[0])
         self.ordered()
 
+    def code_dir(self, package: str) -> Path:
+        """Where ``package`` (``sha256:HEX``) is unpacked here; its zip sits beside it."""
+        return self.workdir / "packages" / package.rsplit(":", maxsplit=1)[-1]
+
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
-        code = self.workdir / "packages" / run.package.split(":")[-1]
+        code = self.code_dir(run.package)
         if not (code / ".verified").exists():
             try:
                 reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
@@ -341,7 +345,7 @@ class Node:
         if now < due[key]:
             return
         run = self.orders[key]
-        self._start(run, self.workdir / "packages" / run.package.split(":")[-1] / run.entry)
+        self._start(run, self.code_dir(run.package) / run.entry)
         del due[key]
         self.health.clear(f"supervise:{key[0]}")
 

@@ -15,7 +15,7 @@ def test_silence_counts_from_the_last_change_on_the_monotonic_clock(tmp_path: Pa
     now = [1000.0]
     watch = BeatWatch(clock=lambda: now[0])
     beat = tmp_path / "c0.alive"
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
         beat.touch()
         assert watch.silent(proc, beat, 15.0) == 0.0  # first seen
@@ -45,7 +45,7 @@ def test_a_previous_incarnations_file_is_not_silence(tmp_path: Path) -> None:
     beat = tmp_path / "c0.alive"
     beat.touch()
     os.utime(beat, (time.time() - 600, time.time() - 600))  # older than the process
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    proc = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
         watch.silent(proc, beat, 15.0)
         now[0] += 100.0
