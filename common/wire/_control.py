@@ -1,0 +1,245 @@
+"""The control messages of the data plane, typed: one frozen dataclass per message.
+
+They ride ``Kind.CONTROL`` frames (``_frame.py``) between an instance and its
+stream manager, and between stream managers (backpressure). On the wire each
+is a msgpack map with a ``type`` key and the message's fields, so a message
+is readable in a capture and old and new processes agree. Every sender builds
+one of these classes and every receiver gets one back from
+``decode_control``; the ``type`` strings live here alone.
+
+Who sends what:
+
+=====================  =====================  =========================================
+message                from -> to             meaning
+=====================  =====================  =========================================
+Hello                  instance -> stmgr      the task's process is up (its pid)
+Alive                  instance -> stmgr      the gateway's heartbeat
+ExceptionReport        instance -> stmgr      user code raised; the task is going down
+DeadLetterReport       instance -> stmgr      a record was dead-lettered (shown, no crash)
+UplinkFeedback         receiver -> stmgr      what a cloud receiver took and confirmed
+LogCommitted           log spout -> stmgr     ingest-log offsets a complete checkpoint holds
+Activate, Deactivate   stmgr -> spout         start or pause ``next_tuple``
+Stop                   container -> instance  finish and exit
+TakeCheckpoint         container -> spout     snapshot now and send markers for ``id``
+Commit                 container -> instance  checkpoint ``id`` is complete
+Prepare                container -> instance  stage a revision that switches at ``at``
+Abort                  container -> instance  forget the staged revision
+Restore                container -> instance  start from this snapshot (exactly once)
+UplinkBatch            container -> receiver  an agent's batch for a cloud receiver
+Backpressure           stmgr -> stmgr         a congestion key on or off, and its spouts
+BackpressureReset      stmgr -> stmgr         forget every key of ``origin``
+=====================  =====================  =========================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+from ._codec import decode, encode
+from ._frame import STMGR, Kind, encode_frame
+
+
+class ControlError(ValueError):
+    """A control payload that is not a known message with the fields it needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hello:
+    TYPE: ClassVar[str] = "hello"
+    task: int
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Alive:
+    TYPE: ClassVar[str] = "alive"
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptionReport:
+    TYPE: ClassVar[str] = "exception"
+    task: int
+    component: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterReport:
+    TYPE: ClassVar[str] = "dead_letter"
+    task: int
+    component: str
+    message: str
+    traceback: str
+
+
+@dataclass(frozen=True, slots=True)
+class UplinkFeedback:
+    TYPE: ClassVar[str] = "uplink_feedback"
+    component: str
+    agent: str
+    consumed: int = 0
+    confirmed: int = 0
+    resend_after: int = -1
+    resync: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LogCommitted:
+    TYPE: ClassVar[str] = "log_committed"
+    path: str
+    offsets: dict[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Activate:
+    TYPE: ClassVar[str] = "activate"
+
+
+@dataclass(frozen=True, slots=True)
+class Deactivate:
+    TYPE: ClassVar[str] = "deactivate"
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    TYPE: ClassVar[str] = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class TakeCheckpoint:
+    TYPE: ClassVar[str] = "checkpoint"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    TYPE: ClassVar[str] = "commit"
+    id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """Stage a revision: retire at checkpoint ``at``, or route with the new plan from it."""
+
+    TYPE: ClassVar[str] = "prepare"
+    at: int
+    retire: bool = False
+    file: str = ""  # the revision's topology file
+    plan: str = ""  # its physical plan (JSON file)
+    topology: str | None = None  # the topology's name in the file, if it holds several
+
+
+@dataclass(frozen=True, slots=True)
+class Abort:
+    TYPE: ClassVar[str] = "abort"
+
+
+@dataclass(frozen=True, slots=True)
+class Restore:
+    TYPE: ClassVar[str] = "restore"
+    checkpoint: int
+    blob: bytes | None  # the task's snapshot; None: start empty
+
+
+@dataclass(frozen=True, slots=True)
+class UplinkBatch:
+    TYPE: ClassVar[str] = "uplink"
+    agent: str
+    seq: int
+    prev: int
+    payload: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Backpressure:
+    TYPE: ClassVar[str] = "bp"
+    on: bool
+    key: str  # "CONTAINER/local key"
+    spouts: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class BackpressureReset:
+    TYPE: ClassVar[str] = "bp_reset"
+    origin: int
+
+
+ControlMessage = (
+    Hello
+    | Alive
+    | ExceptionReport
+    | DeadLetterReport
+    | UplinkFeedback
+    | LogCommitted
+    | Activate
+    | Deactivate
+    | Stop
+    | TakeCheckpoint
+    | Commit
+    | Prepare
+    | Abort
+    | Restore
+    | UplinkBatch
+    | Backpressure
+    | BackpressureReset
+)
+
+_BY_TYPE: dict[str, type[Any]] = {
+    cls.TYPE: cls
+    for cls in (
+        Hello,
+        Alive,
+        ExceptionReport,
+        DeadLetterReport,
+        UplinkFeedback,
+        LogCommitted,
+        Activate,
+        Deactivate,
+        Stop,
+        TakeCheckpoint,
+        Commit,
+        Prepare,
+        Abort,
+        Restore,
+        UplinkBatch,
+        Backpressure,
+        BackpressureReset,
+    )
+}
+_FIELDS: dict[type[Any], frozenset[str]] = {
+    cls: frozenset(f.name for f in fields(cls)) for cls in _BY_TYPE.values()
+}
+
+
+def encode_control(msg: ControlMessage) -> bytes:
+    body = asdict(msg)
+    body["type"] = msg.TYPE
+    return encode(body)
+
+
+def decode_control(payload: bytes | memoryview) -> ControlMessage:
+    """The message in a CONTROL frame's payload; ``ControlError`` if it is none we know."""
+    try:
+        body = decode(payload)
+    except Exception as exc:  # msgpack raises several types
+        raise ControlError(f"a control payload that is not msgpack: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ControlError(f"a control payload that is not a map: {type(body).__name__}")
+    cls = _BY_TYPE.get(body.pop("type", None))
+    if cls is None:
+        raise ControlError(f"an unknown control message: {body!r:.200}")
+    known = _FIELDS[cls]
+    try:
+        msg: ControlMessage = cls(**{k: v for k, v in body.items() if k in known})
+    except TypeError as exc:
+        raise ControlError(f"a {cls.TYPE!r} control message without its fields: {exc}") from exc
+    if isinstance(msg, Backpressure) and not isinstance(msg.spouts, tuple):
+        msg = Backpressure(msg.on, msg.key, tuple(msg.spouts))
+    return msg
+
+
+def control_frame(msg: ControlMessage, dest: int = STMGR, src: int = STMGR) -> bytes:
+    """A CONTROL frame (without the IPC length prefix) carrying ``msg``."""
+    return encode_frame(Kind.CONTROL, dest, src, 0, b"", encode_control(msg))
