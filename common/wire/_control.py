@@ -231,12 +231,12 @@ def decode_control(payload: bytes | memoryview) -> ControlMessage:
     if cls is None:
         raise ControlError(f"an unknown control message: {body!r:.200}")
     known = _FIELDS[cls]
+    if cls is Backpressure and isinstance(body.get("spouts"), list):
+        body["spouts"] = tuple(body["spouts"])  # msgpack gives lists back
     try:
         msg: ControlMessage = cls(**{k: v for k, v in body.items() if k in known})
     except TypeError as exc:
         raise ControlError(f"a {cls.TYPE!r} control message without its fields: {exc}") from exc
-    if isinstance(msg, Backpressure) and not isinstance(msg.spouts, tuple):
-        msg = Backpressure(msg.on, msg.key, tuple(msg.spouts))
     return msg
 
 
