@@ -49,3 +49,9 @@ class ManualClock:
         if seconds < 0:
             raise ValueError("a clock never goes back")
         self._now += seconds
+
+    def advance_to(self, monotonic: float) -> None:
+        """Move to the monotonic reading ``monotonic`` exactly (not before the current one)."""
+        if monotonic < self._now:
+            raise ValueError("a clock never goes back")
+        self._now = monotonic

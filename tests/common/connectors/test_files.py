@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
 from headwater import Topology
-from headwater.common.api import Context, Spout, Tuple, shuffle
+from headwater.common.api import Spout, Tuple, shuffle
 from headwater.common.connectors import TransactionalFileSink
+from headwater.testing import TestContext
 
 
 class Source(Spout):
@@ -21,21 +21,17 @@ class Source(Spout):
         pass
 
 
-@dataclass
-class FakeContext:
-    task_id: int
-    topology: Topology
-    component: str = "sink"
-
-
 def make_sink(directory: Path, task: int = 3, format: str = "jsonl") -> TransactionalFileSink:
+    """The sink as task ``task``: the sink component is the last, after ``task - 1`` sources."""
     topology = (
         Topology("t")
-        .add_spout("src", Source, outputs=("key", "seq"))
+        .add_spout("src", Source, outputs=("key", "seq"), parallelism=task - 1)
         .add_bolt("sink", partial(TransactionalFileSink, directory), inputs={"src": shuffle()})
     )
     sink = TransactionalFileSink(directory, format=format)
-    sink.open(cast(Context, FakeContext(task, topology)))
+    ctx = TestContext(topology, "sink")
+    assert ctx.task_id == task
+    sink.open(ctx)
     return sink
 
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from rocksdict import Options, Rdict
@@ -14,6 +13,7 @@ from headwater import Topology
 from headwater.common.api import Context, Spout, Tuple, fields
 from headwater.common.connectors import KeyValueSink
 from headwater.common.wire import decode
+from headwater.testing import TestContext
 
 
 class Source(Spout):
@@ -21,22 +21,18 @@ class Source(Spout):
         pass
 
 
-@dataclass
-class FakeContext:
-    task_id: int
-    topology: Topology
-    component: str = "kv"
-
-
 def make_ctx(directory: Path, task: int = 5) -> Context:
+    """The sink's context as task ``task``: the sink is the last, after ``task - 1`` sources."""
     topology = (
         Topology("t")
-        .add_spout("src", Source, outputs=("sensor", "value"))
+        .add_spout("src", Source, outputs=("sensor", "value"), parallelism=task - 1)
         .add_bolt(
             "kv", partial(KeyValueSink, directory, "sensor"), inputs={"src": fields("sensor")}
         )
     )
-    return cast(Context, FakeContext(task, topology))
+    ctx = TestContext(topology, "kv")
+    assert ctx.task_id == task
+    return ctx
 
 
 def row(sensor: str, value: float) -> Tuple:

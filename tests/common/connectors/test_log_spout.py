@@ -4,54 +4,36 @@ from __future__ import annotations
 
 import logging
 import shutil
-from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from headwater.common.api import Context
+from headwater import Topology
 from headwater.common.connectors import LogSpout
 from headwater.common.connectors._log_spout import append_records
 from headwater.common.state import DurableLog, LogOffsetError, State
 from headwater.common.state._state import dump_snapshot, load_snapshot
 from headwater.common.wire import encode
+from headwater.testing import TestContext
 
 from ..._wait import wait_for
 
-
-class FakeContext:
-    component = "reader"
-
-    def __init__(self, index: int, state: State | None = None) -> None:
-        self.component_index = index
-        self.state = state if state is not None else State()
-        self.emitted: list[list[Any]] = []
-        self.reports: list[dict[str, Any]] = []
-        self.counters: dict[str, int] = {}
-
-    def component_tasks(self, component: str) -> list[int]:
-        assert component == "reader"
-        return [1, 2]
-
-    def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
-        self.emitted.append(list(values))
-
-    def system(self, msg: dict[str, Any]) -> None:
-        self.reports.append(msg)
-
-    def incr(self, counter: str, by: int = 1) -> None:
-        self.counters[counter] = self.counters.get(counter, 0) + by
-
-    @property
-    def log(self) -> logging.Logger:
-        return logging.getLogger("test")
+# the reader has two tasks (1 and 2); its user log is "test"
+TOPOLOGY = Topology("t").add_spout(
+    "reader", partial(LogSpout, "/unused"), parallelism=2, outputs=("record",)
+)
 
 
-def open_spout(path: Path, index: int, state: State | None = None) -> tuple[LogSpout, FakeContext]:
-    ctx = FakeContext(index, state)
+def make_ctx(index: int, state: State | None = None) -> TestContext:
+    return TestContext(TOPOLOGY, "reader", index=index, state=state, log=logging.getLogger("test"))
+
+
+def open_spout(path: Path, index: int, state: State | None = None) -> tuple[LogSpout, TestContext]:
+    ctx = make_ctx(index, state)
     spout = LogSpout(path, partitions=4)
-    spout.open(cast(Context, ctx))
+    spout.open(ctx)
     return spout, ctx
 
 
@@ -88,8 +70,8 @@ def test_reads_only_its_own_partitions_in_order(tmp_path: Path) -> None:
         try:
             assert spout.mine == mine
             drain(spout)
-            assert by_partition(ctx.emitted) == {p: [0, 1, 2] for p in mine}
-            assert all(rec[2] == f"p{rec[0]}-{rec[1]}" for rec in ctx.emitted)
+            assert by_partition(ctx.values()) == {p: [0, 1, 2] for p in mine}
+            assert all(rec[2] == f"p{rec[0]}-{rec[1]}" for rec in ctx.values())
             assert ctx.state["offsets"] == {p: 3 for p in mine}
         finally:
             spout.close()
@@ -100,9 +82,9 @@ def test_nothing_past_the_end(tmp_path: Path) -> None:
     spout, ctx = open_spout(tmp_path, 0)
     try:
         drain(spout)
-        assert len(ctx.emitted) == 4
+        assert len(ctx.values()) == 4
         drain(spout)
-        assert len(ctx.emitted) == 4
+        assert len(ctx.values()) == 4
         assert ctx.state["offsets"] == {0: 2, 2: 2}
     finally:
         spout.close()
@@ -113,7 +95,7 @@ def test_missing_partition_emits_nothing(tmp_path: Path) -> None:
     spout, ctx = open_spout(tmp_path, 0)
     try:
         drain(spout)
-        assert ctx.emitted == []
+        assert ctx.values() == []
         assert ctx.state["offsets"] == {0: 0, 2: 0}
     finally:
         spout.close()
@@ -121,15 +103,15 @@ def test_missing_partition_emits_nothing(tmp_path: Path) -> None:
 
 def test_batches_are_bounded(tmp_path: Path) -> None:
     append_records(tmp_path, 0, [[i] for i in range(10)])
-    ctx = FakeContext(0)
+    ctx = make_ctx(0)
     spout = LogSpout(tmp_path, partitions=1)
     spout.READ_BATCH = 4
-    spout.open(cast(Context, ctx))
+    spout.open(ctx)
     try:
         spout.next_tuple()
-        assert ctx.emitted == [[0], [1], [2], [3]]
+        assert ctx.values() == [[0], [1], [2], [3]]
         drain(spout, 5)
-        assert ctx.emitted == [[i] for i in range(10)]
+        assert ctx.values() == [[i] for i in range(10)]
         assert ctx.state["offsets"] == {0: 10}
     finally:
         spout.close()
@@ -150,7 +132,7 @@ def test_resumes_from_restored_offsets(tmp_path: Path) -> None:
     spout, ctx = open_spout(tmp_path, 0, restored)
     try:
         drain(spout)
-        assert by_partition(ctx.emitted) == {0: [2, 3, 4], 2: [4]}
+        assert by_partition(ctx.values()) == {0: [2, 3, 4], 2: [4]}
         assert restored["offsets"] == {0: 5, 2: 5}
     finally:
         spout.close()
@@ -163,7 +145,7 @@ def test_fresh_state_starts_at_zero_and_keeps_other_offsets(tmp_path: Path) -> N
     try:
         assert state["offsets"] == {1: 1, 3: 0}
         drain(spout)
-        assert by_partition(ctx.emitted) == {3: [0]}
+        assert by_partition(ctx.values()) == {3: [0]}
     finally:
         spout.close()
 
@@ -175,11 +157,11 @@ def test_commits_report_the_offsets_of_the_checkpoint_before(tmp_path: Path) -> 
         spout.next_tuple()  # p2: 5 records
         spout.on_checkpoint(1)
         spout.on_commit(1)
-        assert ctx.reports == []  # one checkpoint of slack: nothing is trimmable yet
+        assert ctx.system_messages == []  # one checkpoint of slack: nothing is trimmable yet
         drain(spout)
         spout.on_checkpoint(2)
         spout.on_commit(2)
-        assert ctx.reports == [{"type": "log_committed", "path": str(tmp_path.resolve()),
+        assert ctx.system_messages == [{"type": "log_committed", "path": str(tmp_path.resolve()),
                                 "offsets": {"0": 0, "2": 5}}]  # fmt: skip
     finally:
         spout.close()
@@ -193,7 +175,7 @@ def test_a_reader_behind_the_retention_point_starts_at_what_is_left(tmp_path: Pa
     spout, ctx = open_spout(tmp_path, 0)
     try:
         drain(spout)
-        assert by_partition(ctx.emitted) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
+        assert by_partition(ctx.values()) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
     finally:
         spout.close()
 
@@ -209,10 +191,10 @@ def test_a_checkpointed_offset_past_the_end_is_an_error_not_a_wait(tmp_path: Pat
     spout, ctx = open_spout(tmp_path, 0, State({"offsets": {0: 5, 2: 5}}))
     try:
         drain(spout)
-        assert ctx.emitted == []
+        assert ctx.values() == []
         writer.append([encode([0, 5, "new"])])
-        wait_for(lambda: drain(spout) or ctx.emitted, 5, "the new record", interval=0.06)
-        assert ctx.emitted == [[0, 5, "new"]]  # the new reading gets offset 5: read, not lost
+        wait_for(lambda: drain(spout) or ctx.values(), 5, "the new record", interval=0.06)
+        assert ctx.values() == [[0, 5, "new"]]  # the new reading gets offset 5: read, not lost
     finally:
         spout.close()
         writer.close()
@@ -244,7 +226,7 @@ def test_a_checkpointed_offset_trimmed_since_is_skipped_loudly_and_counted(
     try:
         with caplog.at_level(logging.INFO, logger="test"):
             drain(spout)
-        assert by_partition(ctx.emitted) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
+        assert by_partition(ctx.values()) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
         assert ctx.counters == {"log_records_skipped": 2}
         assert any(r.levelno == logging.ERROR and "1..2 were trimmed" in r.getMessage()
                    for r in caplog.records)  # fmt: skip

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
 from headwater import DEAD_LETTERS, DeadLetter
-from headwater.common.api import Context
 from headwater.common.dsl._ops import (
     FilterOp,
     FlatMapOp,
@@ -20,34 +18,13 @@ from headwater.common.dsl._ops import (
     SinkOp,
     _Chain,
 )
-from headwater.common.runtime._dead_letters import Retry
-from headwater.common.state import KeyedState, State
 from headwater.dsl import Pipeline
+from headwater.testing import TestContext
 
 
-class Ctx:
-    """A context that retries as an instance does and keeps the dead letters."""
-
-    def __init__(self, retries: int = 3) -> None:
-        self.state = State()
-        self.keyed: dict[str, KeyedState] = {}
-        self.emitted: list[list[Any]] = []
-        self.dead: list[list[Any]] = []
-        self.counters: dict[str, int] = {}
-        self.retry_record = Retry(retries, lambda *row: self.dead.append(list(row)),
-                                  logging.getLogger("test"))  # fmt: skip
-
-    def keyed_state(self, name: str) -> KeyedState:
-        return self.keyed.setdefault(name, KeyedState())
-
-    def emit(self, values: list[Any], stream: str = "default", **_: Any) -> None:
-        self.emitted.append([stream, *values])
-
-    def emitter(self, stream: str = "default") -> Any:
-        return lambda values: self.emit(values, stream)
-
-    def incr(self, counter: str, by: int = 1) -> None:
-        self.counters[counter] = self.counters.get(counter, 0) + by
+def emitted(ctx: TestContext) -> list[list[Any]]:
+    """What the chain emitted, each as ``[stream, *values]``."""
+    return [[e.stream, *e.values] for e in ctx.emitted]
 
 
 def _poison(key: str) -> Any:
@@ -63,7 +40,7 @@ def _poison(key: str) -> Any:
 
 
 def test_a_step_that_raises_on_one_key_dead_letters_it_and_goes_on() -> None:
-    ctx = Ctx()
+    ctx = TestContext()
     seen: Counter[str] = Counter()
 
     def count(state: int | None, value: dict[str, Any]) -> tuple[int, list[Any]]:
@@ -77,20 +54,22 @@ def test_a_step_that_raises_on_one_key_dead_letters_it_and_goes_on() -> None:
         MapOp("check", fn),
         FilterOp("keep", lambda v: True),
     ]
-    chain = _Chain(ops, cast(Context, ctx))
+    chain = _Chain(ops, ctx)
     for k in "abcb":
         chain.first(None, {"k": k})
-    assert [e[1] for e in ctx.emitted] == ["a", "c"]
-    assert [(d[0], d[1], d[3]) for d in ctx.dead] == [("check", "KeyError: 'b'", {"k": "b"})] * 2
-    assert "in fn" in ctx.dead[0][2]
+    assert [e[1] for e in emitted(ctx)] == ["a", "c"]
+    assert [(d[0], d[1], d[3]) for d in ctx.dead_letters] == [
+        ("check", "KeyError: 'b'", {"k": "b"})
+    ] * 2
+    assert "in fn" in ctx.dead_letters[0][2]
     assert calls == {"a": 1, "b": 8, "c": 1}  # 1 + 3 retries per poison record
     assert seen == {"a": 1, "b": 2, "c": 1}  # the steps before it are not run again
     assert dict(ctx.keyed["count"]) == {"a": 1, "b": 2, "c": 1}
-    assert (ctx.retry_record.retries, ctx.retry_record.dead_letters) == (6, 2)
+    assert (ctx.retries, ctx.retry.dead_letters) == (6, 2)
 
 
 def test_a_retry_that_works_processes_the_record_once() -> None:
-    ctx = Ctx()
+    ctx = TestContext()
     attempts: Counter[int] = Counter()
 
     def flaky(v: int) -> list[int]:
@@ -101,38 +80,38 @@ def test_a_retry_that_works_processes_the_record_once() -> None:
 
     totals: list[int] = []
     chain = _Chain([FlatMapOp("fan", flaky), ReduceByKeyOp("sum", lambda a, b: a + b),
-                    SinkOp("out", totals.append)], cast(Context, ctx))  # fmt: skip
+                    SinkOp("out", totals.append)], ctx)  # fmt: skip
     for v in (1, 2, 3):
         chain.first("k", v)
     assert totals == [1, 11, 13, 33, 36, 66]  # 2 and 20 counted once
-    assert ctx.dead == [] and ctx.retry_record.retries == 2
+    assert ctx.dead_letters == [] and ctx.retries == 2
     assert ctx.counters == {"records:out": 6}
 
 
 def test_dead_letter_skips_the_retries_in_a_keyed_step() -> None:
-    ctx = Ctx()
+    ctx = TestContext()
 
     def dedup(last: int | None, seq: int) -> tuple[int | None, list[int]]:
         if last is not None and seq - last > 100:
             raise DeadLetter(f"seq {seq} too far ahead of {last}")
         return seq, [seq]
 
-    chain = _Chain([KeyedFlatMapOp("dedup", dedup)], cast(Context, ctx))
+    chain = _Chain([KeyedFlatMapOp("dedup", dedup)], ctx)
     for seq in (1, 2, 99_999_999, 3):
         chain.first("sensor", seq)
-    assert [e[2] for e in ctx.emitted] == [1, 2, 3]  # the sensor is not silenced
-    assert ctx.dead == [["dedup", "seq 99999999 too far ahead of 2", "", 99_999_999]]
-    assert ctx.retry_record.retries == 0
+    assert [e[2] for e in emitted(ctx)] == [1, 2, 3]  # the sensor is not silenced
+    assert ctx.dead_letters == [["dedup", "seq 99999999 too far ahead of 2", "", 99_999_999]]
+    assert ctx.retries == 0
 
 
 def test_without_a_retrying_context_the_exception_goes_up() -> None:
-    class Bare(Ctx):
+    class Bare(TestContext):
         def __getattribute__(self, name: str) -> Any:
             if name == "retry_record":
                 raise AttributeError(name)
             return super().__getattribute__(name)
 
-    chain = _Chain([MapOp("boom", lambda v: 1 // v)], cast(Context, Bare()))
+    chain = _Chain([MapOp("boom", lambda v: 1 // v)], Bare())
     with pytest.raises(ZeroDivisionError):
         chain.first(None, 0)
 
@@ -154,7 +133,7 @@ def test_a_pipeline_names_its_dead_letter_sink() -> None:
 
 
 def test_a_generator_that_raises_half_way_emits_its_items_once() -> None:
-    ctx = Ctx()
+    ctx = TestContext()
     attempts: Counter[int] = Counter()
 
     def half(v: int) -> Any:
@@ -166,19 +145,19 @@ def test_a_generator_that_raises_half_way_emits_its_items_once() -> None:
 
     out: list[int] = []
     chain = _Chain([FlatMapOp("fan", half), SinkOp("out", out.append)],
-                   cast(Context, ctx))  # fmt: skip
+                   ctx)  # fmt: skip
     chain.first("k", 1)
-    assert out == [1, 10] and ctx.dead == []
+    assert out == [1, 10] and ctx.dead_letters == []
 
 
 def test_an_os_error_is_the_environments_fault_and_goes_up() -> None:
     """A database briefly down is no poison record: the instance restarts and replays it."""
-    ctx = Ctx()
+    ctx = TestContext()
 
     def down(v: int) -> int:
         raise ConnectionRefusedError("db:5432")
 
-    chain = _Chain([MapOp("write", down), SinkOp("out", lambda v: None)], cast(Context, ctx))
+    chain = _Chain([MapOp("write", down), SinkOp("out", lambda v: None)], ctx)
     with pytest.raises(ConnectionRefusedError):
         chain.first("k", 1)
-    assert ctx.dead == [] and ctx.retry_record.retries == 0
+    assert ctx.dead_letters == [] and ctx.retries == 0

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from headwater.common.api import Context
 from headwater.common.dsl._ops import JoinOp
 from headwater.common.dsl._windows import Tumbling
-from headwater.common.state import KeyedState, State
-
-
-class Ctx:
-    def __init__(self) -> None:
-        self.state = State()
-        self.keyed: dict[str, KeyedState] = {}
-
-    def keyed_state(self, name: str) -> KeyedState:
-        return self.keyed.setdefault(name, KeyedState())
-
+from headwater.testing import TestContext
 
 LEFT = [("a", 1, "a1"), ("b", 2, "b1"), ("a", 12, "a2")]
 RIGHT = [("a", 3, "A1"), ("a", 4, "A2"), ("c", 5, "C1"), ("c", 14, "C2")]
@@ -28,7 +17,7 @@ RIGHT = [("a", 3, "A1"), ("a", 4, "A2"), ("c", 5, "C1"), ("c", 14, "C2")]
 def join(how: str) -> tuple[list[Any], list[Any]]:
     op = JoinOp("j", Tumbling(10), (lambda v: v[0], lambda v: v[0]),
                 lambda left, right: (left and left[1], right and right[1]), how, 0, 0)  # fmt: skip
-    op.open(cast(Context, Ctx()))
+    op.open(TestContext())
     out: list[Any] = []
     late: list[Any] = []
     records = [(0, k, (ts, v)) for k, ts, v in LEFT] + [(1, k, (ts, v)) for k, ts, v in RIGHT]

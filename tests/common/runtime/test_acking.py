@@ -7,22 +7,14 @@ import itertools
 import pytest
 
 from headwater.common.runtime import XorTracker
-
-
-class FakeClock:
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
+from headwater.testing import ManualClock
 
 # distinct edge ids; no subset of them XORs to zero
 E1, E2, E3, E4 = 0x1111_0000_0001, 0x2222_0000_0010, 0x4444_0000_0100, 0x0888_0000_1000
 
 
-def _tracker(timeout: float = 30.0, clock: FakeClock | None = None) -> XorTracker:
-    return XorTracker(timeout, clock=clock or FakeClock())
+def _tracker(timeout: float = 30.0, clock: ManualClock | None = None) -> XorTracker:
+    return XorTracker(timeout, clock=(clock or ManualClock(0.0)).monotonic)
 
 
 def test_single_edge_tree() -> None:
@@ -94,26 +86,26 @@ def test_fail_of_unknown_root() -> None:
 
 
 def test_expire_fails_roots_after_the_timeout() -> None:
-    clock = FakeClock()
+    clock = ManualClock(0.0)
     t = _tracker(timeout=3.0, clock=clock)
     t.add(1, 7, E1)
-    clock.now = 2.999
+    clock.advance_to(2.999)
     assert t.expire() == []
-    clock.now = 4.0  # timeout * (1 + 1/buckets)
+    clock.advance_to(4.0)  # timeout * (1 + 1/buckets)
     assert t.expire() == [(1, 7)]
     assert len(t) == 0
     assert t.ack(1, 7, E1) is False
 
 
 def test_expire_keeps_roots_that_complete_in_time() -> None:
-    clock = FakeClock()
+    clock = ManualClock(0.0)
     t = _tracker(timeout=3.0, clock=clock)
     t.add(1, 7, E1)
     t.add(1, 8, E2)
-    clock.now = 2.0
+    clock.advance_to(2.0)
     assert t.expire() == []
     assert t.ack(1, 7, E1) is True
-    clock.now = 10.0
+    clock.advance_to(10.0)
     assert t.expire() == [(1, 8)]
 
 
@@ -122,17 +114,17 @@ def test_expiry_window(buckets: int) -> None:
     """A root fails between timeout and timeout * (1 + 1/buckets) after its add."""
     timeout = 4.0
     step = 0.125
-    clock = FakeClock()
-    t = XorTracker(timeout, buckets=buckets, clock=clock)
+    clock = ManualClock(0.0)
+    t = XorTracker(timeout, buckets=buckets, clock=clock.monotonic)
     added: dict[int, float] = {}
     expired_at: dict[int, float] = {}
     for i in range(200):
-        clock.now = i * step
+        clock.advance_to(i * step)
         for _task, root in t.expire():
-            expired_at[root] = clock.now
+            expired_at[root] = clock.monotonic()
         if i < 80:
             t.add(1, i, E1)
-            added[i] = clock.now
+            added[i] = clock.monotonic()
     assert set(expired_at) == set(added)
     for root, at in added.items():
         lived = expired_at[root] - at
@@ -140,23 +132,23 @@ def test_expiry_window(buckets: int) -> None:
 
 
 def test_expire_is_lazy_and_catches_up() -> None:
-    clock = FakeClock()
+    clock = ManualClock(0.0)
     t = _tracker(timeout=3.0, clock=clock)
     t.add(1, 1, E1)
     t.add(2, 2, E2)
-    clock.now = 100.0
+    clock.advance_to(100.0)
     assert sorted(t.expire()) == [(1, 1), (2, 2)]
     assert t.expire() == []
 
 
 def test_ack_finds_roots_in_older_buckets() -> None:
-    clock = FakeClock()
+    clock = ManualClock(0.0)
     t = _tracker(timeout=3.0, clock=clock)
     t.add(1, 7, E1 ^ E2)
-    clock.now = 1.0
+    clock.advance_to(1.0)
     assert t.expire() == []
     assert t.ack(1, 7, E1) is False
-    clock.now = 2.0
+    clock.advance_to(2.0)
     assert t.expire() == []
     t.add(1, 7, E3)  # a later add for the same root lands in its existing bucket
     assert len(t) == 1
@@ -164,10 +156,10 @@ def test_ack_finds_roots_in_older_buckets() -> None:
 
 
 def test_forget_task_drops_only_that_tasks_roots() -> None:
-    clock = FakeClock()
+    clock = ManualClock(0.0)
     t = _tracker(timeout=3.0, clock=clock)
     t.add(1, 7, E1)
-    clock.now = 1.5
+    clock.advance_to(1.5)
     t.expire()
     t.add(1, 8, E2)
     t.add(2, 7, E3)
@@ -177,7 +169,7 @@ def test_forget_task_drops_only_that_tasks_roots() -> None:
     assert t.ack(1, 7, E1) is False
     assert t.fail(1, 8) is False
     assert t.ack(2, 7, E3) is True
-    clock.now = 100.0
+    clock.advance_to(100.0)
     assert t.expire() == []
 
 
