@@ -26,6 +26,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
         "headwater.edge",
         "headwater.cloud",
         "headwater.heronpy",
+        "headwater.testing",
         "headwater.common.runtime.instance",
     ],
 )

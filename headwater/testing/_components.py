@@ -23,7 +23,7 @@ class TestSource(Spout):
     modulo ``n``, in order. Each is emitted with its index as ``tup_id``: under
     at-least-once a failed one is emitted again (the indexes acked and failed are
     in ``acked`` and ``failed``). Declare the fields with ``outputs=`` where the
-    topology adds it (one field, ``value``, by default).
+    topology adds it: a ``partial`` hides the class's own (one field, ``value``).
     """
 
     __test__ = False  # not a pytest test class
