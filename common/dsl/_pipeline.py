@@ -43,8 +43,8 @@ from ..api import (
     fields,
     shuffle,
 )
+from ..api._config import DSL_STEPS as STEPS
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
-from ..plan._physical import DSL_STEPS as STEPS
 from ._ops import (
     CollectionSpout,
     FilterOp,
