@@ -20,10 +20,10 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import partial
 
-from ..api import ComponentSpec, Input, Reliability, RuntimeConfig, Topology, global_
+from ..api import Bolt, ComponentSpec, Input, Reliability, RuntimeConfig, Spout, Topology, global_
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
+from ..api._system import system_component
 from ._validate import SYSTEM
 
 DOMAIN_ENV = "HEADWATER_DOMAIN"
@@ -55,8 +55,6 @@ def cloud_part(topology: Topology) -> Topology:
     """The cloud subgraph: boundary components become uplink receivers, other edge ones go."""
     if not has_edge(topology):
         return topology
-    from ..runtime._uplink import UplinkSpout
-
     edges = boundary(topology)
     components: list[ComponentSpec] = []
     for comp in topology.components:
@@ -64,15 +62,14 @@ def cloud_part(topology: Topology) -> Topology:
             components.append(comp)
         elif comp.name in edges:
             streams = tuple(s for s in comp.streams if s.name in edges[comp.name])
-            components.append(ComponentSpec(comp.name, "spout", partial(UplinkSpout, comp.name),
+            receiver = system_component("uplink_receiver", Spout, component=comp.name)
+            components.append(ComponentSpec(comp.name, "spout", receiver,
                                             1, (), streams))  # fmt: skip
     return replace(topology, components=tuple(components))
 
 
 def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
     """The edge subgraph an agent with ``labels`` runs, with an outbox sink per boundary."""
-    from ..runtime._uplink import OutboxSink
-
     edges = boundary(topology)
     components: list[ComponentSpec] = []
     rc = RuntimeConfig.from_mapping(topology.config)
@@ -86,8 +83,9 @@ def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
             if not exactly_once:
                 config[TICK_SECS] = 0.2  # no checkpoints: the sink flushes on a tick
             inputs = tuple(Input(comp.name, s, global_()) for s in edges[comp.name])
+            sink = system_component("outbox_sink", Bolt, component=comp.name)
             components.append(ComponentSpec(f"{OUTBOX_PREFIX}{comp.name}", "bolt",
-                                            partial(OutboxSink, comp.name), 1, inputs, (),
+                                            sink, 1, inputs, (),
                                             config))  # fmt: skip
     return replace(topology, components=tuple(components))
 
