@@ -38,7 +38,7 @@ def test_every_kind_resolves_to_its_class() -> None:
 
 
 def test_an_unknown_kind_says_which_are_known() -> None:
-    with pytest.raises(ValueError, match="unknown system component 'nope'.*outbox_sink"):
+    with pytest.raises(ValueError, match=r"unknown system component 'nope'.*outbox_sink"):
         resolve(system_component("nope", Bolt))
 
 
