@@ -39,7 +39,7 @@ from .._exceptions import HeadwaterError, PackageMismatchError
 from .._health import DEGRADED, FAILED, Health
 from .._package import unpack_package
 from ..control._crashloop import CrashLoopWatch
-from ..plan._domains import domain_env
+from ..plan import domain_args
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._procs import BeatWatch, beat_file, spawn, terminate
@@ -282,6 +282,7 @@ class Node:
             "--tmaster", self.tmaster_address(run),
             "--workdir", str(home),
             "--state-dir", str(home / "state"),
+            *self.container_domain(run),
         ]  # fmt: skip
         self.containers[(run.topology, run.container)] = spawn(
             args, env=self.container_env(run), log_path=str(home / "container.log")
@@ -295,8 +296,11 @@ class Node:
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.master
 
+    def container_domain(self, run: pb.RunContainer) -> list[str]:
+        return domain_args(run.domain or "cloud")
+
     def container_env(self, run: pb.RunContainer) -> dict[str, str]:
-        return domain_env(run.domain or "cloud")
+        return {}
 
     def ordered(self) -> None:
         """The run orders changed (agents keep them on disk; a worker's come from the master)."""
