@@ -42,8 +42,8 @@ from headwater.common._package import verify_package
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
+from headwater.common.node import Node
 from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
-from headwater.common.runtime._node import Node
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 

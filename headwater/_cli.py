@@ -485,24 +485,15 @@ def _cmd_master(args: argparse.Namespace) -> int:
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
-    import signal as signals
 
     from headwater import __version__
-    from headwater.common.runtime._node import Node
+    from headwater.cloud.worker import serve
 
     _daemon_logging("worker")
     # the same workdir is the same node (its id is kept there): a second worker on this
     # machine needs a --workdir of its own
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
-
-    async def main() -> None:
-        node = Node(args.master, workdir, kind="worker", node_id=args.id, version=__version__)
-        loop = asyncio.get_running_loop()
-        for s in (signals.SIGTERM, signals.SIGINT):
-            loop.add_signal_handler(s, node.stopping.set)
-        await node.run()
-
-    asyncio.run(main())
+    asyncio.run(serve(args.master, workdir, args.id, __version__))
     return 0
 
 
@@ -531,7 +522,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     import signal as signals
 
     from headwater import __version__
-    from headwater.common.runtime._node import node_identity
+    from headwater.common.node import node_identity
     from headwater.edge import Agent, MqttSource
 
     _daemon_logging("agent")
