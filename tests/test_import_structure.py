@@ -90,7 +90,8 @@ class Import:
 
     @property
     def where(self) -> str:
-        return f"{self.file.relative_to(ROOT.parent)}:{self.line}"
+        # the file's own path in the repository (common/, edge/, cloud/ are symlinked in)
+        return f"{self.file.resolve().relative_to(ROOT.parent.resolve())}:{self.line}"
 
 
 def _module_files() -> dict[str, Path]:
@@ -299,3 +300,27 @@ def test_the_checker_sees_what_it_must() -> None:
     # a relative import resolves within the package
     targets = {imp.target for imp in IMPORTS if imp.source == "headwater.common.plan"}
     assert "headwater.common.plan._physical" in targets
+
+
+def test_the_checker_finds_a_cycle_and_spares_type_checking() -> None:
+    f = ROOT / "__init__.py"
+    imports = [
+        Import("a", "b", f, 1, False),
+        Import("b", "c", f, 2, False),
+        Import("c", "a", f, 3, False),
+        Import("c", "d", f, 4, False),
+        Import("d", "c", f, 5, True),
+    ]
+    (cycle,) = _cycles(imports)
+    assert [imp.source for imp in cycle] == ["a", "b", "c"]
+    assert cycle[-1].where == "headwater/__init__.py:3"
+
+
+def test_layers_of_known_modules() -> None:
+    assert layer_of("headwater") == "api"
+    assert layer_of("headwater.common._retry") == "foundations"
+    assert layer_of("headwater.common.wire.proto.runtime_pb2") == "foundations"
+    assert layer_of("headwater.common.plan._loader") == "plan"
+    assert layer_of("headwater.common.state._store") == "runtime"
+    assert layer_of("headwater.common.node._node") == "daemons"
+    assert layer_of("headwater._cli") == "daemons"
