@@ -38,14 +38,12 @@ import grpc
 from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._health import DEGRADED, FAILED, Level
-from headwater.common._loader import load_topology
 from headwater.common._package import verify_package
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
-from headwater.common.plan import edge_part, pack_round_robin, validate
-from headwater.common.plan._domains import domain_env
-from headwater.common.runtime._node import Node
+from headwater.common.node import Node
+from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -330,9 +328,11 @@ class Agent(Node):
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.local_address
 
+    def container_domain(self, run: pb.RunContainer) -> list[str]:
+        return domain_args("edge", self.labels)
+
     def container_env(self, run: pb.RunContainer) -> dict[str, str]:
         return {
-            **domain_env("edge", self.labels),
             UPLINK_ENV: self.master,
             AGENT_ENV: self.node_id,
             BUDGET_ENV: str(self.outbox_budget),

@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import AsyncIterator
@@ -35,7 +34,7 @@ from pathlib import Path
 
 import grpc
 
-from headwater.common.runtime._node import Backoff
+from headwater.common._retry import RetryPolicy
 from headwater.common.runtime._stmgr import StreamManager
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
@@ -58,7 +57,7 @@ class Uplink:
         outbox_dir: str | Path,
         budget_bytes: int,
         stmgr: StreamManager,
-        backoff: Backoff | None = None,
+        backoff: RetryPolicy | None = None,
     ) -> None:
         self.address = address
         self.agent = agent
@@ -66,7 +65,7 @@ class Uplink:
         self.dir = Path(outbox_dir)
         self.budget = budget_bytes
         self.stmgr = stmgr
-        self.backoff = backoff or Backoff()
+        self.backoff = backoff or RetryPolicy()
         self.outboxes: dict[str, Outbox] = {}
         for d in sorted(self.dir.glob("*")) if self.dir.exists() else []:
             if d.is_dir():
@@ -135,7 +134,7 @@ class Uplink:
 
     # -- the stream ------------------------------------------------------------------
     async def run(self) -> None:
-        next_delay = self.backoff.delays(random.Random())
+        next_delay = self.backoff.start().next_delay
         while True:
             try:
                 async with grpc.aio.insecure_channel(self.address, options=[
@@ -153,7 +152,7 @@ class Uplink:
                             self.connected = True
                             self.connects += 1
                             log.info("uplink to %s up", self.address)
-                            next_delay = self.backoff.delays(random.Random())
+                            next_delay = self.backoff.start().next_delay
                         self._on_feedback(fb)
             except asyncio.CancelledError:
                 raise

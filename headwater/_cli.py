@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from headwater._master_client import api, master_url
 from headwater.common._exceptions import HeadwaterError
 
 
@@ -484,47 +485,16 @@ def _cmd_master(args: argparse.Namespace) -> int:
 
 def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
-    import signal as signals
 
     from headwater import __version__
-    from headwater.common.runtime._node import Node
+    from headwater.cloud.worker import serve
 
     _daemon_logging("worker")
     # the same workdir is the same node (its id is kept there): a second worker on this
     # machine needs a --workdir of its own
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
-
-    async def main() -> None:
-        node = Node(args.master, workdir, kind="worker", node_id=args.id, version=__version__)
-        loop = asyncio.get_running_loop()
-        for s in (signals.SIGTERM, signals.SIGINT):
-            loop.add_signal_handler(s, node.stopping.set)
-        await node.run()
-
-    asyncio.run(main())
+    asyncio.run(serve(args.master, workdir, args.id, __version__))
     return 0
-
-
-def _api(method: str, url: str, data: bytes | None = None) -> Any:
-    req = urllib.request.Request(url, data=data, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return json.loads(r.read())
-    except urllib.error.HTTPError as exc:
-        body = exc.read().decode(errors="replace")
-        with contextlib.suppress(ValueError, KeyError, TypeError):  # a JSON {"error": ...}
-            body = json.loads(body)["error"]
-        raise HeadwaterError(body or str(exc)) from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise HeadwaterError(f"cannot reach the master at {url}: {exc}") from exc
-
-
-def _master_url(url: str | None) -> str:
-    url = url or os.environ.get("HEADWATER_MASTER")
-    if not url:
-        raise HeadwaterError("name the master: --master URL or HEADWATER_MASTER=URL "
-                             "(headwater master prints its API URL)")  # fmt: skip
-    return url.rstrip("/")
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
@@ -533,16 +503,16 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     from headwater.common._package import build_package, package_hash
 
     data, entry = build_package(args.file)
-    base = _master_url(args.url)
+    base = master_url(args.url)
     query = urlencode({"entry": entry, "containers": args.containers})
-    result = _api("POST", f"{base}/api/v1/topologies?{query}", data)
+    result = api("POST", f"{base}/api/v1/topologies?{query}", data)
     print(f"submitted {result['topology']!r}: package {package_hash(data)}, "
           f"{result['containers']} containers")  # fmt: skip
     return 0
 
 
 def _cmd_kill(args: argparse.Namespace) -> int:
-    _api("DELETE", f"{_master_url(args.url)}/api/v1/topologies/{args.topology}")
+    api("DELETE", f"{master_url(args.url)}/api/v1/topologies/{args.topology}")
     print(f"killed {args.topology!r}")
     return 0
 
@@ -552,7 +522,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     import signal as signals
 
     from headwater import __version__
-    from headwater.common.runtime._node import node_identity
+    from headwater.common.node import node_identity
     from headwater.edge import Agent, MqttSource
 
     _daemon_logging("agent")
@@ -587,10 +557,10 @@ def _cmd_nodes(args: argparse.Namespace) -> int:
     if args.forget is not None:
         from urllib.parse import quote
 
-        _api("DELETE", f"{_master_url(args.url)}/api/v1/nodes/{quote(args.forget, safe='')}")
+        api("DELETE", f"{master_url(args.url)}/api/v1/nodes/{quote(args.forget, safe='')}")
         print(f"forgot node {args.forget!r}")
         return 0
-    nodes = _api("GET", f"{_master_url(args.url)}/api/v1/nodes")
+    nodes = api("GET", f"{master_url(args.url)}/api/v1/nodes")
     if args.json:
         print(json.dumps(nodes, indent=2))
         return 0

@@ -8,6 +8,8 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+from headwater._master_client import api, master_url
+
 WAIT_S = 120.0
 
 
@@ -64,10 +66,9 @@ def add_parsers(sub: Any, master_help: str) -> None:
 
 
 def _cmd_edit(args: argparse.Namespace) -> int:
-    from headwater._cli import _api, _master_url
     from headwater.common._package import build_package
 
-    base = _master_url(args.url)
+    base = master_url(args.url)
     query: dict[str, Any] = {"action": args.action, "base": args.base, "author": args.author}
     data = b""
     file = getattr(args, "file", None)
@@ -81,7 +82,7 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     if args.action == "rollback":
         query["to"] = args.to
     url = f"{base}/api/v1/topologies/{args.topology}/revisions"
-    record = _api("POST", f"{url}?{urlencode(query)}", data)
+    record = api("POST", f"{url}?{urlencode(query)}", data)
     rev = record["revision"]
     print(f"revision {rev} accepted: {_describe(record['diff'])}")
     if args.no_wait:
@@ -89,7 +90,7 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         time.sleep(0.2)
-        view = _api("GET", url)
+        view = api("GET", url)
         rec = next(r for r in view["revisions"] if r["revision"] == rev)
         if rec["status"] == "applied":
             print(f"revision {rev} applied (from checkpoint {rec['switch_at']})")
@@ -107,9 +108,7 @@ def _describe(diff: dict[str, list[str]]) -> str:
 
 
 def _cmd_revisions(args: argparse.Namespace) -> int:
-    from headwater._cli import _api, _master_url
-
-    view = _api("GET", f"{_master_url(args.url)}/api/v1/topologies/{args.topology}/revisions")
+    view = api("GET", f"{master_url(args.url)}/api/v1/topologies/{args.topology}/revisions")
     if args.json:
         print(json.dumps(view, indent=2))
         return 0

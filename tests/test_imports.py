@@ -25,6 +25,8 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
         "headwater.common",
         "headwater.edge",
         "headwater.cloud",
+        "headwater.cloud.worker",
+        "headwater.common.node",
         "headwater.heronpy",
         "headwater.testing",
         "headwater.common.runtime.instance",

@@ -29,11 +29,10 @@ from types import TracebackType
 from typing import Any
 
 from headwater.common._exceptions import ClusterError, CrashLoopError
-from headwater.common._loader import load_topology
 from headwater.common.api import Topology
 from headwater.common.control import CrashLoopDetector, CrashLoopPolicy, check_same_topology
 from headwater.common.control._crashloop import DEFAULT_POLICY
-from headwater.common.plan import PhysicalPlan, pack_round_robin, validate
+from headwater.common.plan import PhysicalPlan, load_topology, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
 
 log = logging.getLogger("headwater.local")

@@ -25,7 +25,6 @@ import grpc
 
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._ids import node_id_problem
-from headwater.common._loader import load_topology
 from headwater.common._package import PackageStore, unpack_package
 from headwater.common.api import Placement, Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
@@ -37,7 +36,7 @@ from headwater.common.control._revisions import (
     touches_edge,
     without,
 )
-from headwater.common.plan import cloud_part, pack_round_robin, validate
+from headwater.common.plan import cloud_part, load_topology, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 

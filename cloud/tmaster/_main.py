@@ -14,9 +14,8 @@ from pathlib import Path
 import grpc
 from aiohttp import web
 
-from headwater.common._loader import load_topology
 from headwater.common.control import TopologyMaster
-from headwater.common.plan import pack_round_robin, validate
+from headwater.common.plan import load_topology, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._http import make_app

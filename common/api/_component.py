@@ -43,7 +43,7 @@ from ._stream import DEFAULT_STREAM, Stream
 from ._tuple import Tuple
 
 if TYPE_CHECKING:
-    from ..state import KeyedState, State
+    from ._state import KeyedState, State
     from ._topology import Topology
 
 

@@ -14,6 +14,7 @@ TOPOLOGY_RELIABILITY_MODE = "topology.reliability.mode"
 TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
+DSL_STEPS = "headwater.dsl.steps"  # component config: the DSL steps fused into it
 TOPOLOGY_ENABLE_ACKING = "topology.acking"
 TOPOLOGY_DEBUG = "topology.debug"
 CHECKPOINT_INTERVAL_SECS = "topology.stateful.checkpoint.interval.seconds"

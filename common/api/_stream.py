@@ -10,6 +10,9 @@ DEFAULT_STREAM = "default"
 DEAD_LETTERS = "__dead_letters"
 """The system stream of every component's dead letters (``Topology.with_dead_letters``)."""
 DEAD_LETTER_FIELDS = ("component", "reason", "traceback", "record")
+PUNCTUATION = "wm:"
+"""The prefix of punctuation streams (the DSL's watermarks): the emitter sends their frames
+only after the data sent before them."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from ._component import Bolt, Spout
+from ._config import DSL_STEPS
 from ._stream import (
     DEAD_LETTER_STREAM,
     DEAD_LETTERS,
@@ -234,16 +235,13 @@ def _dead_letters_from(spec: ComponentSpec, sink: ComponentSpec) -> bool:
     whose chain has steps), on a path streams may take (edge to cloud, or within one place)."""
     if spec.name == sink.name:
         return False
-    if spec.kind == "spout" and len(spec.config.get(_DSL_STEPS, ())) < 2:
+    if spec.kind == "spout" and len(spec.config.get(DSL_STEPS, ())) < 2:
         return False  # a plain spout's records come from no user step
     return not sink.placement.is_edge or spec.placement == sink.placement
 
 
 def _subscribe_dead_letters(sink: ComponentSpec, component: str) -> ComponentSpec:
     return replace(sink, inputs=(*sink.inputs, Input(component, DEAD_LETTERS, shuffle())))
-
-
-_DSL_STEPS = "headwater.dsl.steps"  # plan._physical.DSL_STEPS (the plan imports this module)
 
 
 def _outputs(factory: Factory, outputs: Sequence[Stream | str] | None) -> tuple[Stream, ...]:

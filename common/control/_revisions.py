@@ -27,8 +27,8 @@ from typing import Any
 
 from headwater.common._exceptions import HeadwaterError, InvalidTopologyError
 from headwater.common.api import ComponentSpec, Topology
+from headwater.common.api._config import DSL_STEPS
 from headwater.common.plan import boundary, validate
-from headwater.common.plan._physical import DSL_STEPS
 
 ACTIONS = ("submit", "attach", "replace", "remove", "rollback")
 STATE_SCHEMA = "state_schema"  # a component class attribute: the shape of its state

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, cast
 
 from ..api import Bolt, Context, Spout, Tuple
-from ..runtime._emitter import PUNCTUATION
+from ..api._stream import PUNCTUATION
 from ._windows import Assigner, WindowedReduce
 
 Out = Callable[[Any, Any], None]

@@ -43,8 +43,9 @@ from ..api import (
     fields,
     shuffle,
 )
+from ..api._config import DSL_STEPS as STEPS
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
-from ..plan._physical import DSL_STEPS as STEPS
+from ..api._system import system_component
 from ._ops import (
     CollectionSpout,
     FilterOp,
@@ -115,9 +116,8 @@ class Pipeline:
     def from_log(self, name: str, path: str, partitions: int, *, parallelism: int = 1,
                  placement: Placement | None = None) -> Streamlet:  # fmt: skip
         """A durable log (e.g. the agent's MQTT ingest log): records are its value lists."""
-        from ..connectors import LogSpout
-
-        return self.source(name, partial(LogSpout, path, partitions),
+        spout = system_component("log_spout", Spout, path=path, partitions=partitions)
+        return self.source(name, spout,
                            parallelism=parallelism, placement=placement)  # fmt: skip
 
     def from_generator(self, name: str, fn: Callable[[], Any], *, parallelism: int = 1,

@@ -1,6 +1,15 @@
 """Logical plan validation and physical planning."""
 
-from ._domains import boundary, cloud_part, edge_part, for_domain, has_edge
+from ._domains import (
+    add_domain_arguments,
+    boundary,
+    cloud_part,
+    domain_args,
+    edge_part,
+    for_domain,
+    has_edge,
+)
+from ._loader import load_topology
 from ._physical import (
     InstancePlacement,
     PhysicalPlan,
@@ -17,11 +26,14 @@ from ._validate import validate
 __all__ = [
     "InstancePlacement",
     "PhysicalPlan",
+    "add_domain_arguments",
     "boundary",
     "cloud_part",
+    "domain_args",
     "edge_part",
     "for_domain",
     "has_edge",
+    "load_topology",
     "pack_round_robin",
     "plan_from_json",
     "plan_to_json",

@@ -8,26 +8,26 @@ edge subgraph gets an outbox sink subscribed to those streams, and the cloud
 subgraph gets, in the boundary component's place and under its name, a
 receiver spout that emits the same streams: the cloud components subscribe
 to it unchanged. Every process of a domain derives its subgraph (and so its
-task ids) from the same file with ``for_domain``; the environment of the
-container names the domain (``HEADWATER_DOMAIN``: ``cloud`` or ``edge``,
-with the agent's labels as JSON in ``HEADWATER_AGENT_LABELS``). Without it
-the topology runs whole, placement ignored, as ``headwater run`` does.
+task ids) from the same file with ``for_domain``; a container and its
+instances are told their domain on their command line (``--domain cloud`` or
+``--domain edge --labels JSON``, see ``domain_args``) and hand it to the
+loader. Without one the topology runs whole, placement ignored, as
+``headwater run`` does.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import replace
-from functools import partial
 
-from ..api import ComponentSpec, Input, Reliability, RuntimeConfig, Topology, global_
+from ..api import Bolt, ComponentSpec, Input, Reliability, RuntimeConfig, Spout, Topology, global_
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
+from ..api._system import system_component
 from ._validate import SYSTEM
 
-DOMAIN_ENV = "HEADWATER_DOMAIN"
-LABELS_ENV = "HEADWATER_AGENT_LABELS"
+DOMAINS = ("cloud", "edge")
 OUTBOX_PREFIX = "__outbox__"
 
 
@@ -55,8 +55,6 @@ def cloud_part(topology: Topology) -> Topology:
     """The cloud subgraph: boundary components become uplink receivers, other edge ones go."""
     if not has_edge(topology):
         return topology
-    from ..runtime._uplink import UplinkSpout
-
     edges = boundary(topology)
     components: list[ComponentSpec] = []
     for comp in topology.components:
@@ -64,15 +62,14 @@ def cloud_part(topology: Topology) -> Topology:
             components.append(comp)
         elif comp.name in edges:
             streams = tuple(s for s in comp.streams if s.name in edges[comp.name])
-            components.append(ComponentSpec(comp.name, "spout", partial(UplinkSpout, comp.name),
+            receiver = system_component("uplink_receiver", Spout, component=comp.name)
+            components.append(ComponentSpec(comp.name, "spout", receiver,
                                             1, (), streams))  # fmt: skip
     return replace(topology, components=tuple(components))
 
 
 def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
     """The edge subgraph an agent with ``labels`` runs, with an outbox sink per boundary."""
-    from ..runtime._uplink import OutboxSink
-
     edges = boundary(topology)
     components: list[ComponentSpec] = []
     rc = RuntimeConfig.from_mapping(topology.config)
@@ -86,8 +83,9 @@ def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
             if not exactly_once:
                 config[TICK_SECS] = 0.2  # no checkpoints: the sink flushes on a tick
             inputs = tuple(Input(comp.name, s, global_()) for s in edges[comp.name])
+            sink = system_component("outbox_sink", Bolt, component=comp.name)
             components.append(ComponentSpec(f"{OUTBOX_PREFIX}{comp.name}", "bolt",
-                                            partial(OutboxSink, comp.name), 1, inputs, (),
+                                            sink, 1, inputs, (),
                                             config))  # fmt: skip
     return replace(topology, components=tuple(components))
 
@@ -104,14 +102,24 @@ def for_domain(
     return topology
 
 
-def from_env(topology: Topology) -> Topology:
-    """The subgraph of the domain this process runs in (the whole topology outside one)."""
-    domain = os.environ.get(DOMAIN_ENV, "")
+def domain_args(domain: str | None, labels: Mapping[str, str] | None = None) -> list[str]:
+    """The command-line flags that tell a container or an instance its domain."""
     if not domain:
-        return topology
-    labels = json.loads(os.environ.get(LABELS_ENV) or "{}")
-    return for_domain(topology, domain, labels)
+        return []
+    return ["--domain", domain, "--labels", json.dumps(dict(labels or {}), sort_keys=True)]
 
 
-def domain_env(domain: str, labels: Mapping[str, str] | None = None) -> dict[str, str]:
-    return {DOMAIN_ENV: domain, LABELS_ENV: json.dumps(dict(labels or {}), sort_keys=True)}
+def add_domain_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--domain`` and ``--labels`` (as ``domain_args`` writes them) on a process's parser."""
+    parser.add_argument(
+        "--domain",
+        choices=DOMAINS,
+        default=None,
+        help="the checkpoint domain this process runs (default: the whole topology)",
+    )
+    parser.add_argument(
+        "--labels",
+        type=json.loads,
+        default={},
+        help="the agent's labels, as JSON (the edge domain)",
+    )

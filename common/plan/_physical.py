@@ -16,8 +16,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..api import Topology
-
-DSL_STEPS = "headwater.dsl.steps"  # component config: the DSL steps fused into it
+from ..api._config import DSL_STEPS
 
 
 @dataclass(frozen=True)

@@ -43,12 +43,14 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
 import grpc
 
-from .._loader import load_topology
 from .._package import unpack_package
 from ..api import Reliability, Topology
 from ..plan import (
     InstancePlacement,
     PhysicalPlan,
+    add_domain_arguments,
+    domain_args,
+    load_topology,
     pack_round_robin,
     plan_to_json,
     restrict,
@@ -91,7 +93,7 @@ class PendingSwitch:
 class Container:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.topology = load_topology(args.topology_file, args.topology)
+        self.topology = load_topology(args.topology_file, args.topology, args.domain, args.labels)
         validate(self.topology)
         self.plan = pack_round_robin(self.topology, args.containers)
         self.id = args.container
@@ -180,6 +182,7 @@ class Container:
             args += ["--topology", self.args.topology]
         if rev.plan_file:
             args += ["--plan-file", rev.plan_file]
+        args += domain_args(self.args.domain, self.args.labels)
         self.procs[task] = spawn(args, log_path=str(self.workdir / f"task-{task}.log"))
 
     async def _supervise(self) -> None:
@@ -350,7 +353,8 @@ class Container:
             tuple(InstancePlacement(i.task_id, i.component, i.component_index, i.container)
                   for i in r.plan.instances),
         )  # fmt: skip
-        topology = restrict(load_topology(code / r.entry, self.args.topology), plan)
+        a = self.args
+        topology = restrict(load_topology(code / r.entry, a.topology, a.domain, a.labels), plan)
         validate(topology)
         plan_file = home / "plan.json"
         plan_file.write_text(plan_to_json(plan))
@@ -389,6 +393,7 @@ class Container:
                 self.stmgr.send_control(task, {
                     "type": "prepare", "at": r.switch_at, "file": new.file,
                     "plan": new.plan_file, "topology": self.args.topology,
+                    "domain": self.args.domain, "labels": self.args.labels,
                 })  # fmt: skip
         self.stmgr.stage(new.plan, retiring, r.switch_at)
         self.switch = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled)
@@ -675,6 +680,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", required=True)
     p.add_argument("--state-dir", required=True, help="where this container's checkpoints live")
     p.add_argument("--host", default="127.0.0.1")
+    add_domain_arguments(p)
     return p
 
 

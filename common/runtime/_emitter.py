@@ -22,12 +22,12 @@ from typing import Any
 
 from .._exceptions import SerializationError
 from ..api import Tuple
+from ..api._stream import PUNCTUATION
 from ..wire import Kind, encode, encode_frame
 from ..wire._frame import STMGR
 from ._routing import Router
 
 Sink = Callable[[bytes], None]
-PUNCTUATION = "wm:"  # the prefix of punctuation streams (see above)
 _getrandbits = random.getrandbits
 
 

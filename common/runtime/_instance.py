@@ -32,7 +32,6 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._loader import load_topology
 from ..api import (
     DEAD_LETTERS,
     DEFAULT_STREAM,
@@ -45,7 +44,14 @@ from ..api import (
     Topology,
     Tuple,
 )
-from ..plan import PhysicalPlan, plan_from_json, restrict, task_ids
+from ..plan import (
+    PhysicalPlan,
+    add_domain_arguments,
+    load_topology,
+    plan_from_json,
+    restrict,
+    task_ids,
+)
 from ..state import KeyedState, State, StatefulComponent
 from ..state._state import dump_snapshot, load_snapshot
 from ..wire import Kind, decode, encode, encode_frame, parse_frame
@@ -467,7 +473,10 @@ class Instance:
             return
         with open(msg["plan"]) as f:
             plan = plan_from_json(f.read())
-        topology = restrict(load_topology(msg["file"], msg.get("topology")), plan)
+        loaded = load_topology(
+            msg["file"], msg.get("topology"), msg.get("domain"), msg.get("labels")
+        )
+        topology = restrict(loaded, plan)
         ids = plan.ids()
         router = Router(topology, self.component, self.ctx, self.task * 7919 + os.getpid(), ids)
         self._next, self._retire_at = (at, topology, ids, router), 0
@@ -671,6 +680,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task", type=int, required=True)
     p.add_argument("--socket", required=True)
     p.add_argument("--plan-file", default=None, help="task ids (a revised topology's plan)")
+    add_domain_arguments(p)
     args = p.parse_args(argv)
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
@@ -690,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
     sock.connect(args.socket)
     comp = "?"  # until the topology is loaded
     try:
-        topology = load_topology(args.topology_file, args.topology)
+        topology = load_topology(args.topology_file, args.topology, args.domain, args.labels)
         plan = None
         if args.plan_file:
             with open(args.plan_file) as f:

@@ -1,83 +1,19 @@
-"""State that survives crashes: checkpointed with every barrier, restored on recovery.
+"""Snapshots of an instance's state: what the checkpoint store keeps.
 
-An instance's state is two things, snapshotted together at each checkpoint:
-
-* ``State``: a mapping of the instance's own values (heronpy's ``HashMapState``
-  API: ``put``/``get``/``enumerate``/``clear`` work too);
-* ``KeyedState`` objects (``ctx.keyed_state(name)``): one value per key of a
-  fields-grouped input, so that a restore with other parallelism can hand each
-  key to the task that now owns it.
-
-Live state is an in-memory dict (cheap per record); the checkpoint store keeps
-snapshots in RocksDB. Snapshots are pickled: the store is local and trusted,
-and heronpy users keep arbitrary objects (Counter, deque) in state.
+Live state (``State``, ``KeyedState``, in ``headwater.common.api``) is an
+in-memory dict (cheap per record); the checkpoint store keeps snapshots in
+RocksDB. Snapshots are pickled: the store is local and trusted, and heronpy
+users keep arbitrary objects (Counter, deque) in state.
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from ..api._state import KeyedState, State, StatefulComponent
 
-class State(MutableMapping[Any, Any]):
-    """The checkpointed state of one instance."""
-
-    def __init__(self, data: dict[Any, Any] | None = None) -> None:
-        self._data: dict[Any, Any] = dict(data or {})
-
-    def __getitem__(self, key: Any) -> Any:
-        return self._data[key]
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._data[key] = value
-
-    def __delitem__(self, key: Any) -> None:
-        del self._data[key]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __repr__(self) -> str:
-        return f"State({self._data!r})"
-
-    # the mapping methods a record's path calls, straight to the dict (MutableMapping's
-    # generic ones go through __getitem__ and an exception for a missing key)
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self._data.get(key, default)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._data
-
-    # heronpy's State API
-    def put(self, key: Any, value: Any) -> None:
-        self._data[key] = value
-
-    def enumerate(self) -> Any:
-        """As heronpy's ``HashMapState.enumerate``: (index, key) pairs."""
-        return enumerate(self._data)
-
-
-class KeyedState(State):
-    """Values scoped to the keys of a fields-grouped input (one ``KeyedState`` per name)."""
-
-
-class StatefulComponent:
-    """Mixin for components with state (heronpy's ``StatefulComponent``).
-
-    ``init_state(state)`` is called before ``initialize``/``open`` with the
-    restored state (empty on a clean start); ``pre_save(checkpoint_id)`` just
-    before each snapshot, to copy fields into the state.
-    """
-
-    def init_state(self, stateful_state: State) -> None:
-        pass
-
-    def pre_save(self, checkpoint_id: Any) -> None:
-        pass
+__all__ = ["KeyedState", "State", "StatefulComponent", "dump_snapshot", "load_snapshot"]
 
 
 def dump_snapshot(state: State, keyed: dict[str, KeyedState], extra: Any = None) -> bytes:

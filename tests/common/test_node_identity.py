@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from headwater.common._exceptions import HeadwaterError
-from headwater.common.runtime._node import lock_workdir, node_identity
+from headwater.common.node import lock_workdir, node_identity
 
 
 def test_an_id_is_generated_once_and_kept(tmp_path: Path) -> None:

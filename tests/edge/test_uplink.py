@@ -9,7 +9,7 @@ from typing import Any
 
 import grpc
 
-from headwater.common.runtime._node import Backoff
+from headwater.common._retry import RetryPolicy
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 from headwater.edge._uplink import WINDOW, Uplink
@@ -78,7 +78,7 @@ def test_window_rewind_confirm_and_reconnect(tmp_path: Path) -> None:
         await server.start()
         stmgr = StubStmgr()
         up = Uplink(f"127.0.0.1:{port}", "gw", "iot", tmp_path / "outbox", 1 << 20,
-                    stmgr, Backoff(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
+                    stmgr, RetryPolicy(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
         seqs = [(cp << 20) | 1 for cp in range(1, 13)]
         for seq in seqs:
             up.put(7, "anomaly", seq, b"rows-%d" % seq)
@@ -141,7 +141,7 @@ def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         up = Uplink(f"127.0.0.1:{port}", "gw-new", "iot", tmp_path / "outbox", 1 << 20,
-                    StubStmgr(), Backoff(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
+                    StubStmgr(), RetryPolicy(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
         seqs = [(cp << 20) | 1 for cp in range(1, 4)]
         for seq in seqs:
             up.put(7, "anomaly", seq, b"rows-%d" % seq)

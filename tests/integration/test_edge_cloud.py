@@ -24,8 +24,7 @@ import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
 from headwater._demo.linkproxy import LinkProxy
-from headwater.common._loader import load_topology
-from headwater.common.plan import cloud_part, edge_part, task_ids
+from headwater.common.plan import cloud_part, edge_part, load_topology, task_ids
 
 from ..conftest import free_port
 from ._daemons import Daemons

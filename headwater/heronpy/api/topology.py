@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from headwater.common import _loader
 from headwater.common.api import Topology as NativeTopology
+from headwater.common.api import _submit
 
 from .api_constants import (
     TOPOLOGY_MAX_SPOUT_PENDING,
@@ -121,4 +121,4 @@ class TopologyBuilder:
         return _native(self.topology_name, list(self._specs.values()), self._topology_config)
 
     def build_and_submit(self) -> None:
-        _loader.submit(self.__headwater_topology__())
+        _submit.submit(self.__headwater_topology__())

@@ -21,8 +21,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, NamedTuple
 
-from headwater.common import _loader
-from headwater.common.api import Context, Spout, Tuple
+from headwater.common.api import Context, Spout, Tuple, _submit
 from headwater.common.dsl import Pipeline, Sliding, Tumbling
 from headwater.common.dsl import Streamlet as DslStreamlet
 from headwater.common.dsl._ops import GeneratorSpout, Op
@@ -373,7 +372,7 @@ class Runner:
             raise RuntimeError("config has to be a Config type")
         if not isinstance(builder, Builder):
             raise RuntimeError("builder has to be a Builder type")
-        _loader.submit(builder.build(name, config._api_config).build())
+        _submit.submit(builder.build(name, config._api_config).build())
 
 
 class ArrayLooper(Generator):

@@ -2,19 +2,27 @@
 
 ``model`` raises in its constructor on every agent, so the agent's edge domain
 crash-loops. With HW_TEST_CRASH_CONTAINER set (a worker's environment), a cloud
-container process (HEADWATER_DOMAIN=cloud) fails as soon as it loads this file,
-so the worker restarts its container again and again.
+container process (started with ``--domain cloud``) fails as soon as it loads this
+file, so the worker restarts its container again and again.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
 from headwater import Bolt, Context, Reliability, Spout, Topology, Tuple, shuffle
 from headwater.placement import edge
 
-if os.environ.get("HW_TEST_CRASH_CONTAINER") and os.environ.get("HEADWATER_DOMAIN") == "cloud":
+
+def _in_the_cloud_domain() -> bool:
+    # the process's own command line: the loader replaces sys.argv while it runs this file
+    argv = sys.orig_argv
+    return any(a == "--domain" and b == "cloud" for a, b in itertools.pairwise(argv))
+
+
+if os.environ.get("HW_TEST_CRASH_CONTAINER") and _in_the_cloud_domain():
     sys.exit(3)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headwater.common.state import State
+from headwater.common.api._state import State
 
 HashMapState = State
 

@@ -7,6 +7,6 @@ snapshotted with the checkpoint.
 
 from __future__ import annotations
 
-from headwater.common.state import StatefulComponent
+from headwater.common.api._state import StatefulComponent
 
 __all__ = ["StatefulComponent"]

@@ -13,46 +13,31 @@ from __future__ import annotations
 import os
 import runpy
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ._exceptions import TopologyLoadError
-from .api import Topology
-
-_captured: list[Topology] | None = None
-
-
-def submit(topology: Topology) -> None:
-    """Called by ``build_and_submit()``: hand the topology to the loader running this file."""
-    if _captured is None:
-        raise TopologyLoadError(
-            f"topology {topology.name!r} was submitted outside Headwater's loader: "
-            "run this file with `headwater run FILE`"
-        )
-    _captured.append(topology)
+from .._exceptions import TopologyLoadError
+from ..api import Topology
+from ..api._submit import capturing
+from ._domains import for_domain
 
 
-@contextmanager
-def _capturing() -> Iterator[list[Topology]]:
-    global _captured
-    previous, _captured = _captured, []
-    try:
-        yield _captured
-    finally:
-        _captured = previous
-
-
-def load_topology(path: str | os.PathLike[str], name: str | None = None) -> Topology:
+def load_topology(
+    path: str | os.PathLike[str],
+    name: str | None = None,
+    domain: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> Topology:
     """Run ``path`` and return the one topology it defines (or the one called ``name``).
 
-    Inside a checkpoint domain (``HEADWATER_DOMAIN`` set: a worker's or an
-    agent's container), it returns that domain's subgraph.
+    With a ``domain`` (``cloud``, or ``edge`` with the agent's ``labels``: what a
+    worker's or an agent's container and its instances are started with, see
+    ``domain_args``), it returns that domain's subgraph; without one, the whole
+    topology, placement ignored (as ``headwater run`` runs it).
     """
-    from .plan._domains import from_env
-
-    return from_env(_load(path, name))
+    topology = _load(path, name)
+    return for_domain(topology, domain, labels) if domain else topology
 
 
 def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
@@ -63,7 +48,7 @@ def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
     sys.argv = [str(file)]
     sys.path.insert(0, str(file.parent))
     try:
-        with _capturing() as captured:
+        with capturing() as captured:
             try:
                 namespace = runpy.run_path(str(file), run_name="__main__")
             except SystemExit as exc:

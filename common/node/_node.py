@@ -20,15 +20,12 @@ import asyncio
 import fcntl
 import logging
 import os
-import random
 import re
 import shutil
 import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks containers
@@ -38,11 +35,12 @@ import grpc
 from .._exceptions import HeadwaterError, PackageMismatchError
 from .._health import DEGRADED, FAILED, Health
 from .._package import unpack_package
+from .._retry import Backoff, RetryPolicy
 from ..control._crashloop import CrashLoopWatch
-from ..plan._domains import domain_env
+from ..plan import domain_args
+from ..runtime._procs import BeatWatch, beat_file, spawn, terminate
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
-from ._procs import BeatWatch, beat_file, spawn, terminate
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -89,25 +87,10 @@ def lock_workdir(workdir: Path) -> int:
 
 
 SILENT_AFTER_S = 15.0  # a container touches its beat file every second
-
-
-@dataclass(frozen=True)
-class Backoff:
-    """Reconnect delays: exponential from ``initial`` to ``maximum``, with full jitter."""
-
-    initial: float = 0.2
-    maximum: float = 10.0
-    factor: float = 2.0
-
-    def delays(self, rng: random.Random) -> Callable[[], float]:
-        current = [self.initial]
-
-        def next_delay() -> float:
-            d = rng.uniform(0, current[0])
-            current[0] = min(current[0] * self.factor, self.maximum)
-            return d
-
-        return next_delay
+RECONNECT = RetryPolicy()
+"""Attaching to the master again: 0.2 s to 10 s, with full jitter."""
+RESTART = RetryPolicy(initial=0.5, maximum=10.0, jitter=False)
+"""A dead container's restarts after the first (which is at once): 0.5 s, 1 s, ... 10 s."""
 
 
 class Node:
@@ -120,7 +103,7 @@ class Node:
         node_id: str | None = None,
         labels: dict[str, str] | None = None,
         version: str = "",
-        backoff: Backoff = Backoff(),
+        backoff: RetryPolicy = RECONNECT,
     ) -> None:
         self.master = master
         self.workdir = Path(workdir)
@@ -160,7 +143,7 @@ class Node:
         await loop.run_in_executor(None, terminate, procs, 10.0)
 
     async def _session(self) -> None:
-        next_delay = self.backoff.delays(random.Random())
+        retry = self.backoff.start()
         while True:
             try:
                 async with grpc.aio.insecure_channel(self.master, options=[
@@ -170,7 +153,7 @@ class Node:
                     status = asyncio.get_running_loop().create_task(self._report(stub))
                     try:
                         async for command in stub.Attach(self.info()):
-                            next_delay = self.backoff.delays(random.Random())
+                            retry.reset()
                             await self._obey(stub, command)
                     finally:
                         status.cancel()
@@ -183,7 +166,7 @@ class Node:
             except OSError as exc:  # a package or an order that cannot be written: a full disk
                 self.health.set("fetch", FAILED, f"cannot take the master's orders: {exc}; "
                                 "trying again (the master repeats them)")  # fmt: skip
-            await asyncio.sleep(next_delay())
+            await asyncio.sleep(retry.next_delay())
 
     async def _obey(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         """One order from the master; one that fails is said in health, never ends the session.
@@ -282,6 +265,7 @@ class Node:
             "--tmaster", self.tmaster_address(run),
             "--workdir", str(home),
             "--state-dir", str(home / "state"),
+            *self.container_domain(run),
         ]  # fmt: skip
         self.containers[(run.topology, run.container)] = spawn(
             args, env=self.container_env(run), log_path=str(home / "container.log")
@@ -295,8 +279,11 @@ class Node:
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.master
 
+    def container_domain(self, run: pb.RunContainer) -> list[str]:
+        return domain_args(run.domain or "cloud")
+
     def container_env(self, run: pb.RunContainer) -> dict[str, str]:
-        return domain_env(run.domain or "cloud")
+        return {}
 
     def ordered(self) -> None:
         """The run orders changed (agents keep them on disk; a worker's come from the master)."""
@@ -312,7 +299,7 @@ class Node:
 
     async def _supervise(self) -> None:
         """Restart dead containers (with backoff) and kill silent ones; never stops."""
-        backoff: dict[tuple[str, int], float] = {}
+        backoff: dict[tuple[str, int], Backoff] = {}
         due: dict[tuple[str, int], float] = {}  # a dead container's restart time (monotonic)
         beats = BeatWatch()
         while True:
@@ -328,7 +315,7 @@ class Node:
                     due[key] = time.monotonic() + 5.0
 
     def _supervise_one(self, key: tuple[str, int], proc: subprocess.Popen[bytes],
-                       beats: BeatWatch, backoff: dict[tuple[str, int], float],
+                       beats: BeatWatch, backoff: dict[tuple[str, int], Backoff],
                        due: dict[tuple[str, int], float]) -> None:  # fmt: skip
         name = f"container {key[1]} of {key[0]!r}"
         beats.kill_if_silent(proc, beat_file(self.workdir / key[0] / f"container-{key[1]}",
@@ -338,8 +325,11 @@ class Node:
         now = time.monotonic()
         if key not in due:
             self.crash_loops.failed(name, f"exited with {proc.returncode}")
-            delay = backoff.get(key, 0.0)
-            backoff[key] = min(max(delay * 2, 0.5), 10.0)
+            retry = backoff.get(key)
+            if retry is None:
+                backoff[key], delay = RESTART.start(), 0.0
+            else:
+                delay = retry.next_delay()
             due[key] = now + delay
             log.warning("%s exited with %s; restarting in %.1fs", name, proc.returncode, delay)
         if now < due[key]:

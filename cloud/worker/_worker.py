@@ -1,0 +1,22 @@
+"""``headwater worker``: a node (``headwater.common.node``) of kind ``worker``, until a signal.
+
+A worker is a node and nothing more: it attaches to the master, runs the cloud
+containers it is ordered to, restarts the ones that die, and reports its health.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+from headwater.common.node import Node
+
+
+async def serve(master: str, workdir: Path, node_id: str | None, version: str) -> None:
+    """Run a worker attached to ``master`` until SIGTERM or SIGINT."""
+    node = Node(master, workdir, kind="worker", node_id=node_id, version=version)
+    loop = asyncio.get_running_loop()
+    for s in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(s, node.stopping.set)
+    await node.run()
