@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from headwater.common.api import DEAD_LETTERS, DEFAULT_STREAM, RuntimeConfig, Topology, Tuple
 from headwater.common.api._dead_letters import Retry
+from headwater.common.api._state import KeyedState, State
 from headwater.common.plan import task_ids
 from headwater.common.plan._routing import Router
-from headwater.common.state import KeyedState, State
 
 
 class Hooks(Protocol):

@@ -42,9 +42,9 @@ from headwater.common.api import (
     Topology,
     Tuple,
 )
+from headwater.common.api._state import StatefulComponent
 from headwater.common.dsl import Pipeline
 from headwater.common.plan import task_ids, validate
-from headwater.common.state import StatefulComponent
 from headwater.common.wire import decode, encode
 
 from ._context import Emitted, TestContext
