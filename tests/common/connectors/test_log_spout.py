@@ -15,7 +15,8 @@ from headwater.common.connectors import LogSpout
 from headwater.common.connectors._log_spout import append_records
 from headwater.common.state import DurableLog, LogOffsetError, State
 from headwater.common.state._state import dump_snapshot, load_snapshot
-from headwater.common.wire import encode
+from headwater.common.wire import decode, encode
+from headwater.common.wire._control import ControlMessage, encode_control
 
 from ..._wait import wait_for
 
@@ -37,8 +38,8 @@ class FakeContext:
     def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
         self.emitted.append(list(values))
 
-    def system(self, msg: dict[str, Any]) -> None:
-        self.reports.append(msg)
+    def system(self, msg: ControlMessage) -> None:
+        self.reports.append(decode(encode_control(msg)))  # as the stmgr would get it
 
     def incr(self, counter: str, by: int = 1) -> None:
         self.counters[counter] = self.counters.get(counter, 0) + by
