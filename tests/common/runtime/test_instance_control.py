@@ -52,6 +52,9 @@ class _Inst:
         self.barriers = _Barriers()
         self.on_system = comp.on_system
 
+    def done(self) -> bool:
+        return self.stopping
+
 
 def test_messages_drive_the_instance_and_the_rest_reach_a_system_component() -> None:
     comp = _Spout()
@@ -59,15 +62,15 @@ def test_messages_drive_the_instance_and_the_rest_reach_a_system_component() -> 
     i = cast(Instance, cast(Any, inst))
     for msg in (Activate(), Activate(), Deactivate(), Commit(3)):
         on_control(i, msg, comp)
-    assert comp.calls == ["activate", "deactivate", "commit 3"] and not inst.stopping
+    assert comp.calls == ["activate", "deactivate", "commit 3"] and not inst.done()
     batch = UplinkBatch("agent-1", 2, 1, b"\x90")
     on_control(i, batch, comp)
     assert comp.got == [batch]
     on_control(i, Commit(9), comp)  # a retired instance's last checkpoint: done
-    assert inst.stopping
+    assert inst.done()
     other = _Inst(comp)
     on_control(cast(Instance, cast(Any, other)), Stop(), comp)
-    assert other.stopping
+    assert other.done()
 
 
 def test_extension_points_are_protocols() -> None:
