@@ -86,6 +86,7 @@ class StreamManager:
         self._retiring = self.staging.retiring  # mutated in place only: the hot path's view
         self.acks = SpoutAcks(self.rc.message_timeout_s, self.deliver, self.conns,
                               clock.monotonic)  # fmt: skip
+        self._apply_acks, self._add_roots = self.acks.apply, self.acks.add_roots  # hot paths
         self.bp = BackpressureState(container, self, clock)
         self.tasks = TaskMetrics()
         self.restarts = self.tasks.restarts  # the container counts the restarts it makes
@@ -135,7 +136,7 @@ class StreamManager:
         elif kind == Kind.ACK or kind == Kind.FAIL:
             dest = frame_dest(frame)
             if dest in self.local_tasks:
-                self.acks.apply(kind, dest, frame)
+                self._apply_acks(kind, dest, frame)
             else:
                 self._to_peer(dest, frame)
         elif kind == Kind.CONTROL:
@@ -153,7 +154,7 @@ class StreamManager:
         if kind <= Kind.FAIL or kind == Kind.MARKER:  # data, rooted data, acks, fails
             self.route(frame)
         elif kind == Kind.ROOTS:
-            self.acks.add_roots(_src(frame), frame)
+            self._add_roots(_src(frame), frame)
         elif kind == Kind.METRICS:
             self.tasks.report(decode(_payload(frame)))
         elif kind == Kind.STATE:
