@@ -15,7 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from headwater.common.runtime._container import Container, parser
+from headwater.common.runtime._container import Container, _ContainerHooks, parser
+from headwater.common.runtime._hooks import Metric
 
 from ._uplink import Uplink
 
@@ -35,15 +36,29 @@ class EdgeContainer(Container):
         self.uplink = Uplink(address, agent, self.topology.name,
                              Path(self.args.state_dir).parent / "outbox", budget,
                              self.stmgr)  # fmt: skip
-        self.stmgr.on_outbox = self.uplink.put
-        self.stmgr.extra_metrics = self.uplink.metrics
         self.background.append(self.uplink.run)
+
+    def _hooks(self) -> _ContainerHooks:
+        return _EdgeHooks(self)
 
     async def run(self) -> None:
         try:
             await super().run()
         finally:
             self.uplink.close()
+
+
+class _EdgeHooks(_ContainerHooks):
+    """The container's hooks, and the outbox batches and metrics of its uplink."""
+
+    c: EdgeContainer
+
+    def on_outbox(self, task: int, component: str, seq: int, rows: bytes) -> bool:
+        self.c.uplink.put(task, component, seq, rows)
+        return True
+
+    def extra_metrics(self) -> list[Metric]:
+        return self.c.uplink.metrics()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,6 +36,7 @@ from headwater import (
 )
 from headwater._demo import iot_steps as steps
 from headwater.common.connectors import TransactionalFileSink
+from headwater.common.wire._control import Commit
 from headwater.dsl import Pipeline, Tumbling
 from headwater.placement import cloud, edge
 from headwater.testing import LocalRun, ManualClock, TestContext, TestSink, TestSource, run_main
@@ -82,11 +83,11 @@ def test_a_lone_context_records_emits_per_stream_acks_counters_and_system_calls(
     ctx.fail(tup)
     ctx.incr("n")
     ctx.incr("n", 2)
-    ctx.system({"type": "x"})
+    ctx.system(Commit(id=3))
     assert ctx.values() == [[1], [3]] and ctx.values("other") == [[2]]
     assert ctx.emitted[1].tup_id == 7
     assert (ctx.acked, ctx.failed, ctx.counters) == ([tup], [tup], {"n": 3})
-    assert ctx.system_messages == [{"type": "x"}]
+    assert ctx.system_messages == [Commit(id=3)]
     assert ctx.keyed_state("k") is ctx.keyed_state("k")
     with pytest.raises(AttributeError, match="without a topology"):
         _ = ctx.topology

@@ -1,6 +1,15 @@
 """The native, typed topology API (the heronpy compat layer maps onto it)."""
 
-from ._component import Bolt, Component, Context, Spout
+from ._component import (
+    BatchBolt,
+    Bolt,
+    Component,
+    Context,
+    RuntimeContext,
+    Spout,
+    SystemComponent,
+    SystemContext,
+)
 from ._config import Reliability, RuntimeConfig
 from ._stream import (
     DEAD_LETTER_FIELDS,
@@ -27,6 +36,7 @@ __all__ = [
     "DEFAULT_STREAM",
     "TICK_COMPONENT",
     "TICK_STREAM",
+    "BatchBolt",
     "Bolt",
     "Component",
     "ComponentSpec",
@@ -37,8 +47,11 @@ __all__ = [
     "Placement",
     "Reliability",
     "RuntimeConfig",
+    "RuntimeContext",
     "Spout",
     "Stream",
+    "SystemComponent",
+    "SystemContext",
     "Topology",
     "Tuple",
     "all_tasks",

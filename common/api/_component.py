@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from ._stream import DEFAULT_STREAM, Stream
 from ._tuple import Tuple
 
 if TYPE_CHECKING:
+    from ..wire._control import ControlMessage
     from ._state import KeyedState, State
     from ._topology import Topology
 
@@ -187,3 +188,58 @@ class Bolt:
 
 
 Component = Spout | Bolt
+
+
+@runtime_checkable
+class BatchBolt(Protocol):
+    """A bolt that takes a whole frame of untracked tuples at once (the DSL's chains).
+
+    The instance checks for it once, when it opens the component: for a data
+    frame without anchors it calls ``process_values`` instead of building a
+    ``Tuple`` per record and calling ``process``. The bolt retries and
+    dead-letters its own records (``Context.retry_record``); ``process`` is
+    still called for anchored tuples.
+    """
+
+    def process_values(
+        self, component: str, stream: str, task: int, entries: list[list[Any]]
+    ) -> None: ...
+
+
+@runtime_checkable
+class SystemComponent(Protocol):
+    """A runtime component (the uplink's receiver) that takes control messages.
+
+    The instance hands it every control message that is none of its own
+    (activate, checkpoint, commit, ...), on the executor thread, between
+    ``next_tuple`` or ``process`` calls. Checked once at setup.
+    """
+
+    def on_system(self, msg: ControlMessage) -> None: ...
+
+
+@runtime_checkable
+class SystemContext(Protocol):
+    """A context that can talk to its stream manager (the runtime's context does).
+
+    Runtime components (the log spout, the uplink's sink and receiver) send
+    control messages through it; a component that may also run under a plain
+    ``Context`` (a test's) checks ``isinstance(ctx, SystemContext)`` once, in
+    ``open``.
+    """
+
+    def system(self, msg: ControlMessage) -> None:
+        """Send a control message to the stream manager."""
+        ...
+
+
+class RuntimeContext(Context, SystemContext, Protocol):
+    """The whole context the runtime gives its own components."""
+
+    def system_frame(self, frame: bytes) -> None:
+        """Send a ready frame (an outbox batch) to the stream manager."""
+        ...
+
+    def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
+        """Report a dead letter made elsewhere (an edge domain's) as this instance's own."""
+        ...

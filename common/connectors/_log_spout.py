@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..api import Context, Spout, Stream
+from ..api import Context, Spout, Stream, SystemContext
 from ..state import DurableLog, LogOffsetError
 from ..wire import decode
+from ..wire._control import LogCommitted
 
 
 class LogSpout(Spout):
@@ -44,6 +45,8 @@ class LogSpout(Spout):
 
     def open(self, ctx: Context) -> None:
         self.ctx = ctx
+        # the runtime's context reports committed offsets to the agent (retention)
+        self._system = ctx if isinstance(ctx, SystemContext) else None
         n = len(ctx.component_tasks(ctx.component))
         self.mine = [p for p in range(self.partitions) if p % n == ctx.component_index]
         self.logs: dict[int, DurableLog] = {}
@@ -135,10 +138,9 @@ class LogSpout(Spout):
         offsets = self._at_checkpoint.pop(checkpoint_id, None)
         for old in [c for c in self._at_checkpoint if c < checkpoint_id]:
             del self._at_checkpoint[old]
-        report = getattr(self.ctx, "system", None)
-        if self._committed is not None and callable(report):
-            report({"type": "log_committed", "path": str(self.path.resolve()),
-                    "offsets": {str(p): o for p, o in self._committed.items()}})  # fmt: skip
+        if self._committed is not None and self._system is not None:
+            offsets_by_name = {str(p): o for p, o in self._committed.items()}
+            self._system.system(LogCommitted(str(self.path.resolve()), offsets_by_name))
         if offsets is not None:
             self._committed = offsets
 

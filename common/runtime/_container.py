@@ -57,8 +57,23 @@ from ..plan import (
     validate,
 )
 from ..state import CheckpointStore, CorruptCheckpointError
+from ..wire._control import (
+    Abort,
+    Commit,
+    ControlMessage,
+    DeadLetterReport,
+    ExceptionReport,
+    LogCommitted,
+    Prepare,
+    Restore,
+    Stop,
+    TakeCheckpoint,
+    UplinkBatch,
+    UplinkFeedback,
+)
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
+from ._hooks import Metric
 from ._procs import beat_file, spawn, terminate
 from ._rescale import RescaleError, rescale
 from ._stmgr import StreamManager
@@ -103,7 +118,7 @@ class Container:
             self.socket_path = os.path.join(tempfile.mkdtemp(prefix="hw-"), f"c{self.id}.sock")
         self.incarnation = time.time_ns()
         self.exceptions: list[dict[str, Any]] = []
-        self.stmgr = StreamManager(self.topology, self.plan, self.id, self._on_exception)
+        self.stmgr = StreamManager(self.topology, self.plan, self.id, self._hooks())
         self.revisions = {1: Revision(self.topology, self.plan, args.topology_file, None)}
         self.revision = 1  # the one running (the first: what the container started with)
         self.switch: PendingSwitch | None = None
@@ -125,11 +140,8 @@ class Container:
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []  # extra jobs
         self.feedback: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue(maxsize=10_000)
         self.log_committed: dict[str, float] = {}  # durable log partition -> offset
-        self.stmgr.on_system = self._on_system
         if self.exactly_once:
             self.store = CheckpointStore(args.state_dir)
-            self.stmgr.on_state = self._on_state
-            self.stmgr.on_hello = self._on_hello
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -153,7 +165,7 @@ class Container:
         await self.stopping.wait()
         log.info("container %d stopping", self.id)
         for task in list(self.stmgr.conns):
-            self.stmgr.send_control(task, {"type": "stop"})
+            self.stmgr.send_control(task, Stop())
         await loop.run_in_executor(None, terminate, list(self.procs.values()), 3.0)
         for t in tasks:
             t.cancel()
@@ -165,10 +177,22 @@ class Container:
     def local_tasks(self) -> list[int]:
         return sorted(i.task_id for i in self.revisions[self.revision].plan.in_container(self.id))
 
-    def _on_exception(self, report: dict[str, Any]) -> None:
-        if report.get("type") == "exception":  # a dead letter is no cause of a crash
-            self.last_error[int(report["task"])] = f"{report['component']}: {report['message']}"
-        self.exceptions.append(report)
+    def _hooks(self) -> _ContainerHooks:
+        """What the stream manager tells this container (an edge container adds its own)."""
+        return _ContainerHooks(self)
+
+    def _on_exception(self, report: ExceptionReport | DeadLetterReport) -> None:
+        if isinstance(report, ExceptionReport):  # a dead letter is no cause of a crash
+            self.last_error[report.task] = f"{report.component}: {report.message}"
+        r = report
+        self.exceptions.append(
+            {
+                "task": r.task,
+                "component": r.component,
+                "message": r.message,
+                "traceback": r.traceback,
+            }
+        )
 
     def _spawn(self, task: int) -> None:
         rev = self.revisions[self.revision]
@@ -317,13 +341,13 @@ class Container:
                 self.stmgr.set_active(plan.state == "RUNNING")
         elif which == "checkpoint":
             if command.checkpoint.epoch == self.stmgr.epoch:
-                msg = {"type": "checkpoint", "id": command.checkpoint.id}
+                msg = TakeCheckpoint(command.checkpoint.id)
                 for task in list(self.stmgr.conns):
                     if self.stmgr.task_component[task] in self.stmgr.spout_components:
                         self.stmgr.send_control(task, msg)
         elif which == "commit":
             for task in list(self.stmgr.conns):
-                self.stmgr.send_control(task, {"type": "commit", "id": command.commit.id})
+                self.stmgr.send_control(task, Commit(command.commit.id))
             if self.switch is not None and self.switch.at == command.commit.id:
                 await self._switch()
             if self.store is not None:
@@ -387,14 +411,13 @@ class Container:
         }  # fmt: skip
         for task in self.local_tasks:
             if task in retiring:
-                self.stmgr.send_control(task, {"type": "prepare", "at": r.switch_at,
-                                               "retire": True})  # fmt: skip
+                self.stmgr.send_control(task, Prepare(r.switch_at, retire=True))
             else:
-                self.stmgr.send_control(task, {
-                    "type": "prepare", "at": r.switch_at, "file": new.file,
-                    "plan": new.plan_file, "topology": self.args.topology,
-                    "domain": self.args.domain, "labels": self.args.labels,
-                })  # fmt: skip
+                plan = new.plan_file or ""
+                a = self.args
+                prepare = Prepare(r.switch_at, file=new.file, plan=plan, topology=a.topology,
+                                  domain=a.domain, labels=a.labels)  # fmt: skip
+                self.stmgr.send_control(task, prepare)
         self.stmgr.stage(new.plan, retiring, r.switch_at)
         self.switch = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled)
         log.info("revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
@@ -406,7 +429,7 @@ class Container:
             return
         self.switch = None
         for task in self.local_tasks:
-            self.stmgr.send_control(task, {"type": "abort"})
+            self.stmgr.send_control(task, Abort())
         self.stmgr.retiring = {}
         rev = self.revisions[self.revision]
         self.stmgr.set_plan(rev.topology, rev.plan)
@@ -497,22 +520,21 @@ class Container:
         """An agent's batch for the receiver standing in for ``b.component``."""
         for task in self.local_tasks:
             if self.stmgr.task_component[task] == b.component:
-                self.stmgr.send_control(task, {"type": "uplink", "agent": b.agent, "seq": b.seq,
-                                               "prev": b.prev, "payload": b.payload})  # fmt: skip
+                self.stmgr.send_control(task, UplinkBatch(b.agent, b.seq, b.prev, b.payload))
                 return  # not connected (restarting): its resync at start rewinds the agent
 
-    def _on_system(self, msg: dict[str, Any]) -> None:
-        if msg.get("type") == "log_committed":  # for the agent's ingest log retention
-            for p, offset in msg["offsets"].items():
-                self.log_committed[f"log_committed:{msg['path']}#p{p}"] = float(offset)
+    def _on_system(self, msg: ControlMessage) -> None:
+        if isinstance(msg, LogCommitted):  # for the agent's ingest log retention
+            for p, offset in msg.offsets.items():
+                self.log_committed[f"log_committed:{msg.path}#p{p}"] = float(offset)
             return
-        if msg.get("type") != "uplink_feedback":
-            log.warning("ignoring an unknown control message %r", msg.get("type"))
+        if not isinstance(msg, UplinkFeedback):
+            log.warning("ignoring an unexpected control message %r", msg.TYPE)
             return
         fb = pb.UplinkFeedback(
-            topology=self.topology.name, agent=msg["agent"], component=msg["component"],
-            consumed=msg["consumed"], confirmed=msg["confirmed"],
-            resend_after=msg["resend_after"], resync=msg["resync"],
+            topology=self.topology.name, agent=msg.agent, component=msg.component,
+            consumed=msg.consumed, confirmed=msg.confirmed,
+            resend_after=msg.resend_after, resync=msg.resync,
         )  # fmt: skip
         try:
             self.feedback.put_nowait(fb)
@@ -541,7 +563,7 @@ class Container:
         if self.switch is not None:
             self.switch = None
             for task in self.local_tasks:
-                self.stmgr.send_control(task, {"type": "abort"})
+                self.stmgr.send_control(task, Abort())
         self.revision = revision
         rev = self.revisions[revision]
         self.stmgr.set_plan(rev.topology, rev.plan)
@@ -579,9 +601,7 @@ class Container:
         r = self.restore
         if r is None or task not in self.snapshots:
             return
-        self.stmgr.send_control(
-            task, {"type": "restore", "checkpoint": r.checkpoint_id, "blob": self.snapshots[task]}
-        )
+        self.stmgr.send_control(task, Restore(r.checkpoint_id, self.snapshots[task]))
         self.handed.add(task)
         if self.handed >= self.starting:
             self.restore = None
@@ -696,3 +716,30 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class _ContainerHooks:
+    """The container's ``StreamManagerHooks``: what its stream manager tells it."""
+
+    def __init__(self, container: Container) -> None:
+        self.c = container
+
+    def on_hello(self, task: int) -> None:
+        if self.c.exactly_once:
+            self.c._on_hello(task)
+
+    def on_state(self, task: int, checkpoint: int, blob: bytes) -> None:
+        if self.c.exactly_once:
+            self.c._on_state(task, checkpoint, blob)
+
+    def on_report(self, report: ExceptionReport | DeadLetterReport) -> None:
+        self.c._on_exception(report)
+
+    def on_system(self, msg: ControlMessage) -> None:
+        self.c._on_system(msg)
+
+    def on_outbox(self, task: int, component: str, seq: int, rows: bytes) -> bool:
+        return False
+
+    def extra_metrics(self) -> list[Metric]:
+        return []

@@ -23,14 +23,15 @@ import threading
 import time
 from collections import deque
 
-from ..wire import FrameReader, Kind, encode, encode_frame
-from ..wire._frame import STMGR, length_prefix
+from ..wire import FrameReader
+from ..wire._control import Alive, control_frame
+from ..wire._frame import length_prefix
 from ._queues import ByteQueue
 
 log = logging.getLogger(__name__)
 _WRITE_CHUNK = 1 << 20
 HEARTBEAT_S = 1.0
-_HEARTBEAT = encode_frame(Kind.CONTROL, STMGR, 0, 0, b"", encode({"type": "alive"}))
+_HEARTBEAT = control_frame(Alive(), src=0)
 
 
 class Gateway(threading.Thread):

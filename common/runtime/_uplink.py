@@ -28,10 +28,19 @@ import time
 from collections import deque
 from typing import Any, cast
 
-from ..api import DEAD_LETTERS, Bolt, Context, Reliability, RuntimeConfig, Spout, Tuple
+from ..api import (
+    DEAD_LETTERS,
+    Bolt,
+    Context,
+    Reliability,
+    RuntimeConfig,
+    RuntimeContext,
+    Spout,
+    Tuple,
+)
 from ..wire import Kind, decode, encode, encode_frame
+from ..wire._control import ControlMessage, UplinkBatch, UplinkFeedback
 from ..wire._frame import STMGR
-from ._instance import InstanceContext
 
 SEQ = struct.Struct("<q")
 CHUNK_ROWS = 1000
@@ -52,7 +61,7 @@ class OutboxSink(Bolt):
         self.component = component
 
     def open(self, ctx: Context) -> None:
-        self.ctx = cast(InstanceContext, ctx)
+        self.ctx = cast(RuntimeContext, ctx)
         self.rows: list[list[Any]] = []
         rc = RuntimeConfig.from_mapping(ctx.config)
         self.exactly_once = rc.reliability is Reliability.EXACTLY_ONCE
@@ -132,8 +141,8 @@ class UplinkSpout(Spout):
         self.component = component
 
     def open(self, ctx: Context) -> None:
-        self.ctx = cast(InstanceContext, ctx)
-        self.inbox: deque[dict[str, Any]] = deque()
+        self.ctx = cast(RuntimeContext, ctx)
+        self.inbox: deque[UplinkBatch] = deque()
         self.filter = ReplayFilter(ctx.state.setdefault("last", {}))  # agent -> seq taken
         self.last = self.filter.last
         self.at_checkpoint: dict[int, dict[str, int]] = {}
@@ -144,15 +153,15 @@ class UplinkSpout(Spout):
         # a fresh or restored receiver: every agent resends what follows its state
         self._feedback(agent="", resync=dict(self.last))
 
-    def on_system(self, msg: dict[str, Any]) -> None:
-        if msg.get("type") == "uplink":
+    def on_system(self, msg: ControlMessage) -> None:
+        if isinstance(msg, UplinkBatch):
             self.inbox.append(msg)
 
     def next_tuple(self) -> None:
         if not self.inbox:
             return
         batch = self.inbox.popleft()
-        agent, seq, prev = batch["agent"], int(batch["seq"]), int(batch["prev"])
+        agent, seq, prev = batch.agent, batch.seq, batch.prev
         verdict = self.filter.check(agent, seq, prev)
         if verdict == "replay":
             self.ctx.incr("uplink_replays_dropped")
@@ -168,7 +177,7 @@ class UplinkSpout(Spout):
                 self._feedback(agent=agent, resend_after=last)
             return
         emit = self.ctx.emit
-        rows = decode(batch["payload"])
+        rows = decode(batch.payload)
         for stream, values in rows:
             emit(values, stream=stream)
             if stream == DEAD_LETTERS:  # an edge domain's: listed under this /exceptions too
@@ -197,6 +206,5 @@ class UplinkSpout(Spout):
         resend_after: int = -1,
         resync: dict[str, int] | None = None,
     ) -> None:
-        self.ctx.system({"type": "uplink_feedback", "component": self.component,
-                         "agent": agent, "consumed": consumed, "confirmed": confirmed,
-                         "resend_after": resend_after, "resync": resync or {}})  # fmt: skip
+        self.ctx.system(UplinkFeedback(self.component, agent, consumed, confirmed,
+                                       resend_after, resync or {}))  # fmt: skip

@@ -129,6 +129,8 @@ class Prepare:
     file: str = ""  # the revision's topology file
     plan: str = ""  # its physical plan (JSON file)
     topology: str | None = None  # the topology's name in the file, if it holds several
+    domain: str | None = None  # the checkpoint domain the process runs (None: the whole)
+    labels: dict[str, str] = field(default_factory=dict)  # the agent's labels (edge)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from headwater.common.api._dead_letters import Retry
 from headwater.common.api._state import KeyedState, State
 from headwater.common.plan import task_ids
 from headwater.common.plan._routing import Router
+from headwater.common.wire._control import ControlMessage
 
 
 class Hooks(Protocol):
@@ -88,7 +89,7 @@ class TestContext:
         self.failed: list[Tuple] = []
         self.counters: dict[str, int] = {}
         self.dead_letters: list[list[Any]] = []  # [component, reason, traceback, record]
-        self.system_messages: list[dict[str, Any]] = []
+        self.system_messages: list[ControlMessage] = []
         self.system_frames: list[bytes] = []
         self.reported_dead_letters: list[tuple[list[Any], str]] = []  # (row, origin)
         self.retry = Retry(rc.record_max_retries, self._dead_letter, self._log)
@@ -201,7 +202,7 @@ class TestContext:
             self.emit(row, DEAD_LETTERS, anchors=[anchor] if anchor is not None else None)
 
     # -- runtime components' hooks ---------------------------------------------------
-    def system(self, msg: dict[str, Any]) -> None:
+    def system(self, msg: ControlMessage) -> None:
         """A control message to the stream manager: recorded."""
         self.system_messages.append(msg)
 

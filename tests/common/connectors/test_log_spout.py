@@ -16,6 +16,7 @@ from headwater.common.connectors._log_spout import append_records
 from headwater.common.state import DurableLog, LogOffsetError, State
 from headwater.common.state._state import dump_snapshot, load_snapshot
 from headwater.common.wire import encode
+from headwater.common.wire._control import LogCommitted
 from headwater.testing import TestContext
 
 from ..._wait import wait_for
@@ -161,8 +162,9 @@ def test_commits_report_the_offsets_of_the_checkpoint_before(tmp_path: Path) -> 
         drain(spout)
         spout.on_checkpoint(2)
         spout.on_commit(2)
-        assert ctx.system_messages == [{"type": "log_committed", "path": str(tmp_path.resolve()),
-                                "offsets": {"0": 0, "2": 5}}]  # fmt: skip
+        assert ctx.system_messages == [
+            LogCommitted(path=str(tmp_path.resolve()), offsets={"0": 0, "2": 5})
+        ]
     finally:
         spout.close()
 

@@ -14,6 +14,7 @@ from headwater import DEAD_LETTERS, Bolt, Context, DeadLetter, Spout, Topology, 
 from headwater.common.api._config import TOPOLOGY_RECORD_MAX_RETRIES, RuntimeConfig
 from headwater.common.runtime._dead_letters import Retry, reason_of, short_traceback
 from headwater.common.runtime._instance import Instance
+from headwater.common.runtime._instance_metrics import report_metrics
 from headwater.common.wire import Kind, decode, encode, encode_frame, parse_frame
 
 
@@ -106,9 +107,7 @@ def _controls(frames: list[bytes]) -> list[dict[str, Any]]:
 
 def _feed(inst: Instance, values: list[int]) -> None:
     entries = encode([[v] for v in values])
-    inst._handle(
-        encode_frame(Kind.DATA, 2, 1, len(values), b"default", entries), inst.component_obj
-    )
+    inst.handle(encode_frame(Kind.DATA, 2, 1, len(values), b"default", entries), inst.component_obj)
 
 
 @pytest.mark.parametrize("mode", ["ATMOST_ONCE", "EFFECTIVELY_ONCE"])
@@ -135,7 +134,7 @@ def test_a_poison_record_is_retried_then_dead_lettered_and_the_rest_flows(
         ("work", "dead letter: ValueError: two is poison"),
         ("work", "dead letter: five is refused"),
     ]
-    inst._report_metrics()
+    report_metrics(inst)
     metrics = decode(parse_frame(inst.metrics_out[-1]).payload)
     assert (metrics["dead_letters"], metrics["record_retries"]) == (2, 4)
 
@@ -151,7 +150,7 @@ def test_retries_follow_the_config(sockets: socket.socket) -> None:
 def test_at_least_once_acks_the_tuple_after_its_dead_letter(sockets: socket.socket) -> None:
     inst = _instance(_topology("ATLEAST_ONCE"), sockets)
     entries = encode([[[2], [1, 77, 5]], [[4], [1, 78, 6]]])  # values, (spout task, root, edge)
-    inst._handle(encode_frame(Kind.DATA_ROOTED, 2, 1, 2, b"default", entries), inst.component_obj)
+    inst.handle(encode_frame(Kind.DATA_ROOTED, 2, 1, 2, b"default", entries), inst.component_obj)
     frames = _sent(inst)
     dead = [parse_frame(r) for r in frames if parse_frame(r).stream == DEAD_LETTERS]
     assert [f.kind for f in dead] == [Kind.DATA_ROOTED]  # anchored: the tree goes on through it

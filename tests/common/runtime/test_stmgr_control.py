@@ -6,8 +6,10 @@ import asyncio
 
 from headwater import Bolt, Spout, Topology, Tuple, shuffle
 from headwater.common.plan import pack_round_robin
-from headwater.common.runtime._stmgr import PeerLink, StreamManager
+from headwater.common.runtime._peers import PeerLink
+from headwater.common.runtime._stmgr import StreamManager
 from headwater.common.wire import Kind, decode, encode_frame, parse_frame
+from headwater.common.wire._control import Backpressure, BackpressureReset, control_frame
 
 
 class _Src(Spout):
@@ -39,8 +41,8 @@ def test_an_off_never_overtakes_its_on() -> None:
             hello = await frames.__anext__()
             assert _controls(list(hello.frames)) == [{"type": "bp_reset", "origin": 0}]
             link.send(encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\x91\x01"))
-            stmgr._broadcast_bp("task:2", True, frozenset({"src"}))
-            stmgr._broadcast_bp("task:2", False, frozenset({"src"}))
+            stmgr.bp.on("task:2", frozenset({"src"}))
+            stmgr.bp.off("task:2")
             batch = list((await frames.__anext__()).frames)
             controls = _controls(batch)
             assert [(c["type"], c["on"]) for c in controls] == [("bp", True), ("bp", False)]
@@ -53,8 +55,15 @@ def test_an_off_never_overtakes_its_on() -> None:
 
 def test_a_new_stream_resets_what_the_peer_asked_before() -> None:
     stmgr = StreamManager(TOPOLOGY, pack_round_robin(TOPOLOGY, 2), 0)
-    stmgr._on_peer_control({"type": "bp", "on": True, "key": "1/task:2", "spouts": ["src"]})
-    stmgr._on_peer_control({"type": "bp", "on": True, "key": "3/task:9", "spouts": ["other"]})
+    stmgr.route(control_frame(Backpressure(True, "1/task:2", ("src",))))
+    stmgr.route(control_frame(Backpressure(True, "3/task:9", ("other",))))
     assert stmgr.throttled == {"src", "other"}
-    stmgr._on_peer_control({"type": "bp_reset", "origin": 1})
+    stmgr.route(control_frame(BackpressureReset(1)))
     assert stmgr.throttled == {"other"}
+
+
+def test_a_malformed_control_frame_is_dropped() -> None:
+    stmgr = StreamManager(TOPOLOGY, pack_round_robin(TOPOLOGY, 2), 0)
+    stmgr.route(encode_frame(Kind.CONTROL, -1, -1, 0, b"", b"\xc1"))  # not msgpack
+    stmgr.route(encode_frame(Kind.CONTROL, -1, -1, 0, b"", b"\x81\xa4type\xa2bp"))  # no fields
+    assert stmgr.throttled == frozenset()

@@ -1,0 +1,109 @@
+"""The context an instance gives its component: ``headwater.Context`` over an ``Instance``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..api import DEFAULT_STREAM, Topology, Tuple
+from ..state import KeyedState, State
+from ..wire._control import ControlMessage, control_frame
+
+if TYPE_CHECKING:
+    from ._instance import Instance
+
+
+class InstanceContext:
+    """The runtime as a component sees it.
+
+    It implements ``headwater.Context``, and ``RuntimeContext`` for the
+    runtime's own components (a channel to the stmgr). Executor thread only.
+    """
+
+    def __init__(self, instance: Instance) -> None:
+        self._i = instance
+
+    @property
+    def task_id(self) -> int:
+        return self._i.task
+
+    @property
+    def component(self) -> str:
+        return self._i.component
+
+    @property
+    def component_index(self) -> int:
+        return self._i.index
+
+    @property
+    def topology_name(self) -> str:
+        return self._i.topology.name
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        return self._i.conf
+
+    @property
+    def topology(self) -> Topology:
+        return self._i.topology
+
+    @property
+    def log(self) -> logging.Logger:
+        return self._i.user_log
+
+    def component_tasks(self, component: str) -> list[int]:
+        return list(self._i.ids.get(component, []))
+
+    def emit(
+        self,
+        values: Sequence[Any],
+        stream: str = DEFAULT_STREAM,
+        *,
+        tup_id: Any = None,
+        anchors: Sequence[Tuple] | None = None,
+        direct_task: int | None = None,
+        need_task_ids: bool = False,
+    ) -> list[int] | None:
+        return self._i.emit(values, stream, tup_id, anchors, direct_task, need_task_ids)
+
+    def emitter(self, stream: str = DEFAULT_STREAM) -> Callable[[list[Any]], None]:
+        return self._i.emitter_for(stream)
+
+    def ack(self, tup: Tuple) -> None:
+        self._i.ack(tup)
+
+    def fail(self, tup: Tuple) -> None:
+        self._i.fail(tup)
+
+    @property
+    def state(self) -> State:
+        return self._i.state
+
+    def keyed_state(self, name: str) -> KeyedState:
+        keyed = self._i.keyed
+        if name not in keyed:
+            keyed[name] = KeyedState()
+        return keyed[name]
+
+    def system(self, msg: ControlMessage) -> None:
+        """Send a control message to the stmgr (runtime components only)."""
+        self._i._send(control_frame(msg, src=self._i.task))
+
+    def system_frame(self, frame: bytes) -> None:
+        """Send a ready frame to the stmgr (runtime components only)."""
+        self._i._send(frame)
+
+    def incr(self, counter: str, by: int = 1) -> None:
+        c = self._i.user_counters
+        c[counter] = c.get(counter, 0) + by
+
+    def retry_record(self, component: str, attempt: Callable[[], Any], error: Exception,
+                     record: Any) -> bool:  # fmt: skip
+        return self._i.retry(component, attempt, error, record)
+
+    def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
+        """Report a dead letter made elsewhere (an edge domain's, relayed to the cloud) to
+        ``/exceptions``, bounded as this instance's own (runtime components only)."""
+        component, reason, tb, record = row
+        self._i.report_dead_letter(f"{component} ({origin})", reason, tb, record, sink=True)

@@ -1,0 +1,155 @@
+"""The links between stream managers: one outbound gRPC stream per peer, and the
+``Exchange`` servicer that takes the peers' streams in.
+
+Each stmgr dials every peer once and only sends on that stream; what a peer
+sends arrives on the stream the peer dialled (``ExchangeServicer``). Frames
+ride in protobuf ``Frames`` messages stamped with the sender's epoch; a
+message of another epoch was sent before a rollback and is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from .._retry import RetryPolicy
+from ..wire.proto import runtime_pb2 as pb
+from ..wire.proto import runtime_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from ._stmgr import StreamManager
+
+log = logging.getLogger("headwater.stmgr")
+GRPC_OPTIONS = [
+    ("grpc.max_send_message_length", 64 << 20),
+    ("grpc.max_receive_message_length", 64 << 20),
+]
+BATCH_BYTES = 4 << 20  # the most data one Frames message carries
+# reconnecting to a peer: 50 ms doubling up to 2 s, without jitter (a peer that
+# restarts is back within a second; its stmgrs need no spreading)
+RECONNECT = RetryPolicy(initial=0.05, maximum=2.0, factor=2.0, jitter=False)
+
+
+def peer_key(container: int) -> str:
+    """The backpressure key of the send queue to ``container``."""
+    return f"peer:{container}"
+
+
+class PeerLink:
+    """The outbound gRPC stream to one peer stmgr, with a send queue."""
+
+    def __init__(self, stmgr: StreamManager, container: int, address: str) -> None:
+        self.stmgr = stmgr
+        self.container = container
+        self.address = address
+        self.key = peer_key(container)
+        self.high_water = stmgr.rc.stmgr_high_water
+        self.low_water = stmgr.rc.stmgr_low_water
+        self.queue: deque[bytes] = deque()
+        # control frames overtake data but keep their own order: a backpressure
+        # "off" must never overtake the "on" it answers
+        self.control: deque[bytes] = deque()
+        self.nbytes = 0
+        self._ready = asyncio.Event()
+        self.connected = False
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def send(self, frame: bytes) -> None:
+        self.queue.append(frame)
+        self.nbytes += len(frame)
+        self._ready.set()
+        if self.nbytes >= self.high_water:
+            self.stmgr.congestion_on(self.key, None, self.container)
+
+    def send_control(self, frame: bytes) -> None:
+        self.control.append(frame)
+        self._ready.set()
+
+    def clear(self) -> None:
+        """A rollback: what is queued belongs to the previous epoch."""
+        self.queue.clear()
+        self.nbytes = 0
+
+    async def _frames(self) -> AsyncIterator[pb.Frames]:
+        # a new stream starts with the whole backpressure state, which supersedes
+        # any control frame queued for the broken one
+        stmgr = self.stmgr
+        self.control.clear()
+        yield pb.Frames(frames=stmgr.hello_frames(), epoch=stmgr.epoch)
+        while True:
+            if not self.queue and not self.control:
+                self._ready.clear()
+                await self._ready.wait()
+            batch: list[bytes] = list(self.control)
+            self.control.clear()
+            size = 0
+            while self.queue and size < BATCH_BYTES:
+                f = self.queue.popleft()
+                batch.append(f)
+                size += len(f)
+            self.nbytes -= size
+            stmgr.frames_out += len(batch)
+            stmgr.bytes_out += size
+            if self.nbytes <= self.low_water:
+                stmgr.congestion_off(self.key)
+            yield pb.Frames(frames=batch, epoch=stmgr.epoch)
+
+    async def _run(self) -> None:
+        backoff = RECONNECT.start()
+        while True:
+            try:
+                async with grpc.aio.insecure_channel(self.address, options=GRPC_OPTIONS) as ch:
+                    stub = pb_grpc.StreamManagerStub(ch)
+                    call = stub.Exchange(self._frames())
+                    self.connected = True
+                    backoff.reset()
+                    async for _ in call:
+                        pass
+            except asyncio.CancelledError:
+                raise
+            except grpc.RpcError as exc:
+                if self.connected:
+                    log.warning("link to container %d (%s) broke: %s", self.container,
+                                self.address, exc.code())  # fmt: skip
+            self.connected = False
+            await asyncio.sleep(backoff.next_delay())
+
+    def close(self) -> None:
+        self.task.cancel()
+
+
+class ExchangeServicer(pb_grpc.StreamManagerServicer):
+    """Takes the streams the peers dialled and routes every frame on them."""
+
+    def __init__(self, stmgr: StreamManager) -> None:
+        self.stmgr = stmgr
+
+    async def Exchange(
+        self, request_iterator: AsyncIterator[pb.Frames], context: Any
+    ) -> AsyncIterator[pb.Frames]:
+        stmgr = self.stmgr
+        route = stmgr.route
+        async for msg in request_iterator:
+            if msg.epoch != stmgr.epoch:
+                continue  # sent before a rollback: that timeline is gone
+            frames = msg.frames
+            stmgr.frames_in += len(frames)
+            for frame in frames:
+                stmgr.bytes_in += len(frame)
+                route(frame)
+        return
+        yield  # type: ignore[unreachable]  # an async generator that never answers
+
+
+async def serve_peers(stmgr: StreamManager, host: str) -> tuple[grpc.aio.Server, str]:
+    """Start the ``Exchange`` server on ``host`` (any port); the server and its address."""
+    server = grpc.aio.server(options=GRPC_OPTIONS)
+    pb_grpc.add_StreamManagerServicer_to_server(ExchangeServicer(stmgr), server)
+    port = server.add_insecure_port(f"{host}:0")
+    await server.start()
+    return server, f"{host}:{port}"
