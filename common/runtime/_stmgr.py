@@ -28,10 +28,12 @@ import grpc
 from ..api import RuntimeConfig, Topology
 from ..plan import PhysicalPlan, upstream_spouts
 from ..wire import FrameReader, Kind, decode, encode, encode_frame, parse_frame
+from ..wire._control import ControlError, ControlMessage, decode_control, encode_control
 from ..wire._frame import STMGR, frame_dest, length_prefix
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._acking import XorTracker
+from ._hooks import StreamManagerHooks
 
 _SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _uplink.py)
 log = logging.getLogger("headwater.stmgr")
@@ -202,13 +204,13 @@ class StreamManager:
         topology: Topology,
         plan: PhysicalPlan,
         container: int,
-        on_exception: Callable[[dict[str, Any]], None] = lambda report: None,
+        hooks: StreamManagerHooks | None = None,
     ) -> None:
         self.topology = topology
         self.plan = plan
         self.container = container
         self.rc = RuntimeConfig.from_mapping(topology.config)
-        self.on_exception = on_exception
+        self.on_exception: Callable[[dict[str, Any]], None] = lambda report: None
         # set by the container: a snapshot arrived; an instance said hello
         self.on_state: Callable[[int, int, bytes], None] = lambda task, ckpt, blob: None
         self.on_hello: Callable[[int], None] = lambda task: None
@@ -246,6 +248,29 @@ class StreamManager:
         self.task_base: dict[int, dict[str, Any]] = {}
         self.restarts: dict[int, int] = {}
         self.exceptions: dict[int, int] = {}
+        if hooks is not None:
+            self._use_hooks(hooks)
+
+    def _use_hooks(self, hooks: StreamManagerHooks) -> None:
+        # SHIM (container branch): the typed hooks wired to the dict callbacks, until the
+        # stream manager's own conversion lands; drop this method when merging it
+        def typed(msg: dict[str, Any]) -> Any:
+            return decode_control(encode(msg))
+
+        def system(msg: dict[str, Any]) -> None:
+            try:
+                hooks.on_system(typed(msg))
+            except ControlError as exc:
+                log.warning("ignoring a control message: %s", exc)
+
+        def outbox(task: int, component: str, seq: int, rows: bytes) -> None:
+            if not hooks.on_outbox(task, component, seq, rows):
+                log.warning("dropping an outbox frame: this container has no uplink")
+
+        self.on_exception = lambda msg: hooks.on_report(typed(msg))
+        self.on_state, self.on_hello = hooks.on_state, hooks.on_hello
+        self.on_system = system
+        self.on_outbox, self.extra_metrics = outbox, hooks.extra_metrics
 
     # -- plans ------------------------------------------------------------------
     def set_plan(self, topology: Topology, plan: PhysicalPlan) -> None:
@@ -469,10 +494,12 @@ class StreamManager:
         for key in list(self.local_congestion):
             self.congestion_off(key)
 
-    def send_control(self, task: int, msg: dict[str, Any]) -> None:
+    def send_control(self, task: int, msg: dict[str, Any] | ControlMessage) -> None:
         conn = self.conns.get(task)
         if conn is not None:
-            conn.write(encode_frame(Kind.CONTROL, task, STMGR, 0, b"", encode(msg)))
+            # SHIM (container branch): typed messages accepted until the stream manager's own
+            body = encode(msg) if isinstance(msg, dict) else encode_control(msg)
+            conn.write(encode_frame(Kind.CONTROL, task, STMGR, 0, b"", body))
 
     def set_active(self, active: bool) -> None:
         if active == self.active:
