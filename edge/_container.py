@@ -3,19 +3,23 @@
 The agent starts one per edge subgraph it runs, with its local topology
 master as ``--tmaster`` and the uplink's settings in the environment
 (``HEADWATER_UPLINK`` the master's address, ``HEADWATER_AGENT_ID``,
-``HEADWATER_OUTBOX_BUDGET`` bytes). Run as ``python -m headwater.edge.container``.
+``HEADWATER_OUTBOX_BUDGET`` bytes). Its outbox sinks' batches reach the
+``Uplink`` through the stream manager's hooks (``on_outbox``), and the
+uplink's metrics ride the container's heartbeat (``extra_metrics``).
+Run as ``python -m headwater.edge.container``.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
 import sys
 from pathlib import Path
 
-from headwater.common.runtime._container import Container, _ContainerHooks, parser
+from headwater.common._clock import SYSTEM_CLOCK, Clock
+from headwater.common.runtime._container import Container
+from headwater.common.runtime._container_config import ContainerConfig, parse_config
 from headwater.common.runtime._hooks import Metric
 
 from ._uplink import Uplink
@@ -27,19 +31,22 @@ DEFAULT_OUTBOX_BUDGET = 256 << 20
 
 
 class EdgeContainer(Container):
-    def __init__(self, args: argparse.Namespace) -> None:
-        super().__init__(args)
+    def __init__(self, config: ContainerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+        super().__init__(config, clock)
         address, agent = os.environ.get(UPLINK_ENV), os.environ.get(AGENT_ENV)
         if not address or not agent:
             raise SystemExit(f"an edge container needs {UPLINK_ENV} and {AGENT_ENV} set")
         budget = int(os.environ.get(BUDGET_ENV) or DEFAULT_OUTBOX_BUDGET)
-        self.uplink = Uplink(address, agent, self.topology.name,
-                             Path(self.args.state_dir).parent / "outbox", budget,
-                             self.stmgr)  # fmt: skip
+        outbox = Path(config.state_dir).parent / "outbox"
+        self.uplink = Uplink(address, agent, self.topology.name, outbox, budget, self.stmgr)
         self.background.append(self.uplink.run)
 
-    def _hooks(self) -> _ContainerHooks:
-        return _EdgeHooks(self)
+    def on_outbox(self, task: int, component: str, seq: int, rows: bytes) -> bool:
+        self.uplink.put(task, component, seq, rows)
+        return True
+
+    def extra_metrics(self) -> list[Metric]:
+        return self.uplink.metrics()
 
     async def run(self) -> None:
         try:
@@ -48,26 +55,13 @@ class EdgeContainer(Container):
             self.uplink.close()
 
 
-class _EdgeHooks(_ContainerHooks):
-    """The container's hooks, and the outbox batches and metrics of its uplink."""
-
-    c: EdgeContainer
-
-    def on_outbox(self, task: int, component: str, seq: int, rows: bytes) -> bool:
-        self.c.uplink.put(task, component, seq, rows)
-        return True
-
-    def extra_metrics(self) -> list[Metric]:
-        return self.c.uplink.metrics()
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    config = parse_config(argv)
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s edge-container %(name)s: %(message)s",
     )
-    asyncio.run(EdgeContainer(args).run())
+    asyncio.run(EdgeContainer(config).run())
     return 0
 
 

@@ -1,0 +1,56 @@
+"""What a container process is told when it starts: ``ContainerConfig``, from its command line.
+
+A worker (or an agent, or ``headwater run``) starts a container as
+``python -m headwater.common.runtime.container --topology-file F --container N ...``;
+``parse_config`` turns that command line into the frozen ``ContainerConfig``
+that ``Container`` takes.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..plan import add_domain_arguments
+
+
+@dataclass(frozen=True)
+class ContainerConfig:
+    topology_file: str  # the file that defines the topology (its first revision)
+    container: int  # this container's index in the physical plan
+    containers: int  # how many containers the topology is packed into
+    tmaster: str  # host:port of the topology master
+    workdir: Path  # the socket, the instances' logs, the unpacked revisions
+    state_dir: str  # where this container's checkpoints live
+    topology: str | None = None  # the topology's name, if the file defines several
+    host: str = "127.0.0.1"  # the address the stream manager serves its peers on
+    domain: str | None = None  # the checkpoint domain it runs (None: the whole topology)
+    labels: dict[str, str] = field(default_factory=dict)  # the agent's labels (edge)
+
+
+def parse_config(argv: list[str] | None = None) -> ContainerConfig:
+    """The container's command line (``sys.argv[1:]`` when ``argv`` is None)."""
+    p = argparse.ArgumentParser(prog="headwater-container")
+    p.add_argument("--topology-file", required=True)
+    p.add_argument("--topology", default=None)
+    p.add_argument("--container", type=int, required=True)
+    p.add_argument("--containers", type=int, required=True)
+    p.add_argument("--tmaster", required=True, help="host:port of the topology master")
+    p.add_argument("--workdir", required=True)
+    p.add_argument("--state-dir", required=True, help="where this container's checkpoints live")
+    p.add_argument("--host", default="127.0.0.1")
+    add_domain_arguments(p)
+    a = p.parse_args(argv)
+    return ContainerConfig(
+        topology_file=a.topology_file,
+        container=a.container,
+        containers=a.containers,
+        tmaster=a.tmaster,
+        workdir=Path(a.workdir),
+        state_dir=a.state_dir,
+        topology=a.topology,
+        host=a.host,
+        domain=a.domain,
+        labels=a.labels,
+    )

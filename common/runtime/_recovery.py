@@ -1,0 +1,158 @@
+"""Exactly-once recovery in a container: snapshots in, a restore, snapshots handed out.
+
+Snapshots in: each instance's snapshot for a checkpoint goes into the
+container's ``CheckpointStore`` (RocksDB, synced) and is acknowledged to the
+topology master (declined if it could not be saved). A restore: the master
+begins a new epoch at the last complete checkpoint; the container kills its
+instances, forgets the previous epoch's frames, starts every local instance
+again and hands each its snapshot when it says hello (a ``Handout``); once
+all have theirs it acknowledges. A live edit's switch starts its new
+instances through the same handout (``hand_out``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..state import CheckpointStore, CorruptCheckpointError
+from ..wire._control import Restore
+from ..wire.proto import runtime_pb2 as pb
+from ._procs import terminate
+from ._revisions import Revisions
+from ._session import MasterSession
+from ._stmgr import StreamManager
+from ._supervisor import Supervisor
+
+log = logging.getLogger("headwater.container")
+
+
+@dataclass
+class Handout:
+    """Snapshots waiting for the instances a restore (or a switch) starts."""
+
+    order: pb.Restore  # the checkpoint (and revision) they start from
+    snapshots: dict[int, bytes | None]  # task -> its blob (None: start empty)
+    starting: set[int]
+    done: Callable[[pb.Restore], Coroutine[Any, Any, None]]  # the ack once all have theirs
+    handed: set[int] = field(default_factory=set)
+
+
+class Recovery:
+    def __init__(
+        self,
+        state_dir: str,
+        stmgr: StreamManager,
+        supervisor: Supervisor,
+        revisions: Revisions,
+        session: MasterSession,
+        on_rollback: Callable[[], None],
+    ) -> None:
+        self._state_dir = state_dir
+        self.store = CheckpointStore(state_dir)
+        self._stmgr = stmgr
+        self._supervisor = supervisor
+        self._revisions = revisions
+        self._session = session
+        self._on_rollback = on_rollback  # a restore overrides a staged edit
+        self.handout: Handout | None = None  # the one in progress
+
+    # -- snapshots in ---------------------------------------------------------------
+    def on_state(self, task: int, checkpoint: int, blob: bytes) -> None:
+        try:
+            size = self.store.save(checkpoint, task, blob)
+        except Exception as exc:  # rocksdict raises its own errors (a full disk, most likely)
+            # not acknowledged: the checkpoint fails and the master says so; RocksDB keeps a
+            # write error until it is reopened, so reopen it for the next checkpoint
+            log.error("the snapshot of task %d for checkpoint %d was not saved: %s",
+                      task, checkpoint, exc)  # fmt: skip
+            self._reopen_store()
+            self._ack(task, checkpoint, 0, declined=str(exc) or repr(exc))
+            return
+        self._ack(task, checkpoint, size)
+
+    def _ack(self, task: int, checkpoint: int, size: int, declined: str = "") -> None:
+        if self._session.stub is not None:
+            asyncio.get_running_loop().create_task(self._session.ack_checkpoint(
+                task, checkpoint, self._stmgr.epoch, size, declined=declined,
+            ))  # fmt: skip
+
+    def _reopen_store(self) -> None:
+        with contextlib.suppress(Exception):  # closed already, by a reopen that failed
+            self.store.close()
+        try:
+            self.store = CheckpointStore(self._state_dir)
+        except Exception as exc:  # still no room: the next snapshot tries again
+            log.warning("cannot reopen the checkpoint store: %s", exc)
+
+    def prune(self, keep_from: int) -> None:
+        self.store.prune(keep_from)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- a restore ------------------------------------------------------------------
+    async def restore(self, order: pb.Restore) -> None:
+        if order.epoch <= self._stmgr.epoch:
+            if order.epoch == self._stmgr.epoch and self.handout is None:
+                await self._session.ack_restore(order, ok=True)  # a repeated order: done
+            return  # an old order, or this one still in progress (it acks when done)
+        log.info("epoch %d: restoring checkpoint %d under revision %d", order.epoch,
+                 order.checkpoint_id, order.revision)  # fmt: skip
+        revision = order.revision or 1  # an edge domain's master has no revisions
+        if self._revisions.get(revision) is None:
+            log.error("asked to restore revision %d, which was never sent here", revision)
+            return
+        self._on_rollback()
+        self._revisions.use(revision)
+        procs = self._supervisor.kill_all()
+        self._stmgr.reset(order.epoch)
+        await asyncio.get_running_loop().run_in_executor(None, terminate, procs, 1.0)
+        tasks = self._revisions.local_tasks
+        try:
+            snapshots = {
+                t: self.store.load(order.checkpoint_id, t) if order.checkpoint_id else None
+                for t in tasks
+            }
+        except CorruptCheckpointError as exc:
+            log.warning("%s", exc)
+            self.handout = None
+            await self._session.ack_restore(order, ok=False, error=str(exc))
+            return
+        if not tasks:
+            # an empty container (more containers than instances, or an edit that moved
+            # everything away) has nothing to restore: waiting for an instance's hello
+            # here kept the whole domain RESTORING forever
+            await self._session.ack_restore(order, ok=True)
+            return
+        self.hand_out(Handout(order, snapshots, set(tasks), self._restored))
+        for task in tasks:
+            self._supervisor.start(task)
+
+    async def _restored(self, order: pb.Restore) -> None:
+        await self._session.ack_restore(order, ok=True)
+
+    # -- snapshots out ----------------------------------------------------------------
+    def hand_out(self, handout: Handout) -> None:
+        """Give each of ``handout.starting`` its snapshot when it says hello."""
+        self.handout = handout
+
+    def add_snapshot(self, task: int, blob: bytes | None) -> None:
+        """A snapshot made after the handout began (a rescaled component's share of keys)."""
+        if self.handout is not None:
+            self.handout.snapshots[task] = blob
+
+    def on_hello(self, task: int) -> None:
+        h = self.handout
+        if h is None or task not in h.snapshots:
+            return
+        self._stmgr.send_control(task, Restore(checkpoint=h.order.checkpoint_id,
+                                               blob=h.snapshots[task]))  # fmt: skip
+        h.handed.add(task)
+        if h.handed >= h.starting:
+            self.handout = None
+            asyncio.get_running_loop().create_task(h.done(h.order))

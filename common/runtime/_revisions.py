@@ -1,0 +1,98 @@
+"""The topology revisions a container can run: the one it started with, and each live edit.
+
+A live edit sends a revision (its package and physical plan) ahead of the
+checkpoint it switches at. ``Revisions.load`` unpacks and loads it once
+(raising if the new code does not load, which refuses the edit); ``use``
+makes one the running revision and routes the stream manager by its plan.
+A restore names the revision to run, so a failed edit rolls back as any
+failure does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._package import unpack_package
+from ..api import Topology
+from ..plan import (
+    InstancePlacement,
+    PhysicalPlan,
+    load_topology,
+    plan_to_json,
+    restrict,
+    validate,
+)
+from ..wire.proto import runtime_pb2 as pb
+from ._stmgr import StreamManager
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A topology revision this container can run."""
+
+    topology: Topology
+    plan: PhysicalPlan
+    file: str  # the topology file
+    plan_file: str | None  # task ids, for revisions after the first
+
+
+class Revisions:
+    def __init__(
+        self,
+        first: Revision,
+        container: int,
+        workdir: Path,
+        name: str | None,
+        stmgr: StreamManager,
+        domain: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self._known = {1: first}
+        self.current = 1  # the one running (the first: what the container started with)
+        self._container = container
+        self._workdir = workdir
+        self.name = name  # the topology's name in its file, if the file holds several
+        self._stmgr = stmgr
+        self.domain = domain  # the checkpoint domain this container runs (None: the whole)
+        self.labels = dict(labels or {})  # the agent's labels (edge)
+
+    @property
+    def running(self) -> Revision:
+        return self._known[self.current]
+
+    @property
+    def local_tasks(self) -> list[int]:
+        return sorted(i.task_id for i in self.running.plan.in_container(self._container))
+
+    def get(self, revision: int) -> Revision | None:
+        return self._known.get(revision)
+
+    def use(self, revision: int) -> None:
+        """Run ``revision`` (known): route by its plan from now on."""
+        rev = self._known[revision]
+        self.current = revision
+        self._stmgr.set_plan(rev.topology, rev.plan)
+
+    def load(self, r: pb.Revision) -> Revision:
+        """Unpack and load revision ``r`` (once); raise if its code does not load."""
+        known = self._known.get(r.revision)
+        if known is not None:
+            return known
+        first = self._known[1]
+        home = self._workdir / f"rev-{r.revision}"
+        code = unpack_package(r.package_data, r.package, home / "code")
+        plan = PhysicalPlan(
+            first.topology.name,
+            first.plan.containers,
+            tuple(InstancePlacement(i.task_id, i.component, i.component_index, i.container)
+                  for i in r.plan.instances),
+        )  # fmt: skip
+        loaded = load_topology(code / r.entry, self.name, self.domain, self.labels)
+        topology = restrict(loaded, plan)
+        validate(topology)
+        plan_file = home / "plan.json"
+        plan_file.write_text(plan_to_json(plan))
+        rev = Revision(topology, plan, str(code / r.entry), str(plan_file))
+        self._known[r.revision] = rev
+        return rev

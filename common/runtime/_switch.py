@@ -1,0 +1,177 @@
+"""Live edits in a container: stage a revision, switch to it at its checkpoint, or abort it.
+
+The topology master sends a revision with the checkpoint to switch at
+(exactly-once only). ``EditSwitch.on_revision`` loads it (refusing the edit
+if the new code does not load), tells each local instance what to do at that
+barrier (retire, or route by the new plan), and acknowledges. When that
+checkpoint commits (``on_commit``) the replaced and removed instances stop
+and the new ones start from the checkpoint: a replacement from its own
+snapshot, an attached component empty, and a component whose parallelism
+changed from its share of the old tasks' keys, which the master gathers
+(``put_state``) and hands back (``on_handover``, split by ``rescale``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from ..wire._control import Abort, Prepare
+from ..wire.proto import runtime_pb2 as pb
+from ._procs import terminate
+from ._recovery import Handout, Recovery
+from ._rescale import RescaleError, rescale
+from ._revisions import Revisions
+from ._session import MasterSession
+from ._stmgr import StreamManager
+from ._supervisor import Supervisor
+
+log = logging.getLogger("headwater.container")
+
+
+@dataclass
+class PendingSwitch:
+    revision: int
+    at: int  # the switch checkpoint
+    retiring: set[int]  # local tasks that stop after it (replaced or removed)
+    # local tasks that start then -> what they start from: "snapshot" (a replacement's own),
+    # "empty" (attached) or "handover" (a new parallelism: the old tasks' keys for it)
+    starting: dict[int, str]
+    rescaled: dict[str, list[int]]  # component -> its old tasks (parallelism changes)
+
+
+class EditSwitch:
+    def __init__(
+        self,
+        container: int,
+        stmgr: StreamManager,
+        revisions: Revisions,
+        supervisor: Supervisor,
+        recovery: Recovery,
+        session: MasterSession,
+    ) -> None:
+        self._container = container
+        self._stmgr = stmgr
+        self._revisions = revisions
+        self._supervisor = supervisor
+        self._recovery = recovery
+        self._session = session
+        self.pending: PendingSwitch | None = None
+        self.handover: set[int] = set()  # new tasks waiting for their share of the keys
+
+    async def on_revision(self, r: pb.Revision) -> None:
+        try:
+            new = self._revisions.load(r)
+        except Exception as exc:  # the new code fails to load: the edit is refused
+            log.warning("revision %d cannot be loaded: %s", r.revision, exc)
+            await self._session.ack_switch(
+                r.revision, ok=False, error=f"container {self._container}: {exc}"
+            )
+            return
+        if not r.switch_at:
+            return
+        running = self._revisions.running
+        local = self._revisions.local_tasks
+        old = {i.task_id for i in running.plan.instances}
+        replaced = set(r.replaced)
+        new_tasks = {i.task_id: i.component for i in new.plan.instances}
+        # old tasks stop if replaced or removed; new ones start, restored if replacements
+        retiring = {t for t in local if t not in new_tasks or new_tasks[t] in replaced}
+        old_ids, new_ids = running.plan.ids(), new.plan.ids()
+        rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
+        starting = {
+            i.task_id: "handover" if i.component in rescaled
+            else "snapshot" if i.task_id in old else "empty"
+            for i in new.plan.in_container(self._container)
+            if i.component in replaced or i.task_id not in old
+        }  # fmt: skip
+        prepare = Prepare(at=r.switch_at, file=new.file, plan=new.plan_file or "",
+                          topology=self._revisions.name, domain=self._revisions.domain,
+                          labels=self._revisions.labels)  # fmt: skip
+        for task in local:
+            retire = task in retiring
+            self._stmgr.send_control(task, Prepare(at=r.switch_at, retire=True) if retire
+                                     else prepare)  # fmt: skip
+        self._stmgr.stage(new.plan, retiring, r.switch_at)
+        self.pending = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled)
+        log.info("revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
+                 r.revision, r.switch_at, len(retiring), len(starting))  # fmt: skip
+        await self._session.ack_switch(r.revision, ok=True)
+
+    def abort(self, revision: int) -> None:
+        """The master abandoned ``revision``: keep running the current one."""
+        if self.pending is None or self.pending.revision != revision:
+            return
+        self.forget()
+        self._stmgr.retiring = {}
+        self._revisions.use(self._revisions.current)
+        log.info("revision %d abandoned", revision)
+
+    def forget(self) -> None:
+        """Drop the staged revision (abandoned, or overridden by a restore)."""
+        if self.pending is None:
+            return
+        self.pending = None
+        for task in self._revisions.local_tasks:
+            self._stmgr.send_control(task, Abort())
+
+    async def on_commit(self, checkpoint: int) -> None:
+        if self.pending is not None and self.pending.at == checkpoint:
+            await self._switch()
+
+    async def _switch(self) -> None:
+        """The switch checkpoint committed: the old instances go, the new ones start."""
+        sw = self.pending
+        assert sw is not None
+        self.pending = None
+        procs = self._supervisor.take(sw.retiring)
+        # each stops by itself once it has published the commit; a slow one is made to
+        await asyncio.get_running_loop().run_in_executor(None, terminate, procs, 5.0)
+        for task in sw.retiring:
+            self._stmgr.retire(task)
+        self._revisions.use(sw.revision)
+        store = self._recovery.store
+        for component, tasks in sw.rescaled.items():  # their state goes to the new tasks
+            for task in tasks:
+                if task in sw.retiring:
+                    blob = store.load(sw.at, task) or b""
+                    await self._session.put_state(sw.revision, component, task, sw.at, blob)
+        self.handover = {t for t, start in sw.starting.items() if start == "handover"}
+        if not sw.starting:
+            await self._session.ack_switch(sw.revision, ok=True)
+        else:
+            snapshots = {
+                t: store.load(sw.at, t) if start == "snapshot" else None
+                for t, start in sw.starting.items()
+            }
+            order = pb.Restore(checkpoint_id=sw.at, epoch=self._stmgr.epoch, revision=sw.revision)
+            self._recovery.hand_out(Handout(order, snapshots, set(sw.starting), self._started))
+            for task in sw.starting:
+                if task not in self.handover:  # those wait for their keys
+                    self._supervisor.start(task)
+        log.info("revision %d runs here: %d tasks retired, %d started", sw.revision,
+                 len(sw.retiring), len(sw.starting))  # fmt: skip
+
+    async def _started(self, order: pb.Restore) -> None:
+        await self._session.ack_switch(order.revision, ok=True)
+
+    async def on_handover(self, h: pb.StateHandover) -> None:
+        """A rescaled component's old snapshots: each new task here keeps its keys, then starts."""
+        rev = self._revisions.get(h.revision)
+        if rev is None or h.revision != self._revisions.current:
+            return
+        mine = [i for i in rev.plan.in_container(self._container)
+                if i.component == h.component and i.task_id in self.handover]  # fmt: skip
+        blobs = [p.blob or None for p in h.parts]
+        n = len(rev.plan.tasks(h.component))
+        try:
+            shares = {i.task_id: rescale(h.component, blobs, i.index, n) for i in mine}
+        except RescaleError as exc:
+            log.warning("%s", exc)
+            await self._session.report_failure(str(exc))
+            return
+        for task, blob in shares.items():
+            self._recovery.add_snapshot(task, blob)
+            self.handover.discard(task)
+            self._supervisor.start(task)

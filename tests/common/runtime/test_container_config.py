@@ -1,0 +1,29 @@
+"""A container's command line becomes its frozen ``ContainerConfig``."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from headwater.common.runtime._container_config import ContainerConfig, parse_config
+
+
+def test_the_command_line_becomes_a_frozen_config() -> None:
+    config = parse_config([
+        "--topology-file", "t.py", "--container", "1", "--containers", "2",
+        "--tmaster", "127.0.0.1:7000", "--workdir", "/tmp/w", "--state-dir", "/tmp/s",
+    ])  # fmt: skip
+    assert config == ContainerConfig(
+        topology_file="t.py", container=1, containers=2, tmaster="127.0.0.1:7000",
+        workdir=Path("/tmp/w"), state_dir="/tmp/s",
+    )  # fmt: skip
+    assert (config.topology, config.host) == (None, "127.0.0.1")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.container = 2  # type: ignore[misc]
+
+
+def test_a_missing_required_flag_is_refused() -> None:
+    with pytest.raises(SystemExit):
+        parse_config(["--topology-file", "t.py"])
