@@ -2,7 +2,9 @@
 
 The agent starts one per edge subgraph it runs, with its local topology
 master as ``--tmaster`` and the uplink's settings in the environment
-(``HEADWATER_UPLINK`` the master's address, ``HEADWATER_AGENT_ID``,
+(``HEADWATER_UPLINK`` the master's address, which says where the receivers
+run; ``HEADWATER_INGRESS_PROXY`` the HTTP CONNECT proxy through which the
+receivers' stream managers are dialled, if any; ``HEADWATER_AGENT_ID``;
 ``HEADWATER_OUTBOX_BUDGET`` bytes). Run as ``python -m headwater.edge.container``.
 """
 
@@ -15,11 +17,13 @@ import os
 import sys
 from pathlib import Path
 
+from headwater.common.plan._domains import OUTBOX_PREFIX
 from headwater.common.runtime._container import Container, parser
 
 from ._uplink import Uplink
 
 UPLINK_ENV = "HEADWATER_UPLINK"
+PROXY_ENV = "HEADWATER_INGRESS_PROXY"
 AGENT_ENV = "HEADWATER_AGENT_ID"
 BUDGET_ENV = "HEADWATER_OUTBOX_BUDGET"
 DEFAULT_OUTBOX_BUDGET = 256 << 20
@@ -32,9 +36,12 @@ class EdgeContainer(Container):
         if not address or not agent:
             raise SystemExit(f"an edge container needs {UPLINK_ENV} and {AGENT_ENV} set")
         budget = int(os.environ.get(BUDGET_ENV) or DEFAULT_OUTBOX_BUDGET)
+        boundary = [c.name[len(OUTBOX_PREFIX) :] for c in self.topology.components
+                    if c.name.startswith(OUTBOX_PREFIX)]  # fmt: skip
         self.uplink = Uplink(address, agent, self.topology.name,
-                             Path(self.args.state_dir).parent / "outbox", budget,
-                             self.stmgr)  # fmt: skip
+                             Path(self.args.state_dir).parent / "outbox", budget, self.stmgr,
+                             components=boundary,
+                             proxy=os.environ.get(PROXY_ENV, ""))  # fmt: skip
         self.stmgr.on_outbox = self.uplink.put
         self.stmgr.extra_metrics = self.uplink.metrics
         self.background.append(self.uplink.run)

@@ -120,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
         help="node id (default: generated once, kept in WORKDIR/node-id)",
     )
     worker.add_argument("--workdir", default=None, metavar="DIR")
+    worker.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address its containers' stream managers listen on and give to peers and "
+        "agents (their uplinks come in there); default 127.0.0.1: this machine only",
+    )
     worker.set_defaults(func=_cmd_worker)
 
     agent = sub.add_parser("agent", help="run the edge agent daemon on a gateway")
@@ -169,6 +176,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PORT",
         help="serve GET /status (backlog, ingestion, uplink) on 127.0.0.1:PORT",
+    )
+    agent.add_argument(
+        "--ingress-proxy",
+        default="",
+        metavar="HOST:PORT",
+        help="reach the cloud's stream managers (where the uplink goes) through this HTTP "
+        "CONNECT proxy (default: dial the addresses the master gives)",
     )
     agent.add_argument("--workdir", default=None, metavar="DIR")
     agent.set_defaults(func=_cmd_agent)
@@ -495,7 +509,14 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
 
     async def main() -> None:
-        node = Node(args.master, workdir, kind="worker", node_id=args.id, version=__version__)
+        node = Node(
+            args.master,
+            workdir,
+            kind="worker",
+            node_id=args.id,
+            version=__version__,
+            host=args.host,
+        )
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):
             loop.add_signal_handler(s, node.stopping.set)
@@ -573,7 +594,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         agent = Agent(args.master, workdir, node_id=node_id, labels=dict(args.label),
                       version=__version__, mqtt=mqtt,
                       outbox_budget=args.outbox_budget,
-                      status_port=args.status_port)  # fmt: skip
+                      status_port=args.status_port,
+                      ingress_proxy=args.ingress_proxy)  # fmt: skip
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):
             loop.add_signal_handler(s, agent.stopping.set)

@@ -55,7 +55,7 @@ def cloud_part(topology: Topology) -> Topology:
     """The cloud subgraph: boundary components become uplink receivers, other edge ones go."""
     if not has_edge(topology):
         return topology
-    from ..runtime._uplink import UplinkSpout
+    from ..runtime._receiver import UplinkSpout
 
     edges = boundary(topology)
     components: list[ComponentSpec] = []
@@ -71,7 +71,7 @@ def cloud_part(topology: Topology) -> Topology:
 
 def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
     """The edge subgraph an agent with ``labels`` runs, with an outbox sink per boundary."""
-    from ..runtime._uplink import OutboxSink
+    from ..runtime._outbox_sink import OutboxSink
 
     edges = boundary(topology)
     components: list[ComponentSpec] = []

@@ -121,7 +121,6 @@ class Container:
         self.handover: set[int] = set()  # new tasks waiting for their share of the keys
         self.failure_reported = -1  # epoch of the last failure report
         self.background: list[Callable[[], Coroutine[Any, Any, None]]] = []  # extra jobs
-        self.feedback: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue(maxsize=10_000)
         self.log_committed: dict[str, float] = {}  # durable log partition -> offset
         self.stmgr.on_system = self._on_system
         if self.exactly_once:
@@ -285,7 +284,6 @@ class Container:
                     )
                     self.stub = stub
                     hb = asyncio.get_running_loop().create_task(self._heartbeat(stub))
-                    fb = asyncio.get_running_loop().create_task(self._send_feedback(stub))
                     try:
                         watch = stub.Watch(
                             pb.WatchRequest(topology=self.topology.name, container=self.id)
@@ -295,7 +293,6 @@ class Container:
                             await self._on_command(command)
                     finally:
                         hb.cancel()
-                        fb.cancel()
                         self.stub = None
             except asyncio.CancelledError:
                 raise
@@ -327,8 +324,6 @@ class Container:
                 self.store.prune(command.commit.keep_from)
         elif which == "restore":
             await self._restore(command.restore)
-        elif which == "uplink":
-            self._deliver_uplink(command.uplink)
         elif which == "revision":
             await self._on_revision(command.revision)
         elif which == "switch" and not command.switch.commit:
@@ -487,40 +482,12 @@ class Container:
         except grpc.RpcError as exc:
             log.debug("switch ack not delivered: %s", exc)
 
-    # -- uplink receivers (cloud) -------------------------------------------------
-    def _deliver_uplink(self, b: pb.UplinkBatch) -> None:
-        """An agent's batch for the receiver standing in for ``b.component``."""
-        for task in self.local_tasks:
-            if self.stmgr.task_component[task] == b.component:
-                self.stmgr.send_control(task, {"type": "uplink", "agent": b.agent, "seq": b.seq,
-                                               "prev": b.prev, "payload": b.payload})  # fmt: skip
-                return  # not connected (restarting): its resync at start rewinds the agent
-
     def _on_system(self, msg: dict[str, Any]) -> None:
         if msg.get("type") == "log_committed":  # for the agent's ingest log retention
             for p, offset in msg["offsets"].items():
                 self.log_committed[f"log_committed:{msg['path']}#p{p}"] = float(offset)
             return
-        if msg.get("type") != "uplink_feedback":
-            log.warning("ignoring an unknown control message %r", msg.get("type"))
-            return
-        fb = pb.UplinkFeedback(
-            topology=self.topology.name, agent=msg["agent"], component=msg["component"],
-            consumed=msg["consumed"], confirmed=msg["confirmed"],
-            resend_after=msg["resend_after"], resync=msg["resync"],
-        )  # fmt: skip
-        try:
-            self.feedback.put_nowait(fb)
-        except asyncio.QueueFull:  # the master is away: the agent's resend timer covers it
-            log.debug("uplink feedback dropped: the master is unreachable")
-
-    async def _send_feedback(self, stub: pb_grpc.TopologyMasterStub) -> None:
-        while True:  # one at a time: feedback keeps its order
-            fb = await self.feedback.get()
-            try:
-                await stub.SendUplinkFeedback(fb)
-            except grpc.RpcError as exc:
-                log.debug("uplink feedback not delivered: %s", exc)
+        log.warning("ignoring an unknown control message %r", msg.get("type"))
 
     async def _restore(self, restore: pb.Restore) -> None:
         if restore.epoch <= self.stmgr.epoch:

@@ -49,7 +49,7 @@ from ..plan import PhysicalPlan, plan_from_json, restrict, task_ids
 from ..state import KeyedState, State, StatefulComponent
 from ..state._state import dump_snapshot, load_snapshot
 from ..wire import Kind, decode, encode, encode_frame, parse_frame
-from ..wire._frame import STMGR
+from ..wire._frame import STMGR, UPLINK_HEAD
 from ._dead_letters import Retry
 from ._emitter import Emitter
 from ._gateway import Gateway
@@ -524,6 +524,11 @@ class Instance:
                 else:
                     self.failed += 1
                     comp.on_fail(tup_id)
+        elif kind == Kind.UPLINK:  # an agent's batch, for a cloud receiver (_receiver.py)
+            on_uplink = getattr(comp, "on_uplink", None)
+            if on_uplink is not None:
+                seq, prev = UPLINK_HEAD.unpack_from(f.payload)
+                on_uplink(f.stream, seq, prev, f.payload[UPLINK_HEAD.size :])
         elif kind == Kind.CONTROL:
             msg = decode(f.payload)
             kind_ = msg.get("type")

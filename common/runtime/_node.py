@@ -121,8 +121,10 @@ class Node:
         labels: dict[str, str] | None = None,
         version: str = "",
         backoff: Backoff = Backoff(),
+        host: str = "127.0.0.1",
     ) -> None:
         self.master = master
+        self.host = host  # where its containers' stream managers listen, and say they are
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kind = kind
@@ -282,6 +284,7 @@ class Node:
             "--tmaster", self.tmaster_address(run),
             "--workdir", str(home),
             "--state-dir", str(home / "state"),
+            "--host", self.host,
         ]  # fmt: skip
         self.containers[(run.topology, run.container)] = spawn(
             args, env=self.container_env(run), log_path=str(home / "container.log")

@@ -32,8 +32,9 @@ from ..wire._frame import STMGR, frame_dest, length_prefix
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._acking import XorTracker
+from ._ingress import Ingress
 
-_SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _uplink.py)
+_SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _outbox_sink.py)
 log = logging.getLogger("headwater.stmgr")
 BpKey = str
 
@@ -213,7 +214,7 @@ class StreamManager:
         self.on_state: Callable[[int, int, bytes], None] = lambda task, ckpt, blob: None
         self.on_hello: Callable[[int], None] = lambda task: None
         # edge: an outbox sink published (component, sequence, rows); runtime
-        # components' control messages (uplink feedback); extra metrics
+        # components' control messages; extra metrics
         self.on_outbox: Callable[[int, str, int, bytes], None] | None = None
         self.on_system: Callable[[dict[str, Any]], None] = lambda msg: None
         self.extra_metrics: Callable[[], list[tuple[str, str, float]]] = list
@@ -246,6 +247,7 @@ class StreamManager:
         self.task_base: dict[int, dict[str, Any]] = {}
         self.restarts: dict[int, int] = {}
         self.exceptions: dict[int, int] = {}
+        self.ingress = Ingress(self)  # agents' uplinks, to the receivers here
 
     # -- plans ------------------------------------------------------------------
     def set_plan(self, topology: Topology, plan: PhysicalPlan) -> None:
@@ -317,6 +319,8 @@ class StreamManager:
                 self.on_exception(msg)
             elif msg.get("type") == "dead_letter":  # counted by the instance (dead_letters)
                 self.on_exception(msg)
+            elif msg.get("type") == "uplink_feedback":  # a receiver's, to its agents' streams
+                self.ingress.feedback(msg)
             else:
                 self.on_system(msg)
         elif kind == Kind.OUTBOX:
@@ -641,6 +645,7 @@ class StreamManager:
             out.append((ts, "restarts", float(self.restarts.get(task, 0))))
             out.append((ts, "exceptions", float(self.exceptions.get(task, 0))))
             out.append((ts, "connected", 1.0 if task in self.conns else 0.0))
+        out += self.ingress.metrics() if self.ingress.batches else []
         out += self.extra_metrics()
         return out
 
@@ -660,6 +665,7 @@ class StreamManager:
             ]
         )
         pb_grpc.add_StreamManagerServicer_to_server(_PeerServicer(self), server)
+        pb_grpc.add_IngressServicer_to_server(self.ingress, server)
         port = server.add_insecure_port(f"{host}:0")
         await server.start()
         self._server = server
