@@ -294,8 +294,15 @@ def test_agent_killed_while_offline_loses_and_duplicates_nothing(
     port = free_port()
     try:
         args = {
-            "site0": _agent_args(mosquitto, "site0", proxy.address, "--status-port", str(port),
-                                 "--ingress-proxy", proxy.address),
+            "site0": _agent_args(
+                mosquitto,
+                "site0",
+                proxy.address,
+                "--status-port",
+                str(port),
+                "--ingress-proxy",
+                proxy.address,
+            ),
             "site1": _agent_args(mosquitto, "site1", daemons.grpc),
         }
         _worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
