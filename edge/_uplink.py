@@ -215,6 +215,8 @@ class Uplink:
             except grpc.RpcError as exc:
                 log.debug("uplink of %r (receiver at %s) down: %s %s", component,
                           address or "?", exc.code(), exc.details())  # fmt: skip
+            except Exception:  # a bug, or an address gRPC refuses: say so, never stop trying
+                log.exception("uplink of %r (receiver at %s) failed", component, address or "?")
             if self.open.pop(component, None) is not None:
                 log.warning("uplink of %r to %s lost; backlog %d batches", component, address,
                             self.backlog)  # fmt: skip
