@@ -14,13 +14,24 @@ in a transactional file sink, a part file per cloud checkpoint.
   after it returns, the backlog (every reading published during the cut)
   is timed until it has landed: rows per second;
 * the agent's peak RSS: the daemon alone and with its edge processes
-  (container and instances), sampled every 0.5 s through all of it.
+  (container and instances), sampled every 0.5 s through all of it;
+* the master's CPU time (user + system, from /proc/PID/stat) per 1,000
+  readings while they flow at the steady rate: what edge traffic costs the
+  control plane.
+
+``--tree PATH`` runs the daemons from another checkout (``PYTHONPATH=PATH``;
+PATH is a repository root, e.g. a ``git worktree`` of an older commit);
+repeat it to measure several trees one after the other in one run, side by
+side (``--tree .`` is this one). The agent goes through the proxy for the
+master and, where its tree has ``--ingress-proxy``, for the data path too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import statistics
 import tempfile
 import threading
@@ -50,6 +61,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--intervals", default="1,0.25", help="checkpoint intervals to compare (s)")
     p.add_argument("--cut", type=float, default=60.0, help="seconds the link is down")
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument(
+        "--tree",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="run the daemons from this checkout (PYTHONPATH=PATH); repeat to compare trees "
+        "side by side (default: this one)",
+    )
 
 
 class Landing:
@@ -106,18 +125,39 @@ def _landed(landing: Landing, count: int, timeout: float) -> None:
     _wait(lambda: len(landing.arrived) >= count, timeout)
 
 
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used (Linux: /proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _tree_env(tree: str | None) -> dict[str, str]:
+    return {"PYTHONPATH": str(Path(tree).resolve())} if tree else {}
+
+
+def _has_ingress_proxy(tree: str | None) -> bool:
+    """Whether the tree's agent takes ``--ingress-proxy`` (its uplink goes to the workers)."""
+    cli = Path(tree or Path(__file__).resolve().parent.parent) / "headwater" / "_cli.py"
+    return "--ingress-proxy" in cli.read_text()
+
+
 class EdgeCluster:
-    def __init__(self, work: Path, broker_port: int, interval: float) -> None:
+    def __init__(
+        self, work: Path, broker_port: int, interval: float, tree: str | None = None
+    ) -> None:
         self.work, self.out = work, work / "out"
         work.mkdir(parents=True)
         self.procs: list[Any] = []
+        self.tree_env = _tree_env(tree)
         ready = work / "master.json"
         self._spawn("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
                     "--http-port", str(_free_port()), "--state-dir", str(work / "master"),
                     "--ready-file", str(ready), "--no-advertise")  # fmt: skip
         info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), 30)
         self.http = info["http"]
+        self.master_pid = int(info["pid"])
         self.proxy = LinkProxy(info["grpc"])
+        via = ["--ingress-proxy", self.proxy.address] if _has_ingress_proxy(tree) else []
         env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(interval)}
         self._spawn("worker", "worker", "--master", info["grpc"], "--id", "w1",
                     "--workdir", str(work / "w1"), env=env)  # fmt: skip
@@ -125,7 +165,7 @@ class EdgeCluster:
         self.agent = self._spawn("agent", "agent", "--master", self.proxy.address, "--id",
                                  "gw", "--mqtt", f"127.0.0.1:{broker_port}", "--workdir",
                                  str(work / "gw"), "--status-port", str(self.status_port),
-                                 env=env)  # fmt: skip
+                                 *via, env=env)  # fmt: skip
         _wait(
             lambda: len([n for n in get_json(f"{self.http}/api/v1/nodes") if n["online"]]) == 2, 30
         )
@@ -140,7 +180,8 @@ class EdgeCluster:
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> Any:
-        p = spawn(["-m", "headwater", *args], env=env, log_path=str(self.work / f"{name}.log"))
+        p = spawn(["-m", "headwater", *args], env={**self.tree_env, **(env or {})},
+                  log_path=str(self.work / f"{name}.log"))  # fmt: skip
         self.procs.append(p)
         return p
 
@@ -170,14 +211,14 @@ class EdgeCluster:
 def _uplink_up_ms(cluster: EdgeCluster) -> float:
     """When the edge container's uplink last came up (its log line), in epoch ms."""
     log = cluster.work / "gw" / "edgebench" / "container-0" / "container.log"
-    ups = [
-        line
-        for line in log.read_text().splitlines()
-        if "uplink to" in line and line.endswith(" up")
-    ]
+    # "uplink of 'COMPONENT' to ADDRESS up" (before issue 14: "uplink to ADDRESS up")
+    ups = [line for line in log.read_text().splitlines() if _UP.search(line)]
     stamp = ups[-1][:23]  # "2026-11-21 11:08:20,438"
     base = time.mktime(time.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S"))
     return (base + int(stamp[20:23]) / 1000) * 1000
+
+
+_UP = re.compile(r"uplink (of \S+ )?to \S+ up$")
 
 
 def _wait(cond: Any, timeout: float) -> Any:
@@ -189,25 +230,53 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    trees: list[str | None] = list(args.tree) if args.tree else [None]
+    results: dict[str, Any] = {}
+    for tree in trees:
+        label = str(Path(tree).resolve()) if tree else "this tree"
+        print(f"== {label}", flush=True)
+        results[label] = run_tree(args, tree)
+    if len(trees) > 1:
+        print("\nside by side:")
+        for label, r in results.items():
+            latency = {k: (v["p50_ms"], v["p99_ms"]) for k, v in r["latency"].items()}
+            print(f"  {label}: latency p50/p99 ms {latency}; catch-up "
+                  f"{r['catch_up']['catch_up_rows_per_s']} rows/s; master CPU per 1,000 readings "
+                  f"{r['master_cpu_ms_per_1000_readings']} ms")  # fmt: skip
+    out: dict[str, Any] = results if len(trees) > 1 else results[next(iter(results))]
+    print(json.dumps(out, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    return 0
+
+
+def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="hw-bench-edge-"))
     port, broker, kind = start_broker(tmp)
     results: dict[str, Any] = {"rate": args.rate, "broker": kind, "latency": {}}
+    cpu: dict[str, float] = {}
     try:
         intervals = [float(x) for x in args.intervals.split(",")]
         for n, interval in enumerate(intervals):
-            cluster = EdgeCluster(tmp / f"run-{n}", port, interval)
+            cluster = EdgeCluster(tmp / f"run-{n}", port, interval, tree)
             landing = Landing(cluster.out)
             try:
                 count = int(args.rate * args.duration)
                 first = n * 10_000_000
+                cpu_before = cpu_s(cluster.master_pid)
                 publish(port, args.rate, first, count)
                 _landed(landing, count, 120)
+                cpu[f"checkpoints every {interval:g} s"] = round(
+                    (cpu_s(cluster.master_pid) - cpu_before) * 1000 / count * 1000, 1
+                )
                 lat = [seen - sent for sent, seen in landing.arrived.values()]
                 row = {"rows": len(lat), "p50_ms": round(_pct(lat, 50), 1),
                        "p99_ms": round(_pct(lat, 99), 1), "max_ms": round(max(lat), 1),
                        "duplicates": landing.duplicates}  # fmt: skip
                 results["latency"][f"checkpoints every {interval:g} s"] = row
-                print(f"interval {interval:g} s: {row}", flush=True)
+                print(f"interval {interval:g} s: {row}; master CPU "
+                      f"{cpu[f'checkpoints every {interval:g} s']} ms per 1,000 readings",
+                      flush=True)  # fmt: skip
                 if n == 0:
                     results["catch_up"] = _catch_up(args, cluster, landing, port, first + count)
                     print(f"catch-up: {results['catch_up']}", flush=True)
@@ -219,10 +288,8 @@ def run(args: argparse.Namespace) -> int:
                 cluster.stop()
     finally:
         terminate([broker], 5.0)
-    print(json.dumps(results, indent=2))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
-    return 0
+    results["master_cpu_ms_per_1000_readings"] = cpu
+    return results
 
 
 def _catch_up(

@@ -6,9 +6,11 @@ durable log. For every topology with edge components its labels select, the
 master orders it to run that edge subgraph: the agent hosts the subgraph's
 own topology master (so the agent checkpoints while its link is down: its
 own checkpoint domain) on a loopback port, and starts one edge container,
-whose uplink carries the subgraph's output to the cloud from a durable
-outbox. Restart it at any moment: what it acknowledged to the broker is in
-the durable log, the last complete edge checkpoint says how far the
+whose uplink carries the subgraph's output from a durable outbox straight to
+the cloud containers that receive it (the master only says where they run;
+``--ingress-proxy`` names an HTTP CONNECT proxy to reach them through).
+Restart it at any moment: what it acknowledged to the broker is in the
+durable log, the last complete edge checkpoint says how far the
 subgraph got, and the outbox keeps what the cloud has not confirmed.
 
 A live edit that touches edge components reaches the agent as a revise
@@ -47,7 +49,7 @@ from headwater.common.plan import domain_args, edge_part, load_topology, pack_ro
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
-from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, UPLINK_ENV
+from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, PROXY_ENV, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource, describe_write_error
 from ._orders import OrderBook
 from ._outbox import Outbox
@@ -70,12 +72,14 @@ class Agent(Node):
         mqtt: MqttSource | None = None,
         outbox_budget: int = DEFAULT_OUTBOX_BUDGET,
         status_port: int | None = None,
+        ingress_proxy: str = "",
     ) -> None:
         super().__init__(master or "", workdir, kind="agent", node_id=node_id, labels=labels,
                          version=version)  # fmt: skip
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
         self.outbox_budget = outbox_budget
+        self.ingress_proxy = ingress_proxy  # HOST:PORT of an HTTP CONNECT proxy to the cloud
         self.ingest_path = self.workdir / "ingest"
         self.ingest: MqttIngest | None = None
         if mqtt is not None:
@@ -337,6 +341,7 @@ class Agent(Node):
             AGENT_ENV: self.node_id,
             BUDGET_ENV: str(self.outbox_budget),
             INGEST_LOG_ENV: str(self.ingest_path.resolve()),
+            **({PROXY_ENV: self.ingress_proxy} if self.ingress_proxy else {}),
         }
 
     def set_state(self, topology: str, state: str) -> None:
@@ -426,6 +431,14 @@ class Agent(Node):
                             "an id changed, or the cloud lost batches (the edge container's "
                             "log says which)")  # fmt: skip
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
+        for name, tm in list(self.tms.items()):  # its uplinks go to the workers: say how
+            reported = tm.metrics.get("container:0", {})
+            if "uplink_connected" in reported:
+                s.uplinks.append(pb.UplinkState(
+                    topology=name, connected=reported["uplink_connected"] == 1.0,
+                    metrics={k: v for k, v in reported.items()
+                             if k.startswith(("uplink_", "outbox_"))},
+                ))  # fmt: skip
         for name, tm in list(self.tms.items()):
             s.metrics[f"revision:{name}"] = float(tm.current)
             if tm.catalogue.error:  # checkpoints cannot be completed (a full disk)

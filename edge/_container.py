@@ -2,7 +2,9 @@
 
 The agent starts one per edge subgraph it runs, with its local topology
 master as ``--tmaster`` and the uplink's settings in the environment
-(``HEADWATER_UPLINK`` the master's address, ``HEADWATER_AGENT_ID``,
+(``HEADWATER_UPLINK`` the master's address, which says where the receivers
+run; ``HEADWATER_INGRESS_PROXY`` the HTTP CONNECT proxy through which the
+receivers' stream managers are dialled, if any; ``HEADWATER_AGENT_ID``;
 ``HEADWATER_OUTBOX_BUDGET`` bytes). Its outbox sinks' batches reach the
 ``Uplink`` through the stream manager's hooks (``on_outbox``), and the
 uplink's metrics ride the container's heartbeat (``extra_metrics``).
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 
 from headwater.common._clock import SYSTEM_CLOCK, Clock
+from headwater.common.plan._domains import OUTBOX_PREFIX
 from headwater.common.runtime._container import Container
 from headwater.common.runtime._container_config import ContainerConfig, parse_config
 from headwater.common.runtime._hooks import Metric
@@ -25,6 +28,7 @@ from headwater.common.runtime._hooks import Metric
 from ._uplink import Uplink
 
 UPLINK_ENV = "HEADWATER_UPLINK"
+PROXY_ENV = "HEADWATER_INGRESS_PROXY"
 AGENT_ENV = "HEADWATER_AGENT_ID"
 BUDGET_ENV = "HEADWATER_OUTBOX_BUDGET"
 DEFAULT_OUTBOX_BUDGET = 256 << 20
@@ -38,7 +42,10 @@ class EdgeContainer(Container):
             raise SystemExit(f"an edge container needs {UPLINK_ENV} and {AGENT_ENV} set")
         budget = int(os.environ.get(BUDGET_ENV) or DEFAULT_OUTBOX_BUDGET)
         outbox = Path(config.state_dir).parent / "outbox"
-        self.uplink = Uplink(address, agent, self.topology.name, outbox, budget, self.stmgr)
+        boundary = [c.name[len(OUTBOX_PREFIX) :] for c in self.topology.components
+                    if c.name.startswith(OUTBOX_PREFIX)]  # fmt: skip
+        self.uplink = Uplink(address, agent, self.topology.name, outbox, budget, self.stmgr,
+                             components=boundary, proxy=os.environ.get(PROXY_ENV, ""))  # fmt: skip
         self.background.append(self.uplink.run)
 
     def on_outbox(self, task: int, component: str, seq: int, rows: bytes) -> bool:

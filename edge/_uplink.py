@@ -1,14 +1,19 @@
-"""The uplink: an edge domain's one outbound stream to the cloud, fed from durable outboxes.
+"""The uplink: an edge domain's outbound streams to the cloud, fed from durable outboxes.
 
 The edge stream manager owns one ``Outbox`` per boundary component. Outbox
 sinks publish each complete edge checkpoint's output into it (a synced
-write), and the uplink sends from it: one gRPC stream that the agent side
-opens to the master (the cloud never dials an agent), batches up,
-feedback down. At most ``WINDOW`` batches per outbox are unanswered at a
-time; ``consumed`` feedback opens the window, ``confirmed`` (a complete
-cloud checkpoint holds it) deletes from the outbox, ``resend_after`` rewinds.
-A new stream starts again after the last confirmed batch; so does a stream
-whose feedback stalls. The cloud drops the replays.
+write), and the uplink sends from it. For each boundary component the agent
+side asks the master where that component's cloud receiver runs (control
+only: ``Cluster.LocateReceiver``) and dials that container's stream manager
+(its ``Ingress``: the data plane, never the master), through the site's
+HTTP CONNECT proxy if one is given; the cloud never dials an agent. Batches
+go up, feedback comes down the same stream. At most ``WINDOW`` batches per
+outbox are unanswered at a time; ``consumed`` feedback opens the window,
+``confirmed`` (a complete cloud checkpoint holds it) deletes from the
+outbox, ``resend_after`` rewinds. A new stream (the receiver's container
+restarted or moved: the agent asks the master again) starts again after the
+last confirmed batch; so does a stream whose feedback stalls. The cloud
+drops the replays.
 
 A resend asked after a number below the last confirmed one means the cloud
 holds nothing of this agent's after it under this agent's id, yet confirmed
@@ -29,7 +34,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import grpc
@@ -44,44 +49,66 @@ from ._outbox import Outbox
 log = logging.getLogger("headwater.edge.uplink")
 WINDOW = 8  # unanswered batches per outbox
 STALL_S = 15.0  # no feedback for this long with batches out: resend from the last confirmed
-STATUS_S = 2.0
+LOCATE_TIMEOUT_S = 10.0
 LOW_WATER = 0.9  # backpressure lifts below this share of the budget
+_STREAM_OPTIONS = [
+    ("grpc.max_send_message_length", 64 << 20),
+    ("grpc.keepalive_time_ms", 5000),
+    ("grpc.keepalive_timeout_ms", 5000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
+
+
+def cloud_channel(address: str, proxy: str = "") -> grpc.aio.Channel:
+    """A channel to a cloud address, through the HTTP CONNECT ``proxy`` (HOST:PORT) if given.
+
+    The one place an agent's data-plane connections are made: credentials (TLS) go here.
+    """
+    options = [*_STREAM_OPTIONS, *([("grpc.http_proxy", f"http://{proxy}")] if proxy else [])]
+    return grpc.aio.insecure_channel(address, options=options)
 
 
 class Uplink:
     def __init__(
         self,
-        address: str,
+        master: str,
         agent: str,
         topology: str,
         outbox_dir: str | Path,
         budget_bytes: int,
         stmgr: StreamManager,
-        backoff: RetryPolicy | None = None,
+        retry: RetryPolicy | None = None,
+        components: Iterable[str] = (),
+        proxy: str = "",
     ) -> None:
-        self.address = address
+        self.master = master
+        self.proxy = proxy
         self.agent = agent
         self.topology = topology
         self.dir = Path(outbox_dir)
         self.budget = budget_bytes
         self.stmgr = stmgr
-        self.backoff = backoff or RetryPolicy()
+        self.retry = retry or RetryPolicy()
         self.outboxes: dict[str, Outbox] = {}
         for d in sorted(self.dir.glob("*")) if self.dir.exists() else []:
             if d.is_dir():
                 self._outbox(d.name)
+        # the boundary components: one stream each, open even while their outbox is empty
+        self.wanted: set[str] = set(components) | set(self.outboxes)
         self.cursor: dict[str, int] = {}  # last sequence number sent per outbox
         self.inflight: dict[str, deque[int]] = {}
         self.sink_task: dict[str, int] = {}
         # the cloud's last number from this agent, where it is below the last confirmed
         self.cloud_last: dict[str, int] = {}
-        self.wake = asyncio.Event()
-        self.connected = False
-        self.last_feedback = time.monotonic()
+        self.wake: dict[str, asyncio.Event] = {}
+        self.links_changed = asyncio.Event()
+        self.open: dict[str, str] = {}  # component -> the ingress its stream is open to
+        self.last_feedback: dict[str, float] = {}
         self.sent = self.confirmed_batches = self.resends = self.connects = 0
         self.chained = 0  # times the cloud held less than it had confirmed
         self.throttling = False
-        self.rewinds = 0  # grows on every rewind: a send loop in progress starts over
+        self.rewinds: dict[str, int] = {}  # grows on every rewind: a send loop starts over
 
     def _outbox(self, component: str) -> Outbox:
         box = self.outboxes.get(component)
@@ -89,12 +116,23 @@ class Uplink:
             box = self.outboxes[component] = Outbox(self.dir / component, self.budget)
         return box
 
+    def _wake(self, component: str) -> asyncio.Event:
+        return self.wake.setdefault(component, asyncio.Event())
+
+    @property
+    def connected(self) -> bool:
+        """Every boundary component's stream is open."""
+        return all(c in self.open for c in self.wanted)
+
     # -- from the stream manager ---------------------------------------------------
     def put(self, task: int, component: str, seq: int, rows: bytes) -> None:
         """An outbox sink published a batch: store it (synced) before anything else."""
         self.sink_task[component] = task
         if self._outbox(component).put(rows, seq):
-            self.wake.set()
+            self._wake(component).set()
+        if component not in self.wanted:  # a boundary component added by a live edit
+            self.wanted.add(component)
+            self.links_changed.set()
         self._check_budget()
 
     @property
@@ -126,70 +164,88 @@ class Uplink:
             (scope, "outbox_batches", float(self.backlog)),
             (scope, "outbox_budget_bytes", float(self.budget)),
             (scope, "uplink_connected", 1.0 if self.connected else 0.0),
+            (scope, "uplink_streams", float(len(self.open))),
             (scope, "uplink_sent", float(self.sent)),
             (scope, "uplink_confirmed", float(self.confirmed_batches)),
             (scope, "uplink_resends", float(self.resends)),
             (scope, "uplink_chained", float(self.chained)),
         ]
 
-    # -- the stream ------------------------------------------------------------------
+    # -- the streams ---------------------------------------------------------------
     async def run(self) -> None:
-        next_delay = self.backoff.start().next_delay
-        while True:
+        """One stream per boundary component, for as long as the container runs."""
+        links: dict[str, asyncio.Task[None]] = {}
+        loop = asyncio.get_running_loop()
+        async with grpc.aio.insecure_channel(self.master) as master:
+            locator = pb_grpc.ClusterStub(master)
             try:
-                async with grpc.aio.insecure_channel(self.address, options=[
-                    ("grpc.max_send_message_length", 64 << 20),
-                    ("grpc.keepalive_time_ms", 5000),
-                    ("grpc.keepalive_timeout_ms", 5000),
-                    ("grpc.keepalive_permit_without_calls", 1),
-                    ("grpc.http2.max_pings_without_data", 0),
-                ]) as channel:  # fmt: skip
-                    stub = pb_grpc.ClusterStub(channel)
-                    self._rewind_all()
-                    call = stub.Uplink(self._requests())
+                while True:
+                    for component in sorted(self.wanted - set(links)):
+                        links[component] = loop.create_task(self._link(locator, component))
+                    self.links_changed.clear()
+                    await self.links_changed.wait()
+            finally:
+                for task in links.values():
+                    task.cancel()
+                await asyncio.gather(*links.values(), return_exceptions=True)
+
+    async def _link(self, locator: pb_grpc.ClusterStub, component: str) -> None:
+        """Ask the master where ``component``'s receiver runs, stream to it; again when it ends."""
+        backoff = self.retry.start()
+        while True:
+            address = ""
+            try:
+                where = await locator.LocateReceiver(
+                    pb.ReceiverQuery(topology=self.topology, component=component),
+                    timeout=LOCATE_TIMEOUT_S,
+                )
+                address = where.address
+                async with cloud_channel(address, self.proxy) as channel:
+                    self._rewind(component)
+                    call = pb_grpc.IngressStub(channel).Uplink(self._requests(component))
                     async for fb in call:
-                        if not self.connected:
-                            self.connected = True
+                        if component not in self.open:
+                            self.open[component] = address
                             self.connects += 1
-                            log.info("uplink to %s up", self.address)
-                            next_delay = self.backoff.start().next_delay
+                            log.info("uplink of %r to %s up", component, address)
+                            backoff.reset()
                         self._on_feedback(fb)
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
-                log.debug("uplink to %s down: %s", self.address, exc.code())
-            if self.connected:
-                log.warning("uplink to %s lost; backlog %d batches", self.address, self.backlog)
-            self.connected = False
-            await asyncio.sleep(next_delay())
+                log.debug("uplink of %r (receiver at %s) down: %s %s", component,
+                          address or "?", exc.code(), exc.details())  # fmt: skip
+            except Exception:  # a bug, or an address gRPC refuses: say so, never stop trying
+                log.exception("uplink of %r (receiver at %s) failed", component, address or "?")
+            if self.open.pop(component, None) is not None:
+                log.warning("uplink of %r to %s lost; backlog %d batches", component, address,
+                            self.backlog)  # fmt: skip
+            await asyncio.sleep(backoff.next_delay())
 
-    def _rewind_all(self) -> None:
-        self.rewinds += 1
-        for component, box in self.outboxes.items():
-            self.cursor[component] = box.confirmed
-            self.inflight[component] = deque()
-        self.last_feedback = time.monotonic()
+    def _rewind(self, component: str) -> None:
+        self.rewinds[component] = self.rewinds.get(component, 0) + 1
+        box = self.outboxes.get(component)
+        self.cursor[component] = box.confirmed if box is not None else 0
+        self.inflight[component] = deque()
+        self.last_feedback[component] = time.monotonic()
 
-    async def _requests(self) -> AsyncIterator[pb.UplinkUp]:
-        yield pb.UplinkUp(hello=pb.UplinkHello(agent=self.agent, topology=self.topology))
-        next_status = 0.0
+    async def _requests(self, component: str) -> AsyncIterator[pb.UplinkUp]:
+        yield pb.UplinkUp(hello=pb.UplinkHello(agent=self.agent, topology=self.topology,
+                                               component=component))  # fmt: skip
+        wake = self._wake(component)
         while True:
             now = time.monotonic()
-            if now >= next_status:
-                next_status = now + STATUS_S
-                metrics = {n: v for s, n, v in self.stmgr.metrics() if s.startswith("container")}
-                yield pb.UplinkUp(status=pb.UplinkStatus(metrics=metrics))
-            if any(self.inflight.values()) and now - self.last_feedback > STALL_S:
+            inflight = self.inflight.setdefault(component, deque())
+            if inflight and now - self.last_feedback.get(component, now) > STALL_S:
                 log.warning("no feedback from the cloud for %.0fs: resending", STALL_S)
                 self.resends += 1
-                self._rewind_all()
+                self._rewind(component)
+                inflight = self.inflight[component]
             sent = False
-            for component, box in list(self.outboxes.items()):
-                inflight = self.inflight.setdefault(component, deque())
+            box = self.outboxes.get(component)
+            if box is not None and len(inflight) < WINDOW:
                 cursor = self.cursor.setdefault(component, box.confirmed)
-                if len(inflight) >= WINDOW:
-                    continue
-                rewinds = self.rewinds
+                rewinds = self.rewinds.get(component, 0)
                 for seq, payload in box.pending(after=cursor):
                     prev = max(cursor, box.confirmed)
                     if prev == box.confirmed and component in self.cloud_last:
@@ -198,7 +254,7 @@ class Uplink:
                         agent=self.agent, component=component, seq=seq, prev=prev,
                         payload=payload,
                     ))  # fmt: skip
-                    if self.rewinds != rewinds:
+                    if self.rewinds.get(component, 0) != rewinds:
                         break  # rewound while this batch went out: start again from there
                     self.sent += 1
                     sent = True
@@ -207,12 +263,12 @@ class Uplink:
                     if len(inflight) >= WINDOW:
                         break
             if not sent:
-                self.wake.clear()
+                wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.wake.wait(), timeout=0.5)
+                    await asyncio.wait_for(wake.wait(), timeout=0.5)
 
     def _on_feedback(self, fb: pb.UplinkFeedback) -> None:
-        self.last_feedback = time.monotonic()
+        self.last_feedback[fb.component] = time.monotonic()
         box = self.outboxes.get(fb.component)
         if box is None:
             return
@@ -241,10 +297,10 @@ class Uplink:
             self.cloud_last[fb.component] = fb.resend_after
         if fb.resend_after >= 0:
             self.resends += 1
-            self.rewinds += 1
+            self.rewinds[fb.component] = self.rewinds.get(fb.component, 0) + 1
             self.cursor[fb.component] = max(fb.resend_after, box.confirmed)
             inflight.clear()
-        self.wake.set()
+        self._wake(fb.component).set()
 
     def close(self) -> None:
         for box in self.outboxes.values():

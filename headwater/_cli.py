@@ -121,6 +121,13 @@ def _parser() -> argparse.ArgumentParser:
         help="node id (default: generated once, kept in WORKDIR/node-id)",
     )
     worker.add_argument("--workdir", default=None, metavar="DIR")
+    worker.add_argument(
+        "--host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="the address its containers' stream managers listen on and give to peers and "
+        "agents (their uplinks come in there); default 127.0.0.1: this machine only",
+    )
     worker.set_defaults(func=_cmd_worker)
 
     agent = sub.add_parser("agent", help="run the edge agent daemon on a gateway")
@@ -170,6 +177,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="PORT",
         help="serve GET /status (backlog, ingestion, uplink) on 127.0.0.1:PORT",
+    )
+    agent.add_argument(
+        "--ingress-proxy",
+        default="",
+        metavar="HOST:PORT",
+        help="reach the cloud's stream managers (where the uplink goes) through this HTTP "
+        "CONNECT proxy (default: dial the addresses the master gives)",
     )
     agent.add_argument("--workdir", default=None, metavar="DIR")
     agent.set_defaults(func=_cmd_agent)
@@ -493,7 +507,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     # the same workdir is the same node (its id is kept there): a second worker on this
     # machine needs a --workdir of its own
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
-    asyncio.run(serve(args.master, workdir, args.id, __version__))
+    asyncio.run(serve(args.master, workdir, args.id, __version__, args.host))
     return 0
 
 
@@ -543,7 +557,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
         agent = Agent(args.master, workdir, node_id=node_id, labels=dict(args.label),
                       version=__version__, mqtt=mqtt,
                       outbox_budget=args.outbox_budget,
-                      status_port=args.status_port)  # fmt: skip
+                      status_port=args.status_port,
+                      ingress_proxy=args.ingress_proxy)  # fmt: skip
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):
             loop.add_signal_handler(s, agent.stopping.set)

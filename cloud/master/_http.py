@@ -6,6 +6,7 @@ POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&b
        [&entry=FILE][&components=A,B][&author=WHO][&to=REV]   edit it live (zip body or none)
 GET    /api/v1/nodes                                workers and agents, online or not
 DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
+GET    /api/v1/traffic                              bytes the master's gRPC server took and gave
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def make_app(master: Master) -> web.Application:
             return web.json_response({"error": str(exc)}, status=409)
         return web.json_response({"forgotten": node_id})
 
+    async def traffic(request: web.Request) -> web.Response:
+        return web.json_response(master.traffic.view())
+
     app.router.add_get("/api/v1/nodes", nodes)
+    app.router.add_get("/api/v1/traffic", traffic)
     app.router.add_delete("/api/v1/nodes/{id}", forget)
     return app

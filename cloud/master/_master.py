@@ -7,6 +7,11 @@ package is stored by its hash; its containers are dealt to the attached
 workers, and a worker that attaches later takes the containers still
 waiting. Deployments are persisted, so a restarted master resumes every
 topology and re-sends each node its containers when it re-attaches.
+
+The master is control only: an agent's uplink goes straight to the stream
+manager of the container that runs the receiver (its ingress); the master
+only says where that is (``locate``), and shows the uplinks' state as the
+agents report it.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ from headwater.common.plan import cloud_part, load_topology, pack_round_robin, v
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
+from ._traffic import TrafficCounter
+
 log = logging.getLogger("headwater.master")
 NODE_OFFLINE_AFTER_S = 6.0
 
@@ -66,7 +73,6 @@ class NodeRecord:
     attached_at: float = field(default_factory=time.time)
     status: pb.NodeStatus | None = None
     error: str = ""
-    uplinks: dict[str, dict[str, float]] = field(default_factory=dict)  # topology -> metrics
 
     def view(self) -> dict[str, Any]:
         s = self.status
@@ -84,8 +90,10 @@ class NodeRecord:
             "backlog_bytes": s.backlog_bytes if s else 0,
             "backlog_batches": s.backlog_batches if s else 0,
             "metrics": dict(s.metrics) if s else {},
+            # an agent's uplinks as it reports them (they go to the workers, not through here)
             "uplinks": {
-                t: {"connected": m is not None, **(m or {})} for t, m in self.uplinks.items()
+                u.topology: {**dict(u.metrics), "connected": 1.0 if online and u.connected else 0.0}
+                for u in (s.uplinks if s else [])
             },
             "error": self.error,
             # what the node says of itself; an offline node's last word may be stale
@@ -104,8 +112,7 @@ class Master:
         self.tms: dict[str, TopologyMaster] = {}
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self.nodes: dict[str, NodeRecord] = {}
-        # open uplinks: (topology, agent) -> feedback queue
-        self.uplinks: dict[tuple[str, str], asyncio.Queue[pb.UplinkFeedback]] = {}
+        self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
@@ -437,79 +444,25 @@ class Master:
         log.info("forgot node %s", node_id)
 
     # -- uplinks -----------------------------------------------------------------
-    async def uplink(
-        self, requests: AsyncIterator[pb.UplinkUp]
-    ) -> AsyncIterator[pb.UplinkFeedback]:
-        """Relay one agent's edge output to the cloud receivers, and their feedback back."""
-        first = await anext(requests, None)
-        if first is None or first.WhichOneof("message") != "hello":
-            raise HeadwaterError("an uplink must open with a hello")
-        topology, agent = first.hello.topology, first.hello.agent
-        key = (topology, agent)
-        queue: asyncio.Queue[pb.UplinkFeedback] = asyncio.Queue()
-        self.uplinks[key] = queue
-        record = self.nodes.get(agent)
-        log.info("uplink of %s for %r open", agent, topology)
-        loop = asyncio.get_running_loop()
-        reader = loop.create_task(self._uplink_reader(key, requests))
-        getter: asyncio.Task[pb.UplinkFeedback] | None = None
-        try:
-            yield pb.UplinkFeedback(topology=topology, agent=agent, resend_after=-1)  # hello back
-            while not reader.done():
-                getter = loop.create_task(queue.get())
-                done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
-                if getter in done:
-                    fb, getter = getter.result(), None
-                    yield fb
-        finally:
-            # the agent went away (or the stream was cancelled while waiting): neither task
-            # may outlive it, or it is destroyed pending when its queue is dropped
-            for task in (getter, reader):
-                if task is not None and not task.done():
-                    task.cancel()
-            await asyncio.gather(*(t for t in (getter, reader) if t is not None),
-                                 return_exceptions=True)  # fmt: skip
-            if self.uplinks.get(key) is queue:
-                del self.uplinks[key]
-                record = self.nodes.get(agent)
-                if record is not None and topology in record.uplinks:
-                    record.uplinks[topology]["connected"] = 0.0
-            log.info("uplink of %s for %r closed", agent, topology)
+    def locate(self, topology: str, component: str) -> pb.ReceiverAddress:
+        """Where the receiver of ``component`` runs: its container's stream manager.
 
-    async def _uplink_reader(
-        self, key: tuple[str, str], requests: AsyncIterator[pb.UplinkUp]
-    ) -> None:
-        topology, agent = key
-        async for up in requests:
-            which = up.WhichOneof("message")
-            if which == "batch":
-                if up.batch.agent != agent:
-                    log.warning("uplink of %s sent a batch as %r: dropped (an agent speaks "
-                                "only for itself)", agent, up.batch.agent)  # fmt: skip
-                    continue
-                tm = self.tms.get(topology)
-                container = tm.container_of(up.batch.component) if tm is not None else None
-                if tm is None or container is None:
-                    continue  # not running (yet): the agent resends when it hears nothing
-                tm.send_to(container, pb.Command(uplink=up.batch))
-            elif which == "status":
-                record = self.nodes.get(agent)
-                if record is not None:
-                    record.uplinks[topology] = {**dict(up.status.metrics), "connected": 1.0}
-
-    def on_feedback(self, fb: pb.UplinkFeedback) -> None:
-        """A cloud receiver's answer: to its agent, or (a resync) to every agent of it."""
-        if fb.agent:
-            queue = self.uplinks.get((fb.topology, fb.agent))
-            if queue is not None:
-                queue.put_nowait(fb)
-            return
-        for (topology, agent), queue in self.uplinks.items():
-            if topology == fb.topology:
-                queue.put_nowait(pb.UplinkFeedback(
-                    topology=topology, agent=agent, component=fb.component,
-                    resend_after=fb.resync.get(agent, 0),
-                ))  # fmt: skip
+        The agent dials it there (the master keeps only who is where). Raises
+        KeyError when there is no such receiver, LookupError while its container
+        has not registered (yet).
+        """
+        tm = self.tms.get(topology)
+        receiver = tm is not None and any(  # receivers stand in for edge components as spouts
+            c.name == component and c.kind == "spout" for c in tm.topology.components
+        )
+        container = tm.container_of(component) if tm is not None and receiver else None
+        if tm is None or container is None:
+            raise KeyError(f"no receiver of {component!r} in topology {topology!r}")
+        info = tm.containers.get(container)
+        if info is None or not info.stmgr_address:
+            raise LookupError(f"container {container} of {topology!r} is not running (yet)")
+        return pb.ReceiverAddress(address=info.stmgr_address, container=container,
+                                  incarnation=info.incarnation)  # fmt: skip
 
     def fetch(self, digest: str) -> bytes:
         try:
@@ -534,14 +487,14 @@ class _ClusterService(pb_grpc.ClusterServicer):
         self.master.report(request)
         return pb.Empty()
 
-    async def Uplink(
-        self, request_iterator: AsyncIterator[pb.UplinkUp], context: Any
-    ) -> AsyncIterator[pb.UplinkFeedback]:
+    async def LocateReceiver(self, request: pb.ReceiverQuery, context: Any) -> pb.ReceiverAddress:
         try:
-            async for fb in self.master.uplink(request_iterator):
-                yield fb
-        except HeadwaterError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            return self.master.locate(request.topology, request.component)
+        except KeyError as exc:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(exc.args[0]))
+        except LookupError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        raise AssertionError("unreachable")
 
     async def FetchPackage(self, request: pb.PackageRequest, context: Any) -> pb.Package:
         try:
@@ -554,7 +507,5 @@ class _ClusterService(pb_grpc.ClusterServicer):
 
 
 def add_services(server: grpc.aio.Server, master: Master) -> None:
-    pb_grpc.add_TopologyMasterServicer_to_server(
-        TopologyDispatch(master.tms, master.on_feedback), server
-    )
+    pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch(master.tms), server)
     pb_grpc.add_ClusterServicer_to_server(_ClusterService(master), server)

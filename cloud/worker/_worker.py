@@ -13,9 +13,11 @@ from pathlib import Path
 from headwater.common.node import Node
 
 
-async def serve(master: str, workdir: Path, node_id: str | None, version: str) -> None:
+async def serve(
+    master: str, workdir: Path, node_id: str | None, version: str, host: str = "127.0.0.1"
+) -> None:
     """Run a worker attached to ``master`` until SIGTERM or SIGINT."""
-    node = Node(master, workdir, kind="worker", node_id=node_id, version=version)
+    node = Node(master, workdir, kind="worker", node_id=node_id, version=version, host=host)
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(s, node.stopping.set)

@@ -9,6 +9,7 @@ from ._component import (
     Spout,
     SystemComponent,
     SystemContext,
+    UplinkReceiver,
 )
 from ._config import Reliability, RuntimeConfig
 from ._stream import (
@@ -54,6 +55,7 @@ __all__ = [
     "SystemContext",
     "Topology",
     "Tuple",
+    "UplinkReceiver",
     "all_tasks",
     "cloud",
     "custom",

@@ -208,7 +208,7 @@ class BatchBolt(Protocol):
 
 @runtime_checkable
 class SystemComponent(Protocol):
-    """A runtime component (the uplink's receiver) that takes control messages.
+    """A runtime component that takes control messages.
 
     The instance hands it every control message that is none of its own
     (activate, checkpoint, commit, ...), on the executor thread, between
@@ -216,6 +216,18 @@ class SystemComponent(Protocol):
     """
 
     def on_system(self, msg: ControlMessage) -> None: ...
+
+
+@runtime_checkable
+class UplinkReceiver(Protocol):
+    """A runtime component (the cloud's uplink receiver) that takes agents' batches.
+
+    The instance hands it every ``UPLINK`` frame the stream manager's ingress
+    delivers: the agent, the batch's sequence number and its predecessor's, and
+    the rows (msgpack). Checked once at setup.
+    """
+
+    def on_uplink(self, agent: str, seq: int, prev: int, rows: memoryview) -> None: ...
 
 
 @runtime_checkable

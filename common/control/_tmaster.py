@@ -674,19 +674,10 @@ class TopologyMaster(pb_grpc.TopologyMasterServicer):
 
 
 class TopologyDispatch(pb_grpc.TopologyMasterServicer):
-    """Routes each container's call to the topology master of its topology, by name.
+    """Routes each container's call to the topology master of its topology, by name."""
 
-    ``on_feedback`` takes the uplink feedback of cloud receivers (the master
-    relays it to the agent); elsewhere it is refused.
-    """
-
-    def __init__(
-        self,
-        tms: Mapping[str, TopologyMaster],
-        on_feedback: Callable[[pb.UplinkFeedback], None] | None = None,
-    ) -> None:
+    def __init__(self, tms: Mapping[str, TopologyMaster]) -> None:
         self.tms = tms
-        self.on_feedback = on_feedback
 
     async def _tm(self, name: str, context: Any) -> TopologyMaster:
         tm = self.tms.get(name)
@@ -720,10 +711,3 @@ class TopologyDispatch(pb_grpc.TopologyMasterServicer):
 
     async def PutState(self, request: pb.StateTransfer, context: Any) -> pb.Empty:
         return await (await self._tm(request.topology, context)).PutState(request, context)
-
-    async def SendUplinkFeedback(self, request: pb.UplinkFeedback, context: Any) -> pb.Empty:
-        if self.on_feedback is None:
-            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "no uplinks end here")
-        assert self.on_feedback is not None
-        self.on_feedback(request)
-        return pb.Empty()

@@ -104,8 +104,10 @@ class Node:
         labels: dict[str, str] | None = None,
         version: str = "",
         backoff: RetryPolicy = RECONNECT,
+        host: str = "127.0.0.1",
     ) -> None:
         self.master = master
+        self.host = host  # where its containers' stream managers listen, and say they are
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kind = kind
@@ -266,6 +268,7 @@ class Node:
             "--workdir", str(home),
             "--state-dir", str(home / "state"),
             *self.container_domain(run),
+            "--host", self.host,
         ]  # fmt: skip
         self.containers[(run.topology, run.container)] = spawn(
             args, env=self.container_env(run), log_path=str(home / "container.log")

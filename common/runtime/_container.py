@@ -20,7 +20,6 @@ the checkpoint store, and acknowledges. SIGTERM stops everything in order.
   snapshots handed to instances on hello;
 - ``EditSwitch`` (``_switch``, exactly-once): live edits (stage, switch, abort,
   a rescaled component's keys);
-- ``UplinkRelay`` (``_uplink_relay``): agents' batches relayed by the master.
 
 Run as ``python -m headwater.common.runtime.container --help``.
 """
@@ -54,7 +53,6 @@ from ..wire._control import (
     LogCommitted,
     Stop,
     TakeCheckpoint,
-    UplinkFeedback,
 )
 from ..wire.proto import runtime_pb2 as pb
 from ._container_config import ContainerConfig, parse_config
@@ -67,7 +65,6 @@ from ._stmgr import StreamManager
 from ._supervisor import Supervisor
 from ._switch import EditSwitch
 from ._telemetry import Telemetry
-from ._uplink_relay import UplinkRelay
 
 log = logging.getLogger("headwater.container")
 
@@ -101,8 +98,6 @@ class Container:
         self.session = MasterSession(
             config.tmaster, self.topology.name, self.id, self.incarnation, self.telemetry
         )
-        self.relay = UplinkRelay(self.topology.name, self.stmgr, self.revisions)
-        self.session.while_connected.append(self.relay.send_feedback)
         self.recovery: Recovery | None = None
         self.switch: EditSwitch | None = None
         if self.exactly_once:
@@ -212,7 +207,6 @@ class Container:
             "plan": self._on_plan,
             "checkpoint": self._on_checkpoint,
             "commit": self._on_commit,
-            "uplink": self._on_uplink,
         }
         recovery, switch = self.recovery, self.switch
         if recovery is not None and switch is not None:  # exactly-once only
@@ -256,9 +250,6 @@ class Container:
         if self.recovery is not None:
             self.recovery.prune(command.commit.keep_from)
 
-    async def _on_uplink(self, command: pb.Command) -> None:
-        self.relay.deliver(command.uplink)
-
     def _forget_switch(self) -> None:
         if self.switch is not None:
             self.switch.forget()
@@ -280,8 +271,6 @@ class Container:
     def on_system(self, msg: ControlMessage) -> None:
         if isinstance(msg, LogCommitted):  # for the agent's ingest log retention
             self.telemetry.note_log_committed(msg)
-        elif isinstance(msg, UplinkFeedback):
-            self.relay.on_feedback(msg)
         else:
             log.warning("ignoring an unexpected control message %r", msg.TYPE)
 

@@ -36,11 +36,13 @@ from ..api import (
     SystemComponent,
     Topology,
     Tuple,
+    UplinkReceiver,
 )
 from ..plan import PhysicalPlan, task_ids
 from ..state import KeyedState, State, StatefulComponent
 from ..wire import Kind, decode, parse_frame
 from ..wire._control import ControlError, DeadLetterReport, Hello, control_frame, decode_control
+from ..wire._frame import UPLINK_HEAD
 from ._barriers import Barriers
 from ._context import InstanceContext
 from ._dead_letters import Retry
@@ -97,6 +99,7 @@ class Instance:
         comp = self.component_obj
         self._batch = comp.process_values if isinstance(comp, BatchBolt) else None
         self.on_system = comp.on_system if isinstance(comp, SystemComponent) else None
+        self.on_uplink = comp.on_uplink if isinstance(comp, UplinkReceiver) else None
         self.router = Router(
             topology, self.component, self.ctx, seed=task * 7919 + os.getpid(), ids=self.ids
         )
@@ -272,6 +275,10 @@ class Instance:
                 else:
                     self.failed += 1
                     comp.on_fail(tup_id)
+        elif kind == Kind.UPLINK:  # an agent's batch, for a cloud receiver (_receiver.py)
+            if self.on_uplink is not None:
+                seq, prev = UPLINK_HEAD.unpack_from(f.payload)
+                self.on_uplink(f.stream, seq, prev, f.payload[UPLINK_HEAD.size :])
         elif kind == Kind.CONTROL:
             try:
                 msg = decode_control(f.payload)

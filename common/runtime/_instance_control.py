@@ -2,9 +2,8 @@
 
 Called on the executor thread between user-code calls (a spout's
 ``next_tuple``, a bolt's frames), so a component never sees two at once.
-A message that is none of the instance's own goes to a ``SystemComponent``
-(the uplink's receiver takes ``UplinkBatch``); any other is logged and
-dropped.
+A message that is none of the instance's own goes to a ``SystemComponent``;
+any other is logged and dropped.
 """
 
 from __future__ import annotations

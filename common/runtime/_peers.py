@@ -146,10 +146,14 @@ class ExchangeServicer(pb_grpc.StreamManagerServicer):
         yield  # type: ignore[unreachable]  # an async generator that never answers
 
 
-async def serve_peers(stmgr: StreamManager, host: str) -> tuple[grpc.aio.Server, str]:
-    """Start the ``Exchange`` server on ``host`` (any port); the server and its address."""
+async def serve_peers(
+    stmgr: StreamManager, host: str, ingress: pb_grpc.IngressServicer
+) -> tuple[grpc.aio.Server, str]:
+    """Start the server of ``Exchange`` (peers) and ``Uplink`` (agents, through ``ingress``)
+    on ``host`` (any port); the server and its address."""
     server = grpc.aio.server(options=GRPC_OPTIONS)
     pb_grpc.add_StreamManagerServicer_to_server(ExchangeServicer(stmgr), server)
+    pb_grpc.add_IngressServicer_to_server(ingress, server)
     port = server.add_insecure_port(f"{host}:0")
     await server.start()
     return server, f"{host}:{port}"

@@ -43,6 +43,7 @@ from ..wire._control import (
     DeadLetterReport,
     ExceptionReport,
     Hello,
+    UplinkFeedback,
     control_frame,
     decode_control,
 )
@@ -50,12 +51,13 @@ from ..wire._frame import FRAME_HEADER, frame_dest
 from ._acking import SpoutAcks
 from ._backpressure import Backpressure as BackpressureState
 from ._hooks import Metric, NoHooks, StreamManagerHooks
+from ._ingress import Ingress
 from ._ipc import InstanceConnection, serve_instances, task_key
 from ._peers import PeerLink, serve_peers
 from ._staging import Staging, peer_slot
 from ._stmgr_metrics import TaskMetrics, snapshot
 
-_SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _uplink.py)
+_SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _outbox_sink.py)
 log = logging.getLogger("headwater.stmgr")
 
 
@@ -89,6 +91,7 @@ class StreamManager:
         self._apply_acks, self._add_roots = self.acks.apply, self.acks.add_roots  # hot paths
         self.bp = BackpressureState(container, self, clock)
         self.tasks = TaskMetrics()
+        self.ingress = Ingress(self)  # agents' uplinks, to the receivers here
         self.restarts = self.tasks.restarts  # the container counts the restarts it makes
         # counters, on the hot path (see _stmgr_metrics)
         self.bytes_in = self.bytes_out = self.frames_in = self.frames_out = 0
@@ -180,6 +183,8 @@ class StreamManager:
                 self.hooks.on_report(msg)
             case DeadLetterReport():  # counted by the instance (dead_letters)
                 self.hooks.on_report(msg)
+            case UplinkFeedback():  # a receiver's, to its agents' streams
+                self.ingress.feedback(msg)
             case _:
                 self.hooks.on_system(msg)
 
@@ -348,7 +353,8 @@ class StreamManager:
 
     # -- metrics (see _stmgr_metrics.py) ---------------------------------------------
     def metrics(self) -> list[Metric]:
-        return snapshot(self) + self.hooks.extra_metrics()
+        ingress = self.ingress.metrics() if self.ingress.batches else []
+        return snapshot(self) + ingress + self.hooks.extra_metrics()
 
     def buffered_bytes(self) -> int:
         total = self.staging.total_bytes() + sum(p.nbytes for p in self.peers.values())
@@ -360,7 +366,7 @@ class StreamManager:
     # -- serving ----------------------------------------------------------------
     async def start_peer_server(self, host: str) -> str:
         self._server: grpc.aio.Server | None
-        self._server, address = await serve_peers(self, host)
+        self._server, address = await serve_peers(self, host, self.ingress)
         return address
 
     async def start_local_server(self, path: str) -> None:

@@ -15,13 +15,13 @@ from ..api._system import SystemComponent, install_resolver
 
 
 def _outbox_sink(component: str) -> Bolt:
-    from ._uplink import OutboxSink
+    from ._outbox_sink import OutboxSink
 
     return OutboxSink(component)
 
 
 def _uplink_receiver(component: str) -> Spout:
-    from ._uplink import UplinkSpout
+    from ._receiver import UplinkSpout
 
     return UplinkSpout(component)
 

@@ -25,7 +25,6 @@ Commit                 container -> instance  checkpoint ``id`` is complete
 Prepare                container -> instance  stage a revision that switches at ``at``
 Abort                  container -> instance  forget the staged revision
 Restore                container -> instance  start from this snapshot (exactly once)
-UplinkBatch            container -> receiver  an agent's batch for a cloud receiver
 Backpressure           stmgr -> stmgr         a congestion key on or off, and its spouts
 BackpressureReset      stmgr -> stmgr         forget every key of ``origin``
 =====================  =====================  =========================================
@@ -146,15 +145,6 @@ class Restore:
 
 
 @dataclass(frozen=True, slots=True)
-class UplinkBatch:
-    TYPE: ClassVar[str] = "uplink"
-    agent: str
-    seq: int
-    prev: int
-    payload: bytes
-
-
-@dataclass(frozen=True, slots=True)
 class Backpressure:
     TYPE: ClassVar[str] = "bp"
     on: bool
@@ -183,7 +173,6 @@ ControlMessage = (
     | Prepare
     | Abort
     | Restore
-    | UplinkBatch
     | Backpressure
     | BackpressureReset
 )
@@ -205,7 +194,6 @@ _BY_TYPE: dict[str, type[Any]] = {
         Prepare,
         Abort,
         Restore,
-        UplinkBatch,
         Backpressure,
         BackpressureReset,
     )

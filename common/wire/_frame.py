@@ -33,6 +33,7 @@ class Kind(IntEnum):
     MARKER = 10  # checkpoint barrier to a downstream task; count = checkpoint id
     STATE = 11  # instance -> stmgr: pickled snapshot; count = checkpoint id
     OUTBOX = 12  # edge outbox sink -> stmgr: i64 sequence + msgpack rows; stream = component
+    UPLINK = 13  # ingress -> cloud receiver: i64 seq, i64 prev + msgpack rows; stream = agent
 
 
 class Frame(NamedTuple):
@@ -49,6 +50,15 @@ def encode_frame(
 ) -> bytes:
     """Build one frame (without the IPC length prefix)."""
     return FRAME_HEADER.pack(kind, dest, src, count, len(stream)) + stream + payload
+
+
+UPLINK_HEAD = struct.Struct("<qq")  # an UPLINK frame's sequence number and the one before it
+
+
+def uplink_frame(task: int, agent: str, seq: int, prev: int, rows: bytes) -> bytes:
+    """An agent's batch for the receiver ``task``: the rows stay the bytes the agent sent."""
+    return encode_frame(Kind.UPLINK, task, STMGR, 0, agent.encode(),
+                        UPLINK_HEAD.pack(seq, prev) + rows)  # fmt: skip
 
 
 def frame_kind(frame: bytes | memoryview) -> int:

@@ -1,8 +1,11 @@
 """A TCP proxy on loopback whose link can be cut and restored (tests and benchmarks).
 
-Put it between an agent and the master (``--master`` its address). While
-cut, it closes every connection through it and refuses new ones at once
-(accept, then close): to the agent, the cloud is unreachable.
+Put it between an agent and the cloud: ``--master`` its address (it relays
+to ``target``, the master) and ``--ingress-proxy`` its address too (it is
+also an HTTP CONNECT proxy, so the agent's uplink streams reach the cloud's
+stream managers through it). While cut, it closes every connection through
+it and refuses new ones at once (accept, then close): to the agent, the
+whole cloud is unreachable, the master and the data path alike.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import contextlib
 import selectors
 import socket
 import threading
+import time
 
 
 class LinkProxy:
@@ -44,6 +48,25 @@ class LinkProxy:
             s.close()
         self._listener.close()
 
+    def _target_of(self, client: socket.socket) -> tuple[tuple[str, int], bytes]:
+        """Where a new connection goes: ``target``, or where its HTTP CONNECT asks (and the
+        answer it is owed). Clients speak first (gRPC's preface, or CONNECT)."""
+        client.settimeout(2)
+        head = client.recv(4096, socket.MSG_PEEK)
+        if not head.startswith(b"CONNECT "):
+            return self.target, b""
+        for _ in range(200):  # the rest of the request, for up to 2 s
+            if b"\r\n\r\n" in head:
+                break
+            time.sleep(0.01)
+            head = client.recv(4096, socket.MSG_PEEK)
+        else:
+            raise OSError("an incomplete CONNECT request")
+        end = head.index(b"\r\n\r\n") + 4
+        client.recv(end)  # the request is this proxy's; what follows goes through
+        host, _, port = head.split(b" ", 2)[1].decode().rpartition(":")
+        return (host.strip("[]"), int(port)), b"HTTP/1.1 200 Connection established\r\n\r\n"
+
     def _drop(self, s: socket.socket) -> None:
         other = self._peer.pop(s, None)
         for sock in (s, other):
@@ -72,7 +95,9 @@ class LinkProxy:
                         client.close()
                         continue
                     try:
-                        upstream = socket.create_connection(self.target, timeout=2)
+                        target, reply = self._target_of(client)
+                        upstream = socket.create_connection(target, timeout=2)
+                        client.sendall(reply)
                     except OSError:
                         client.close()
                         continue

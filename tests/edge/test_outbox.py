@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from headwater.common.runtime._uplink import ReplayFilter
+from headwater.common.runtime._receiver import ReplayFilter
 from headwater.edge._outbox import Outbox
 
 

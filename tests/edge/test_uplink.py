@@ -1,4 +1,5 @@
-"""headwater.edge._uplink: the sender, against a real gRPC server standing in for the master."""
+"""headwater.edge._uplink: the sender, against a real gRPC server standing in for the cloud
+(the master's LocateReceiver and a stream manager's Ingress, on one server)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,25 @@ from headwater.edge._uplink import WINDOW, Uplink
 
 
 class RecordingMaster(pb_grpc.ClusterServicer):
+    """Says the receiver is on this very server."""
+
+    def __init__(self) -> None:
+        self.address = ""
+        self.located = 0
+
+    async def LocateReceiver(self, request: pb.ReceiverQuery, context: Any) -> pb.ReceiverAddress:
+        self.located += 1
+        return pb.ReceiverAddress(address=self.address)
+
+
+class RecordingIngress(pb_grpc.IngressServicer):
     """Takes uplink streams; the test answers through ``feedback``."""
 
     def __init__(self) -> None:
         self.batches: list[pb.UplinkBatch] = []
         self.feedback: asyncio.Queue[pb.UplinkFeedback | None] = asyncio.Queue()
         self.streams = 0
+        self.hellos: list[pb.UplinkHello] = []
 
     async def Uplink(
         self, request_iterator: AsyncIterator[pb.UplinkUp], context: Any
@@ -32,6 +46,8 @@ class RecordingMaster(pb_grpc.ClusterServicer):
             async for up in request_iterator:
                 if up.WhichOneof("message") == "batch":
                     self.batches.append(up.batch)
+                elif up.WhichOneof("message") == "hello":
+                    self.hellos.append(up.hello)
 
         reader = asyncio.get_running_loop().create_task(read())
         yield pb.UplinkFeedback(resend_after=-1)
@@ -58,6 +74,17 @@ class StubStmgr:
         self.congested.discard(key)
 
 
+async def _cloud() -> tuple[grpc.aio.Server, RecordingMaster, RecordingIngress]:
+    server = grpc.aio.server()
+    master, ingress = RecordingMaster(), RecordingIngress()
+    pb_grpc.add_ClusterServicer_to_server(master, server)
+    pb_grpc.add_IngressServicer_to_server(ingress, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    master.address = f"127.0.0.1:{port}"
+    await server.start()
+    return server, master, ingress
+
+
 async def _until(cond: Any, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not cond():
@@ -71,13 +98,9 @@ def _feedback(**kw: Any) -> pb.UplinkFeedback:
 
 def test_window_rewind_confirm_and_reconnect(tmp_path: Path) -> None:
     async def scenario() -> None:
-        server = grpc.aio.server()
-        master = RecordingMaster()
-        pb_grpc.add_ClusterServicer_to_server(master, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
+        server, locator, master = await _cloud()
         stmgr = StubStmgr()
-        up = Uplink(f"127.0.0.1:{port}", "gw", "iot", tmp_path / "outbox", 1 << 20,
+        up = Uplink(locator.address, "gw", "iot", tmp_path / "outbox", 1 << 20,
                     stmgr, RetryPolicy(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
         seqs = [(cp << 20) | 1 for cp in range(1, 13)]
         for seq in seqs:
@@ -105,6 +128,11 @@ def test_window_rewind_confirm_and_reconnect(tmp_path: Path) -> None:
             await _until(lambda: master.streams == 2 and len(master.batches) > sent)
             assert master.batches[sent].seq == seqs[5]
             assert master.batches[sent].prev == seqs[4]
+            # each stream was opened after asking the master where the receiver is
+            assert locator.located == 2
+            assert [(h.agent, h.topology, h.component) for h in master.hellos] == [
+                ("gw", "iot", "anomaly")
+            ] * 2
         finally:
             task.cancel()
             await server.stop(0)
@@ -135,12 +163,8 @@ def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path
     nothing under it, but the outbox confirmed up to a batch; the next names the cloud's."""
 
     async def scenario() -> None:
-        server = grpc.aio.server()
-        master = RecordingMaster()
-        pb_grpc.add_ClusterServicer_to_server(master, server)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        up = Uplink(f"127.0.0.1:{port}", "gw-new", "iot", tmp_path / "outbox", 1 << 20,
+        server, locator, master = await _cloud()
+        up = Uplink(locator.address, "gw-new", "iot", tmp_path / "outbox", 1 << 20,
                     StubStmgr(), RetryPolicy(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
         seqs = [(cp << 20) | 1 for cp in range(1, 4)]
         for seq in seqs:

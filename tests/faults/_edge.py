@@ -60,8 +60,11 @@ class Site:
         self.daemons.start_worker("w1", env={"IOT_OUT": str(self.out)})
 
     def agent_args(self, *more: str, master: str | None = None) -> list[str]:
+        """``master``: the agent's route to the cloud (a LinkProxy: the master and the
+        workers' ingress through it)."""
         host, port = self.broker
-        return ["--master", master or self.daemons.grpc, "--label", "site=site0",
+        route = ["--ingress-proxy", master] if master else []
+        return ["--master", master or self.daemons.grpc, *route, "--label", "site=site0",
                 "--mqtt", f"{host}:{port}", "--topic", "sensors/site0/#",
                 "--status-port", str(self.status_port), "--workdir", str(self.workdir),
                 *more]  # fmt: skip

@@ -85,17 +85,21 @@ class Site:
 def start_site(daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path, *,
                master: str | None = None, with_id: bool = True,
                worker_id: bool = True) -> Site:  # fmt: skip
-    """Master (already started if ``master`` is given: the agent's route to it), worker w1,
-    agent gw-site0 with a status port; the example submitted and the agent's uplink open."""
+    """Master (already started if ``master`` is given: the agent's route to the cloud, a
+    LinkProxy it reaches the master and the workers' ingress through), worker w1, agent
+    gw-site0 with a status port; the example submitted and the agent's uplink open."""
+    route: list[str] = []
     if master is None:
         daemons.start_master()
         master = daemons.grpc
+    else:
+        route = ["--ingress-proxy", master]
     out = tmp_path / "out"
     worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)}, with_id=worker_id)
     host, port = mosquitto
     status_port = free_port()
     args = ["--master", master, "--label", "site=site0", "--mqtt", f"{host}:{port}",
-            "--topic", "sensors/site0/#", "--status-port", str(status_port)]  # fmt: skip
+            "--topic", "sensors/site0/#", "--status-port", str(status_port), *route]  # fmt: skip
     site = Site(daemons, out, args, status_port, with_id, worker, worker_id)
     site.start_agent()
     wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,

@@ -38,9 +38,12 @@ class Daemons:
         env: dict[str, str] | None = None,
         netns: str | None = None,
         with_id: bool = True,
+        host: str | None = None,
     ) -> psutil.Process:
+        """``host``: where its stream managers listen (agents elsewhere dial their ingress)."""
         ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
-        proc = self._spawn(["worker", "--master", self.grpc, *ident,
+        where = ["--host", host] if host else []
+        proc = self._spawn(["worker", "--master", self.grpc, *ident, *where,
                             "--workdir", str(self.tmp / name)], f"{name}.log", env,
                            netns=netns)  # fmt: skip
         return psutil.Process(proc.pid)

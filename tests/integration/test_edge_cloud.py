@@ -230,9 +230,11 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
     try:
         args = {
             "site0": _agent_args(mosquitto, "site0", proxies["site0"].address,
-                                 "--status-port", str(status["site0"])),
+                                 "--status-port", str(status["site0"]),
+                                 "--ingress-proxy", proxies["site0"].address),
             "site1": _agent_args(mosquitto, "site1", proxies["site1"].address,
-                                 "--status-port", str(status["site1"]), "--outbox-budget", "3000"),
+                                 "--status-port", str(status["site1"]), "--outbox-budget", "3000",
+                                 "--ingress-proxy", proxies["site1"].address),
         }  # fmt: skip
         _worker, _agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
         readings = list(SENSORS["readings"](2, 3, 130))
@@ -291,7 +293,15 @@ def test_agent_killed_while_offline_loses_and_duplicates_nothing(
     port = free_port()
     try:
         args = {
-            "site0": _agent_args(mosquitto, "site0", proxy.address, "--status-port", str(port)),
+            "site0": _agent_args(
+                mosquitto,
+                "site0",
+                proxy.address,
+                "--status-port",
+                str(port),
+                "--ingress-proxy",
+                proxy.address,
+            ),
             "site1": _agent_args(mosquitto, "site1", daemons.grpc),
         }
         _worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
@@ -336,7 +346,8 @@ def test_agents_find_the_master_by_zeroconf_and_by_address(
     try:
         out = tmp_path / "out"
         daemons.start_master(host="10.250.0.1", netns=master_ns)
-        daemons.start_worker("w1", env={"IOT_OUT": str(out)}, netns=master_ns)
+        # its stream managers on the veth: gw-site0's uplink comes in from the other namespace
+        daemons.start_worker("w1", env={"IOT_OUT": str(out)}, netns=master_ns, host="10.250.0.1")
         mqtt_at = f"10.250.0.1:{port}"
         daemons.start_agent(
             "gw-site0",

@@ -225,8 +225,9 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
         daemons.start_worker("w1", env={"HW_TEST_OUT": str(out)})
         for site in SITES:
             master = proxy.address if site == "site1" else daemons.grpc
+            route = ["--ingress-proxy", proxy.address] if site == "site1" else []
             daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, master,
-                                "--status-port", str(status[site])))  # fmt: skip
+                                "--status-port", str(status[site]), *route))  # fmt: skip
         wait_for(lambda: len([x for x in daemons.api("/api/v1/nodes") if x["online"]]) == 3, 30,
                  "the worker and both agents online")  # fmt: skip
         code = tmp_path / "code"

@@ -191,43 +191,47 @@ class UplinkFeedback(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., agent: _Optional[str] = ..., component: _Optional[str] = ..., consumed: _Optional[int] = ..., confirmed: _Optional[int] = ..., resend_after: _Optional[int] = ..., resync: _Optional[_Mapping[str, int]] = ...) -> None: ...
 
 class UplinkHello(_message.Message):
-    __slots__ = ("agent", "topology")
+    __slots__ = ("agent", "topology", "component")
     AGENT_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
     agent: str
     topology: str
-    def __init__(self, agent: _Optional[str] = ..., topology: _Optional[str] = ...) -> None: ...
-
-class UplinkStatus(_message.Message):
-    __slots__ = ("metrics",)
-    class MetricsEntry(_message.Message):
-        __slots__ = ("key", "value")
-        KEY_FIELD_NUMBER: _ClassVar[int]
-        VALUE_FIELD_NUMBER: _ClassVar[int]
-        key: str
-        value: float
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
-    METRICS_FIELD_NUMBER: _ClassVar[int]
-    metrics: _containers.ScalarMap[str, float]
-    def __init__(self, metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    component: str
+    def __init__(self, agent: _Optional[str] = ..., topology: _Optional[str] = ..., component: _Optional[str] = ...) -> None: ...
 
 class UplinkUp(_message.Message):
-    __slots__ = ("hello", "batch", "status")
+    __slots__ = ("hello", "batch")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     BATCH_FIELD_NUMBER: _ClassVar[int]
-    STATUS_FIELD_NUMBER: _ClassVar[int]
     hello: UplinkHello
     batch: UplinkBatch
-    status: UplinkStatus
-    def __init__(self, hello: _Optional[_Union[UplinkHello, _Mapping]] = ..., batch: _Optional[_Union[UplinkBatch, _Mapping]] = ..., status: _Optional[_Union[UplinkStatus, _Mapping]] = ...) -> None: ...
+    def __init__(self, hello: _Optional[_Union[UplinkHello, _Mapping]] = ..., batch: _Optional[_Union[UplinkBatch, _Mapping]] = ...) -> None: ...
+
+class ReceiverQuery(_message.Message):
+    __slots__ = ("topology", "component")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    component: str
+    def __init__(self, topology: _Optional[str] = ..., component: _Optional[str] = ...) -> None: ...
+
+class ReceiverAddress(_message.Message):
+    __slots__ = ("address", "container", "incarnation")
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    container: int
+    incarnation: int
+    def __init__(self, address: _Optional[str] = ..., container: _Optional[int] = ..., incarnation: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("plan", "checkpoint", "commit", "restore", "uplink", "revision", "switch", "handover")
+    __slots__ = ("plan", "checkpoint", "commit", "restore", "revision", "switch", "handover")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
-    UPLINK_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SWITCH_FIELD_NUMBER: _ClassVar[int]
     HANDOVER_FIELD_NUMBER: _ClassVar[int]
@@ -235,11 +239,10 @@ class Command(_message.Message):
     checkpoint: CheckpointRequest
     commit: CheckpointCommit
     restore: Restore
-    uplink: UplinkBatch
     revision: Revision
     switch: Switch
     handover: StateHandover
-    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., uplink: _Optional[_Union[UplinkBatch, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
     __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes", "declined")
@@ -445,7 +448,7 @@ class Revise(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., action: _Optional[str] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., exclude: _Optional[_Iterable[str]] = ..., author: _Optional[str] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error", "health", "reasons")
+    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error", "health", "reasons", "uplinks")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -461,6 +464,7 @@ class NodeStatus(_message.Message):
     ERROR_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
+    UPLINKS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     containers: _containers.RepeatedScalarFieldContainer[str]
     backlog_bytes: int
@@ -469,7 +473,25 @@ class NodeStatus(_message.Message):
     error: str
     health: str
     reasons: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ..., health: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ...) -> None: ...
+    uplinks: _containers.RepeatedCompositeFieldContainer[UplinkState]
+    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ..., health: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., uplinks: _Optional[_Iterable[_Union[UplinkState, _Mapping]]] = ...) -> None: ...
+
+class UplinkState(_message.Message):
+    __slots__ = ("topology", "connected", "metrics")
+    class MetricsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    connected: bool
+    metrics: _containers.ScalarMap[str, float]
+    def __init__(self, topology: _Optional[str] = ..., connected: _Optional[bool] = ..., metrics: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
 class PackageRequest(_message.Message):
     __slots__ = ("package",)

@@ -100,6 +100,90 @@ class StreamManager:
             _registered_method=True)
 
 
+class IngressStub:
+    """The data-plane entrance of the cloud for agents, served by every stream
+    manager on its data-plane server (next to StreamManager.Exchange). An
+    agent dials out to it; it is never dialled back.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Uplink = channel.stream_stream(
+                '/headwater.v1.Ingress/Uplink',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkUp.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
+                _registered_method=True)
+
+
+class IngressServicer:
+    """The data-plane entrance of the cloud for agents, served by every stream
+    manager on its data-plane server (next to StreamManager.Exchange). An
+    agent dials out to it; it is never dialled back.
+    """
+
+    def Uplink(self, request_iterator, context):
+        """Batches of one (agent, component) go up; feedback (flow control,
+        confirmations, rewinds) comes down. Refused (NOT_FOUND) by a stream
+        manager that does not host the receiver: the agent asks the master again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_IngressServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Uplink': grpc.stream_stream_rpc_method_handler(
+                    servicer.Uplink,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkUp.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'headwater.v1.Ingress', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('headwater.v1.Ingress', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Ingress:
+    """The data-plane entrance of the cloud for agents, served by every stream
+    manager on its data-plane server (next to StreamManager.Exchange). An
+    agent dials out to it; it is never dialled back.
+    """
+
+    @staticmethod
+    def Uplink(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/headwater.v1.Ingress/Uplink',
+            headwater_dot_v1_dot_runtime__pb2.UplinkUp.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class TopologyMasterStub:
     """Missing associated documentation comment in .proto file."""
 
@@ -147,11 +231,6 @@ class TopologyMasterStub:
         self.PutState = channel.unary_unary(
                 '/headwater.v1.TopologyMaster/PutState',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.StateTransfer.SerializeToString,
-                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
-                _registered_method=True)
-        self.SendUplinkFeedback = channel.unary_unary(
-                '/headwater.v1.TopologyMaster/SendUplinkFeedback',
-                request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
                 _registered_method=True)
 
@@ -212,13 +291,6 @@ class TopologyMasterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def SendUplinkFeedback(self, request, context):
-        """A cloud receiver's answer to an agent (relayed by the master).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
 
 def add_TopologyMasterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -260,11 +332,6 @@ def add_TopologyMasterServicer_to_server(servicer, server):
             'PutState': grpc.unary_unary_rpc_method_handler(
                     servicer.PutState,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.StateTransfer.FromString,
-                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
-            ),
-            'SendUplinkFeedback': grpc.unary_unary_rpc_method_handler(
-                    servicer.SendUplinkFeedback,
-                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
     }
@@ -494,33 +561,6 @@ class TopologyMaster:
             metadata,
             _registered_method=True)
 
-    @staticmethod
-    def SendUplinkFeedback(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/headwater.v1.TopologyMaster/SendUplinkFeedback',
-            headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
-            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
 
 class ClusterStub:
     """Missing associated documentation comment in .proto file."""
@@ -546,10 +586,10 @@ class ClusterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.PackageRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Package.FromString,
                 _registered_method=True)
-        self.Uplink = channel.stream_stream(
-                '/headwater.v1.Cluster/Uplink',
-                request_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkUp.SerializeToString,
-                response_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
+        self.LocateReceiver = channel.unary_unary(
+                '/headwater.v1.Cluster/LocateReceiver',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.ReceiverQuery.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.ReceiverAddress.FromString,
                 _registered_method=True)
 
 
@@ -576,9 +616,10 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def Uplink(self, request_iterator, context):
-        """An agent's edge domain dials out: batches and status go up, feedback
-        (flow control, confirmations, rewinds) comes down. Never dialled back.
+    def LocateReceiver(self, request, context):
+        """Where a boundary component's cloud receiver runs (the agent then dials
+        that stream manager's Ingress). NOT_FOUND: no such receiver;
+        UNAVAILABLE: not running (yet).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -602,10 +643,10 @@ def add_ClusterServicer_to_server(servicer, server):
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.PackageRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Package.SerializeToString,
             ),
-            'Uplink': grpc.stream_stream_rpc_method_handler(
-                    servicer.Uplink,
-                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.UplinkUp.FromString,
-                    response_serializer=headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.SerializeToString,
+            'LocateReceiver': grpc.unary_unary_rpc_method_handler(
+                    servicer.LocateReceiver,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.ReceiverQuery.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.ReceiverAddress.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -700,7 +741,7 @@ class Cluster:
             _registered_method=True)
 
     @staticmethod
-    def Uplink(request_iterator,
+    def LocateReceiver(request,
             target,
             options=(),
             channel_credentials=None,
@@ -710,12 +751,12 @@ class Cluster:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_stream(
-            request_iterator,
+        return grpc.experimental.unary_unary(
+            request,
             target,
-            '/headwater.v1.Cluster/Uplink',
-            headwater_dot_v1_dot_runtime__pb2.UplinkUp.SerializeToString,
-            headwater_dot_v1_dot_runtime__pb2.UplinkFeedback.FromString,
+            '/headwater.v1.Cluster/LocateReceiver',
+            headwater_dot_v1_dot_runtime__pb2.ReceiverQuery.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.ReceiverAddress.FromString,
             options,
             channel_credentials,
             insecure,

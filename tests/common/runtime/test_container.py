@@ -49,11 +49,11 @@ def _container(tmp_path: Path, mode: str) -> Container:
     return Container(config)
 
 
-def test_an_exactly_once_container_handles_all_eight_commands(tmp_path: Path) -> None:
+def test_an_exactly_once_container_handles_all_seven_commands(tmp_path: Path) -> None:
     c = _container(tmp_path, "EFFECTIVELY_ONCE")
     assert c.recovery is not None and c.switch is not None
     assert sorted(c.session.handlers) == [
-        "checkpoint", "commit", "handover", "plan", "restore", "revision", "switch", "uplink",
+        "checkpoint", "commit", "handover", "plan", "restore", "revision", "switch",
     ]  # fmt: skip
     assert c.local_tasks == [1, 2]
     c.recovery.close()
@@ -62,7 +62,7 @@ def test_an_exactly_once_container_handles_all_eight_commands(tmp_path: Path) ->
 def test_other_modes_have_no_restore_and_no_live_edits(tmp_path: Path) -> None:
     c = _container(tmp_path, "ATLEAST_ONCE")
     assert c.recovery is None and c.switch is None
-    assert sorted(c.session.handlers) == ["checkpoint", "commit", "plan", "uplink"]
+    assert sorted(c.session.handlers) == ["checkpoint", "commit", "plan"]
 
 
 def test_reports_and_system_messages_reach_their_parts(tmp_path: Path) -> None:

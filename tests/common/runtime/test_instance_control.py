@@ -13,8 +13,8 @@ from headwater.common.wire._control import (
     Commit,
     ControlMessage,
     Deactivate,
+    LogCommitted,
     Stop,
-    UplinkBatch,
 )
 
 
@@ -63,7 +63,7 @@ def test_messages_drive_the_instance_and_the_rest_reach_a_system_component() -> 
     for msg in (Activate(), Activate(), Deactivate(), Commit(3)):
         on_control(i, msg, comp)
     assert comp.calls == ["activate", "deactivate", "commit 3"] and not inst.done()
-    batch = UplinkBatch("agent-1", 2, 1, b"\x90")
+    batch = LogCommitted("/log", {"0": 4})
     on_control(i, batch, comp)
     assert comp.got == [batch]
     on_control(i, Commit(9), comp)  # a retired instance's last checkpoint: done

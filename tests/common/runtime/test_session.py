@@ -31,7 +31,7 @@ def test_each_command_goes_to_the_handler_of_its_kind() -> None:
     async def run() -> None:
         await session.dispatch(pb.Command(checkpoint=pb.CheckpointRequest(id=4)))
         await session.dispatch(pb.Command(commit=pb.CheckpointCommit(id=4)))
-        await session.dispatch(pb.Command(uplink=pb.UplinkBatch(agent="a")))  # none here
+        await session.dispatch(pb.Command(restore=pb.Restore(checkpoint_id=2)))  # none here
         await session.dispatch(pb.Command())  # an empty command
 
     asyncio.run(run())

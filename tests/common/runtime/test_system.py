@@ -7,8 +7,9 @@ import pytest
 from headwater.common.api import Bolt, ComponentSpec, Spout, Topology, edge, shuffle
 from headwater.common.api._system import system_component
 from headwater.common.plan import cloud_part, edge_part
+from headwater.common.runtime._outbox_sink import OutboxSink
+from headwater.common.runtime._receiver import UplinkSpout
 from headwater.common.runtime._system import KINDS, resolve
-from headwater.common.runtime._uplink import OutboxSink, UplinkSpout
 
 
 class _Numbers(Spout):

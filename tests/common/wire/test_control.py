@@ -32,7 +32,6 @@ MESSAGES: list[c.ControlMessage] = [
     c.Abort(),
     c.Restore(checkpoint=8, blob=b"\x00snapshot"),
     c.Restore(checkpoint=0, blob=None),
-    c.UplinkBatch(agent="gw-1", seq=5, prev=4, payload=b"rows"),
     c.Backpressure(on=True, key="2/7", spouts=("readings", "sensors")),
     c.BackpressureReset(origin=2),
 ]

@@ -1,0 +1,128 @@
+"""The cloud end of the uplink inside an instance: the receiver of a boundary component.
+
+``UplinkSpout`` stands in for an edge boundary component in the cloud
+subgraph, under its name and with its streams, so the cloud components
+subscribe to it unchanged. Its container's stream manager takes the agents'
+batches on its ingress (``_ingress.py``) and hands each to it as an UPLINK
+frame. It takes a batch only when its ``prev`` is the last sequence number
+it took from that agent (``ReplayFilter``, kept in its checkpointed state),
+drops replays, asks for a resend after a gap, and when a cloud checkpoint
+completes confirms to each agent what that checkpoint holds, so the agent's
+outbox deletes it. Its answers go to the stream manager as control messages
+(``uplink_feedback``), which the ingress sends down the agent's stream.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import cast
+
+from ..api import DEAD_LETTERS, Context, Reliability, RuntimeConfig, RuntimeContext, Spout
+from ..wire import decode
+from ..wire._control import UplinkFeedback
+
+RESEND_AFTER_S = 5.0
+
+
+class ReplayFilter:
+    """The cloud receiver's bookkeeping: the last sequence number taken per agent.
+
+    The receiver keeps ``last`` in its checkpointed state, so after a
+    rollback it drops exactly the batches that the restored state holds.
+    """
+
+    def __init__(self, last: dict[str, int] | None = None) -> None:
+        self.last: dict[str, int] = {} if last is None else last
+
+    def check(self, agent: str, seq: int, prev: int) -> str:
+        """``take`` the batch after the last one taken, or it is a ``replay`` or a ``gap``."""
+        last = self.last.get(agent, 0)
+        if seq <= last:
+            return "replay"
+        if prev != last:
+            return "gap"
+        return "take"
+
+    def accept(self, agent: str, seq: int, prev: int | None = None) -> bool:
+        """Take the batch if it follows the last one (``prev`` None: any later number)."""
+        last = self.last.get(agent, 0)
+        if self.check(agent, seq, last if prev is None else prev) != "take":
+            return False
+        self.last[agent] = seq
+        return True
+
+
+class UplinkSpout(Spout):
+    """Cloud side: emits the agents' batches of one boundary component, each exactly once."""
+
+    def __init__(self, component: str) -> None:
+        self.component = component
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = cast(RuntimeContext, ctx)
+        self.inbox: deque[tuple[str, int, int, memoryview]] = deque()
+        self.filter = ReplayFilter(ctx.state.setdefault("last", {}))  # agent -> seq taken
+        self.last = self.filter.last
+        self.at_checkpoint: dict[int, dict[str, int]] = {}
+        rc = RuntimeConfig.from_mapping(ctx.config)
+        # without checkpoints nothing will hold a batch later: confirm it once emitted
+        self.confirm_at_once = rc.reliability is not Reliability.EXACTLY_ONCE
+        self.asked: dict[str, tuple[int, float]] = {}  # agent -> (resend_after, when)
+        # a fresh or restored receiver: every agent resends what follows its state
+        self._feedback(agent="", resync=dict(self.last))
+
+    def on_uplink(self, agent: str, seq: int, prev: int, rows: memoryview) -> None:
+        """An agent's batch, from the ingress (taken, or not, in ``next_tuple``)."""
+        self.inbox.append((agent, seq, prev, rows))
+
+    def next_tuple(self) -> None:
+        if not self.inbox:
+            return
+        agent, seq, prev, payload = self.inbox.popleft()
+        verdict = self.filter.check(agent, seq, prev)
+        if verdict == "replay":
+            self.ctx.incr("uplink_replays_dropped")
+            self._feedback(agent=agent, consumed=seq)
+            return
+        if verdict == "gap":
+            last = self.last.get(agent, 0)
+            self.ctx.incr("uplink_gaps")
+            asked = self.asked.get(agent)
+            now = time.monotonic()
+            if asked is None or asked[0] != last or now - asked[1] > RESEND_AFTER_S:
+                self.asked[agent] = (last, now)
+                self._feedback(agent=agent, resend_after=last)
+            return
+        emit = self.ctx.emit
+        rows = decode(payload)
+        for stream, values in rows:
+            emit(values, stream=stream)
+            if stream == DEAD_LETTERS:  # an edge domain's: listed under this /exceptions too
+                self.ctx.report_dead_letter(values, f"agent {agent}")
+        self.last[agent] = seq
+        self.ctx.incr("uplink_batches")
+        self.ctx.incr("uplink_rows", len(rows))
+        self._feedback(agent=agent, consumed=seq, confirmed=seq if self.confirm_at_once else 0)
+
+    def on_checkpoint(self, checkpoint_id: int) -> None:
+        self.at_checkpoint[checkpoint_id] = dict(self.last)
+
+    def on_commit(self, checkpoint_id: int) -> None:
+        held = self.at_checkpoint.get(checkpoint_id)
+        for cp in [c for c in self.at_checkpoint if c <= checkpoint_id]:
+            del self.at_checkpoint[cp]
+        for agent, seq in (held or {}).items():
+            self._feedback(agent=agent, confirmed=seq)
+
+    def _feedback(
+        self,
+        *,
+        agent: str,
+        consumed: int = 0,
+        confirmed: int = 0,
+        resend_after: int = -1,
+        resync: dict[str, int] | None = None,
+    ) -> None:
+        self.ctx.system(UplinkFeedback(self.component, agent, consumed, confirmed,
+                                       resend_after, resync or {}))  # fmt: skip
