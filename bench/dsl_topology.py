@@ -30,8 +30,11 @@ def _discard(value: object) -> None:
     pass
 
 
-p = Pipeline("dslbench", config={"topology.reliability.mode": "ATMOST_ONCE"},
-             fuse=os.environ.get("BENCH_FUSE", "1") == "1")  # fmt: skip
+p = Pipeline(
+    "dslbench",
+    config={"topology.reliability.mode": "ATMOST_ONCE"},
+    fuse=os.environ.get("BENCH_FUSE", "1") == "1",
+)
 (
     p.source("numbers", Numbers)
     .map("parse", int)

@@ -150,29 +150,63 @@ class EdgeCluster:
         self.procs: list[Any] = []
         self.tree_env = _tree_env(tree)
         ready = work / "master.json"
-        self._spawn("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
-                    "--http-port", str(_free_port()), "--state-dir", str(work / "master"),
-                    "--ready-file", str(ready), "--no-advertise")  # fmt: skip
+        self._spawn(
+            "master",
+            "master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(_free_port()),
+            "--http-port",
+            str(_free_port()),
+            "--state-dir",
+            str(work / "master"),
+            "--ready-file",
+            str(ready),
+            "--no-advertise",
+        )
         info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), 30)
         self.http = info["http"]
         self.master_pid = int(info["pid"])
         self.proxy = LinkProxy(info["grpc"])
         via = ["--ingress-proxy", self.proxy.address] if _has_ingress_proxy(tree) else []
         env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(interval)}
-        self._spawn("worker", "worker", "--master", info["grpc"], "--id", "w1",
-                    "--workdir", str(work / "w1"), env=env)  # fmt: skip
+        self._spawn(
+            "worker",
+            "worker",
+            "--master",
+            info["grpc"],
+            "--id",
+            "w1",
+            "--workdir",
+            str(work / "w1"),
+            env=env,
+        )
         self.status_port = _free_port()
-        self.agent = self._spawn("agent", "agent", "--master", self.proxy.address, "--id",
-                                 "gw", "--mqtt", f"127.0.0.1:{broker_port}", "--workdir",
-                                 str(work / "gw"), "--status-port", str(self.status_port),
-                                 *via, env=env)  # fmt: skip
+        self.agent = self._spawn(
+            "agent",
+            "agent",
+            "--master",
+            self.proxy.address,
+            "--id",
+            "gw",
+            "--mqtt",
+            f"127.0.0.1:{broker_port}",
+            "--workdir",
+            str(work / "gw"),
+            "--status-port",
+            str(self.status_port),
+            *via,
+            env=env,
+        )
         _wait(
             lambda: len([n for n in get_json(f"{self.http}/api/v1/nodes") if n["online"]]) == 2, 30
         )
         data, entry = build_package(str(TOPOLOGY))
         query = urlencode({"entry": entry, "containers": 1})
-        req = urllib.request.Request(f"{self.http}/api/v1/topologies?{query}", data=data,
-                                     method="POST")  # fmt: skip
+        req = urllib.request.Request(
+            f"{self.http}/api/v1/topologies?{query}", data=data, method="POST"
+        )
         urllib.request.urlopen(req, timeout=60).close()
         _wait(lambda: self.status()["metrics"].get("uplink_connected") == 1.0, 60)
         self.peak = {"daemon": 0, "tree": 0}
@@ -180,8 +214,11 @@ class EdgeCluster:
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> Any:
-        p = spawn(["-m", "headwater", *args], env={**self.tree_env, **(env or {})},
-                  log_path=str(self.work / f"{name}.log"))  # fmt: skip
+        p = spawn(
+            ["-m", "headwater", *args],
+            env={**self.tree_env, **(env or {})},
+            log_path=str(self.work / f"{name}.log"),
+        )
         self.procs.append(p)
         return p
 
@@ -240,9 +277,11 @@ def run(args: argparse.Namespace) -> int:
         print("\nside by side:")
         for label, r in results.items():
             latency = {k: (v["p50_ms"], v["p99_ms"]) for k, v in r["latency"].items()}
-            print(f"  {label}: latency p50/p99 ms {latency}; catch-up "
-                  f"{r['catch_up']['catch_up_rows_per_s']} rows/s; master CPU per 1,000 readings "
-                  f"{r['master_cpu_ms_per_1000_readings']} ms")  # fmt: skip
+            print(
+                f"  {label}: latency p50/p99 ms {latency}; catch-up "
+                f"{r['catch_up']['catch_up_rows_per_s']} rows/s; master CPU per 1,000 readings "
+                f"{r['master_cpu_ms_per_1000_readings']} ms"
+            )
     out: dict[str, Any] = results if len(trees) > 1 else results[next(iter(results))]
     print(json.dumps(out, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -270,13 +309,19 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
                     (cpu_s(cluster.master_pid) - cpu_before) * 1000 / count * 1000, 1
                 )
                 lat = [seen - sent for sent, seen in landing.arrived.values()]
-                row = {"rows": len(lat), "p50_ms": round(_pct(lat, 50), 1),
-                       "p99_ms": round(_pct(lat, 99), 1), "max_ms": round(max(lat), 1),
-                       "duplicates": landing.duplicates}  # fmt: skip
+                row = {
+                    "rows": len(lat),
+                    "p50_ms": round(_pct(lat, 50), 1),
+                    "p99_ms": round(_pct(lat, 99), 1),
+                    "max_ms": round(max(lat), 1),
+                    "duplicates": landing.duplicates,
+                }
                 results["latency"][f"checkpoints every {interval:g} s"] = row
-                print(f"interval {interval:g} s: {row}; master CPU "
-                      f"{cpu[f'checkpoints every {interval:g} s']} ms per 1,000 readings",
-                      flush=True)  # fmt: skip
+                print(
+                    f"interval {interval:g} s: {row}; master CPU "
+                    f"{cpu[f'checkpoints every {interval:g} s']} ms per 1,000 readings",
+                    flush=True,
+                )
                 if n == 0:
                     results["catch_up"] = _catch_up(args, cluster, landing, port, first + count)
                     print(f"catch-up: {results['catch_up']}", flush=True)
@@ -308,8 +353,9 @@ def _catch_up(
     _wait(lambda: cluster.status()["metrics"].get("uplink_connected") == 1.0, 60)
     reconnected = time.monotonic()
     _landed(landing, before + count, 600)
-    last_row_ms = max(seen for (_s, seq), (_sent, seen) in landing.arrived.items()
-                      if seq >= cut_from)  # fmt: skip
+    last_row_ms = max(
+        seen for (_s, seq), (_sent, seen) in landing.arrived.items() if seq >= cut_from
+    )
     drain_s = (last_row_ms - _uplink_up_ms(cluster)) / 1000
     return {
         "cut_s": args.cut,

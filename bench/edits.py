@@ -52,13 +52,34 @@ class Cluster:
         self.work = work
         self.procs: list[Any] = []
         ready = work / "master.json"
-        self._spawn("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
-                    "--http-port", str(_free_port()), "--state-dir", str(work / "master"),
-                    "--ready-file", str(ready), "--no-advertise")  # fmt: skip
+        self._spawn(
+            "master",
+            "master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(_free_port()),
+            "--http-port",
+            str(_free_port()),
+            "--state-dir",
+            str(work / "master"),
+            "--ready-file",
+            str(ready),
+            "--no-advertise",
+        )
         info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), "master", 30)
         self.http = info["http"]
-        self._spawn("worker", "worker", "--master", info["grpc"], "--id", "w1",
-                    "--workdir", str(work / "w1"), env=env)  # fmt: skip
+        self._spawn(
+            "worker",
+            "worker",
+            "--master",
+            info["grpc"],
+            "--id",
+            "w1",
+            "--workdir",
+            str(work / "w1"),
+            env=env,
+        )
         wait_until(lambda: get_json(f"{self.http}/api/v1/nodes"), "the worker", 30)
 
     def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
@@ -102,8 +123,12 @@ def run(args: argparse.Namespace) -> int:
         append_records(
             tmp / "log", 0, [[f"k{i % 8}", i] for i in range(start, min(n, start + 100_000))]
         )
-    env = {"BENCH_LOG": str(tmp / "log"), "BENCH_OUT": str(out), "BENCH_RATE": str(args.rate),
-           "BENCH_INTERVAL": str(args.interval)}  # fmt: skip
+    env = {
+        "BENCH_LOG": str(tmp / "log"),
+        "BENCH_OUT": str(out),
+        "BENCH_RATE": str(args.rate),
+        "BENCH_INTERVAL": str(args.interval),
+    }
     cluster = Cluster(tmp, env)
     edits: list[dict[str, Any]] = []
     quiet: list[tuple[float, float]] = []
@@ -129,8 +154,9 @@ def run(args: argparse.Namespace) -> int:
                 if kind == "remove":
                     query["components"] = f"{tap},{tap}_sink"
                 t0 = time.time()
-                rev = cluster.post(f"/api/v1/topologies/editbench/revisions?{urlencode(query)}",
-                                   data)["revision"]  # fmt: skip
+                rev = cluster.post(
+                    f"/api/v1/topologies/editbench/revisions?{urlencode(query)}", data
+                )["revision"]
 
                 def status(rev: int = rev) -> str:
                     recs = cluster.revisions()["revisions"]
@@ -145,16 +171,21 @@ def run(args: argparse.Namespace) -> int:
                 if kind != "remove":
                     prefix = f"counter-v{version}" if kind == "replace" else tap
                     first = _poll(partial(_first, out, prefix), 30)
-                edits.append({"kind": kind, "revision": rev, "t0": t0, "applied": t_applied,
-                              "first": first})  # fmt: skip
+                edits.append(
+                    {"kind": kind, "revision": rev, "t0": t0, "applied": t_applied, "first": first}
+                )
         time.sleep(1.0)
     finally:
         cluster.stop()
     gaps: list[tuple[float, float]] = []
     for f in out.glob("gaps-*.jsonl"):
         gaps.extend((a, b) for a, b in map(json.loads, f.read_text().splitlines()))
-    results: dict[str, Any] = {"rate": args.rate, "rounds": args.rounds,
-                               "checkpoint_interval_s": args.interval, "kinds": {}}  # fmt: skip
+    results: dict[str, Any] = {
+        "rate": args.rate,
+        "rounds": args.rounds,
+        "checkpoint_interval_s": args.interval,
+        "kinds": {},
+    }
     for kind in ("attach", "replace", "remove"):
         mine = [e for e in edits if e["kind"] == kind]
         applied = [(e["applied"] - e["t0"]) * 1000 for e in mine]
@@ -186,5 +217,8 @@ def _poll(cond: Any, timeout: float) -> Any:
 def _summary(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
-    return {"median": round(statistics.median(values), 1), "max": round(max(values), 1),
-            "n": len(values)}  # fmt: skip
+    return {
+        "median": round(statistics.median(values), 1),
+        "max": round(max(values), 1),
+        "n": len(values),
+    }

@@ -86,8 +86,11 @@ def throughput(args: argparse.Namespace, log: Path, tmp: Path) -> dict[str, Any]
                 rate = (n1 - n0) / (t1 - t0)
                 rates[name].append(rate)
                 if interval == "1":
-                    durations += [c["duration_ms"] for c in cluster.get("/checkpoints")
-                                  ["checkpoints"] if c["state"] == "COMPLETE"]  # fmt: skip
+                    durations += [
+                        c["duration_ms"]
+                        for c in cluster.get("/checkpoints")["checkpoints"]
+                        if c["state"] == "COMPLETE"
+                    ]
                 print(f"run {run + 1}/{args.runs} {name}: {rate:,.0f} records/s", flush=True)
             finally:
                 cluster.stop()
@@ -111,8 +114,11 @@ def state_size(args: argparse.Namespace) -> list[dict[str, Any]]:
             _wait(lambda k=keys, c=cluster: _executed(c, "hold") >= k, 300)
             first = cluster.get("/checkpoints")["latest_complete"]
             _wait(lambda f=first, c=cluster: c.get("/checkpoints")["latest_complete"] >= f + 5, 300)
-            done = [c for c in cluster.get("/checkpoints")["checkpoints"]
-                    if c["state"] == "COMPLETE" and c["id"] > first]  # fmt: skip
+            done = [
+                c
+                for c in cluster.get("/checkpoints")["checkpoints"]
+                if c["state"] == "COMPLETE" and c["id"] > first
+            ]
             row = {
                 "keys": keys,
                 "state_bytes": statistics.median(c["size_bytes"] for c in done),
@@ -120,8 +126,11 @@ def state_size(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "samples": len(done),
             }
             rows.append(row)
-            print(f"state {keys:,} keys: {row['state_bytes'] / 1e6:.2f} MB, "
-                  f"checkpoint {row['duration_ms']:.0f} ms", flush=True)  # fmt: skip
+            print(
+                f"state {keys:,} keys: {row['state_bytes'] / 1e6:.2f} MB, "
+                f"checkpoint {row['duration_ms']:.0f} ms",
+                flush=True,
+            )
         finally:
             cluster.stop()
     return rows
@@ -131,8 +140,12 @@ def recovery(args: argparse.Namespace, log: Path, tmp: Path) -> dict[str, Any]:
     """SIGKILL a bolt instance; time until every instance is restored and the spouts run
     again (the master reports RUNNING in a new epoch), and until the sink processes again
     (its executed count, reported with 1 s heartbeats, grows)."""
-    env = {"BENCH_LOG": str(log), "BENCH_OUT": str(tmp / "out-recovery"),
-           "BENCH_INTERVAL": "1", "BENCH_RATE": "5000"}  # fmt: skip
+    env = {
+        "BENCH_LOG": str(log),
+        "BENCH_OUT": str(tmp / "out-recovery"),
+        "BENCH_INTERVAL": "1",
+        "BENCH_RATE": "5000",
+    }
     cluster = LocalCluster(TOPOLOGY, containers=2, env=env)
     cluster.start()
     restored: list[float] = []
@@ -147,13 +160,18 @@ def recovery(args: argparse.Namespace, log: Path, tmp: Path) -> dict[str, Any]:
             base = _executed(cluster, "sink")
             t0 = time.monotonic()
             os.kill(victim, signal.SIGKILL)
-            _wait(lambda e=epoch: (s := cluster.summary())["epoch"] > e
-                  and s["state"] == "RUNNING", 120)  # fmt: skip
+            _wait(
+                lambda e=epoch: (s := cluster.summary())["epoch"] > e and s["state"] == "RUNNING",
+                120,
+            )
             restored.append(time.monotonic() - t0)
             _wait(lambda b=base: _executed(cluster, "sink") > b, 120)
             resumed.append(time.monotonic() - t0)
-            print(f"kill {k + 1}: restored after {restored[-1]:.2f} s, sink processing after "
-                  f"{resumed[-1]:.2f} s", flush=True)  # fmt: skip
+            print(
+                f"kill {k + 1}: restored after {restored[-1]:.2f} s, sink processing after "
+                f"{resumed[-1]:.2f} s",
+                flush=True,
+            )
     finally:
         cluster.stop()
     return {
@@ -179,8 +197,10 @@ def run(args: argparse.Namespace) -> int:
             "python -m bench exactly-once --parts throughput "
             f"--runs {args.runs} --duration {args.duration:g}"
         )
-        print(f"throughput medians: {json.dumps(t['median'])}; "
-              f"ratio {t['ratio_checkpointed_over_none']:.3f}")  # fmt: skip
+        print(
+            f"throughput medians: {json.dumps(t['median'])}; "
+            f"ratio {t['ratio_checkpointed_over_none']:.3f}"
+        )
     if "state" in parts:
         result["state_size"] = state_size(args)
     if "recovery" in parts:

@@ -75,16 +75,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pipeline", choices=sorted(WORKLOADS), default="iot")
     p.add_argument("--size", type=int, default=500_000, help="readings, or sentences")
     p.add_argument("--runs", type=int, default=3, help="repetitions of each runner")
-    p.add_argument("--rate", type=_rate, default=0.0,
-                   help="offer this many readings (or sentences) a second and measure latency; "
-                   "'half': half of Headwater's maximum, measured first in the same run; "
-                   "0: as fast as each runner can")  # fmt: skip
-    p.add_argument("--checkpoints", type=float, default=1.0,
-                   help="headwater-eo: exactly once, checkpoint interval (s)")  # fmt: skip
-    p.add_argument("--runners", type=_runners, default=None,
-                   help=f"comma-separated, of {','.join(RUNNERS)} (default: all)")  # fmt: skip
-    p.add_argument("--out", type=Path, default=None,
-                   help="default: results/peers-WORKLOAD[-rate].json")  # fmt: skip
+    p.add_argument(
+        "--rate",
+        type=_rate,
+        default=0.0,
+        help="offer this many readings (or sentences) a second and measure latency; "
+        "'half': half of Headwater's maximum, measured first in the same run; "
+        "0: as fast as each runner can",
+    )
+    p.add_argument(
+        "--checkpoints",
+        type=float,
+        default=1.0,
+        help="headwater-eo: exactly once, checkpoint interval (s)",
+    )
+    p.add_argument(
+        "--runners",
+        type=_runners,
+        default=None,
+        help=f"comma-separated, of {','.join(RUNNERS)} (default: all)",
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, help="default: results/peers-WORKLOAD[-rate].json"
+    )
 
 
 def _rate(text: str) -> float | str:
@@ -137,8 +150,14 @@ class Sampler(threading.Thread):
                     seen["role"] = name  # exiting process has no command line left
 
     def report(self) -> list[dict[str, Any]]:
-        return [{"process": v["role"], "peak_rss_mb": round(v["rss"] / 2**20, 1),
-                 "cpu_s": round(v["cpu"], 2)} for v in self.procs.values()]  # fmt: skip
+        return [
+            {
+                "process": v["role"],
+                "peak_rss_mb": round(v["rss"] / 2**20, 1),
+                "cpu_s": round(v["cpu"], 2),
+            }
+            for v in self.procs.values()
+        ]
 
 
 def _role(cmd: list[str]) -> str:
@@ -168,11 +187,23 @@ def _wait_file(path: Path, timeout: float) -> dict[str, Any]:
     raise RuntimeError(f"no result at {path} within {timeout:.0f}s")
 
 
-def _one(package: str, runner: str, data: Path, work: Path, expect: int, n: int,
-         args: argparse.Namespace, arrival: Arrival | None = None) -> dict[str, Any]:  # fmt: skip
+def _one(
+    package: str,
+    runner: str,
+    data: Path,
+    work: Path,
+    expect: int,
+    n: int,
+    args: argparse.Namespace,
+    arrival: Arrival | None = None,
+) -> dict[str, Any]:
     out = work / f"{runner}-{time.monotonic_ns()}.json"
-    env = {"BENCH_DATA": str(data), "BENCH_OUT": str(out), "BENCH_EXPECT": str(expect),
-           "BENCH_RATE": repr(args.rate)}  # fmt: skip
+    env = {
+        "BENCH_DATA": str(data),
+        "BENCH_OUT": str(out),
+        "BENCH_EXPECT": str(expect),
+        "BENCH_RATE": repr(args.rate),
+    }
     if runner == "headwater-eo":
         env["BENCH_CHECKPOINTS"] = repr(args.checkpoints)
     # Bytewax's event clock moves the watermark on with the wall clock between readings, and
@@ -228,8 +259,13 @@ def _latency(out: Path, t0: float, rate: float, arrival: Arrival) -> dict[str, f
     def q(p: float) -> float:
         return round(lat[min(len(lat) - 1, int(p * len(lat)))], 2)
 
-    return {"p50": q(0.5), "p99": q(0.99), "p999": q(0.999), "max": round(lat[-1], 2),
-            "results": len(lat)}  # fmt: skip
+    return {
+        "p50": q(0.5),
+        "p99": q(0.99),
+        "p999": q(0.999),
+        "max": round(lat[-1], 2),
+        "results": len(lat),
+    }
 
 
 def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
@@ -294,9 +330,12 @@ def run(args: argparse.Namespace) -> int:
                 r["disagrees"] = True
             runs[runner].append(r)
             lat = r.get("latency_ms")
-            print(f"run {i + 1} {runner}: {r['per_s']:,} {unit}/s"
-                  + (f", latency ms {lat}" if lat else "")
-                  + (f"; WRONG RESULTS {r['summary']}" if wrong else ""), flush=True)  # fmt: skip
+            print(
+                f"run {i + 1} {runner}: {r['per_s']:,} {unit}/s"
+                + (f", latency ms {lat}" if lat else "")
+                + (f"; WRONG RESULTS {r['summary']}" if wrong else ""),
+                flush=True,
+            )
     medians = {k: statistics.median(r["per_s"] for r in v) for k, v in runs.items()}
     result: dict[str, Any] = {
         "pipeline": args.pipeline,

@@ -67,8 +67,22 @@ def run(args: argparse.Namespace) -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="hw-profile-"))
     out = work / "peers.json"
-    cmd = [sys.executable, "-m", "bench", "peers", "--pipeline", "iot", "--size",
-           str(args.size), "--runs", "1", "--runners", "headwater", "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench",
+        "peers",
+        "--pipeline",
+        "iot",
+        "--size",
+        str(args.size),
+        "--runs",
+        "1",
+        "--runners",
+        "headwater",
+        "--out",
+        str(out),
+    ]
     bench = subprocess.Popen(cmd)
     deadline = time.monotonic() + 120
     instances: dict[str, int] = {}

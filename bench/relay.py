@@ -177,8 +177,19 @@ def _one(v: Variant, args: argparse.Namespace) -> dict[str, Any]:
     try:
         stmgrs: dict[str, int] = {}
         for c in range(v.containers):
-            procs.append(_role("stmgr", "--container", c, "--containers", v.containers,
-                               "--socket", work / f"c{c}.sock", "--work", work))  # fmt: skip
+            procs.append(
+                _role(
+                    "stmgr",
+                    "--container",
+                    c,
+                    "--containers",
+                    v.containers,
+                    "--socket",
+                    work / f"c{c}.sock",
+                    "--work",
+                    work,
+                )
+            )
             stmgrs[f"stmgr {c}" if v.containers > 1 else "stmgr"] = procs[-1].pid
         ready = [_wait_json(work / f"ready{c}.json", 30, procs) for c in range(v.containers)]
         if v.containers > 1:
@@ -186,13 +197,25 @@ def _one(v: Variant, args: argparse.Namespace) -> dict[str, Any]:
             (work / "peers.tmp").write_text(json.dumps(peers))
             (work / "peers.tmp").rename(work / "peers.json")
         last = v.containers - 1
-        procs.append(_role("recv", "--socket", work / f"c{last}.sock", "--warmup", args.warmup,
-                           "--records", args.records, "--out", work / "recv.json"))  # fmt: skip
+        procs.append(
+            _role(
+                "recv",
+                "--socket",
+                work / f"c{last}.sock",
+                "--warmup",
+                args.warmup,
+                "--records",
+                args.records,
+                "--out",
+                work / "recv.json",
+            )
+        )
         receiver = procs[-1]
         time.sleep(0.2)  # let the bolt say hello first: no frame waits for it
         total = args.warmup + args.records
-        procs.append(_role("send", "--socket", work / "c0.sock", "--batch", v.batch,
-                           "--records", total))  # fmt: skip
+        procs.append(
+            _role("send", "--socket", work / "c0.sock", "--batch", v.batch, "--records", total)
+        )
         sampler = Sampler({**stmgrs, "sender": procs[-1].pid, "receiver": receiver.pid})
         sampler.start()
         try:
@@ -225,8 +248,11 @@ def run(args: argparse.Namespace) -> int:
             r = _one(v, args)
             runs[v.name].append(r)
             cpu = ", ".join(f"{k} {p['cpu_cores']:.2f}" for k, p in r["processes"].items())
-            print(f"run {i + 1} {v.name}: {r['records_per_s']:,} records/s, "
-                  f"{r['mb_per_s']} MB/s, CPU cores: {cpu}", flush=True)  # fmt: skip
+            print(
+                f"run {i + 1} {v.name}: {r['records_per_s']:,} records/s, "
+                f"{r['mb_per_s']} MB/s, CPU cores: {cpu}",
+                flush=True,
+            )
     medians = {name: _medians(rs) for name, rs in runs.items()}
     _table(medians)
     result = {
@@ -260,8 +286,10 @@ def _medians(rs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _table(medians: dict[str, dict[str, Any]]) -> None:
-    print(f"\n{'medians':<22}{'records/s':>12}{'MB/s':>8}{'stmgr ns/rec':>14}"
-          "  per process: CPU cores, peak RSS MB")  # fmt: skip
+    print(
+        f"\n{'medians':<22}{'records/s':>12}{'MB/s':>8}{'stmgr ns/rec':>14}"
+        "  per process: CPU cores, peak RSS MB"
+    )
     for name, m in medians.items():
         procs = m["processes"]
         stmgr = sum(p["cpu_ns_per_record"] for r, p in procs.items() if r.startswith("stmgr"))

@@ -41,8 +41,9 @@ async def find_master(timeout: float | None = None) -> str:
     zc = AsyncZeroconf(ip_version=IPVersion.V4Only)
     resolving: set[asyncio.Task[None]] = set()  # keep references until each finishes
 
-    def on_change(zeroconf: Any, service_type: str, name: str,
-                  state_change: ServiceStateChange) -> None:  # fmt: skip
+    def on_change(
+        zeroconf: Any, service_type: str, name: str, state_change: ServiceStateChange
+    ) -> None:
         if state_change is ServiceStateChange.Added:
             task = asyncio.ensure_future(_resolve(zeroconf, service_type, name))
             resolving.add(task)

@@ -57,8 +57,13 @@ class Health:
             changed = self._reasons.get(key) != (level, message)
             self._reasons[key] = (level, message)
         if changed:
-            log.log(logging.ERROR if level >= FAILED else logging.WARNING,
-                    "%s %s: %s", level.label, key, message)  # fmt: skip
+            log.log(
+                logging.ERROR if level >= FAILED else logging.WARNING,
+                "%s %s: %s",
+                level.label,
+                key,
+                message,
+            )
 
     def clear(self, key: str) -> None:
         """The fault under ``key`` is gone."""

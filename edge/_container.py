@@ -42,10 +42,21 @@ class EdgeContainer(Container):
             raise SystemExit(f"an edge container needs {UPLINK_ENV} and {AGENT_ENV} set")
         budget = int(os.environ.get(BUDGET_ENV) or DEFAULT_OUTBOX_BUDGET)
         outbox = Path(config.state_dir).parent / "outbox"
-        boundary = [c.name[len(OUTBOX_PREFIX) :] for c in self.topology.components
-                    if c.name.startswith(OUTBOX_PREFIX)]  # fmt: skip
-        self.uplink = Uplink(address, agent, self.topology.name, outbox, budget, self.stmgr,
-                             components=boundary, proxy=os.environ.get(PROXY_ENV, ""))  # fmt: skip
+        boundary = [
+            c.name[len(OUTBOX_PREFIX) :]
+            for c in self.topology.components
+            if c.name.startswith(OUTBOX_PREFIX)
+        ]
+        self.uplink = Uplink(
+            address,
+            agent,
+            self.topology.name,
+            outbox,
+            budget,
+            self.stmgr,
+            components=boundary,
+            proxy=os.environ.get(PROXY_ENV, ""),
+        )
         self.background.append(self.uplink.run)
 
     def on_outbox(self, task: int, component: str, seq: int, rows: bytes) -> bool:

@@ -196,23 +196,33 @@ class MqttIngest:
     def broker(self) -> str:
         return f"{self.source.host}:{self.source.port}"
 
-    def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
-                    properties: Any) -> None:  # fmt: skip
+    def _on_connect(
+        self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any, properties: Any
+    ) -> None:
         if reason.is_failure:
-            self.health.set("mqtt", DEGRADED, f"broker {self.broker} refused the connection: "
-                            f"{reason}")  # fmt: skip
+            self.health.set(
+                "mqtt", DEGRADED, f"broker {self.broker} refused the connection: {reason}"
+            )
             return
         client.subscribe([(t, 1) for t in self.source.topics])
-        log.info("subscribed to %s on %s:%d (session present: %s)",
-                 ", ".join(self.source.topics), self.source.host, self.source.port,
-                 flags.session_present)  # fmt: skip
+        log.info(
+            "subscribed to %s on %s:%d (session present: %s)",
+            ", ".join(self.source.topics),
+            self.source.host,
+            self.source.port,
+            flags.session_present,
+        )
 
-    def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reasons: Any,
-                      properties: Any) -> None:  # fmt: skip
+    def _on_subscribe(
+        self, client: mqtt.Client, userdata: Any, mid: int, reasons: Any, properties: Any
+    ) -> None:
         failed = [r for r in reasons if r.is_failure]
         if failed:
-            log.error("the broker refused the subscription to %s: %s",
-                      ", ".join(self.source.topics), failed)  # fmt: skip
+            log.error(
+                "the broker refused the subscription to %s: %s",
+                ", ".join(self.source.topics),
+                failed,
+            )
             return
         # connected means subscribed: a reading published from now on reaches this session
         self.stats.connected = True
@@ -222,8 +232,9 @@ class MqttIngest:
     def _on_connect_fail(self, client: mqtt.Client, userdata: Any) -> None:
         self.health.set("mqtt", DEGRADED, f"broker {self.broker} unreachable (retrying)")
 
-    def _on_disconnect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any,
-                       properties: Any) -> None:  # fmt: skip
+    def _on_disconnect(
+        self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any, properties: Any
+    ) -> None:
         with self._cond:
             # what is queued is still written (a broker restarted without persistence would
             # not send it again) but not acknowledged on the next connection
@@ -234,8 +245,11 @@ class MqttIngest:
         if self._down_since is None:
             self._down_since = self._clock()
         if was and not self._stop.is_set():
-            self.health.set("mqtt", DEGRADED, f"connection to broker {self.broker} lost "
-                            f"({reason}); reconnecting")  # fmt: skip
+            self.health.set(
+                "mqtt",
+                DEGRADED,
+                f"connection to broker {self.broker} lost ({reason}); reconnecting",
+            )
 
     def _on_message(self, client: mqtt.Client, userdata: Any, msg: mqtt.MQTTMessage) -> None:
         size = len(msg.payload) + len(msg._topic) + _MESSAGE_OVERHEAD
@@ -248,10 +262,13 @@ class MqttIngest:
                     return
                 if self._qos1_queued >= src.queue_max_messages and not self._over_bound_warned:
                     self._over_bound_warned = True  # the broker's in-flight window should bound it
-                    log.warning("QoS %d messages beyond the ingest queue's bound (%d messages, "
-                                "%d bytes): is the broker's in-flight window unlimited?",
-                                msg.qos, src.queue_max_messages,
-                                src.queue_max_bytes)  # fmt: skip
+                    log.warning(
+                        "QoS %d messages beyond the ingest queue's bound (%d messages, "
+                        "%d bytes): is the broker's in-flight window unlimited?",
+                        msg.qos,
+                        src.queue_max_messages,
+                        src.queue_max_bytes,
+                    )
             self._queue.append((self._generation, msg))
             self._qos1_queued += msg.qos > 0
             st.queued += 1
@@ -305,8 +322,9 @@ class MqttIngest:
             path = Path(str(exc))
             gone = next((d for d in reversed(path.parents) if not d.exists()), path)
             what = "ingest log" if gone.is_relative_to(self.log_dir) else "workdir"
-            message = (f"{what} {gone} is gone: readings are no longer acknowledged; "
-                       "restart the agent")  # fmt: skip
+            message = (
+                f"{what} {gone} is gone: readings are no longer acknowledged; restart the agent"
+            )
         else:
             message = describe_write_error(self.log_dir, exc)
         if not self.health.has("ingest"):
@@ -315,18 +333,28 @@ class MqttIngest:
 
     def _watch_broker(self) -> None:
         down = self._down_since
-        if down is not None and not self.health.has("mqtt") \
-                and self._clock() - down >= CONNECT_GRACE_S:  # fmt: skip
-            self.health.set("mqtt", DEGRADED, f"broker {self.broker} unreachable: not connected "
-                            f"for {self._clock() - down:.0f}s (retrying)")  # fmt: skip
+        if (
+            down is not None
+            and not self.health.has("mqtt")
+            and self._clock() - down >= CONNECT_GRACE_S
+        ):
+            self.health.set(
+                "mqtt",
+                DEGRADED,
+                f"broker {self.broker} unreachable: not connected "
+                f"for {self._clock() - down:.0f}s (retrying)",
+            )
 
     def _writer_main(self) -> None:
         try:
             self._write_loop()
         finally:  # only a bug gets here: say so rather than stall with acknowledgement stopped
             if not self._stop.is_set():
-                self.health.set("ingest", FAILED, "the ingest writer thread stopped (a bug: "
-                                "see the log); restart the agent")  # fmt: skip
+                self.health.set(
+                    "ingest",
+                    FAILED,
+                    "the ingest writer thread stopped (a bug: see the log); restart the agent",
+                )
                 log.exception("the ingest writer thread stopped")
 
     def _write_loop(self) -> None:
@@ -371,8 +399,9 @@ class MqttIngest:
         with self._cond:
             if not self._queue:
                 self._cond.wait(0.1)
-            batch = [self._queue.popleft()
-                     for _ in range(min(len(self._queue), self.source.batch_max))]  # fmt: skip
+            batch = [
+                self._queue.popleft() for _ in range(min(len(self._queue), self.source.batch_max))
+            ]
             for _, msg in batch:
                 self._dequeued(msg)
         return batch

@@ -61,8 +61,13 @@ class OrderBook:
         except (ValueError, TypeError, AttributeError, json_format.ParseError) as exc:
             raise HeadwaterError(f"the orders kept in {self.path} cannot be read: {exc}") from exc
 
-    def save(self, master: str, runs: Iterable[pb.RunContainer], states: dict[str, str],
-             revisions: Iterable[pb.Revise]) -> None:  # fmt: skip
+    def save(
+        self,
+        master: str,
+        runs: Iterable[pb.RunContainer],
+        states: dict[str, str],
+        revisions: Iterable[pb.Revise],
+    ) -> None:
         data = {
             "master": master,
             "runs": [json_format.MessageToDict(r) for r in runs],

@@ -24,14 +24,22 @@ async def serve_status(agent: Agent, port: int) -> web.AppRunner:
 
     async def status(request: web.Request) -> web.Response:
         s = agent.status()
-        return web.json_response({
-            "id": agent.node_id, "master": agent.master, "attached": agent.attached,
-            "containers": list(s.containers), "backlog_bytes": s.backlog_bytes,
-            "backlog_batches": s.backlog_batches, "metrics": dict(s.metrics),
-            "error": s.error, "health": s.health, "reasons": list(s.reasons),
-            "topologies": {name: tm.state for name, tm in agent.tms.items()},
-            "revisions": {name: tm.current for name, tm in agent.tms.items()},
-        })  # fmt: skip
+        return web.json_response(
+            {
+                "id": agent.node_id,
+                "master": agent.master,
+                "attached": agent.attached,
+                "containers": list(s.containers),
+                "backlog_bytes": s.backlog_bytes,
+                "backlog_batches": s.backlog_batches,
+                "metrics": dict(s.metrics),
+                "error": s.error,
+                "health": s.health,
+                "reasons": list(s.reasons),
+                "topologies": {name: tm.state for name, tm in agent.tms.items()},
+                "revisions": {name: tm.current for name, tm in agent.tms.items()},
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/status", status)

@@ -147,8 +147,11 @@ class Uplink:
         used = self.nbytes
         if not self.throttling and used >= self.budget:
             self.throttling = True
-            log.warning("outbox over its budget (%d of %d bytes): throttling edge sources",
-                        used, self.budget)  # fmt: skip
+            log.warning(
+                "outbox over its budget (%d of %d bytes): throttling edge sources",
+                used,
+                self.budget,
+            )
             for component, task in self.sink_task.items():
                 self.stmgr.congestion_on(f"outbox:{component}", task)
         elif self.throttling and used < self.budget * LOW_WATER:
@@ -213,13 +216,19 @@ class Uplink:
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
-                log.debug("uplink of %r (receiver at %s) down: %s %s", component,
-                          address or "?", exc.code(), exc.details())  # fmt: skip
+                log.debug(
+                    "uplink of %r (receiver at %s) down: %s %s",
+                    component,
+                    address or "?",
+                    exc.code(),
+                    exc.details(),
+                )
             except Exception:  # a bug, or an address gRPC refuses: say so, never stop trying
                 log.exception("uplink of %r (receiver at %s) failed", component, address or "?")
             if self.open.pop(component, None) is not None:
-                log.warning("uplink of %r to %s lost; backlog %d batches", component, address,
-                            self.backlog)  # fmt: skip
+                log.warning(
+                    "uplink of %r to %s lost; backlog %d batches", component, address, self.backlog
+                )
             await asyncio.sleep(backoff.next_delay())
 
     def _rewind(self, component: str) -> None:
@@ -230,8 +239,9 @@ class Uplink:
         self.last_feedback[component] = time.monotonic()
 
     async def _requests(self, component: str) -> AsyncIterator[pb.UplinkUp]:
-        yield pb.UplinkUp(hello=pb.UplinkHello(agent=self.agent, topology=self.topology,
-                                               component=component))  # fmt: skip
+        yield pb.UplinkUp(
+            hello=pb.UplinkHello(agent=self.agent, topology=self.topology, component=component)
+        )
         wake = self._wake(component)
         while True:
             now = time.monotonic()
@@ -250,10 +260,15 @@ class Uplink:
                     prev = max(cursor, box.confirmed)
                     if prev == box.confirmed and component in self.cloud_last:
                         prev = self.cloud_last[component]
-                    yield pb.UplinkUp(batch=pb.UplinkBatch(
-                        agent=self.agent, component=component, seq=seq, prev=prev,
-                        payload=payload,
-                    ))  # fmt: skip
+                    yield pb.UplinkUp(
+                        batch=pb.UplinkBatch(
+                            agent=self.agent,
+                            component=component,
+                            seq=seq,
+                            prev=prev,
+                            payload=payload,
+                        )
+                    )
                     if self.rewinds.get(component, 0) != rewinds:
                         break  # rewound while this batch went out: start again from there
                     self.sent += 1
@@ -290,10 +305,16 @@ class Uplink:
                 # the batches between were confirmed, so deleted here: if the cloud does not
                 # hold them (it fell back past a corrupt checkpoint) they are missing there
                 self.chained += 1
-                log.error("the cloud has %s's batches of %r up to %d, but confirmed up to %d: "
-                          "going on after %d (was this agent's id changed? if not, the cloud "
-                          "lost batches it had confirmed)", self.agent, fb.component,
-                          fb.resend_after, box.confirmed, box.confirmed)  # fmt: skip
+                log.error(
+                    "the cloud has %s's batches of %r up to %d, but confirmed up to %d: "
+                    "going on after %d (was this agent's id changed? if not, the cloud "
+                    "lost batches it had confirmed)",
+                    self.agent,
+                    fb.component,
+                    fb.resend_after,
+                    box.confirmed,
+                    box.confirmed,
+                )
             self.cloud_last[fb.component] = fb.resend_after
         if fb.resend_after >= 0:
             self.resends += 1

@@ -73,8 +73,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no periodic status lines")
     run.set_defaults(func=_cmd_run)
 
-    master_help = ("the master's API URL (default: $HEADWATER_MASTER, else the topology "
-                   "started by `headwater run` on this machine)")  # fmt: skip
+    master_help = (
+        "the master's API URL (default: $HEADWATER_MASTER, else the topology "
+        "started by `headwater run` on this machine)"
+    )
     status = sub.add_parser("status", help="show a running topology's plan and metrics")
     status.add_argument("topology", nargs="?", help="topology name (default: the only one running)")
     status.add_argument("--master", "--tmaster", dest="url", metavar="URL", help=master_help)
@@ -87,8 +89,9 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--master", "--tmaster", dest="url", metavar="URL", help=master_help)
         s.set_defaults(func=_cmd_state, action=name)
 
-    master = sub.add_parser("master", help="run the master daemon (topology masters, "
-                            "scheduler, package store, API)")  # fmt: skip
+    master = sub.add_parser(
+        "master", help="run the master daemon (topology masters, scheduler, package store, API)"
+    )
     master.add_argument("--host", default="127.0.0.1", help="address to listen on")
     master.add_argument("--port", type=int, default=7070, help="gRPC port for nodes")
     master.add_argument("--http-port", type=int, default=7071, help="REST API port")
@@ -336,10 +339,13 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
             cluster.check()
 
     return _run_until_stopped(
-        start, cluster.stop, duration, tick,
+        start,
+        cluster.stop,
+        duration,
+        tick,
         None if quiet else lambda: _print_brief(cluster),
         lambda: _print_status(cluster.summary(), cluster.metrics(), cluster.get("/checkpoints")),
-    )  # fmt: skip
+    )
 
 
 def _print_brief(cluster: Any) -> None:
@@ -398,9 +404,11 @@ def _cmd_status(args: argparse.Namespace) -> int:
     metrics = _get(f"{base}/api/v1/topologies/{name}/metrics")
     checkpoints = _get(f"{base}/api/v1/topologies/{name}/checkpoints")
     if args.json:
-        print(json.dumps(
-            {"topology": summary, "metrics": metrics, "checkpoints": checkpoints}, indent=2
-        ))  # fmt: skip
+        print(
+            json.dumps(
+                {"topology": summary, "metrics": metrics, "checkpoints": checkpoints}, indent=2
+            )
+        )
     else:
         _print_status(summary, metrics, checkpoints)
     return 0
@@ -426,8 +434,10 @@ def _print_status(
     for why in status.get("waiting_for", []):
         print(f"  waiting for: {why}")
     for loop in status.get("crash_loops", []):
-        print(f"  CRASH LOOP: {loop['key']}: {loop['failures']} failures in "
-              f"{loop['over_s']:.0f}s; last: {loop['reason']}")  # fmt: skip
+        print(
+            f"  CRASH LOOP: {loop['key']}: {loop['failures']} failures in "
+            f"{loop['over_s']:.0f}s; last: {loop['reason']}"
+        )
     for reason in status.get("reasons", []):
         if "crash loop" not in reason:
             print(f"  {status['health'].upper()}: {reason}")
@@ -451,25 +461,32 @@ def _print_status(
             f"{m.get('buffer_bytes', 0) / 1e3:>11.1f}{int(m.get('backpressure_ms', 0)):>10}"
         )
     if checkpoints and checkpoints["exactly_once"]:
-        print(f"checkpoints every {checkpoints['interval_s']}s, epoch {checkpoints['epoch']}, "
-              f"latest complete {checkpoints['latest_complete']}")  # fmt: skip
+        print(
+            f"checkpoints every {checkpoints['interval_s']}s, epoch {checkpoints['epoch']}, "
+            f"latest complete {checkpoints['latest_complete']}"
+        )
         print(f"{'id':>6}  {'state':<12}{'started':<10}{'duration ms':>12}{'size KB':>10}")
         for c in checkpoints["checkpoints"][-5:]:
             started = time.strftime("%H:%M:%S", time.localtime(c["started"]))
             duration = f"{c['duration_ms']:.0f}" if c["duration_ms"] is not None else "-"
-            print(f"{c['id']:>6}  {c['state']:<12}{started:<10}{duration:>12}"
-                  f"{c['size_bytes'] / 1e3:>10.1f}")  # fmt: skip
+            print(
+                f"{c['id']:>6}  {c['state']:<12}{started:<10}{duration:>12}"
+                f"{c['size_bytes'] / 1e3:>10.1f}"
+            )
 
 
 # -- demo --------------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
     from headwater._demo.run import Demo
 
-    print("Headwater demo: sensors -> MQTT -> edge agents (durable log, edge subgraph, "
-          "outbox) -> uplink -> a cloud worker, every piece a real process.")  # fmt: skip
+    print(
+        "Headwater demo: sensors -> MQTT -> edge agents (durable log, edge subgraph, "
+        "outbox) -> uplink -> a cloud worker, every piece a real process."
+    )
     demo = Demo()
-    return _run_until_stopped(demo.start, demo.stop, args.duration, lambda: None, demo.report,
-                              demo.report)  # fmt: skip
+    return _run_until_stopped(
+        demo.start, demo.stop, args.duration, lambda: None, demo.report, demo.report
+    )
 
 
 # -- daemons -------------------------------------------------------------------------
@@ -520,8 +537,10 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     base = master_url(args.url)
     query = urlencode({"entry": entry, "containers": args.containers})
     result = api("POST", f"{base}/api/v1/topologies?{query}", data)
-    print(f"submitted {result['topology']!r}: package {package_hash(data)}, "
-          f"{result['containers']} containers")  # fmt: skip
+    print(
+        f"submitted {result['topology']!r}: package {package_hash(data)}, "
+        f"{result['containers']} containers"
+    )
     return 0
 
 
@@ -550,15 +569,22 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     # workdir, so it holds across restarts and two gateways on one broker never share one
     node_id = node_identity(workdir, "agent", args.id)
     if args.mqtt:
-        mqtt = MqttSource(host, int(port), tuple(args.topic or ["sensors/#"]),
-                          client_id=f"headwater-{node_id}")  # fmt: skip
+        mqtt = MqttSource(
+            host, int(port), tuple(args.topic or ["sensors/#"]), client_id=f"headwater-{node_id}"
+        )
 
     async def main() -> None:
-        agent = Agent(args.master, workdir, node_id=node_id, labels=dict(args.label),
-                      version=__version__, mqtt=mqtt,
-                      outbox_budget=args.outbox_budget,
-                      status_port=args.status_port,
-                      ingress_proxy=args.ingress_proxy)  # fmt: skip
+        agent = Agent(
+            args.master,
+            workdir,
+            node_id=node_id,
+            labels=dict(args.label),
+            version=__version__,
+            mqtt=mqtt,
+            outbox_budget=args.outbox_budget,
+            status_port=args.status_port,
+            ingress_proxy=args.ingress_proxy,
+        )
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):
             loop.add_signal_handler(s, agent.stopping.set)
@@ -579,14 +605,18 @@ def _cmd_nodes(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(nodes, indent=2))
         return 0
-    print(f"{'node':<20}{'kind':<8}{'state':<9}{'health':<10}{'seen s ago':>11}{'version':>9}"
-          f"{'backlog KB':>12}  labels / containers")  # fmt: skip
+    print(
+        f"{'node':<20}{'kind':<8}{'state':<9}{'health':<10}{'seen s ago':>11}{'version':>9}"
+        f"{'backlog KB':>12}  labels / containers"
+    )
     for n in nodes:
         labels = ",".join(f"{k}={v}" for k, v in sorted(n["labels"].items()))
-        print(f"{n['id']:<20}{n['kind']:<8}{'online' if n['online'] else 'offline':<9}"
-              f"{n.get('health', '?'):<10}{n['last_heartbeat_s_ago']:>11.1f}{n['version']:>9}"
-              f"{n['backlog_bytes'] / 1e3:>12.1f}  {labels} {' '.join(n['containers'])}"
-              f"{'  ERROR: ' + n['error'] if n['error'] else ''}")  # fmt: skip
+        print(
+            f"{n['id']:<20}{n['kind']:<8}{'online' if n['online'] else 'offline':<9}"
+            f"{n.get('health', '?'):<10}{n['last_heartbeat_s_ago']:>11.1f}{n['version']:>9}"
+            f"{n['backlog_bytes'] / 1e3:>12.1f}  {labels} {' '.join(n['containers'])}"
+            f"{'  ERROR: ' + n['error'] if n['error'] else ''}"
+        )
         for reason in n.get("reasons", []):
             print(f"{'':<20}  - {reason}")
     return 0

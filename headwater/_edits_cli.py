@@ -31,13 +31,19 @@ def add_parsers(sub: Any, master_help: str) -> None:
         p.add_argument("--master", dest="url", metavar="URL", help=master_help)
 
     for action, help_, file_help, names_help in (
-        ("attach", "add components to a running topology, live",
-         "the topology file with the new components in it",
-         "the components it adds (checked against the file)"),
-        ("replace", "run new code for components, keeping their state",
-         "the topology file with the new code",
-         "the components it replaces (default: every changed one)"),
-    ):  # fmt: skip
+        (
+            "attach",
+            "add components to a running topology, live",
+            "the topology file with the new components in it",
+            "the components it adds (checked against the file)",
+        ),
+        (
+            "replace",
+            "run new code for components, keeping their state",
+            "the topology file with the new code",
+            "the components it replaces (default: every changed one)",
+        ),
+    ):
         p = sub.add_parser(action, help=help_)
         p.add_argument("topology")
         p.add_argument("file", help=file_help)

@@ -35,6 +35,8 @@ def master_url(url: str | None) -> str:
     """The master's API URL: ``url``, else ``HEADWATER_MASTER``; an error if neither."""
     url = url or os.environ.get("HEADWATER_MASTER")
     if not url:
-        raise HeadwaterError("name the master: --master URL or HEADWATER_MASTER=URL "
-                             "(headwater master prints its API URL)")  # fmt: skip
+        raise HeadwaterError(
+            "name the master: --master URL or HEADWATER_MASTER=URL "
+            "(headwater master prints its API URL)"
+        )
     return url.rstrip("/")

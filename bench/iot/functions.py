@@ -37,8 +37,13 @@ def make_data(path: Path, n: int, seed: int = 7) -> None:
                     continue
                 value = rng.gauss(20.0, 2.0) + (40.0 if rng.random() < 0.001 else 0.0)
                 ts = BASE_TS + i * STEP_MS
-                r = {"site": "s0", "sensor": f"t{i % SENSORS}", "seq": i, "ts": ts,
-                     "value": round(value, 3)}  # fmt: skip
+                r = {
+                    "site": "s0",
+                    "sensor": f"t{i % SENSORS}",
+                    "seq": i,
+                    "ts": ts,
+                    "value": round(value, 3),
+                }
                 batch.append(json.dumps(r).encode())
             f.write(pack(batch))
 
@@ -108,5 +113,8 @@ def arrival_index(data: Path, n: int) -> Callable[[int], int]:
 
 def summary(results: list[tuple[str, int, int, float, bool]]) -> dict[str, Any]:
     """What every runner must agree on."""
-    return {"records": len(results), "readings": sum(r[2] for r in results),
-            "anomalies": sum(1 for r in results if r[4])}  # fmt: skip
+    return {
+        "records": len(results),
+        "readings": sum(r[2] for r in results),
+        "anomalies": sum(1 for r in results if r[4]),
+    }

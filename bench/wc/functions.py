@@ -26,8 +26,14 @@ def make_data(path: Path, n: int, seed: int = 11) -> None:
     with open(path, "wb") as f:
         pack = msgpack.Packer(use_bin_type=True).pack
         for start in range(0, n, BATCH):
-            f.write(pack([" ".join(rng.choices(VOCABULARY, k=WORDS_PER_SENTENCE))
-                          for _ in range(start, min(n, start + BATCH))]))  # fmt: skip
+            f.write(
+                pack(
+                    [
+                        " ".join(rng.choices(VOCABULARY, k=WORDS_PER_SENTENCE))
+                        for _ in range(start, min(n, start + BATCH))
+                    ]
+                )
+            )
 
 
 def split(sentence: str) -> list[str]:

@@ -24,8 +24,13 @@ MAX_UPLOAD = 64 << 20
 
 def make_app(master: Master) -> web.Application:
     app = web.Application(client_max_size=MAX_UPLOAD)
-    add_topology_routes(app, master.tms.get, lambda: list(master.tms.values()), master.set_state,
-                        master.agent_revisions)  # fmt: skip
+    add_topology_routes(
+        app,
+        master.tms.get,
+        lambda: list(master.tms.values()),
+        master.set_state,
+        master.agent_revisions,
+    )
 
     async def submit(request: web.Request) -> web.Response:
         entry = request.query.get("entry")
@@ -58,8 +63,16 @@ def make_app(master: Master) -> web.Application:
         components = [c for c in q.get("components", "").split(",") if c]
         data = await request.read()
         try:
-            record = master.edit(request.match_info["name"], action, base, data or None,
-                                 q.get("entry"), components, q.get("author", ""), to)  # fmt: skip
+            record = master.edit(
+                request.match_info["name"],
+                action,
+                base,
+                data or None,
+                q.get("entry"),
+                components,
+                q.get("author", ""),
+                to,
+            )
         except StaleRevisionError as exc:
             return web.json_response({"error": str(exc), "current": exc.current}, status=409)
         except EditError as exc:

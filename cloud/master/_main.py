@@ -19,12 +19,22 @@ from ._traffic import TrafficCounter
 log = logging.getLogger("headwater.master")
 
 
-async def serve(host: str, port: int, http_port: int, state_dir: Path,
-                ready_file: Path | None = None, advertise: bool = True) -> None:  # fmt: skip
+async def serve(
+    host: str,
+    port: int,
+    http_port: int,
+    state_dir: Path,
+    ready_file: Path | None = None,
+    advertise: bool = True,
+) -> None:
     traffic = TrafficCounter()
-    server = grpc.aio.server(interceptors=[traffic],
-                             options=[("grpc.max_send_message_length", 64 << 20),
-                                      ("grpc.max_receive_message_length", 64 << 20)])  # fmt: skip
+    server = grpc.aio.server(
+        interceptors=[traffic],
+        options=[
+            ("grpc.max_send_message_length", 64 << 20),
+            ("grpc.max_receive_message_length", 64 << 20),
+        ],
+    )
     bound = server.add_insecure_port(f"{host}:{port}")
     master = Master(state_dir, grpc_address=f"{host}:{bound}")
     master.traffic = traffic

@@ -104,8 +104,9 @@ class Context(Protocol):
         """Add to a user counter, reported per task as metric ``user:<counter>``."""
         ...
 
-    def retry_record(self, component: str, attempt: Callable[[], Any], error: Exception,
-                     record: Any) -> bool:  # fmt: skip
+    def retry_record(
+        self, component: str, attempt: Callable[[], Any], error: Exception, record: Any
+    ) -> bool:
         """``attempt`` (one record's work) raised ``error``: run it again up to
         ``topology.record.max.retries`` times; True once one works. If all raise, the
         record goes to the dead letters as ``component``'s, and False. (The runtime does

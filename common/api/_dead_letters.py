@@ -60,8 +60,13 @@ def short_traceback(error: BaseException) -> str:
 class Retry:
     """Retries a failed record, then dead-letters it. Executor thread only."""
 
-    def __init__(self, max_retries: int, dead_letter: DeadLetterSink, log: logging.Logger,
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        max_retries: int,
+        dead_letter: DeadLetterSink,
+        log: logging.Logger,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.max_retries = max_retries
         self.dead_letter = dead_letter
         self.log = log
@@ -71,8 +76,9 @@ class Retry:
         self._reported = 0
         self._quiet_until = 0.0
 
-    def __call__(self, component: str, attempt: Callable[[], Any], error: Exception,
-                 record: Any) -> bool:  # fmt: skip
+    def __call__(
+        self, component: str, attempt: Callable[[], Any], error: Exception, record: Any
+    ) -> bool:
         """``attempt`` raised ``error`` on ``record``: try again; True if an attempt worked.
 
         False: every attempt raised and the record was dead-lettered."""

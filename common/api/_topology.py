@@ -138,8 +138,9 @@ class Topology:
         components = self.components
         sink = self.dead_letters
         if sink is not None and _dead_letters_from(spec, self.component(sink)):
-            components = tuple(_subscribe_dead_letters(c, spec.name) if c.name == sink else c
-                               for c in components)  # fmt: skip
+            components = tuple(
+                _subscribe_dead_letters(c, spec.name) if c.name == sink else c for c in components
+            )
         return replace(self, components=(*components, spec))
 
     def with_dead_letters(
@@ -167,8 +168,16 @@ class Topology:
         >>> t.dead_letters
         'dead'
         """
-        spec = ComponentSpec(name, "bolt", sink, parallelism, (), _outputs(sink, None),
-                             dict(config or {}), placement or Placement())  # fmt: skip
+        spec = ComponentSpec(
+            name,
+            "bolt",
+            sink,
+            parallelism,
+            (),
+            _outputs(sink, None),
+            dict(config or {}),
+            placement or Placement(),
+        )
         for c in self.components:
             if _dead_letters_from(c, spec):
                 spec = _subscribe_dead_letters(spec, c.name)

@@ -67,20 +67,26 @@ class LogSpout(Spout):
             log = self.logs[p] = DurableLog(self.path / f"p{p}", reader=True)
         if log is None and self.offsets[p] > 0:
             gone = f"partition {p} of {self.path} is gone"
-            raise LogOffsetError(f"{gone}, and this reader had read up to offset "
-                                 f"{self.offsets[p]}: was the log deleted?")  # fmt: skip
+            raise LogOffsetError(
+                f"{gone}, and this reader had read up to offset "
+                f"{self.offsets[p]}: was the log deleted?"
+            )
         return log
 
     def _behind(self, p: int, log: DurableLog) -> int:
         """The offset is below what the log still holds: start from what is left."""
         offset = self.offsets[p]
         if p in self._fresh:
-            self.ctx.log.info("partition %d: starting at offset %d, the oldest left",
-                              p, log.start)  # fmt: skip
+            self.ctx.log.info("partition %d: starting at offset %d, the oldest left", p, log.start)
         else:
-            self.ctx.log.error("partition %d: offsets %d..%d were trimmed before this reader "
-                               "read them (lost to it); reading from %d",
-                               p, offset, log.start - 1, log.start)  # fmt: skip
+            self.ctx.log.error(
+                "partition %d: offsets %d..%d were trimmed before this reader "
+                "read them (lost to it); reading from %d",
+                p,
+                offset,
+                log.start - 1,
+                log.start,
+            )
             incr = getattr(self.ctx, "incr", None)
             if callable(incr):
                 incr("log_records_skipped", log.start - offset)
@@ -111,9 +117,11 @@ class LogSpout(Spout):
             self._next_refresh[p] = now + 0.05
             end = log.refresh()
             if offset > end:
-                raise LogOffsetError(f"partition {p} of {self.path}: this reader's offset "
-                                     f"{offset} is past the log's end {end}; offsets never go "
-                                     "back, so the log was deleted or replaced")  # fmt: skip
+                raise LogOffsetError(
+                    f"partition {p} of {self.path}: this reader's offset "
+                    f"{offset} is past the log's end {end}; offsets never go "
+                    "back, so the log was deleted or replaced"
+                )
             if offset < log.start:
                 offset = self._behind(p, log)
             if offset >= end:

@@ -295,11 +295,16 @@ class WindowOp(Op):
 
     def open(self, ctx: Context) -> None:
         super().open(ctx)
-        self.w = WindowedReduce(self.assigner, self.reduce,
-                                out_of_orderness=self.out_of_orderness, lateness=self.lateness,
-                                windows=ctx.keyed_state(self.name),
-                                meta=ctx.state.setdefault(f"step:{self.name}", {}),
-                                first=self.first, merge=self.merge)  # fmt: skip
+        self.w = WindowedReduce(
+            self.assigner,
+            self.reduce,
+            out_of_orderness=self.out_of_orderness,
+            lateness=self.lateness,
+            windows=ctx.keyed_state(self.name),
+            meta=ctx.state.setdefault(f"step:{self.name}", {}),
+            first=self.first,
+            merge=self.merge,
+        )
 
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         self.inline(out, side)(key, value)
@@ -376,10 +381,14 @@ class JoinOp(Op):
 
     def open(self, ctx: Context) -> None:
         super().open(ctx)
-        self.w = WindowedReduce(self.assigner, _concat_sides,
-                                out_of_orderness=self.out_of_orderness, lateness=self.lateness,
-                                windows=ctx.keyed_state(self.name),
-                                meta=ctx.state.setdefault(f"step:{self.name}", {}))  # fmt: skip
+        self.w = WindowedReduce(
+            self.assigner,
+            _concat_sides,
+            out_of_orderness=self.out_of_orderness,
+            lateness=self.lateness,
+            windows=ctx.keyed_state(self.name),
+            meta=ctx.state.setdefault(f"step:{self.name}", {}),
+        )
 
     def process_side(self, side: int, key: Any, value: Any, out: Out, sides: Side) -> None:
         def late(r: list[Any]) -> None:
@@ -536,9 +545,12 @@ class FusedBolt(Bolt):
     the watermarks of every task feeding it and moves on the lowest.
     """
 
-    def __init__(self, ops: Callable[[], Sequence[Op]],
-                 sides: dict[tuple[str, str], int] | None = None,
-                 taps: Sequence[TapSpec] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ops: Callable[[], Sequence[Op]],
+        sides: dict[tuple[str, str], int] | None = None,
+        taps: Sequence[TapSpec] = (),
+    ) -> None:
         self._ops, self._sides, self._taps = ops, sides, taps
 
     def open(self, ctx: Context) -> None:
@@ -560,21 +572,26 @@ class FusedBolt(Bolt):
                 try:
                     head.process_side(s, key, value, out, side)
                 except Exception as exc:
-                    retry(head.name, partial(head.process_side, s, key, value, out, side), exc,
-                          value)  # fmt: skip
+                    retry(
+                        head.name, partial(head.process_side, s, key, value, out, side), exc, value
+                    )
 
             self.join = join
         me = ctx.topology.component(ctx.component)
-        self.wm_sources = sum(len(ctx.component_tasks(i.component)) for i in me.inputs
-                              if i.stream.startswith(WATERMARKS))  # fmt: skip
+        self.wm_sources = sum(
+            len(ctx.component_tasks(i.component))
+            for i in me.inputs
+            if i.stream.startswith(WATERMARKS)
+        )
         self.wm_in: dict[int, int] = {}  # upstream task -> its watermark
 
     def process(self, tup: Tuple) -> None:
         self.process_values(tup.component, tup.stream, tup.task, [tup.values])
         # watermarks leave every Tap.EVERY records (in the chain) or on the tick
 
-    def process_values(self, component: str, stream: str, task: int,
-                       entries: list[list[Any]]) -> None:  # fmt: skip
+    def process_values(
+        self, component: str, stream: str, task: int, entries: list[list[Any]]
+    ) -> None:
         """``process`` for a frame's untracked tuples at once: the instance calls this
         instead of making a ``Tuple`` per record."""
         if self.wm_sources and stream.startswith(WATERMARKS):
@@ -630,8 +647,12 @@ class FusedSpout(Spout):
     watermark once it has nothing more.
     """
 
-    def __init__(self, source: Callable[[], Spout], ops: Callable[[], Sequence[Op]],
-                 taps: Sequence[TapSpec] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        source: Callable[[], Spout],
+        ops: Callable[[], Sequence[Op]],
+        taps: Sequence[TapSpec] = (),
+    ) -> None:
         self._source, self._ops, self._taps = source, ops, taps
 
     def open(self, ctx: Context) -> None:

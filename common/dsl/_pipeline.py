@@ -90,8 +90,9 @@ class _Step:
 class Pipeline:
     """A topology written as steps over streams of records."""
 
-    def __init__(self, name: str, config: Mapping[str, Any] | None = None, *,
-                 fuse: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self, name: str, config: Mapping[str, Any] | None = None, *, fuse: bool = True
+    ) -> None:
         """``fuse=False`` gives every step a component of its own (for comparison)."""
         self.name = name
         self.config = dict(config or {})
@@ -100,45 +101,85 @@ class Pipeline:
         self._dead_letters: tuple[str, Callable[[], Bolt], int, Placement | None] | None = None
 
     # -- sources ----------------------------------------------------------------
-    def source(self, name: str, spout: Callable[[], Spout], *, parallelism: int = 1,
-               placement: Placement | None = None) -> Streamlet:  # fmt: skip
+    def source(
+        self,
+        name: str,
+        spout: Callable[[], Spout],
+        *,
+        parallelism: int = 1,
+        placement: Placement | None = None,
+    ) -> Streamlet:
         """Any spout as a source: each tuple it emits is a record (one field: its value)."""
-        step = _Step(name, None, parallelism=parallelism, placement=placement or Placement(),
-                     source=spout)  # fmt: skip
+        step = _Step(
+            name, None, parallelism=parallelism, placement=placement or Placement(), source=spout
+        )
         return Streamlet(self, self._add(step))
 
-    def from_collection(self, name: str, items: Iterable[Any], *, parallelism: int = 1,
-                        placement: Placement | None = None) -> Streamlet:  # fmt: skip
+    def from_collection(
+        self,
+        name: str,
+        items: Iterable[Any],
+        *,
+        parallelism: int = 1,
+        placement: Placement | None = None,
+    ) -> Streamlet:
         """A fixed collection, emitted once (exactly once under checkpoints)."""
-        return self.source(name, partial(CollectionSpout, list(items)),
-                           parallelism=parallelism, placement=placement)  # fmt: skip
+        return self.source(
+            name,
+            partial(CollectionSpout, list(items)),
+            parallelism=parallelism,
+            placement=placement,
+        )
 
-    def from_log(self, name: str, path: str, partitions: int, *, parallelism: int = 1,
-                 placement: Placement | None = None) -> Streamlet:  # fmt: skip
+    def from_log(
+        self,
+        name: str,
+        path: str,
+        partitions: int,
+        *,
+        parallelism: int = 1,
+        placement: Placement | None = None,
+    ) -> Streamlet:
         """A durable log (e.g. the agent's MQTT ingest log): records are its value lists."""
         spout = system_component("log_spout", Spout, path=path, partitions=partitions)
-        return self.source(name, spout,
-                           parallelism=parallelism, placement=placement)  # fmt: skip
+        return self.source(name, spout, parallelism=parallelism, placement=placement)
 
-    def from_generator(self, name: str, fn: Callable[[], Any], *, parallelism: int = 1,
-                       placement: Placement | None = None) -> Streamlet:  # fmt: skip
+    def from_generator(
+        self,
+        name: str,
+        fn: Callable[[], Any],
+        *,
+        parallelism: int = 1,
+        placement: Placement | None = None,
+    ) -> Streamlet:
         """Records from ``fn()`` (None: nothing now). Not replayable: at most once."""
-        return self.source(name, partial(GeneratorSpout, fn), parallelism=parallelism,
-                           placement=placement)  # fmt: skip
+        return self.source(
+            name, partial(GeneratorSpout, fn), parallelism=parallelism, placement=placement
+        )
 
     def union(self, name: str, *streams: Streamlet) -> Streamlet:
         """The records of every stream, as one stream."""
         if len(streams) < 2:
             raise InvalidTopologyError(self.name, [f"union {name!r} needs two streams or more"])
         first = streams[0].step
-        step = _Step(name, partial(MapOp, name, _identity),
-                     parents=[(s.step, s.tag) for s in streams],
-                     parallelism=first.parallelism, placement=first.placement,
-                     exchange=True)  # fmt: skip
+        step = _Step(
+            name,
+            partial(MapOp, name, _identity),
+            parents=[(s.step, s.tag) for s in streams],
+            parallelism=first.parallelism,
+            placement=first.placement,
+            exchange=True,
+        )
         return Streamlet(self, self._add(step))
 
-    def dead_letters(self, name: str, sink: Callable[[], Bolt], *, parallelism: int = 1,
-                     placement: Placement | None = None) -> None:  # fmt: skip
+    def dead_letters(
+        self,
+        name: str,
+        sink: Callable[[], Bolt],
+        *,
+        parallelism: int = 1,
+        placement: Placement | None = None,
+    ) -> None:
         """Send every step's dead letters to ``sink`` (e.g. ``TransactionalFileSink``).
 
         A record on which a step's function raises is tried again
@@ -153,15 +194,21 @@ class Pipeline:
 
     def _add(self, step: _Step) -> _Step:
         if step.name in self._steps:
-            raise InvalidTopologyError(self.name, [
-                f"step {step.name!r} is defined twice: step names are also the keys of their "
-                "state in checkpoints, so each must be unique; rename one"
-            ])  # fmt: skip
+            raise InvalidTopologyError(
+                self.name,
+                [
+                    f"step {step.name!r} is defined twice: step names are also the keys of their "
+                    "state in checkpoints, so each must be unique; rename one"
+                ],
+            )
         if not step.name or step.name.startswith("__") or "." in step.name:
-            raise InvalidTopologyError(self.name, [
-                f"step name {step.name!r}: use a non-empty name without dots that does not "
-                "start with '__'"
-            ])  # fmt: skip
+            raise InvalidTopologyError(
+                self.name,
+                [
+                    f"step name {step.name!r}: use a non-empty name without dots that does not "
+                    "start with '__'"
+                ],
+            )
         self._steps[step.name] = step
         return step
 
@@ -212,8 +259,9 @@ class Pipeline:
         for name, chain in chains.items():
             first = chain[0]
             ops = [s.op for s in chain if s.op is not None]
-            outputs = [Stream(RECORD)] + [Stream(RECORD, name=f"{s.name}.{tag}")
-                                          for s in chain for tag in s.side_tags]  # fmt: skip
+            outputs = [Stream(RECORD)] + [
+                Stream(RECORD, name=f"{s.name}.{tag}") for s in chain for tag in s.side_tags
+            ]
             my_taps = taps.get(name, [])
             outputs += [Stream(RECORD, name=stream) for _, stream in my_taps]
             config: dict[str, Any] = {STEPS: tuple(s.name for s in chain)}
@@ -221,39 +269,60 @@ class Pipeline:
                 config[TICK_SECS] = 0.1  # watermarks leave, and clocks move, without records
             if first.source is not None:
                 topology = topology.add_spout(
-                    name, partial(FusedSpout, first.source, partial(_make_ops, ops), my_taps),
-                    parallelism=first.parallelism, outputs=outputs, config=config,
+                    name,
+                    partial(FusedSpout, first.source, partial(_make_ops, ops), my_taps),
+                    parallelism=first.parallelism,
+                    outputs=outputs,
+                    config=config,
                     placement=first.placement,
-                )  # fmt: skip
+                )
                 continue
             grouping: Grouping = (
-                custom(_PartitionGrouping(first.partitioner)) if first.partitioner is not None
-                else fields("key") if first.keyed else shuffle()
-            )  # fmt: skip
-            inputs = [Input(head[p.name].name, "default" if tag == "default" else
-                            f"{p.name}.{tag}", grouping)
-                      for p, tag in first.parents]  # fmt: skip
+                custom(_PartitionGrouping(first.partitioner))
+                if first.partitioner is not None
+                else fields("key")
+                if first.keyed
+                else shuffle()
+            )
+            inputs = [
+                Input(
+                    head[p.name].name,
+                    "default" if tag == "default" else f"{p.name}.{tag}",
+                    grouping,
+                )
+                for p, tag in first.parents
+            ]
             wm = [Input(h, f"wm:{first.name}", all_tasks()) for h in wm_inputs.get(name, [])]
             sides = None
             if first.join:
                 sides = {(i.component, i.stream): n for n, i in enumerate(inputs)}
                 if len(sides) != 2:
-                    raise InvalidTopologyError(self.name, [
-                        f"join {first.name!r} reads the same stream on both sides: clone it "
-                        "into two steps first"
-                    ])  # fmt: skip
+                    raise InvalidTopologyError(
+                        self.name,
+                        [
+                            f"join {first.name!r} reads the same stream on both sides: clone it "
+                            "into two steps first"
+                        ],
+                    )
             factory: Callable[[], Spout | Bolt] = (
-                first.component if first.component is not None
+                first.component
+                if first.component is not None
                 else partial(FusedBolt, partial(_make_ops, ops), sides, my_taps)
-            )  # fmt: skip
-            topology = topology.add_bolt(name, factory, inputs=[*inputs, *wm],
-                                         parallelism=first.parallelism,
-                                         outputs=outputs if first.component is None else (),
-                                         config=config, placement=first.placement)  # fmt: skip
+            )
+            topology = topology.add_bolt(
+                name,
+                factory,
+                inputs=[*inputs, *wm],
+                parallelism=first.parallelism,
+                outputs=outputs if first.component is None else (),
+                config=config,
+                placement=first.placement,
+            )
         if self._dead_letters is not None:
             name, sink, parallelism, placement = self._dead_letters
-            topology = topology.with_dead_letters(name, sink, parallelism=parallelism,
-                                                  placement=placement)  # fmt: skip
+            topology = topology.with_dead_letters(
+                name, sink, parallelism=parallelism, placement=placement
+            )
         return topology
 
 
@@ -270,8 +339,9 @@ class _PartitionGrouping:
         self.fn = fn
         self.targets: list[int] = []
 
-    def prepare(self, context: object, component: str, stream: str,
-                target_tasks: list[int]) -> None:  # fmt: skip
+    def prepare(
+        self, context: object, component: str, stream: str, target_tasks: list[int]
+    ) -> None:
         self.targets = list(target_tasks)
 
     def choose_tasks(self, values: list[Any]) -> list[int]:
@@ -299,10 +369,14 @@ class Streamlet:
         self.pipeline, self.step, self.tag = pipeline, step, tag
 
     def _then(self, name: str, op: Callable[[], Op], **kw: Any) -> Streamlet:
-        step = _Step(name, op, parents=[(self.step, self.tag)],
-                     parallelism=kw.pop("parallelism", None) or self.step.parallelism,
-                     placement=kw.pop("placement", None) or self.step.placement,
-                     **kw)  # fmt: skip
+        step = _Step(
+            name,
+            op,
+            parents=[(self.step, self.tag)],
+            parallelism=kw.pop("parallelism", None) or self.step.parallelism,
+            placement=kw.pop("placement", None) or self.step.placement,
+            **kw,
+        )
         return Streamlet(self.pipeline, self.pipeline._add(step))
 
     def map(self, name: str, fn: Callable[[Any], Any], **kw: Any) -> Streamlet:
@@ -332,13 +406,21 @@ class Streamlet:
         """A running total per key: emits the key's new total for every record."""
         return self._then(name, partial(ReduceByKeyOp, name, fn), keyed=True, **kw)
 
-    def window(self, name: str, assigner: Assigner, *, timestamp: Callable[[Any], int] | None,
-               out_of_orderness: int = 0, lateness: int = 0,
-               parallelism: int | None = None) -> WindowedStreamlet:  # fmt: skip
+    def window(
+        self,
+        name: str,
+        assigner: Assigner,
+        *,
+        timestamp: Callable[[Any], int] | None,
+        out_of_orderness: int = 0,
+        lateness: int = 0,
+        parallelism: int | None = None,
+    ) -> WindowedStreamlet:
         """Windows per key (see ``headwater.common.dsl._windows``): in event time, or in
         processing time (the clock of the task) with ``timestamp=None``."""
-        return WindowedStreamlet(self, name, assigner, timestamp, out_of_orderness, lateness,
-                                 parallelism)  # fmt: skip
+        return WindowedStreamlet(
+            self, name, assigner, timestamp, out_of_orderness, lateness, parallelism
+        )
 
     def join(
         self,
@@ -363,28 +445,47 @@ class Streamlet:
         ``with_window`` emits ``{"key", "start", "end", "value"}`` instead.
         """
         if how not in ("inner", "left", "right", "outer"):
-            raise InvalidTopologyError(self.pipeline.name, [
-                f"join {name!r}: how={how!r}; use 'inner', 'left', 'right' or 'outer'"
-            ])  # fmt: skip
+            raise InvalidTopologyError(
+                self.pipeline.name,
+                [f"join {name!r}: how={how!r}; use 'inner', 'left', 'right' or 'outer'"],
+            )
         stamps = (
-            None if timestamp is None
-            else timestamp if isinstance(timestamp, tuple) else (timestamp, timestamp)
-        )  # fmt: skip
-        op = partial(JoinOp, name, assigner, stamps, fn, how, out_of_orderness, lateness,
-                     with_window)  # fmt: skip
-        step = _Step(name, op, parents=[(self.step, self.tag), (other.step, other.tag)],
-                     parallelism=parallelism or self.step.parallelism,
-                     placement=self.step.placement, keyed=True, exchange=True,
-                     side_tags=("late",), join=True, timestamps=stamps or (),
-                     clock=stamps is None)  # fmt: skip
+            None
+            if timestamp is None
+            else timestamp
+            if isinstance(timestamp, tuple)
+            else (timestamp, timestamp)
+        )
+        op = partial(
+            JoinOp, name, assigner, stamps, fn, how, out_of_orderness, lateness, with_window
+        )
+        step = _Step(
+            name,
+            op,
+            parents=[(self.step, self.tag), (other.step, other.tag)],
+            parallelism=parallelism or self.step.parallelism,
+            placement=self.step.placement,
+            keyed=True,
+            exchange=True,
+            side_tags=("late",),
+            join=True,
+            timestamps=stamps or (),
+            clock=stamps is None,
+        )
         return Streamlet(self.pipeline, self.pipeline._add(step))
 
-    def repartition(self, name: str, parallelism: int,
-                    partitioner: Callable[[Any, int], Any] | None = None) -> Streamlet:  # fmt: skip
+    def repartition(
+        self, name: str, parallelism: int, partitioner: Callable[[Any, int], Any] | None = None
+    ) -> Streamlet:
         """Spread the records evenly over ``parallelism`` tasks of the next steps, or where
         ``partitioner(value, parallelism)`` says (a partition index, or several)."""
-        return self._then(name, partial(MapOp, name, _identity), parallelism=parallelism,
-                          exchange=True, partitioner=partitioner)  # fmt: skip
+        return self._then(
+            name,
+            partial(MapOp, name, _identity),
+            parallelism=parallelism,
+            exchange=True,
+            partitioner=partitioner,
+        )
 
     def apply(self, name: str, op: Callable[[], Op], **kw: Any) -> Streamlet:
         """A step of your own: ``op()`` makes an ``Op`` (see ``headwater.common.dsl._ops``)."""
@@ -398,29 +499,49 @@ class Streamlet:
         """Call ``fn`` with every record's value."""
         self._then(name, partial(SinkOp, name, fn), **kw)
 
-    def to(self, name: str, bolt: Callable[[], Bolt], *, parallelism: int | None = None,
-           key: bool = False) -> None:  # fmt: skip
+    def to(
+        self,
+        name: str,
+        bolt: Callable[[], Bolt],
+        *,
+        parallelism: int | None = None,
+        key: bool = False,
+    ) -> None:
         """Feed a component (e.g. ``TransactionalFileSink``): tuples ``[key, value]``."""
-        step = _Step(name, None, parents=[(self.step, self.tag)],
-                     parallelism=parallelism or self.step.parallelism,
-                     placement=self.step.placement, keyed=key, component=bolt)  # fmt: skip
+        step = _Step(
+            name,
+            None,
+            parents=[(self.step, self.tag)],
+            parallelism=parallelism or self.step.parallelism,
+            placement=self.step.placement,
+            keyed=key,
+            component=bolt,
+        )
         self.pipeline._add(step)
 
     def late(self) -> Streamlet:
         """A window step's side output: ``(key, value)`` of the records too late to count."""
         if "late" not in self.step.side_tags:
-            raise InvalidTopologyError(self.pipeline.name, [
-                f"step {self.step.name!r} has no late records: late() follows a windowed reduce"
-            ])  # fmt: skip
+            raise InvalidTopologyError(
+                self.pipeline.name,
+                [f"step {self.step.name!r} has no late records: late() follows a windowed reduce"],
+            )
         return Streamlet(self.pipeline, self.step, "late")
 
 
 class WindowedStreamlet:
     """``stream.window(...)``: say how each window's records combine."""
 
-    def __init__(self, stream: Streamlet, name: str, assigner: Assigner,
-                 timestamp: Callable[[Any], int] | None, out_of_orderness: int,
-                 lateness: int, parallelism: int | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stream: Streamlet,
+        name: str,
+        assigner: Assigner,
+        timestamp: Callable[[Any], int] | None,
+        out_of_orderness: int,
+        lateness: int,
+        parallelism: int | None,
+    ) -> None:
         self.stream, self.name, self.assigner = stream, name, assigner
         self.timestamp, self.ooo, self.lateness = timestamp, out_of_orderness, lateness
         self.parallelism = parallelism
@@ -430,29 +551,52 @@ class WindowedStreamlet:
 
         ``name`` names the result stream; the window step itself is ``window``'s name.
         """
-        return self._windowed(name, partial(WindowOp, self.name, self.assigner, self.timestamp,
-                                             fn, self.ooo, self.lateness))  # fmt: skip
+        return self._windowed(
+            name,
+            partial(
+                WindowOp, self.name, self.assigner, self.timestamp, fn, self.ooo, self.lateness
+            ),
+        )
 
-    def aggregate(self, name: str, zero: Callable[[], Any], add: Callable[[Any, Any], Any],
-                  merge: Callable[[Any, Any], Any] | None = None) -> Streamlet:  # fmt: skip
+    def aggregate(
+        self,
+        name: str,
+        zero: Callable[[], Any],
+        add: Callable[[Any, Any], Any],
+        merge: Callable[[Any, Any], Any] | None = None,
+    ) -> Streamlet:
         """Fold a window's records into an accumulator: ``add(acc, record)`` from ``zero()``.
 
         Session windows also need ``merge(acc, acc)`` when two sessions join.
         """
         if isinstance(self.assigner, Session) and merge is None:
-            raise InvalidTopologyError(self.stream.pipeline.name, [
-                f"aggregate {name!r} over session windows needs merge(acc, acc)"
-            ])  # fmt: skip
-        op = partial(WindowOp, self.name, self.assigner, self.timestamp, add, self.ooo,
-                     self.lateness, partial(_first_acc, zero, add), merge)  # fmt: skip
+            raise InvalidTopologyError(
+                self.stream.pipeline.name,
+                [f"aggregate {name!r} over session windows needs merge(acc, acc)"],
+            )
+        op = partial(
+            WindowOp,
+            self.name,
+            self.assigner,
+            self.timestamp,
+            add,
+            self.ooo,
+            self.lateness,
+            partial(_first_acc, zero, add),
+            merge,
+        )
         return self._windowed(name, op)
 
     def _windowed(self, name: str, op: Callable[[], Op]) -> Streamlet:
-        windowed = self.stream._then(self.name, op, keyed=True, side_tags=("late",),
-                                     parallelism=self.parallelism,
-                                     timestamps=() if self.timestamp is None
-                                     else (self.timestamp,),
-                                     clock=self.timestamp is None)  # fmt: skip
+        windowed = self.stream._then(
+            self.name,
+            op,
+            keyed=True,
+            side_tags=("late",),
+            parallelism=self.parallelism,
+            timestamps=() if self.timestamp is None else (self.timestamp,),
+            clock=self.timestamp is None,
+        )
         result = windowed.map(name, _identity)
         result.step.side_tags = ()
         return _Result(windowed, result)

@@ -64,8 +64,9 @@ class Sliding:
 
     def assign(self, ts: int) -> list[tuple[int, int]]:
         last = ts - ts % self.slide
-        return [(s, s + self.size) for s in range(last - self.size + self.slide, last + 1,
-                                                  self.slide)]  # fmt: skip
+        return [
+            (s, s + self.size) for s in range(last - self.size + self.slide, last + 1, self.slide)
+        ]
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,14 @@ class WindowedReduce:
         wm = self.meta.get("watermark")
         return None if wm is None else int(wm)
 
-    def add(self, key: Any, ts: int, value: Any, emit: Callable[[list[Any]], None],
-            late: Callable[[list[Any]], None]) -> None:  # fmt: skip
+    def add(
+        self,
+        key: Any,
+        ts: int,
+        value: Any,
+        emit: Callable[[list[Any]], None],
+        late: Callable[[list[Any]], None],
+    ) -> None:
         """Take one record; emit fired windows as ``[key, start, end, result]``."""
         if type(self.assigner) is Tumbling:
             self._add_tumbling(key, ts, value, emit, late)
@@ -142,8 +149,7 @@ class WindowedReduce:
         if wins is None:
             wins = {}
         touched: list[int] = []
-        live = [(s, e) for s, e in self.assigner.assign(ts)
-                if wm is None or e + self.lateness > wm]  # fmt: skip
+        live = [(s, e) for s, e in self.assigner.assign(ts) if wm is None or e + self.lateness > wm]
         if not live:
             late([key, ts, value])  # its windows are gone: the side output keeps the record
             return
@@ -164,8 +170,14 @@ class WindowedReduce:
                 emit([key, start, entry[0], entry[1]])
         self.advance(ts - self.out_of_orderness, emit)
 
-    def _add_tumbling(self, key: Any, ts: int, value: Any, emit: Callable[[list[Any]], None],
-                      late: Callable[[list[Any]], None]) -> None:  # fmt: skip
+    def _add_tumbling(
+        self,
+        key: Any,
+        ts: int,
+        value: Any,
+        emit: Callable[[list[Any]], None],
+        late: Callable[[list[Any]], None],
+    ) -> None:
         """``add`` for one window per record, with the mapping calls made once each: the
         per-record path of most pipelines."""
         meta = self.meta
@@ -195,8 +207,7 @@ class WindowedReduce:
             else:
                 self.advance(moved, emit)
 
-    def _open(self, key: Any, wins: dict[int, list[Any]], start: int, end: int,
-              value: Any) -> None:  # fmt: skip
+    def _open(self, key: Any, wins: dict[int, list[Any]], start: int, end: int, value: Any) -> None:
         """A key's new window, its first record folded in."""
         wins[start] = [end, value if self.first is None else self.first(value), False]
         self._ends.setdefault(end, set()).add(key)
@@ -234,8 +245,9 @@ class WindowedReduce:
                 else:
                     del self.windows[key]
         # ends at or below the watermark have fired and wait to be purged; the rest, to fire
-        self._due = min((e if e > watermark else e + self.lateness for e in self._ends),
-                        default=math.inf)  # fmt: skip
+        self._due = min(
+            (e if e > watermark else e + self.lateness for e in self._ends), default=math.inf
+        )
 
     def _merge_sessions(self, key: Any, wins: dict[int, list[Any]], start: int) -> int:
         """Merge the session at ``start`` with every session it overlaps; return its start."""

@@ -130,9 +130,14 @@ class Node:
         return self._stub is not None
 
     def info(self) -> pb.NodeInfo:
-        return pb.NodeInfo(node_id=self.node_id, kind=self.kind, labels=self.labels,
-                           version=self.version, pid=os.getpid(),
-                           hostname=socket.gethostname())  # fmt: skip
+        return pb.NodeInfo(
+            node_id=self.node_id,
+            kind=self.kind,
+            labels=self.labels,
+            version=self.version,
+            pid=os.getpid(),
+            hostname=socket.gethostname(),
+        )
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -148,9 +153,12 @@ class Node:
         retry = self.backoff.start()
         while True:
             try:
-                async with grpc.aio.insecure_channel(self.master, options=[
-                    ("grpc.max_receive_message_length", 64 << 20),
-                ]) as channel:  # fmt: skip
+                async with grpc.aio.insecure_channel(
+                    self.master,
+                    options=[
+                        ("grpc.max_receive_message_length", 64 << 20),
+                    ],
+                ) as channel:
                     self._stub = stub = pb_grpc.ClusterStub(channel)
                     status = asyncio.get_running_loop().create_task(self._report(stub))
                     try:
@@ -163,11 +171,19 @@ class Node:
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
-                self.health.set("master", DEGRADED, f"master {self.master} unreachable "
-                                f"({exc.code().name}); containers keep running")  # fmt: skip
+                self.health.set(
+                    "master",
+                    DEGRADED,
+                    f"master {self.master} unreachable "
+                    f"({exc.code().name}); containers keep running",
+                )
             except OSError as exc:  # a package or an order that cannot be written: a full disk
-                self.health.set("fetch", FAILED, f"cannot take the master's orders: {exc}; "
-                                "trying again (the master repeats them)")  # fmt: skip
+                self.health.set(
+                    "fetch",
+                    FAILED,
+                    f"cannot take the master's orders: {exc}; "
+                    "trying again (the master repeats them)",
+                )
             await asyncio.sleep(retry.next_delay())
 
     async def _obey(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
@@ -184,8 +200,9 @@ class Node:
             raise
         except Exception as exc:  # a topology that does not load here, or a bug: say which
             log.exception("order %s for %r failed", which, topology)
-            self.health.set(f"order:{topology}", FAILED, f"{which} failed: "
-                            f"{type(exc).__name__}: {exc}")  # fmt: skip
+            self.health.set(
+                f"order:{topology}", FAILED, f"{which} failed: {type(exc).__name__}: {exc}"
+            )
         else:
             self.health.clear(f"order:{topology}")
             self.health.clear("fetch")
@@ -260,16 +277,24 @@ class Node:
         home = self.workdir / run.topology / f"container-{run.container}"
         home.mkdir(parents=True, exist_ok=True)
         args = [
-            "-m", self.container_module(run),
-            "--topology-file", str(entry),
-            "--container", str(run.container),
-            "--containers", str(run.containers),
-            "--tmaster", self.tmaster_address(run),
-            "--workdir", str(home),
-            "--state-dir", str(home / "state"),
+            "-m",
+            self.container_module(run),
+            "--topology-file",
+            str(entry),
+            "--container",
+            str(run.container),
+            "--containers",
+            str(run.containers),
+            "--tmaster",
+            self.tmaster_address(run),
+            "--workdir",
+            str(home),
+            "--state-dir",
+            str(home / "state"),
             *self.container_domain(run),
-            "--host", self.host,
-        ]  # fmt: skip
+            "--host",
+            self.host,
+        ]
         self.containers[(run.topology, run.container)] = spawn(
             args, env=self.container_env(run), log_path=str(home / "container.log")
         )
@@ -313,16 +338,28 @@ class Node:
                     self._supervise_one(key, proc, beats, backoff, due)
                 except Exception as exc:  # a restart that cannot start (no memory to fork)
                     log.exception("supervising container %d of %r", key[1], key[0])
-                    self.health.set(f"supervise:{key[0]}", FAILED, f"cannot restart container "
-                                    f"{key[1]}: {type(exc).__name__}: {exc}")  # fmt: skip
+                    self.health.set(
+                        f"supervise:{key[0]}",
+                        FAILED,
+                        f"cannot restart container {key[1]}: {type(exc).__name__}: {exc}",
+                    )
                     due[key] = time.monotonic() + 5.0
 
-    def _supervise_one(self, key: tuple[str, int], proc: subprocess.Popen[bytes],
-                       beats: BeatWatch, backoff: dict[tuple[str, int], Backoff],
-                       due: dict[tuple[str, int], float]) -> None:  # fmt: skip
+    def _supervise_one(
+        self,
+        key: tuple[str, int],
+        proc: subprocess.Popen[bytes],
+        beats: BeatWatch,
+        backoff: dict[tuple[str, int], Backoff],
+        due: dict[tuple[str, int], float],
+    ) -> None:
         name = f"container {key[1]} of {key[0]!r}"
-        beats.kill_if_silent(proc, beat_file(self.workdir / key[0] / f"container-{key[1]}",
-                                             key[1]), SILENT_AFTER_S, name)  # fmt: skip
+        beats.kill_if_silent(
+            proc,
+            beat_file(self.workdir / key[0] / f"container-{key[1]}", key[1]),
+            SILENT_AFTER_S,
+            name,
+        )
         if proc.poll() is None or key not in self.orders:
             return
         now = time.monotonic()

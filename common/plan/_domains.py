@@ -63,8 +63,7 @@ def cloud_part(topology: Topology) -> Topology:
         elif comp.name in edges:
             streams = tuple(s for s in comp.streams if s.name in edges[comp.name])
             receiver = system_component("uplink_receiver", Spout, component=comp.name)
-            components.append(ComponentSpec(comp.name, "spout", receiver,
-                                            1, (), streams))  # fmt: skip
+            components.append(ComponentSpec(comp.name, "spout", receiver, 1, (), streams))
     return replace(topology, components=tuple(components))
 
 
@@ -84,9 +83,9 @@ def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
                 config[TICK_SECS] = 0.2  # no checkpoints: the sink flushes on a tick
             inputs = tuple(Input(comp.name, s, global_()) for s in edges[comp.name])
             sink = system_component("outbox_sink", Bolt, component=comp.name)
-            components.append(ComponentSpec(f"{OUTBOX_PREFIX}{comp.name}", "bolt",
-                                            sink, 1, inputs, (),
-                                            config))  # fmt: skip
+            components.append(
+                ComponentSpec(f"{OUTBOX_PREFIX}{comp.name}", "bolt", sink, 1, inputs, (), config)
+            )
     return replace(topology, components=tuple(components))
 
 

@@ -86,10 +86,12 @@ def plan_from_json(text: str) -> PhysicalPlan:
     return PhysicalPlan(
         d["topology"],
         d["containers"],
-        tuple(InstancePlacement(i["task"], i["component"], i["index"], i["container"])
-              for i in d["instances"]),
+        tuple(
+            InstancePlacement(i["task"], i["component"], i["index"], i["container"])
+            for i in d["instances"]
+        ),
         tuple((c, tuple(steps)) for c, steps in d.get("fused", {}).items()),
-    )  # fmt: skip
+    )
 
 
 def revise_plan(old: PhysicalPlan, topology: Topology) -> PhysicalPlan:
@@ -129,8 +131,9 @@ def restrict(topology: Topology, plan: PhysicalPlan) -> Topology:
 
 
 def _fused(topology: Topology) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    return tuple((c.name, tuple(c.config[DSL_STEPS])) for c in topology.components
-                 if DSL_STEPS in c.config)  # fmt: skip
+    return tuple(
+        (c.name, tuple(c.config[DSL_STEPS])) for c in topology.components if DSL_STEPS in c.config
+    )
 
 
 def task_ids(topology: Topology) -> dict[str, list[int]]:

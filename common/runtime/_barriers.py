@@ -111,8 +111,9 @@ class Barriers:
             _, topology, ids, router = self.next
             self.next = None
             inst.switch_to(topology, ids, router)
-            log.info("task %d routes with the new revision from checkpoint %d", inst.task,
-                     checkpoint)  # fmt: skip
+            log.info(
+                "task %d routes with the new revision from checkpoint %d", inst.task, checkpoint
+            )
         elif self.retire_at == checkpoint:
             inst.retired = True
             inst.emitter.flush_all()

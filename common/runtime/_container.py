@@ -101,10 +101,17 @@ class Container:
         self.recovery: Recovery | None = None
         self.switch: EditSwitch | None = None
         if self.exactly_once:
-            self.recovery = Recovery(config.state_dir, self.stmgr, self.supervisor,
-                                     self.revisions, self.session, self._forget_switch)  # fmt: skip
-            self.switch = EditSwitch(self.id, self.stmgr, self.revisions, self.supervisor,
-                                     self.recovery, self.session)  # fmt: skip
+            self.recovery = Recovery(
+                config.state_dir,
+                self.stmgr,
+                self.supervisor,
+                self.revisions,
+                self.session,
+                self._forget_switch,
+            )
+            self.switch = EditSwitch(
+                self.id, self.stmgr, self.revisions, self.supervisor, self.recovery, self.session
+            )
         self.session.handlers = self._commands()
         self.failure_reported = -1  # epoch of the last failure report
         self.stopping = asyncio.Event()
@@ -147,11 +154,15 @@ class Container:
     def _launch(self, task: int) -> subprocess.Popen[bytes]:
         rev = self.revisions.running
         args = [
-            "-m", "headwater.common.runtime.instance",
-            "--topology-file", rev.file,
-            "--task", str(task),
-            "--socket", self.socket_path,
-        ]  # fmt: skip
+            "-m",
+            "headwater.common.runtime.instance",
+            "--topology-file",
+            rev.file,
+            "--task",
+            str(task),
+            "--socket",
+            self.socket_path,
+        ]
         if self.config.topology:
             args += ["--topology", self.config.topology]
         if rev.plan_file:
@@ -224,8 +235,12 @@ class Container:
             async def handover(c: pb.Command) -> None:
                 await switch.on_handover(c.handover)
 
-            table |= {"restore": restore, "revision": revision, "switch": abort,
-                      "handover": handover}  # fmt: skip
+            table |= {
+                "restore": restore,
+                "revision": revision,
+                "switch": abort,
+                "handover": handover,
+            }
         return table
 
     async def _on_plan(self, command: pb.Command) -> None:

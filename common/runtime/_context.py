@@ -98,8 +98,9 @@ class InstanceContext:
         c = self._i.user_counters
         c[counter] = c.get(counter, 0) + by
 
-    def retry_record(self, component: str, attempt: Callable[[], Any], error: Exception,
-                     record: Any) -> bool:  # fmt: skip
+    def retry_record(
+        self, component: str, attempt: Callable[[], Any], error: Exception, record: Any
+    ) -> bool:
         return self._i.retry(component, attempt, error, record)
 
     def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:

@@ -78,19 +78,28 @@ class Ingress(pb_grpc.IngressServicer):
         if agent:
             queue = self.streams.get((component, agent))
             if queue is not None:
-                queue.put_nowait(pb.UplinkFeedback(
-                    topology=self.stmgr.topology.name, agent=agent, component=component,
-                    consumed=msg.consumed, confirmed=msg.confirmed,
-                    resend_after=msg.resend_after,
-                ))  # fmt: skip
+                queue.put_nowait(
+                    pb.UplinkFeedback(
+                        topology=self.stmgr.topology.name,
+                        agent=agent,
+                        component=component,
+                        consumed=msg.consumed,
+                        confirmed=msg.confirmed,
+                        resend_after=msg.resend_after,
+                    )
+                )
             return  # no stream (the agent is away): it starts after its last confirmed
         resync = msg.resync
         for (comp, each), queue in self.streams.items():
             if comp == component:
-                queue.put_nowait(pb.UplinkFeedback(
-                    topology=self.stmgr.topology.name, agent=each, component=component,
-                    resend_after=resync.get(each, 0),
-                ))  # fmt: skip
+                queue.put_nowait(
+                    pb.UplinkFeedback(
+                        topology=self.stmgr.topology.name,
+                        agent=each,
+                        component=component,
+                        resend_after=resync.get(each, 0),
+                    )
+                )
 
     # -- the service ---------------------------------------------------------------
     async def Uplink(
@@ -112,8 +121,12 @@ class Ingress(pb_grpc.IngressServicer):
         reader = loop.create_task(self._read(hello, request_iterator))
         getter: asyncio.Task[pb.UplinkFeedback] | None = None
         try:
-            yield pb.UplinkFeedback(topology=hello.topology, agent=hello.agent,
-                                    component=hello.component, resend_after=-1)  # fmt: skip
+            yield pb.UplinkFeedback(
+                topology=hello.topology,
+                agent=hello.agent,
+                component=hello.component,
+                resend_after=-1,
+            )
             while not reader.done():
                 getter = loop.create_task(queue.get())
                 done, _ = await asyncio.wait({getter, reader}, return_when=asyncio.FIRST_COMPLETED)
@@ -128,8 +141,9 @@ class Ingress(pb_grpc.IngressServicer):
             for task in (getter, reader):
                 if task is not None and not task.done():
                     task.cancel()
-            await asyncio.gather(*(t for t in (getter, reader) if t is not None),
-                                 return_exceptions=True)  # fmt: skip
+            await asyncio.gather(
+                *(t for t in (getter, reader) if t is not None), return_exceptions=True
+            )
             if self.streams.get(key) is queue:
                 del self.streams[key]
             log.info("uplink of %s for %r closed", hello.agent, hello.component)
@@ -141,9 +155,14 @@ class Ingress(pb_grpc.IngressServicer):
                 continue
             b = up.batch
             if b.agent != hello.agent or b.component != hello.component:
-                log.warning("uplink of %s for %r sent a batch as %s for %r: dropped (a stream "
-                            "speaks for its hello only)", hello.agent, hello.component, b.agent,
-                            b.component)  # fmt: skip
+                log.warning(
+                    "uplink of %s for %r sent a batch as %s for %r: dropped (a stream "
+                    "speaks for its hello only)",
+                    hello.agent,
+                    hello.component,
+                    b.agent,
+                    b.component,
+                )
                 continue
             task = self.receiver_task(b.component)
             if task is None:  # moved by a switch: the agent asks the master again

@@ -233,8 +233,7 @@ class Instance:
         self.task_component = {t: c for c, ts in ids.items() for t in ts}
         self.downstream = _downstream(topology, self.component, ids)
         # an upstream component may have new tasks (another parallelism)
-        self.sources = frozenset(t for inp in self.spec.inputs
-                                 for t in ids.get(inp.component, []))  # fmt: skip
+        self.sources = frozenset(t for inp in self.spec.inputs for t in ids.get(inp.component, []))
 
     def handle(self, raw: bytes, comp: Spout | Bolt) -> None:
         """One frame from the stmgr: data, acks, a marker or a control message."""
@@ -258,8 +257,15 @@ class Instance:
             if batch is not None:  # the DSL's chains: a batch, no Tuple per record
                 batch(component, stream, src, entries)  # (their steps retry on their own)
             else:
-                self._process(comp.process, iter(entries), kind == Kind.DATA_ROOTED,
-                              component, stream, src, now)  # fmt: skip
+                self._process(
+                    comp.process,
+                    iter(entries),
+                    kind == Kind.DATA_ROOTED,
+                    component,
+                    stream,
+                    src,
+                    now,
+                )
             self.exec_ns += time.perf_counter_ns() - t0
             self.exec_count += len(entries)
             self.executed += len(entries)
@@ -287,8 +293,16 @@ class Instance:
                 return
             on_control(self, msg, comp)
 
-    def _process(self, process: Callable[[Tuple], None], entries: Any, rooted: bool,
-                 component: str, stream: str, src: int, now: float) -> None:  # fmt: skip
+    def _process(
+        self,
+        process: Callable[[Tuple], None],
+        entries: Any,
+        rooted: bool,
+        component: str,
+        stream: str,
+        src: int,
+        now: float,
+    ) -> None:
         """``process`` every entry of a frame; one that raises is retried, then dead-lettered.
 
         The try covers the whole frame, so a frame without a failure costs nothing more;
@@ -330,19 +344,32 @@ class Instance:
             self.emit(values, DEAD_LETTERS, None, anchors, None, False)
         self.report_dead_letter(component, reason, tb, record, sink)
 
-    def report_dead_letter(self, component: str, reason: str, tb: str, record: Any,
-                           sink: bool) -> None:  # fmt: skip
+    def report_dead_letter(
+        self, component: str, reason: str, tb: str, record: Any, sink: bool
+    ) -> None:
         shown = _shorten(repr(record))
         if self.retry.should_report():
-            log.warning("task %d (%s): record dead-lettered%s: %s; record: %s\n%s", self.task,
-                        component, "" if sink else " (no dead-letter sink: logged only)",
-                        reason, shown, tb)  # fmt: skip
-            report = DeadLetterReport(self.task, component,
-                                      f"dead letter: {reason}; record: {shown}", tb)  # fmt: skip
+            log.warning(
+                "task %d (%s): record dead-lettered%s: %s; record: %s\n%s",
+                self.task,
+                component,
+                "" if sink else " (no dead-letter sink: logged only)",
+                reason,
+                shown,
+                tb,
+            )
+            report = DeadLetterReport(
+                self.task, component, f"dead letter: {reason}; record: {shown}", tb
+            )
             self._send(control_frame(report, src=self.task))
         elif not sink:  # nothing else keeps it: log every one
-            log.warning("task %d (%s): record dead-lettered: %s; record: %s", self.task,
-                        component, reason, shown)  # fmt: skip
+            log.warning(
+                "task %d (%s): record dead-lettered: %s; record: %s",
+                self.task,
+                component,
+                reason,
+                shown,
+            )
         else:
             log.debug("task %d (%s): record dead-lettered: %s", self.task, component, reason)
 

@@ -31,8 +31,9 @@ CHUNK_BITS = 20
 
 def outbox_frame(task: int, component: str, seq: int, rows: list[Any]) -> bytes:
     """An OUTBOX frame: sequence number (0: let the outbox number it) and msgpack rows."""
-    return encode_frame(Kind.OUTBOX, STMGR, task, len(rows), component.encode(),
-                        SEQ.pack(seq) + encode(rows))  # fmt: skip
+    return encode_frame(
+        Kind.OUTBOX, STMGR, task, len(rows), component.encode(), SEQ.pack(seq) + encode(rows)
+    )
 
 
 class OutboxSink(Bolt):
@@ -82,6 +83,7 @@ class OutboxSink(Bolt):
             rows = self.sealed.pop(cp)
             for i in range(0, len(rows), CHUNK_ROWS):
                 seq = (cp << CHUNK_BITS) | (i // CHUNK_ROWS + 1)
-                frame = outbox_frame(self.ctx.task_id, self.component, seq,
-                                     rows[i : i + CHUNK_ROWS])  # fmt: skip
+                frame = outbox_frame(
+                    self.ctx.task_id, self.component, seq, rows[i : i + CHUNK_ROWS]
+                )
                 self.ctx.system_frame(frame)

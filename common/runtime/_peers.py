@@ -114,8 +114,12 @@ class PeerLink:
                 raise
             except grpc.RpcError as exc:
                 if self.connected:
-                    log.warning("link to container %d (%s) broke: %s", self.container,
-                                self.address, exc.code())  # fmt: skip
+                    log.warning(
+                        "link to container %d (%s) broke: %s",
+                        self.container,
+                        self.address,
+                        exc.code(),
+                    )
             self.connected = False
             await asyncio.sleep(backoff.next_delay())
 

@@ -100,14 +100,16 @@ class BeatWatch:
         quiet = now - seen[1]
         return quiet if quiet > limit_s else 0.0
 
-    def kill_if_silent(self, proc: subprocess.Popen[bytes], beat: Path, limit_s: float,
-                       what: str) -> None:  # fmt: skip
+    def kill_if_silent(
+        self, proc: subprocess.Popen[bytes], beat: Path, limit_s: float, what: str
+    ) -> None:
         """SIGKILL ``proc`` if it has been silent too long; its supervisor reaps it (``poll``)
         and restarts it as it restarts a dead one. Never waits: a process stuck in the
         kernel (a dying SD card) must not stall the caller's event loop."""
         quiet = self.silent(proc, beat, limit_s)
         if quiet and proc.poll() is None:
-            log.warning("%s (pid %d) silent for %.0fs: stopped or hung; killing it",
-                        what, proc.pid, quiet)  # fmt: skip
+            log.warning(
+                "%s (pid %d) silent for %.0fs: stopped or hung; killing it", what, proc.pid, quiet
+            )
             proc.kill()
             self._seen.pop(beat, None)

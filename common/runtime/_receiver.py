@@ -124,5 +124,6 @@ class UplinkSpout(Spout):
         resend_after: int = -1,
         resync: dict[str, int] | None = None,
     ) -> None:
-        self.ctx.system(UplinkFeedback(self.component, agent, consumed, confirmed,
-                                       resend_after, resync or {}))  # fmt: skip
+        self.ctx.system(
+            UplinkFeedback(self.component, agent, consumed, confirmed, resend_after, resync or {})
+        )

@@ -68,8 +68,9 @@ class Recovery:
         except Exception as exc:  # rocksdict raises its own errors (a full disk, most likely)
             # not acknowledged: the checkpoint fails and the master says so; RocksDB keeps a
             # write error until it is reopened, so reopen it for the next checkpoint
-            log.error("the snapshot of task %d for checkpoint %d was not saved: %s",
-                      task, checkpoint, exc)  # fmt: skip
+            log.error(
+                "the snapshot of task %d for checkpoint %d was not saved: %s", task, checkpoint, exc
+            )
             self._reopen_store()
             self._ack(task, checkpoint, 0, declined=str(exc) or repr(exc))
             return
@@ -77,9 +78,15 @@ class Recovery:
 
     def _ack(self, task: int, checkpoint: int, size: int, declined: str = "") -> None:
         if self._session.stub is not None:
-            asyncio.get_running_loop().create_task(self._session.ack_checkpoint(
-                task, checkpoint, self._stmgr.epoch, size, declined=declined,
-            ))  # fmt: skip
+            asyncio.get_running_loop().create_task(
+                self._session.ack_checkpoint(
+                    task,
+                    checkpoint,
+                    self._stmgr.epoch,
+                    size,
+                    declined=declined,
+                )
+            )
 
     def _reopen_store(self) -> None:
         with contextlib.suppress(Exception):  # closed already, by a reopen that failed
@@ -101,8 +108,12 @@ class Recovery:
             if order.epoch == self._stmgr.epoch and self.handout is None:
                 await self._session.ack_restore(order, ok=True)  # a repeated order: done
             return  # an old order, or this one still in progress (it acks when done)
-        log.info("epoch %d: restoring checkpoint %d under revision %d", order.epoch,
-                 order.checkpoint_id, order.revision)  # fmt: skip
+        log.info(
+            "epoch %d: restoring checkpoint %d under revision %d",
+            order.epoch,
+            order.checkpoint_id,
+            order.revision,
+        )
         revision = order.revision or 1  # an edge domain's master has no revisions
         if self._revisions.get(revision) is None:
             log.error("asked to restore revision %d, which was never sent here", revision)
@@ -150,8 +161,9 @@ class Recovery:
         h = self.handout
         if h is None or task not in h.snapshots:
             return
-        self._stmgr.send_control(task, Restore(checkpoint=h.order.checkpoint_id,
-                                               blob=h.snapshots[task]))  # fmt: skip
+        self._stmgr.send_control(
+            task, Restore(checkpoint=h.order.checkpoint_id, blob=h.snapshots[task])
+        )
         h.handed.add(task)
         if h.handed >= h.starting:
             self.handout = None

@@ -85,9 +85,11 @@ class Revisions:
         plan = PhysicalPlan(
             first.topology.name,
             first.plan.containers,
-            tuple(InstancePlacement(i.task_id, i.component, i.component_index, i.container)
-                  for i in r.plan.instances),
-        )  # fmt: skip
+            tuple(
+                InstancePlacement(i.task_id, i.component, i.component_index, i.container)
+                for i in r.plan.instances
+            ),
+        )
         loaded = load_topology(code / r.entry, self.name, self.domain, self.labels)
         topology = restrict(loaded, plan)
         validate(topology)

@@ -60,8 +60,12 @@ class MasterSession:
         """Stay registered and watching until cancelled."""
         backoff = self._policy.start()
         options = [("grpc.max_receive_message_length", MAX_MESSAGE)]
-        info = pb.ContainerInfo(container=self._container, stmgr_address=stmgr_address,
-                                pid=os.getpid(), incarnation=self._incarnation)  # fmt: skip
+        info = pb.ContainerInfo(
+            container=self._container,
+            stmgr_address=stmgr_address,
+            pid=os.getpid(),
+            incarnation=self._incarnation,
+        )
         while True:
             try:
                 async with grpc.aio.insecure_channel(self._address, options=options) as channel:
@@ -125,10 +129,16 @@ class MasterSession:
         if self.stub is None:
             return
         try:
-            await self.stub.AckRestore(pb.RestoreAck(
-                topology=self._topology, container=self._container, epoch=r.epoch,
-                checkpoint_id=r.checkpoint_id, ok=ok, error=error,
-            ))  # fmt: skip
+            await self.stub.AckRestore(
+                pb.RestoreAck(
+                    topology=self._topology,
+                    container=self._container,
+                    epoch=r.epoch,
+                    checkpoint_id=r.checkpoint_id,
+                    ok=ok,
+                    error=error,
+                )
+            )
         except grpc.RpcError as exc:
             log.debug("restore ack not delivered: %s", exc)
 
@@ -136,10 +146,15 @@ class MasterSession:
         if self.stub is None:
             return
         try:
-            await self.stub.AckSwitch(pb.SwitchAck(
-                topology=self._topology, container=self._container, revision=revision, ok=ok,
-                error=error,
-            ))  # fmt: skip
+            await self.stub.AckSwitch(
+                pb.SwitchAck(
+                    topology=self._topology,
+                    container=self._container,
+                    revision=revision,
+                    ok=ok,
+                    error=error,
+                )
+            )
         except grpc.RpcError as exc:
             log.debug("switch ack not delivered: %s", exc)
 
@@ -149,10 +164,17 @@ class MasterSession:
         if self.stub is None:
             return
         try:
-            await self.stub.AckCheckpoint(pb.CheckpointAck(
-                topology=self._topology, container=self._container, task_id=task,
-                checkpoint_id=checkpoint, epoch=epoch, size_bytes=size, declined=declined,
-            ))  # fmt: skip
+            await self.stub.AckCheckpoint(
+                pb.CheckpointAck(
+                    topology=self._topology,
+                    container=self._container,
+                    task_id=task,
+                    checkpoint_id=checkpoint,
+                    epoch=epoch,
+                    size_bytes=size,
+                    declined=declined,
+                )
+            )
         except grpc.RpcError as exc:
             log.debug("checkpoint ack not delivered: %s", exc)
 
@@ -164,9 +186,15 @@ class MasterSession:
             log.warning("the state of task %d did not reach the master: not connected", task)
             return
         try:
-            await self.stub.PutState(pb.StateTransfer(
-                topology=self._topology, revision=revision, component=component,
-                task_id=task, checkpoint_id=checkpoint, blob=blob,
-            ))  # fmt: skip
+            await self.stub.PutState(
+                pb.StateTransfer(
+                    topology=self._topology,
+                    revision=revision,
+                    component=component,
+                    task_id=task,
+                    checkpoint_id=checkpoint,
+                    blob=blob,
+                )
+            )
         except grpc.RpcError as exc:
             log.warning("the state of task %d did not reach the master: %s", task, exc)

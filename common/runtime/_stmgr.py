@@ -86,8 +86,7 @@ class StreamManager:
         self.peer_addresses: dict[int, str] = {}
         self.staging = Staging()
         self._retiring = self.staging.retiring  # mutated in place only: the hot path's view
-        self.acks = SpoutAcks(self.rc.message_timeout_s, self.deliver, self.conns,
-                              clock.monotonic)  # fmt: skip
+        self.acks = SpoutAcks(self.rc.message_timeout_s, self.deliver, self.conns, clock.monotonic)
         self._apply_acks, self._add_roots = self.acks.apply, self.acks.add_roots  # hot paths
         self.bp = BackpressureState(container, self, clock)
         self.tasks = TaskMetrics()
@@ -288,8 +287,11 @@ class StreamManager:
     def silent(self, limit_s: float) -> dict[int, float]:
         """Connected tasks not heard from for over ``limit_s`` (while read) -> seconds."""
         now = time.monotonic()  # the clock of InstanceConnection.heard
-        return {task: now - c.heard for task, c in self.conns.items()
-                if not c.paused_reading and not c.stale and now - c.heard > limit_s}  # fmt: skip
+        return {
+            task: now - c.heard
+            for task, c in self.conns.items()
+            if not c.paused_reading and not c.stale and now - c.heard > limit_s
+        }
 
     # -- peers ------------------------------------------------------------------
     def set_peers(self, addresses: dict[int, str]) -> None:

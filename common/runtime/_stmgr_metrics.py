@@ -20,8 +20,16 @@ from ._hooks import Metric
 if TYPE_CHECKING:
     from ._stmgr import StreamManager
 
-CUMULATIVE = ("emitted", "executed", "acked", "failed", "backpressure_ms", "serialization_errors",
-              "dead_letters", "record_retries")  # fmt: skip
+CUMULATIVE = (
+    "emitted",
+    "executed",
+    "acked",
+    "failed",
+    "backpressure_ms",
+    "serialization_errors",
+    "dead_letters",
+    "record_retries",
+)
 GAUGES = (
     "pending",
     "execute_latency_us",

@@ -74,8 +74,9 @@ class Supervisor:
                 delay = self._backoff.setdefault(task, self._policy.start()).next_delay()
                 self._restart_at[task] = now + delay
                 self._stmgr.restarts[task] = self._stmgr.restarts.get(task, 0) + 1
-                log.warning("task %d exited with %s; restarting in %.2fs",
-                            task, proc.returncode, delay)  # fmt: skip
+                log.warning(
+                    "task %d exited with %s; restarting in %.2fs", task, proc.returncode, delay
+                )
                 dead.append((task, proc.returncode))
             elif now >= self._restart_at[task]:
                 del self._restart_at[task]
@@ -93,8 +94,12 @@ class Supervisor:
             proc = self.procs.get(task)
             if proc is None or proc.poll() is not None:
                 continue
-            log.warning("task %d (pid %d) silent for %.1fs: stopped or hung; killing it",
-                        task, proc.pid, silent_s)  # fmt: skip
+            log.warning(
+                "task %d (pid %d) silent for %.1fs: stopped or hung; killing it",
+                task,
+                proc.pid,
+                silent_s,
+            )
             self.last_error[task] = f"silent for {silent_s:.0f}s (stopped or hung): killed"
             proc.kill()
             self._stmgr.conns[task].stale = True  # not silent twice

@@ -81,22 +81,36 @@ class EditSwitch:
         old_ids, new_ids = running.plan.ids(), new.plan.ids()
         rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
         starting = {
-            i.task_id: "handover" if i.component in rescaled
-            else "snapshot" if i.task_id in old else "empty"
+            i.task_id: "handover"
+            if i.component in rescaled
+            else "snapshot"
+            if i.task_id in old
+            else "empty"
             for i in new.plan.in_container(self._container)
             if i.component in replaced or i.task_id not in old
-        }  # fmt: skip
-        prepare = Prepare(at=r.switch_at, file=new.file, plan=new.plan_file or "",
-                          topology=self._revisions.name, domain=self._revisions.domain,
-                          labels=self._revisions.labels)  # fmt: skip
+        }
+        prepare = Prepare(
+            at=r.switch_at,
+            file=new.file,
+            plan=new.plan_file or "",
+            topology=self._revisions.name,
+            domain=self._revisions.domain,
+            labels=self._revisions.labels,
+        )
         for task in local:
             retire = task in retiring
-            self._stmgr.send_control(task, Prepare(at=r.switch_at, retire=True) if retire
-                                     else prepare)  # fmt: skip
+            self._stmgr.send_control(
+                task, Prepare(at=r.switch_at, retire=True) if retire else prepare
+            )
         self._stmgr.stage(new.plan, retiring, r.switch_at)
         self.pending = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled)
-        log.info("revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
-                 r.revision, r.switch_at, len(retiring), len(starting))  # fmt: skip
+        log.info(
+            "revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
+            r.revision,
+            r.switch_at,
+            len(retiring),
+            len(starting),
+        )
         await self._session.ack_switch(r.revision, ok=True)
 
     def abort(self, revision: int) -> None:
@@ -150,8 +164,12 @@ class EditSwitch:
             for task in sw.starting:
                 if task not in self.handover:  # those wait for their keys
                     self._supervisor.start(task)
-        log.info("revision %d runs here: %d tasks retired, %d started", sw.revision,
-                 len(sw.retiring), len(sw.starting))  # fmt: skip
+        log.info(
+            "revision %d runs here: %d tasks retired, %d started",
+            sw.revision,
+            len(sw.retiring),
+            len(sw.starting),
+        )
 
     async def _started(self, order: pb.Restore) -> None:
         await self._session.ack_switch(order.revision, ok=True)
@@ -161,8 +179,11 @@ class EditSwitch:
         rev = self._revisions.get(h.revision)
         if rev is None or h.revision != self._revisions.current:
             return
-        mine = [i for i in rev.plan.in_container(self._container)
-                if i.component == h.component and i.task_id in self.handover]  # fmt: skip
+        mine = [
+            i
+            for i in rev.plan.in_container(self._container)
+            if i.component == h.component and i.task_id in self.handover
+        ]
         blobs = [p.blob or None for p in h.parts]
         n = len(rev.plan.tasks(h.component))
         try:

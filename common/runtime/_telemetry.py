@@ -62,13 +62,21 @@ class Telemetry:
         reports, self.reports = self.reports, []
         now_ms = int(self._clock.time() * 1000)
         beat = pb.Heartbeat(
-            topology=self._topology, container=self._container, incarnation=self._incarnation,
+            topology=self._topology,
+            container=self._container,
+            incarnation=self._incarnation,
             metrics=metrics,
-            exceptions=[pb.ExceptionReport(
-                task_id=r.task, component=r.component, message=r.message,
-                traceback=r.traceback, time_ms=now_ms,
-            ) for r in reports],
-        )  # fmt: skip
+            exceptions=[
+                pb.ExceptionReport(
+                    task_id=r.task,
+                    component=r.component,
+                    message=r.message,
+                    traceback=r.traceback,
+                    time_ms=now_ms,
+                )
+                for r in reports
+            ],
+        )
         return beat, reports
 
     def give_back(self, reports: list[Report]) -> None:

@@ -146,8 +146,9 @@ class DurableLog:
         if offset >= self._end or limit <= 0:
             return out
         if offset < self._start:
-            raise ValueError(f"offset {offset} of {self.path} was trimmed (it starts at "
-                             f"{self._start})")  # fmt: skip
+            raise ValueError(
+                f"offset {offset} of {self.path} was trimmed (it starts at {self._start})"
+            )
         expected = _OFFSET.pack(offset)
         for key, value in self._db.items(from_key=expected):
             assert isinstance(key, bytes)

@@ -57,8 +57,9 @@ UPLINK_HEAD = struct.Struct("<qq")  # an UPLINK frame's sequence number and the 
 
 def uplink_frame(task: int, agent: str, seq: int, prev: int, rows: bytes) -> bytes:
     """An agent's batch for the receiver ``task``: the rows stay the bytes the agent sent."""
-    return encode_frame(Kind.UPLINK, task, STMGR, 0, agent.encode(),
-                        UPLINK_HEAD.pack(seq, prev) + rows)  # fmt: skip
+    return encode_frame(
+        Kind.UPLINK, task, STMGR, 0, agent.encode(), UPLINK_HEAD.pack(seq, prev) + rows
+    )
 
 
 def frame_kind(frame: bytes | memoryview) -> int:

@@ -16,11 +16,13 @@ async def serve(port: int) -> None:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     from amqtt.broker import Broker
 
-    broker = Broker({
-        "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
-        "auth": {"allow-anonymous": True},
-        "topic-check": {"enabled": False},
-    })  # fmt: skip
+    broker = Broker(
+        {
+            "listeners": {"default": {"type": "tcp", "bind": f"127.0.0.1:{port}"}},
+            "auth": {"allow-anonymous": True},
+            "topic-check": {"enabled": False},
+        }
+    )
     await broker.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

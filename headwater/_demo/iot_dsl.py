@@ -40,10 +40,13 @@ def _parse(record: list[Any]) -> list[Any]:
     return steps.parse(topic, payload, received_ms)
 
 
-p = Pipeline("iot_dsl", config={
-    "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
-    "topology.stateful.checkpoint.interval.seconds": 1,
-})  # fmt: skip
+p = Pipeline(
+    "iot_dsl",
+    config={
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": 1,
+    },
+)
 (
     p.source("readings", partial(Readings, LOG, partitions=PARTITIONS), placement=edge())
     .map("parse", _parse)

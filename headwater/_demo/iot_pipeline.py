@@ -62,8 +62,13 @@ class KeyedStep(Bolt):
     ``dropped`` names a user counter for the records the function drops.
     """
 
-    def __init__(self, name: str, fn: Callable[[Any, list[Any]], tuple[Any, list[list[Any]]]],
-                 key: Callable[[list[Any]], Any], dropped: str | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        fn: Callable[[Any, list[Any]], tuple[Any, list[list[Any]]]],
+        key: Callable[[list[Any]], Any],
+        dropped: str | None,
+    ) -> None:
         self.name, self.fn, self.key, self.dropped = name, fn, key, dropped
 
     def open(self, ctx: Context) -> None:
@@ -83,8 +88,9 @@ def _sensor(row: list[Any]) -> Any:
     return row[1]
 
 
-def _step(name: str, fn: Any, key: Callable[[list[Any]], Any] = _sensor,
-          dropped: str | None = None) -> Any:  # fmt: skip
+def _step(
+    name: str, fn: Any, key: Callable[[list[Any]], Any] = _sensor, dropped: str | None = None
+) -> Any:
     return partial(KeyedStep, name, fn, key, dropped)
 
 

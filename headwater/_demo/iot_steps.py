@@ -48,8 +48,10 @@ def parse(topic: str, payload: bytes, received_ms: int | None = None) -> Row:
     except (ValueError, TypeError, OverflowError) as exc:  # JSONDecodeError is a ValueError
         raise DeadLetter(str(exc)) from None
     if received_ms is not None and row[3] > received_ms + MAX_AHEAD_MS:
-        raise DeadLetter(f"ts {row[3]} is {(row[3] - received_ms) / 3_600_000:.1f} h ahead "
-                         f"of its arrival ({received_ms}); at most 1 h")  # fmt: skip
+        raise DeadLetter(
+            f"ts {row[3]} is {(row[3] - received_ms) / 3_600_000:.1f} h ahead "
+            f"of its arrival ({received_ms}); at most 1 h"
+        )
     return row
 
 
@@ -61,8 +63,10 @@ def dedup(last_seq: int | None, row: Row) -> tuple[int | None, list[Row]]:
         if seq <= last_seq:
             return last_seq, []
         if seq - last_seq > MAX_SEQ_JUMP:
-            raise DeadLetter(f"seq {seq} is {seq - last_seq} ahead of the sensor's last "
-                             f"({last_seq}); at most {MAX_SEQ_JUMP}")  # fmt: skip
+            raise DeadLetter(
+                f"seq {seq} is {seq - last_seq} ahead of the sensor's last "
+                f"({last_seq}); at most {MAX_SEQ_JUMP}"
+            )
     return seq, [row]
 
 
@@ -100,8 +104,14 @@ def sensor_window(acc: Row | None, row: Row) -> tuple[Row, list[Row]]:
         acc = None
     if acc is None:
         acc = [w, 0, 0.0, value, value, 0]
-    return [w, acc[1] + 1, acc[2] + value, min(acc[3], value), max(acc[4], value),
-            acc[5] + int(flagged)], out  # fmt: skip
+    return [
+        w,
+        acc[1] + 1,
+        acc[2] + value,
+        min(acc[3], value),
+        max(acc[4], value),
+        acc[5] + int(flagged),
+    ], out
 
 
 def site_key(closed: Row) -> str:

@@ -49,14 +49,17 @@ def start_broker(workdir: Path) -> tuple[int, Any, str]:
     )
     if mosquitto and os.environ.get("HEADWATER_DEMO_BROKER") != "embedded":
         conf = workdir / "mosquitto.conf"
-        conf.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\n"
-                        "persistence false\nmax_queued_messages 0\n")  # fmt: skip
-        proc = spawn(["-c", str(conf)], log_path=str(workdir / "broker.log"),
-                     executable=mosquitto)  # fmt: skip
+        conf.write_text(
+            f"listener {port} 127.0.0.1\nallow_anonymous true\n"
+            "persistence false\nmax_queued_messages 0\n"
+        )
+        proc = spawn(["-c", str(conf)], log_path=str(workdir / "broker.log"), executable=mosquitto)
         kind = "Mosquitto"
     else:
-        proc = spawn(["-m", "headwater._demo.broker", "--port", str(port)],
-                     log_path=str(workdir / "broker.log"))  # fmt: skip
+        proc = spawn(
+            ["-m", "headwater._demo.broker", "--port", str(port)],
+            log_path=str(workdir / "broker.log"),
+        )
         kind = "embedded broker (amqtt)"
     deadline = time.monotonic() + 20
     while True:
@@ -118,50 +121,99 @@ class Demo:
         self.http = self.grpc = ""
 
     def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
-        self.procs.append(spawn(["-m", "headwater", *args], env=env,
-                                log_path=str(self.work / f"{name}.log")))  # fmt: skip
+        self.procs.append(
+            spawn(["-m", "headwater", *args], env=env, log_path=str(self.work / f"{name}.log"))
+        )
 
     def start(self) -> None:
         port, broker, kind = start_broker(self.work)
         self.procs.append(broker)
-        print(f"  MQTT: {kind} on 127.0.0.1:{port}; 6 sensors on 2 sites publish to "
-              "sensors/<site>/<sensor>", flush=True)  # fmt: skip
+        print(
+            f"  MQTT: {kind} on 127.0.0.1:{port}; 6 sensors on 2 sites publish to "
+            "sensors/<site>/<sensor>",
+            flush=True,
+        )
         ready = self.work / "master.json"
-        self._daemon("master", "master", "--host", "127.0.0.1", "--port", str(_free_port()),
-                     "--http-port", str(_free_port()), "--state-dir", str(self.work / "master"),
-                     "--ready-file", str(ready), "--no-advertise")  # fmt: skip
+        self._daemon(
+            "master",
+            "master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(_free_port()),
+            "--http-port",
+            str(_free_port()),
+            "--state-dir",
+            str(self.work / "master"),
+            "--ready-file",
+            str(ready),
+            "--no-advertise",
+        )
         info = wait_until(
             lambda: ready.exists() and json.loads(ready.read_text()), "starting the master"
         )
         self.grpc, self.http = info["grpc"], info["http"]
-        self._daemon("worker-1", "worker", "--master", self.grpc, "--id", "worker-1",
-                     "--workdir", str(self.work / "worker-1"),
-                     env={"IOT_OUT": str(self.out)})  # fmt: skip
+        self._daemon(
+            "worker-1",
+            "worker",
+            "--master",
+            self.grpc,
+            "--id",
+            "worker-1",
+            "--workdir",
+            str(self.work / "worker-1"),
+            env={"IOT_OUT": str(self.out)},
+        )
         for site in self.SITES:
-            self._daemon(f"gw-{site}", "agent", "--master", self.grpc, "--id", f"gw-{site}",
-                         "--label", f"site={site}", "--mqtt", f"127.0.0.1:{port}",
-                         "--topic", f"sensors/{site}/#",
-                         "--workdir", str(self.work / f"gw-{site}"))  # fmt: skip
-        wait_until(lambda: len([n for n in self.nodes() if n["online"]]) == 3,
-              "the worker and both agents attaching")  # fmt: skip
+            self._daemon(
+                f"gw-{site}",
+                "agent",
+                "--master",
+                self.grpc,
+                "--id",
+                f"gw-{site}",
+                "--label",
+                f"site={site}",
+                "--mqtt",
+                f"127.0.0.1:{port}",
+                "--topic",
+                f"sensors/{site}/#",
+                "--workdir",
+                str(self.work / f"gw-{site}"),
+            )
+        wait_until(
+            lambda: len([n for n in self.nodes() if n["online"]]) == 3,
+            "the worker and both agents attaching",
+        )
         data, entry = build_package(str(PIPELINE))
         req = urllib.request.Request(
             f"{self.http}/api/v1/topologies?{urlencode({'entry': entry, 'containers': 1})}",
-            data=data, method="POST")  # fmt: skip
+            data=data,
+            method="POST",
+        )
         with urllib.request.urlopen(req, timeout=60) as r:
             json.loads(r.read())
-        self.sensors = threading.Thread(target=publish_forever, args=(port, self.stop_sensors),
-                                        daemon=True)  # fmt: skip
+        self.sensors = threading.Thread(
+            target=publish_forever, args=(port, self.stop_sensors), daemon=True
+        )
         self.sensors.start()
         print("running 'iot' on a master, a cloud worker and 2 edge agents", flush=True)
-        print("  edge (each agent, its own checkpoint domain): readings -> parse -> dedup -> "
-              "smooth -> anomaly, uplinked from a durable outbox", flush=True)  # fmt: skip
+        print(
+            "  edge (each agent, its own checkpoint domain): readings -> parse -> dedup -> "
+            "smooth -> anomaly, uplinked from a durable outbox",
+            flush=True,
+        )
         print("  cloud (the worker): 10 s windows per sensor -> per site -> sinks", flush=True)
-        print(f"  master API: {self.http}/api/v1/topologies/iot (also /metrics, /checkpoints)",
-              flush=True)  # fmt: skip
+        print(
+            f"  master API: {self.http}/api/v1/topologies/iot (also /metrics, /checkpoints)",
+            flush=True,
+        )
         print(f"  agents and their backlogs: {self.http}/api/v1/nodes", flush=True)
-        print(f"  outputs (kept after the demo): {self.out / 'site_windows'} (per-site "
-              f"windows), {self.out / 'dead_letters'}", flush=True)  # fmt: skip
+        print(
+            f"  outputs (kept after the demo): {self.out / 'site_windows'} (per-site "
+            f"windows), {self.out / 'dead_letters'}",
+            flush=True,
+        )
         print(f"  logs: {self.work}", flush=True)
         print("  stop with Ctrl-C", flush=True)
 
@@ -175,16 +227,23 @@ class Demo:
                 latest[row[1]] = row
         for site, row in sorted(latest.items()):
             when = time.strftime("%H:%M:%S", time.gmtime(row[2] / 1000))
-            print(f"  {site} window {when}: {row[3]} sensors, {row[4]} readings, mean "
-                  f"{row[5]:.2f}, min {row[6]:.2f}, max {row[7]:.2f}, anomalies {row[8]}",
-                  flush=True)  # fmt: skip
-        agents = [f"{n['id']} {'online' if n['online'] else 'OFFLINE'} backlog "
-                  f"{n['backlog_batches']} batches"
-                  for n in self.nodes() if n["kind"] == "agent"]  # fmt: skip
+            print(
+                f"  {site} window {when}: {row[3]} sensors, {row[4]} readings, mean "
+                f"{row[5]:.2f}, min {row[6]:.2f}, max {row[7]:.2f}, anomalies {row[8]}",
+                flush=True,
+            )
+        agents = [
+            f"{n['id']} {'online' if n['online'] else 'OFFLINE'} backlog "
+            f"{n['backlog_batches']} batches"
+            for n in self.nodes()
+            if n["kind"] == "agent"
+        ]
         cp = get_json(f"{self.http}/api/v1/topologies/iot/checkpoints")
-        print(f"  dead letters so far: {dead_letters(self.out)} | {' | '.join(agents)} | "
-              f"cloud checkpoints: latest complete {cp['latest_complete']}",
-              flush=True)  # fmt: skip
+        print(
+            f"  dead letters so far: {dead_letters(self.out)} | {' | '.join(agents)} | "
+            f"cloud checkpoints: latest complete {cp['latest_complete']}",
+            flush=True,
+        )
 
     def stop(self) -> None:
         self.stop_sensors.set()

@@ -25,10 +25,17 @@ def readings(sites: int, per_site: int, count: int) -> Iterator[tuple[str, dict[
             for k in range(per_site):
                 site, sensor = f"site{s}", f"s{s}-{k}"
                 value = 18 + 4 * s + 5 * math.sin(seq / 7 + k) + (15 if seq % 37 == 11 else 0)
-                yield f"sensors/{site}/{sensor}", {
-                    "site": site, "sensor": sensor, "seq": seq,
-                    "ts": BASE_TS + seq * 1000, "value": round(value, 3), "unit": "C",
-                }  # fmt: skip
+                yield (
+                    f"sensors/{site}/{sensor}",
+                    {
+                        "site": site,
+                        "sensor": sensor,
+                        "seq": seq,
+                        "ts": BASE_TS + seq * 1000,
+                        "value": round(value, 3),
+                        "unit": "C",
+                    },
+                )
 
 
 def main() -> None:

@@ -21,7 +21,12 @@ def test_node_ids_that_are_refused_say_what_to_use(bad: str) -> None:
 
 
 def test_the_cli_refuses_a_bad_id_with_a_message() -> None:
-    done = subprocess.run([sys.executable, "-m", "headwater", "agent", "--id", "../x"],
-                          check=False, capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "headwater", "agent", "--id", "../x"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "'../x' is not a node id" in done.stderr

@@ -32,8 +32,11 @@ def test_logfmt_quotes_what_needs_quoting() -> None:
 def test_json_lines_carry_the_traceback() -> None:
     doc = json.loads(JsonFormatter("agent").format(_record("failed", exc=True)))
     assert (doc["level"], doc["role"], doc["logger"], doc["msg"]) == (
-        "WARNING", "agent", "headwater.master", "failed",
-    )  # fmt: skip
+        "WARNING",
+        "agent",
+        "headwater.master",
+        "failed",
+    )
     assert "ValueError: boom" in doc["exc"]
 
 

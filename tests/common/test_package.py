@@ -41,8 +41,10 @@ def test_unpack_checks_the_hash(tmp_path: Path) -> None:
     data, _ = build_package(_topology_dir(tmp_path) / "main.py")
     out = unpack_package(data, package_hash(data), tmp_path / "out")
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
-        "helpers.py", "lib/more.py", "main.py",
-    ]  # fmt: skip
+        "helpers.py",
+        "lib/more.py",
+        "main.py",
+    ]
     tampered = data[:-10] + bytes(10)
     with pytest.raises(HeadwaterError, match="refusing topology package: its content hashes"):
         unpack_package(tampered, package_hash(data), tmp_path / "bad")

@@ -79,8 +79,9 @@ def test_paused_ingest_acks_nothing_and_the_broker_keeps_the_backlog(
     host, port = mosquitto
     paused = threading.Event()
     paused.set()
-    ingest = MqttIngest(MqttSource(host, port, client_id="agent-2"), tmp_path,
-                        should_pause=paused.is_set)  # fmt: skip
+    ingest = MqttIngest(
+        MqttSource(host, port, client_id="agent-2"), tmp_path, should_pause=paused.is_set
+    )
     ingest.start()
     try:
         wait_for(lambda: ingest.stats.connected, 10, "the subscription")
@@ -159,8 +160,7 @@ def test_an_unreachable_broker_is_reported_with_its_address(tmp_path: Path) -> N
 
     port = free_port()  # nothing listens there
     health = Health("agent")
-    ingest = MqttIngest(MqttSource("127.0.0.1", port, client_id="agent-5"), tmp_path,
-                        health=health)  # fmt: skip
+    ingest = MqttIngest(MqttSource("127.0.0.1", port, client_id="agent-5"), tmp_path, health=health)
     ingest.start()
     try:
         wait_for(lambda: health.state == "degraded", 5, "the broker reported unreachable")

@@ -100,8 +100,15 @@ def test_window_rewind_confirm_and_reconnect(tmp_path: Path) -> None:
     async def scenario() -> None:
         server, locator, master = await _cloud()
         stmgr = StubStmgr()
-        up = Uplink(locator.address, "gw", "iot", tmp_path / "outbox", 1 << 20,
-                    stmgr, RetryPolicy(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
+        up = Uplink(
+            locator.address,
+            "gw",
+            "iot",
+            tmp_path / "outbox",
+            1 << 20,
+            stmgr,  # type: ignore[arg-type]
+            RetryPolicy(0.01, 0.05),
+        )
         seqs = [(cp << 20) | 1 for cp in range(1, 13)]
         for seq in seqs:
             up.put(7, "anomaly", seq, b"rows-%d" % seq)
@@ -143,8 +150,7 @@ def test_window_rewind_confirm_and_reconnect(tmp_path: Path) -> None:
 
 def test_over_budget_throttles_until_confirmed(tmp_path: Path) -> None:
     stmgr = StubStmgr()
-    up = Uplink("127.0.0.1:1", "gw", "iot", tmp_path / "outbox", 100,
-                stmgr)  # type: ignore[arg-type]  # fmt: skip
+    up = Uplink("127.0.0.1:1", "gw", "iot", tmp_path / "outbox", 100, stmgr)  # type: ignore[arg-type]
     try:
         up.put(7, "anomaly", (1 << 20) | 1, b"x" * 60)
         assert stmgr.congested == set()
@@ -164,8 +170,15 @@ def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path
 
     async def scenario() -> None:
         server, locator, master = await _cloud()
-        up = Uplink(locator.address, "gw-new", "iot", tmp_path / "outbox", 1 << 20,
-                    StubStmgr(), RetryPolicy(0.01, 0.05))  # type: ignore[arg-type]  # fmt: skip
+        up = Uplink(
+            locator.address,
+            "gw-new",
+            "iot",
+            tmp_path / "outbox",
+            1 << 20,
+            StubStmgr(),  # type: ignore[arg-type]
+            RetryPolicy(0.01, 0.05),
+        )
         seqs = [(cp << 20) | 1 for cp in range(1, 4)]
         for seq in seqs:
             up.put(7, "anomaly", seq, b"rows-%d" % seq)
@@ -173,8 +186,10 @@ def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path
         task = asyncio.get_running_loop().create_task(up.run())
         try:
             await _until(lambda: len(master.batches) == 2)
-            assert [(b.seq, b.prev) for b in master.batches] == [(seqs[1], seqs[0]),
-                                                                 (seqs[2], seqs[1])]  # fmt: skip
+            assert [(b.seq, b.prev) for b in master.batches] == [
+                (seqs[1], seqs[0]),
+                (seqs[2], seqs[1]),
+            ]
             await master.feedback.put(_feedback(agent="gw-new", resend_after=0))  # a gap to it
             await _until(lambda: len(master.batches) == 4)
             resent = [(b.seq, b.prev) for b in master.batches[2:]]

@@ -13,13 +13,16 @@ from pathlib import Path
 @contextlib.contextmanager
 def small_disk(where: Path, size_mb: int) -> Iterator[Path]:
     where.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(where)],
-                   check=True, capture_output=True, timeout=30)  # fmt: skip
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(where)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     try:
         yield where
     finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True,
-                       timeout=30)  # fmt: skip
+        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True, timeout=30)
 
 
 def fill(disk: Path) -> Path:

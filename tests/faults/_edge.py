@@ -31,8 +31,12 @@ def readings(count: int) -> list[tuple[str, dict[str, Any]]]:
     return list(SENSORS["readings"](1, 3, count))
 
 
-def publish(address: tuple[str, int], batch: list[tuple[str, dict[str, Any]]], qos: int = 1,
-            client_id: str = "sensors") -> None:  # fmt: skip
+def publish(
+    address: tuple[str, int],
+    batch: list[tuple[str, dict[str, Any]]],
+    qos: int = 1,
+    client_id: str = "sensors",
+) -> None:
     """Publish and wait until the broker has every message (QoS 1: its PUBACK)."""
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id)
     client.connect(*address)
@@ -64,10 +68,22 @@ class Site:
         workers' ingress through it)."""
         host, port = self.broker
         route = ["--ingress-proxy", master] if master else []
-        return ["--master", master or self.daemons.grpc, *route, "--label", "site=site0",
-                "--mqtt", f"{host}:{port}", "--topic", "sensors/site0/#",
-                "--status-port", str(self.status_port), "--workdir", str(self.workdir),
-                *more]  # fmt: skip
+        return [
+            "--master",
+            master or self.daemons.grpc,
+            *route,
+            "--label",
+            "site=site0",
+            "--mqtt",
+            f"{host}:{port}",
+            "--topic",
+            "sensors/site0/#",
+            "--status-port",
+            str(self.status_port),
+            "--workdir",
+            str(self.workdir),
+            *more,
+        ]
 
     def start_agent(self, *more: str, master: str | None = None) -> None:
         self.agent = self.daemons.start_agent(AGENT, *self.agent_args(*more, master=master))
@@ -83,21 +99,30 @@ class Site:
         """Cloud, agent, the example submitted; returns once readings can flow."""
         self.start_cloud()
         self.start_agent(*more, master=master)
-        wait_for(lambda: len([n for n in self.daemons.api("/api/v1/nodes") if n["online"]])
-                 == 2, 30, "the worker and the agent online")  # fmt: skip
+        wait_for(
+            lambda: len([n for n in self.daemons.api("/api/v1/nodes") if n["online"]]) == 2,
+            30,
+            "the worker and the agent online",
+        )
         self.submit()
         self.wait_flowing()
 
     def wait_flowing(self, timeout: float = 60) -> None:
-        wait_for(lambda: self.status()["metrics"].get("mqtt_connected") == 1.0
-                 and self.node()["uplinks"].get("iot", {}).get("connected"), timeout,
-                 "the agent subscribed and its uplink open")  # fmt: skip
+        wait_for(
+            lambda: (
+                self.status()["metrics"].get("mqtt_connected") == 1.0
+                and self.node()["uplinks"].get("iot", {}).get("connected")
+            ),
+            timeout,
+            "the agent subscribed and its uplink open",
+        )
 
     def status(self) -> dict[str, Any]:
         """The agent's own view; empty while it is not serving."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.status_port}/status",
-                                        timeout=5) as r:  # fmt: skip
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.status_port}/status", timeout=5
+            ) as r:
                 return json.loads(r.read())  # type: ignore[no-any-return]
         except OSError:
             return {"metrics": {}, "health": "", "reasons": []}
@@ -110,8 +135,9 @@ class Site:
         return float(self.status()["metrics"].get(name, -1.0))
 
     def windows(self) -> dict[str, list[Any]]:
-        return {k: v for k, v in _site_rows(self.out / "site_windows").items()
-                if k.startswith("site0/")}  # fmt: skip
+        return {
+            k: v for k, v in _site_rows(self.out / "site_windows").items() if k.startswith("site0/")
+        }
 
     def wait_all(self, published: list[tuple[str, dict[str, Any]]], timeout: float = 120) -> float:
         """Wait until every closed window holds exactly its readings; return the seconds."""
@@ -119,8 +145,11 @@ class Site:
         expected = _expected([r for _, r in published])
         assert expected
         try:
-            wait_for(lambda: self.windows() == expected, timeout,
-                     "every closed window, each reading counted once")  # fmt: skip
+            wait_for(
+                lambda: self.windows() == expected,
+                timeout,
+                "every closed window, each reading counted once",
+            )
         except AssertionError:
             lost, dup = tally(expected, self.windows())
             raise AssertionError(f"readings lost {lost}, counted twice {dup}") from None
@@ -155,8 +184,9 @@ class Publisher(threading.Thread):
     the broker did not acknowledge is published again once it is back (the pipeline drops
     the repeat by its sequence number)."""
 
-    def __init__(self, address: tuple[str, int], batch: list[tuple[str, dict[str, Any]]],
-                 rate: float) -> None:  # fmt: skip
+    def __init__(
+        self, address: tuple[str, int], batch: list[tuple[str, dict[str, Any]]], rate: float
+    ) -> None:
         super().__init__(name="publisher", daemon=True)
         self.batch, self.rate = batch, rate
         self.sent = self.retries = 0

@@ -68,8 +68,9 @@ class Site:
         return (self.daemons.tmp / AGENT / "node-id").read_text().strip()
 
     def start_worker(self) -> psutil.Process:
-        self.worker = self.daemons.start_worker("w1", env={"IOT_OUT": str(self.out)},
-                                                with_id=self.worker_id)  # fmt: skip
+        self.worker = self.daemons.start_worker(
+            "w1", env={"IOT_OUT": str(self.out)}, with_id=self.worker_id
+        )
         return self.worker
 
     def agents(self) -> list[dict[str, Any]]:
@@ -82,9 +83,15 @@ class Site:
         return _site_rows(self.out / "site_windows")
 
 
-def start_site(daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path, *,
-               master: str | None = None, with_id: bool = True,
-               worker_id: bool = True) -> Site:  # fmt: skip
+def start_site(
+    daemons: Daemons,
+    mosquitto: tuple[str, int],
+    tmp_path: Path,
+    *,
+    master: str | None = None,
+    with_id: bool = True,
+    worker_id: bool = True,
+) -> Site:
     """Master (already started if ``master`` is given: the agent's route to the cloud, a
     LinkProxy it reaches the master and the workers' ingress through), worker w1, agent
     gw-site0 with a status port; the example submitted and the agent's uplink open."""
@@ -98,17 +105,36 @@ def start_site(daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path, *,
     worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)}, with_id=worker_id)
     host, port = mosquitto
     status_port = free_port()
-    args = ["--master", master, "--label", "site=site0", "--mqtt", f"{host}:{port}",
-            "--topic", "sensors/site0/#", "--status-port", str(status_port), *route]  # fmt: skip
+    args = [
+        "--master",
+        master,
+        "--label",
+        "site=site0",
+        "--mqtt",
+        f"{host}:{port}",
+        "--topic",
+        "sensors/site0/#",
+        "--status-port",
+        str(status_port),
+        *route,
+    ]
     site = Site(daemons, out, args, status_port, with_id, worker, worker_id)
     site.start_agent()
-    wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,
-             "the worker and the agent online")  # fmt: skip
+    wait_for(
+        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2,
+        30,
+        "the worker and the agent online",
+    )
     daemons.cli("submit", str(PIPELINE))
-    wait_for(lambda: (n := site.node()) is not None
-             and n["metrics"].get("mqtt_connected") == 1.0
-             and n["uplinks"].get("iot", {}).get("connected"), 60,
-             "the agent subscribed and its uplink open")  # fmt: skip
+    wait_for(
+        lambda: (
+            (n := site.node()) is not None
+            and n["metrics"].get("mqtt_connected") == 1.0
+            and n["uplinks"].get("iot", {}).get("connected")
+        ),
+        60,
+        "the agent subscribed and its uplink open",
+    )
     return site
 
 

@@ -39,15 +39,21 @@ def test_agent_restart_is_the_same_node_and_delivers_every_reading_once(
         assert ident.startswith("agent-"), ident  # generated, kept in the workdir
     rows = readings(40)  # 120 readings
     sensors.publish(messages(rows[:60]))
-    wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 60, 30,
-             "the first readings acknowledged into the ingest log")  # fmt: skip
+    wait_for(
+        lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 60,
+        30,
+        "the first readings acknowledged into the ingest log",
+    )
 
     code = site.stop_agent(sig)
     gone_at = time.monotonic()
     if sig == signal.SIGTERM:
         assert code == 0, f"the agent stopped with {code} on SIGTERM"
-    wait_for(lambda: (n := site.node()) is not None and not n["online"], 20,
-             "the master to see the agent offline")  # fmt: skip
+    wait_for(
+        lambda: (n := site.node()) is not None and not n["online"],
+        20,
+        "the master to see the agent offline",
+    )
     detect_s = time.monotonic() - gone_at
     sensors.publish(messages(rows[60:]))  # the broker keeps them for the agent's session
 
@@ -56,22 +62,37 @@ def test_agent_restart_is_the_same_node_and_delivers_every_reading_once(
     assert site.agent_id() == ident
     want = expected(rows)
     assert len(want) == 3  # 3 closed windows of the site (the 4th stays open), 30 readings each
-    wait_for(lambda: site.windows() == want, 120,
-             "every closed window, each reading counted once")  # fmt: skip
+    wait_for(lambda: site.windows() == want, 120, "every closed window, each reading counted once")
     recover_s = time.monotonic() - back_at
-    wait_for(lambda: (n := site.node()) is not None and n["online"] and n["backlog_batches"] == 0,
-             60, "the uplink confirmed and the agent's backlog drained")  # fmt: skip
+    wait_for(
+        lambda: (n := site.node()) is not None and n["online"] and n["backlog_batches"] == 0,
+        60,
+        "the uplink confirmed and the agent's backlog drained",
+    )
     assert site.windows() == want  # nothing came twice while the backlog drained
 
-    wait_for(lambda: [(n["id"], n["online"], n["health"], n["reasons"], n["containers"])
-                      for n in site.agents()] == [(ident, True, "ok", [], ["iot/0"])], 30,
-             "the agent listed once, online, health ok, running its edge subgraph")  # fmt: skip
+    wait_for(
+        lambda: (
+            [
+                (n["id"], n["online"], n["health"], n["reasons"], n["containers"])
+                for n in site.agents()
+            ]
+            == [(ident, True, "ok", [], ["iot/0"])]
+        ),
+        30,
+        "the agent listed once, online, health ok, running its edge subgraph",
+    )
     assert "Task was destroyed but it is pending" not in master_log(daemons)
     lost, dup = lost_and_duplicated(want, site.windows())
     assert (lost, dup) == (0, 0)
-    record(f"agent {sig.name} restart, {'with' if with_id else 'without'} --id",
-           detect_s=round(detect_s, 2), recover_s=round(recover_s, 2),
-           readings=len(rows), lost=lost, duplicated=dup)  # fmt: skip
+    record(
+        f"agent {sig.name} restart, {'with' if with_id else 'without'} --id",
+        detect_s=round(detect_s, 2),
+        recover_s=round(recover_s, 2),
+        readings=len(rows),
+        lost=lost,
+        duplicated=dup,
+    )
 
 
 def test_worker_restart_without_id_is_the_same_node_and_gets_its_containers_back(
@@ -82,8 +103,11 @@ def test_worker_restart_without_id_is_the_same_node_and_gets_its_containers_back
     assert ident.startswith("worker-")
 
     def workers() -> list[tuple[str, bool, str, list[str]]]:
-        return [(n["id"], n["online"], n["health"], n["containers"])
-                for n in daemons.api("/api/v1/nodes") if n["kind"] == "worker"]  # fmt: skip
+        return [
+            (n["id"], n["online"], n["health"], n["containers"])
+            for n in daemons.api("/api/v1/nodes")
+            if n["kind"] == "worker"
+        ]
 
     wait_for(lambda: workers() == [(ident, True, "ok", ["iot/0"])], 30, "the worker running iot")
     rows = readings(40)
@@ -99,16 +123,27 @@ def test_worker_restart_without_id_is_the_same_node_and_gets_its_containers_back
     want = expected(rows)
     wait_for(lambda: site.windows() == want, 120, "every closed window, each reading once")
     recover_s = time.monotonic() - back_at
-    wait_for(lambda: workers() == [(ident, True, "ok", ["iot/0"])], 30,
-             "the worker listed once, online, running its container again")  # fmt: skip
-    wait_for(lambda: (n := site.node()) is not None and n["backlog_batches"] == 0, 60,
-             "the agent's backlog confirmed")  # fmt: skip
+    wait_for(
+        lambda: workers() == [(ident, True, "ok", ["iot/0"])],
+        30,
+        "the worker listed once, online, running its container again",
+    )
+    wait_for(
+        lambda: (n := site.node()) is not None and n["backlog_batches"] == 0,
+        60,
+        "the agent's backlog confirmed",
+    )
     lost, dup = lost_and_duplicated(want, site.windows())
     assert (lost, dup) == (0, 0)
     assert "Task was destroyed but it is pending" not in master_log(daemons)
-    record("worker SIGKILL restart, without --id", detect_s=round(detect_s, 2),
-           recover_s=round(recover_s, 2), readings=len(rows), lost=lost,
-           duplicated=dup)  # fmt: skip
+    record(
+        "worker SIGKILL restart, without --id",
+        detect_s=round(detect_s, 2),
+        recover_s=round(recover_s, 2),
+        readings=len(rows),
+        lost=lost,
+        duplicated=dup,
+    )
 
 
 def test_an_agent_whose_id_changed_delivers_every_reading_once(
@@ -120,14 +155,22 @@ def test_an_agent_whose_id_changed_delivers_every_reading_once(
     site = start_site(daemons, mosquitto, tmp_path)  # --id gw-site0: the id it had
     rows = readings(40)
     sensors.publish(messages(rows[:60]))
-    wait_for(lambda: (n := site.node()) is not None
-             and n["uplinks"].get("iot", {}).get("uplink_confirmed", 0) > 0, 60,
-             "the first readings sent and confirmed under the old id")  # fmt: skip
+    wait_for(
+        lambda: (
+            (n := site.node()) is not None
+            and n["uplinks"].get("iot", {}).get("uplink_confirmed", 0) > 0
+        ),
+        60,
+        "the first readings sent and confirmed under the old id",
+    )
     # more just before the stop, so that the ingest log is not wholly trimmed (a restart
     # after a whole trim is finding 2 of issue 13, not this test's)
     sensors.publish(messages(rows[60:75]))
-    wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 75, 30,
-             "the last readings before the stop acknowledged")  # fmt: skip
+    wait_for(
+        lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 75,
+        30,
+        "the last readings before the stop acknowledged",
+    )
     site.stop_agent(signal.SIGTERM)
     site.with_id = False  # its next start generates an id and keeps it
     site.start_agent()
@@ -136,25 +179,45 @@ def test_an_agent_whose_id_changed_delivers_every_reading_once(
     new = str(wait_for(lambda: kept.exists() and kept.read_text().strip(), 30, "its id"))
     assert new != AGENT and new.startswith("agent-")
     # a new MQTT session too (its client id follows --id): publish once it is subscribed
-    wait_for(lambda: (n := site.node()) is not None and n["online"]
-             and n["metrics"].get("mqtt_connected") == 1.0, 30,
-             "the agent under its new id")  # fmt: skip
+    wait_for(
+        lambda: (
+            (n := site.node()) is not None
+            and n["online"]
+            and n["metrics"].get("mqtt_connected") == 1.0
+        ),
+        30,
+        "the agent under its new id",
+    )
     sensors.publish(messages(rows[75:]))
     want = expected(rows)
     wait_for(lambda: site.windows() == want, 120, "every closed window, each reading once")
     recover_s = time.monotonic() - back_at
-    wait_for(lambda: (n := site.node()) is not None and n["backlog_batches"] == 0, 60,
-             "its backlog confirmed under the new id")  # fmt: skip
+    wait_for(
+        lambda: (n := site.node()) is not None and n["backlog_batches"] == 0,
+        60,
+        "its backlog confirmed under the new id",
+    )
     assert site.windows() == want
     assert daemons.cli("nodes", "--forget", AGENT).strip() == f"forgot node {AGENT!r}"
     # listed once, and degraded: it went on after the cloud's last batch, which an id change
     # explains but a cloud that lost confirmed batches would too, so it says so
-    wait_for(lambda: [(n["id"], n["online"], n["health"]) for n in site.agents()]
-             == [(new, True, "degraded")], 30, "the agent listed once, under its id")  # fmt: skip
+    wait_for(
+        lambda: (
+            [(n["id"], n["online"], n["health"]) for n in site.agents()]
+            == [(new, True, "degraded")]
+        ),
+        30,
+        "the agent listed once, under its id",
+    )
     (reason,) = next(n for n in site.agents() if n["id"] == new)["reasons"]
     assert reason.startswith("uplink: the cloud held less than it had confirmed: an id changed")
     lost, dup = lost_and_duplicated(want, site.windows())
     assert (lost, dup) == (0, 0)
-    record("agent id changed (upgrade from process-id ids)", detect_s=None,
-           recover_s=round(recover_s, 2), readings=len(rows), lost=lost,
-           duplicated=dup)  # fmt: skip
+    record(
+        "agent id changed (upgrade from process-id ids)",
+        detect_s=None,
+        recover_s=round(recover_s, 2),
+        readings=len(rows),
+        lost=lost,
+        duplicated=dup,
+    )

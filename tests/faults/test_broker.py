@@ -32,13 +32,20 @@ def test_broker_down_at_start_is_logged_and_degraded_then_everything_flows(
     site.start_agent()
     log = tmp_path / f"{AGENT}.log"
     address = f"127.0.0.1:{broker.port}"
-    line = wait_for(lambda: next((ln for ln in log.read_text().splitlines()
-                                  if "WARN" in ln and address in ln), None), 5,
-                    f"a warning naming the broker {address}")  # fmt: skip
+    line = wait_for(
+        lambda: next(
+            (ln for ln in log.read_text().splitlines() if "WARN" in ln and address in ln), None
+        ),
+        5,
+        f"a warning naming the broker {address}",
+    )
     detect_s = time.monotonic() - started
     assert re.search(rf"broker {re.escape(address)} unreachable", line), line
-    wait_for(lambda: site.reason(f"mqtt: broker {address} unreachable"), 30,
-             "the agent degraded, at the agent and the master")  # fmt: skip
+    wait_for(
+        lambda: site.reason(f"mqtt: broker {address} unreachable"),
+        30,
+        "the agent degraded, at the agent and the master",
+    )
     assert site.status()["health"] == "degraded"
     assert site.node()["health"] == "degraded"
     site.submit()
@@ -49,9 +56,12 @@ def test_broker_down_at_start_is_logged_and_degraded_then_everything_flows(
     everything = readings(40)
     publish(broker.address, everything)
     site.wait_all(everything)
-    _report.record("MQTT broker down when the agent starts", detect_s=round(detect_s, 1),
-                   recover_s=round(time.monotonic() - up, 1),
-                   **site.lost_and_duplicated(everything))  # fmt: skip
+    _report.record(
+        "MQTT broker down when the agent starts",
+        detect_s=round(detect_s, 1),
+        recover_s=round(time.monotonic() - up, 1),
+        **site.lost_and_duplicated(everything),
+    )
 
 
 def test_broker_restart_mid_stream_loses_and_duplicates_nothing(
@@ -67,8 +77,11 @@ def test_broker_restart_mid_stream_loses_and_duplicates_nothing(
         wait_for(lambda: site.metric("mqtt_appended") >= 45, 30, "readings flowing")
         broker.stop()  # mid-stream: it saves the agent's session and what it holds
         stopped = time.monotonic()
-        reason = wait_for(lambda: site.reason(f"broker 127.0.0.1:{broker.port}"), 30,
-                          "the agent degraded: the broker is away")  # fmt: skip
+        reason = wait_for(
+            lambda: site.reason(f"broker 127.0.0.1:{broker.port}"),
+            30,
+            "the agent degraded: the broker is away",
+        )
         detect_s = time.monotonic() - stopped
         assert site.status()["health"] == "degraded", reason
         broker.start()
@@ -80,6 +93,9 @@ def test_broker_restart_mid_stream_loses_and_duplicates_nothing(
     finally:
         publisher.stop.set()
         publisher.join(10)
-    _report.record("MQTT broker restarted mid-stream (persistent session)",
-                   detect_s=round(detect_s, 1), recover_s=round(time.monotonic() - restarted, 1),
-                   **site.lost_and_duplicated(everything))  # fmt: skip
+    _report.record(
+        "MQTT broker restarted mid-stream (persistent session)",
+        detect_s=round(detect_s, 1),
+        recover_s=round(time.monotonic() - restarted, 1),
+        **site.lost_and_duplicated(everything),
+    )

@@ -39,21 +39,30 @@ def test_disk_full_stops_acknowledgement_and_recovers_with_every_reading_once(
         filler = fill(disk)
         filled = time.monotonic()
         publish(mosquitto, b)
-        reason = wait_for(lambda: site.reason("ingest: disk full on"), 30,
-                          "ingest failed, disk full, at the agent and the master")  # fmt: skip
+        reason = wait_for(
+            lambda: site.reason("ingest: disk full on"),
+            30,
+            "ingest failed, disk full, at the agent and the master",
+        )
         detect_s = time.monotonic() - filled
         assert str(site.workdir) in reason and "No space left on device" in reason, reason
         assert site.status()["health"] == "failed"
         # the edge checkpoints cannot be saved either, and say so
-        wait_for(lambda: site.reason("checkpoints:iot: cannot save", where="agent"), 30,
-                 "checkpoints failing, at the agent")  # fmt: skip
+        wait_for(
+            lambda: site.reason("checkpoints:iot: cannot save", where="agent"),
+            30,
+            "checkpoints failing, at the agent",
+        )
         held = _steady(lambda: site.metric("mqtt_appended"), 2.0)
         assert held < len(a) + len(b)
 
         free(filler)
         freed = time.monotonic()
-        wait_for(lambda: site.metric("mqtt_appended") == len(a) + len(b), 60,
-                 "the held readings acked once space is back")  # fmt: skip
+        wait_for(
+            lambda: site.metric("mqtt_appended") == len(a) + len(b),
+            60,
+            "the held readings acked once space is back",
+        )
         wait_for(lambda: site.status()["health"] == "ok", 30, "the agent ok again")
         site.wait_all(a + b)
         recover_s = time.monotonic() - freed
@@ -62,8 +71,11 @@ def test_disk_full_stops_acknowledgement_and_recovers_with_every_reading_once(
         site.stop_agent()
         filler = fill(disk)
         site.start_agent()
-        wait_for(lambda: site.reason("ingest: disk full on", where="agent"), 30,
-                 "the agent started on a full disk and failed with the reason")  # fmt: skip
+        wait_for(
+            lambda: site.reason("ingest: disk full on", where="agent"),
+            30,
+            "the agent started on a full disk and failed with the reason",
+        )
         publish(mosquitto, c)
         wait_for(lambda: site.metric("mqtt_received") > 0, 30, "readings reaching the agent")
         assert site.agent.is_running()
@@ -73,9 +85,12 @@ def test_disk_full_stops_acknowledgement_and_recovers_with_every_reading_once(
         site.wait_all(everything)
         wait_for(lambda: site.status()["health"] == "ok", 30, "the agent ok again")
         site.stop_agent()
-    _report.record("disk full under the agent's workdir", detect_s=round(detect_s, 1),
-                   recover_s=round(recover_s, 1),
-                   **site.lost_and_duplicated(everything))  # fmt: skip
+    _report.record(
+        "disk full under the agent's workdir",
+        detect_s=round(detect_s, 1),
+        recover_s=round(recover_s, 1),
+        **site.lost_and_duplicated(everything),
+    )
 
 
 def test_workdir_deleted_is_a_visible_failure_and_nothing_acked_is_lost(
@@ -90,8 +105,7 @@ def test_workdir_deleted_is_a_visible_failure_and_nothing_acked_is_lost(
     shutil.rmtree(site.workdir)
     deleted = time.monotonic()
     publish(mosquitto, b)
-    reason = wait_for(lambda: site.reason("is gone"), 30,
-                      "the agent failed: its workdir is gone")  # fmt: skip
+    reason = wait_for(lambda: site.reason("is gone"), 30, "the agent failed: its workdir is gone")
     detect_s = time.monotonic() - deleted
     assert reason.startswith(f"ingest: workdir {site.workdir} is gone"), reason
     assert site.status()["health"] == "failed"
@@ -101,11 +115,19 @@ def test_workdir_deleted_is_a_visible_failure_and_nothing_acked_is_lost(
     site.stop_agent()
     restarted = time.monotonic()
     site.start_agent()
-    wait_for(lambda: site.metric("mqtt_appended") == len(b), 30,
-             "every reading published after the deletion, from the broker")  # fmt: skip
+    wait_for(
+        lambda: site.metric("mqtt_appended") == len(b),
+        30,
+        "every reading published after the deletion, from the broker",
+    )
     taken = int(_steady(lambda: site.metric("mqtt_appended"), 2.0))
     assert taken == len(b)
     assert site.status()["health"] == "ok", site.status()["reasons"]
-    _report.record("agent workdir deleted while running", detect_s=round(detect_s, 1),
-                   recover_s=round(time.monotonic() - restarted, 1), readings=len(b),
-                   lost=max(0, len(b) - taken), duplicated=max(0, taken - len(b)))  # fmt: skip
+    _report.record(
+        "agent workdir deleted while running",
+        detect_s=round(detect_s, 1),
+        recover_s=round(time.monotonic() - restarted, 1),
+        readings=len(b),
+        lost=max(0, len(b) - taken),
+        duplicated=max(0, taken - len(b)),
+    )

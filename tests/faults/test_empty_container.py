@@ -55,10 +55,25 @@ def test_a_fused_pipeline_on_more_containers_than_instances_runs_exactly_once(
     env = {**os.environ, "HW_TEST_LOG": str(tmp_path / "log"), "HW_TEST_OUT": str(out)}
     began = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "headwater", "run", str(FUSED), "--containers", str(containers),
-         "--duration", "120", "--quiet", "--workdir", str(tmp_path / "run")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "headwater",
+            "run",
+            str(FUSED),
+            "--containers",
+            str(containers),
+            "--duration",
+            "120",
+            "--quiet",
+            "--workdir",
+            str(tmp_path / "run"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_for(lambda: list(state_dir().glob("*.json")), 30, "the run to record its master")
         try:
@@ -70,10 +85,14 @@ def test_a_fused_pipeline_on_more_containers_than_instances_runs_exactly_once(
             want = {(f"k{i % KEYS}", i // KEYS) for i in range(N)}
             lost = len(want - set(counts))
             duplicated = sum(n - 1 for n in counts.values())
-            record(f"run: exactly-once fused pipeline on {containers} containers "
-                   "(1 instance)", detect_s=None,
-                   recover_s=round(time.monotonic() - began, 1), readings=N, lost=lost,
-                   duplicated=duplicated)  # fmt: skip
+            record(
+                f"run: exactly-once fused pipeline on {containers} containers (1 instance)",
+                detect_s=None,
+                recover_s=round(time.monotonic() - began, 1),
+                readings=N,
+                lost=lost,
+                duplicated=duplicated,
+            )
         status = _status()
         assert "state RUNNING" in status, status
         proc.send_signal(signal.SIGTERM)
@@ -105,9 +124,13 @@ def test_a_fused_pipeline_submitted_with_more_containers_than_instances_runs(
     finally:
         counts = Counter(_rows(out))
         want = {(f"k{i % KEYS}", i // KEYS) for i in range(N)}
-        record("submit: exactly-once fused pipeline on 2 containers (1 instance)",
-               detect_s=None, recover_s=round(time.monotonic() - began, 1), readings=N,
-               lost=len(want - set(counts)),
-               duplicated=sum(n - 1 for n in counts.values()))  # fmt: skip
+        record(
+            "submit: exactly-once fused pipeline on 2 containers (1 instance)",
+            detect_s=None,
+            recover_s=round(time.monotonic() - began, 1),
+            readings=N,
+            lost=len(want - set(counts)),
+            duplicated=sum(n - 1 for n in counts.values()),
+        )
     assert set(counts) == want and len(_rows(out)) == N
     assert "RUNNING" in daemons.cli("status", "fused_eo")

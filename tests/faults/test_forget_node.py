@@ -24,9 +24,13 @@ pytestmark = pytest.mark.cluster
 
 
 def _forget(daemons: Daemons, node: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "headwater", "nodes", "--forget", node,
-                           "--master", daemons.http], capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "headwater", "nodes", "--forget", node, "--master", daemons.http],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def _ids(daemons: Daemons) -> list[str]:
@@ -57,8 +61,11 @@ def test_forget_an_offline_node_and_refuse_the_rest(
 
     site.worker.terminate()  # offline, but the topology's cloud container is assigned to it
     site.worker.wait(30)
-    wait_for(lambda: not next(n for n in daemons.api("/api/v1/nodes") if n["id"] == "w1")
-             ["online"], 20, "the worker offline")  # fmt: skip
+    wait_for(
+        lambda: not next(n for n in daemons.api("/api/v1/nodes") if n["id"] == "w1")["online"],
+        20,
+        "the worker offline",
+    )
     held = _forget(daemons, "w1")
     assert held.returncode == 2 and "holds containers iot/0" in held.stderr, held
 
@@ -76,8 +83,11 @@ def test_forget_an_offline_node_and_refuse_the_rest(
     # it comes back: a node like any other, given its edge subgraph again
     site.start_agent()
     back_at = time.monotonic()
-    wait_for(lambda: (n := site.node()) is not None and n["online"]
-             and n["containers"] == ["iot/0"], 30, "the agent back, running iot")  # fmt: skip
+    wait_for(
+        lambda: (n := site.node()) is not None and n["online"] and n["containers"] == ["iot/0"],
+        30,
+        "the agent back, running iot",
+    )
     assert _deployment_agents(daemons) == [AGENT]
     recover_s = time.monotonic() - back_at
 
@@ -86,15 +96,27 @@ def test_forget_an_offline_node_and_refuse_the_rest(
     assert site.agent.wait(30) == 0
     daemons.cli("kill", "iot")
     site.start_agent()
-    wait_for(lambda: (n := site.node()) is not None and n["online"] and site.status()
-             .get("containers") == [] and site.status().get("topologies") == {}, 30,
-             "the master's stop order for the killed topology")  # fmt: skip
+    wait_for(
+        lambda: (
+            (n := site.node()) is not None
+            and n["online"]
+            and site.status().get("containers") == []
+            and site.status().get("topologies") == {}
+        ),
+        30,
+        "the master's stop order for the killed topology",
+    )
     agent_log = (daemons.tmp / f"{AGENT}.log").read_text()
     assert agent_log.count("resuming the edge subgraph of 'iot' from this agent's disk") == 2
     assert "agent gw-site0 runs iot/0, which the master does not give it" in master_log(daemons)
     orders = json.loads((daemons.tmp / AGENT / "orders.json").read_text())
     assert orders["runs"] == [] and orders["states"] == {}
     assert not (daemons.tmp / AGENT / "iot").exists()
-    record("node gone: forgotten (headwater nodes --forget), back as a new attach",
-           detect_s=round(forget_s, 2), recover_s=round(recover_s, 2), readings=0, lost=0,
-           duplicated=0)  # fmt: skip
+    record(
+        "node gone: forgotten (headwater nodes --forget), back as a new attach",
+        detect_s=round(forget_s, 2),
+        recover_s=round(recover_s, 2),
+        readings=0,
+        lost=0,
+        duplicated=0,
+    )

@@ -30,8 +30,9 @@ def test_restart_after_retention_trimmed_everything_loses_nothing(
     publish(mosquitto, first)
     wait_for(lambda: site.metric("mqtt_appended") == len(first), 30, "the first readings appended")
     # idle until retention has trimmed every record the edge checkpoints have passed
-    wait_for(lambda: site.metric("ingest_trimmed") == len(first), 60,
-             "the whole ingest log trimmed")  # fmt: skip
+    wait_for(
+        lambda: site.metric("ingest_trimmed") == len(first), 60, "the whole ingest log trimmed"
+    )
     site.stop_agent()
     restarted = time.monotonic()
     site.start_agent()
@@ -40,6 +41,9 @@ def test_restart_after_retention_trimmed_everything_loses_nothing(
     wait_for(lambda: site.metric("mqtt_appended") == len(then), 30, "the new readings appended")
     site.wait_all(everything)
     assert site.status()["health"] == "ok", site.status()["reasons"]
-    _report.record("agent restart after retention trimmed its whole ingest log", detect_s=None,
-                   recover_s=round(time.monotonic() - restarted, 1),
-                   **site.lost_and_duplicated(everything))  # fmt: skip
+    _report.record(
+        "agent restart after retention trimmed its whole ingest log",
+        detect_s=None,
+        recover_s=round(time.monotonic() - restarted, 1),
+        **site.lost_and_duplicated(everything),
+    )

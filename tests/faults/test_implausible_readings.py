@@ -40,8 +40,11 @@ def test_implausible_readings_are_dead_lettered_and_the_sensor_goes_on(
     split = next(i for i, (_, r) in enumerate(readings) if r["seq"] == 30)
     first, later = messages[:split], messages[split:]
     ahead = int(time.time() * 1000) + 5 * 3_600_000
-    first += [_bad(99_999_999, BASE_TS + 29_500), _bad(2**64, BASE_TS + 29_600),
-              _bad(29, ahead, sensor="s0-2")]  # fmt: skip
+    first += [
+        _bad(99_999_999, BASE_TS + 29_500),
+        _bad(2**64, BASE_TS + 29_600),
+        _bad(29, ahead, sensor="s0-2"),
+    ]
     expected = _expected([r for _, r in readings])
     env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "IOT_PARTITIONS": "2"}
 
@@ -61,26 +64,39 @@ def test_implausible_readings_are_dead_lettered_and_the_sensor_goes_on(
         detect_s = time.monotonic() - t0
         t1 = time.monotonic()
         _ingest(mosquitto, log, later)
-        wait_for(lambda: windows() == expected, 60,
-                 "every closed window, the later readings of s0-1 and s0-2 in it")  # fmt: skip
+        wait_for(
+            lambda: windows() == expected,
+            60,
+            "every closed window, the later readings of s0-1 and s0-2 in it",
+        )
         recover_s = time.monotonic() - t1
         # the reports reach /exceptions with the containers' heartbeats
-        exceptions = wait_for(lambda: (e := c.get("/exceptions")) and len(e) >= 3 and e, 30,
-                              "the dead letters listed under /exceptions")  # fmt: skip
+        exceptions = wait_for(
+            lambda: (e := c.get("/exceptions")) and len(e) >= 3 and e,
+            30,
+            "the dead letters listed under /exceptions",
+        )
         letters = dead()
 
     dedup = "last_seq" if file == "pipeline_dsl.py" else "dedup"
     future = next(d for d in letters if d[1].startswith(f"ts {ahead} "))
     received_ms = future[3][2]  # the record: [topic, payload, received_ms]
-    assert Counter((d[0], d[1]) for d in letters) == Counter({
-        (dedup, "seq 99999999 is 99999970 ahead of the sensor's last (29); at most 100000"): 1,
-        ("parse", f"seq and ts must be below 2**63, got seq {2**64}, ts {BASE_TS + 29_600}"): 1,
-        ("parse", f"ts {ahead} is 5.0 h ahead of its arrival ({received_ms}); at most 1 h"): 1,
-    }), letters  # fmt: skip
+    assert Counter((d[0], d[1]) for d in letters) == Counter(
+        {
+            (dedup, "seq 99999999 is 99999970 ahead of the sensor's last (29); at most 100000"): 1,
+            ("parse", f"seq and ts must be below 2**63, got seq {2**64}, ts {BASE_TS + 29_600}"): 1,
+            ("parse", f"ts {ahead} is 5.0 h ahead of its arrival ({received_ms}); at most 1 h"): 1,
+        }
+    ), letters
     assert all(d[2] == "" for d in letters)  # refused (DeadLetter): a reason, no traceback
     assert len(expected) == 2 * 5
     assert sum(e["message"].startswith("dead letter") for e in exceptions) == 3, exceptions
     rows = windows()
-    _report.record(f"implausible readings ({file})", detect_s=round(detect_s, 2),
-                   recover_s=round(recover_s, 2), readings=len(readings) + 3,
-                   lost=len(set(expected) - set(rows)), duplicated=0)  # fmt: skip
+    _report.record(
+        f"implausible readings ({file})",
+        detect_s=round(detect_s, 2),
+        recover_s=round(recover_s, 2),
+        readings=len(readings) + 3,
+        lost=len(set(expected) - set(rows)),
+        duplicated=0,
+    )

@@ -35,9 +35,22 @@ def _restart_master(daemons: Daemons) -> None:
     """Start the master again on the ports and state dir it had."""
     grpc_port, http_port = daemons.grpc.rsplit(":", 1)[1], daemons.http.rsplit(":", 1)[1]
     ready = daemons.tmp / "master-again.json"
-    daemons._spawn(["master", "--host", "127.0.0.1", "--port", grpc_port, "--http-port",
-                    http_port, "--state-dir", str(daemons.tmp / "master"), "--ready-file",
-                    str(ready)], "master-again.log")  # fmt: skip
+    daemons._spawn(
+        [
+            "master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            grpc_port,
+            "--http-port",
+            http_port,
+            "--state-dir",
+            str(daemons.tmp / "master"),
+            "--ready-file",
+            str(ready),
+        ],
+        "master-again.log",
+    )
     wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "the master again")
 
 
@@ -53,11 +66,22 @@ def test_master_killed_mid_checkpoint_loses_and_duplicates_nothing(
     try:
         wait_for(lambda: publisher.sent["site0"] >= 60, 30, "the first readings out")
         # the kill lands while a checkpoint is in progress, with some complete before it
-        wait_for(lambda: (daemons.api("/api/v1/topologies/iot/checkpoints")["latest_complete"]
-                          or 0) >= 2, 30, "two complete checkpoints")  # fmt: skip
-        wait_for(lambda: any(c["state"] == "IN_PROGRESS" for c in
-                             daemons.api("/api/v1/topologies/iot/checkpoints")["checkpoints"]),
-                 30, "a checkpoint in progress", interval=0.01)  # fmt: skip
+        wait_for(
+            lambda: (
+                (daemons.api("/api/v1/topologies/iot/checkpoints")["latest_complete"] or 0) >= 2
+            ),
+            30,
+            "two complete checkpoints",
+        )
+        wait_for(
+            lambda: any(
+                c["state"] == "IN_PROGRESS"
+                for c in daemons.api("/api/v1/topologies/iot/checkpoints")["checkpoints"]
+            ),
+            30,
+            "a checkpoint in progress",
+            interval=0.01,
+        )
         before = daemons.api("/api/v1/topologies/iot/checkpoints")["latest_complete"]
         master = daemons.procs[0]
         master.kill()
@@ -65,25 +89,45 @@ def test_master_killed_mid_checkpoint_loses_and_duplicates_nothing(
         killed = time.monotonic()
         _restart_master(daemons)
         nodes = {"w1", "gw-site0", "gw-site1"}
-        wait_for(lambda: {n["id"] for n in daemons.api("/api/v1/nodes") if n["online"]} == nodes,
-                 60, "the worker and both agents attached again")  # fmt: skip
+        wait_for(
+            lambda: {n["id"] for n in daemons.api("/api/v1/nodes") if n["online"]} == nodes,
+            60,
+            "the worker and both agents attached again",
+        )
         detect = time.monotonic() - killed
         # recovered: the cloud domain completes a checkpoint past the one it had
-        wait_for(lambda: (daemons.api("/api/v1/topologies/iot/checkpoints")["latest_complete"]
-                          or 0) > before, 60, "a new complete checkpoint")  # fmt: skip
+        wait_for(
+            lambda: (
+                (daemons.api("/api/v1/topologies/iot/checkpoints")["latest_complete"] or 0) > before
+            ),
+            60,
+            "a new complete checkpoint",
+        )
         recover = time.monotonic() - killed
         wait_for(lambda: not publisher.is_alive(), 120, "every reading published")
         expected = _expected([r for _, r in readings])
-        wait_for(lambda: _site_rows(out / "site_windows") == expected, 120,
-                 "every closed window, each reading counted once")  # fmt: skip
+        wait_for(
+            lambda: _site_rows(out / "site_windows") == expected,
+            120,
+            "every closed window, each reading counted once",
+        )
         assert len(expected) == 2 * 5  # the newest window of every sensor stays open
-        wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
-                 60, "both outboxes confirmed and empty")  # fmt: skip
+        wait_for(
+            lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
+            60,
+            "both outboxes confirmed and empty",
+        )
         assert committed_rows(out / "dead_letters") == []
         for n in sorted(nodes):
             assert _node(daemons, n)["health"] == "ok", _node(daemons, n)["reasons"]
-        record("master SIGKILLed mid-checkpoint, restarted", detect_s=detect,
-               recover_s=recover, readings=len(readings), lost=0, duplicated=0)  # fmt: skip
+        record(
+            "master SIGKILLed mid-checkpoint, restarted",
+            detect_s=detect,
+            recover_s=recover,
+            readings=len(readings),
+            lost=0,
+            duplicated=0,
+        )
     finally:
         publisher.stop.set()
         publisher.join(30)

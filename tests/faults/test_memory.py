@@ -38,8 +38,14 @@ def _flood(address: tuple[str, int]) -> None:
         pad = "x" * (16 << 10)
         infos = []
         for i in range(FLOOD):
-            reading = {"site": "flood", "sensor": "f", "seq": i, "ts": 1_790_000_000_000 + i,
-                       "value": 1.0, "pad": pad}  # fmt: skip
+            reading = {
+                "site": "flood",
+                "sensor": "f",
+                "seq": i,
+                "ts": 1_790_000_000_000 + i,
+                "value": 1.0,
+                "pad": pad,
+            }
             infos.append(client.publish("sensors/site0/flood", json.dumps(reading), qos=0))
         for info in infos:
             info.wait_for_publish(60)
@@ -78,8 +84,11 @@ def test_qos0_flood_while_paused_keeps_memory_bounded_and_counts_the_drops(
         flooded = time.monotonic()
         try:
             _flood(mosquitto)
-            wait_for(lambda: site.metric("mqtt_received") >= len(a) + FLOOD, 60,
-                     "the whole flood delivered to the agent")  # fmt: skip
+            wait_for(
+                lambda: site.metric("mqtt_received") >= len(a) + FLOOD,
+                60,
+                "the whole flood delivered to the agent",
+            )
             detect_s = time.monotonic() - flooded
         finally:
             done.set()
@@ -92,9 +101,12 @@ def test_qos0_flood_while_paused_keeps_memory_bounded_and_counts_the_drops(
         proxy.restore()
         restored = time.monotonic()
         site.wait_all(everything)  # every QoS 1 reading, once
-        _report.record("QoS 0 flood while ingestion is paused", detect_s=round(detect_s, 1),
-                       recover_s=round(time.monotonic() - restored, 1),
-                       **site.lost_and_duplicated(everything))  # fmt: skip
+        _report.record(
+            "QoS 0 flood while ingestion is paused",
+            detect_s=round(detect_s, 1),
+            recover_s=round(time.monotonic() - restored, 1),
+            **site.lost_and_duplicated(everything),
+        )
         print(f"RSS growth {growth >> 20} MiB, QoS 0 dropped {dropped:.0f} of {FLOOD}")
     finally:
         proxy.close()

@@ -59,20 +59,35 @@ def test_agent_rebooted_during_an_outage_resumes_from_its_own_disk(
         workdir = daemons.tmp / AGENT
         rows = readings(40)  # 120 readings
         sensors.publish(messages(rows[:30]))
-        wait_for(lambda: (n := site.node()) is not None and n["metrics"]["mqtt_appended"] >= 30
-                 and n["backlog_batches"] == 0 and n["metrics"]["ingest_trimmed"] >= 30, 60,
-                 "the first readings through, confirmed and trimmed")  # fmt: skip
+        wait_for(
+            lambda: (
+                (n := site.node()) is not None
+                and n["metrics"]["mqtt_appended"] >= 30
+                and n["backlog_batches"] == 0
+                and n["metrics"]["ingest_trimmed"] >= 30
+            ),
+            60,
+            "the first readings through, confirmed and trimmed",
+        )
         revision = site.status()["revisions"]["iot"]
 
         proxy.cut()
         cut_at = time.monotonic()
-        wait_for(lambda: (n := site.node()) is not None and not n["online"], 20,
-                 "the master to see the agent offline")  # fmt: skip
+        wait_for(
+            lambda: (n := site.node()) is not None and not n["online"],
+            20,
+            "the master to see the agent offline",
+        )
         detect_s = time.monotonic() - cut_at
         sensors.publish(messages(rows[30:75]))
-        wait_for(lambda: site.status()["backlog_batches"] > 0
-                 and site.status()["metrics"]["mqtt_appended"] >= 75, 30,
-                 "readings acknowledged and batches in the outbox while cut")  # fmt: skip
+        wait_for(
+            lambda: (
+                site.status()["backlog_batches"] > 0
+                and site.status()["metrics"]["mqtt_appended"] >= 75
+            ),
+            30,
+            "readings acknowledged and batches in the outbox while cut",
+        )
 
         site.stop_agent()  # SIGKILL, a reboot: its containers and instances die with it
         before = _outbox_batches(workdir)
@@ -80,21 +95,33 @@ def test_agent_rebooted_during_an_outage_resumes_from_its_own_disk(
         sensors.publish(messages(rows[75:]))  # the broker keeps them for the agent's session
 
         site.start_agent()  # the link is still cut: the master is out of reach
-        first = wait_for(lambda: (s := site.status())["backlog_batches"] != -1 and s, 30,
-                         "the restarted agent's /status")  # fmt: skip
+        first = wait_for(
+            lambda: (s := site.status())["backlog_batches"] != -1 and s,
+            30,
+            "the restarted agent's /status",
+        )
         assert first["backlog_batches"] >= before  # from its first answer on, never 0
-        wait_for(lambda: (s := site.status()).get("topologies") == {"iot": "RUNNING"}
-                 and s["revisions"] == {"iot": revision} and s["containers"] == ["iot/0"]
-                 and not s["attached"], 30,
-                 "the edge subgraph resumed from the agent's disk, offline")  # fmt: skip
+        wait_for(
+            lambda: (
+                (s := site.status()).get("topologies") == {"iot": "RUNNING"}
+                and s["revisions"] == {"iot": revision}
+                and s["containers"] == ["iot/0"]
+                and not s["attached"]
+            ),
+            30,
+            "the edge subgraph resumed from the agent's disk, offline",
+        )
 
         def settled() -> tuple[Any, ...]:
             s = site.status()
             m = s["metrics"]
             return (s["backlog_batches"], m.get("mqtt_appended"), m.get("ingest_trimmed"))
 
-        wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 45, 30,
-                 "the readings the broker kept, ingested after the reboot")  # fmt: skip
+        wait_for(
+            lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 45,
+            30,
+            "the readings the broker kept, ingested after the reboot",
+        )
         backlog, appended, trimmed = _steady(settled, 8.0, timeout=90)
         # processed and checkpointed offline: the outbox grew, the ingest log was trimmed
         assert backlog > before, (backlog, before)
@@ -109,24 +136,38 @@ def test_agent_rebooted_during_an_outage_resumes_from_its_own_disk(
         assert _outbox_batches(workdir) == backlog
 
         site.start_agent()
-        wait_for(lambda: site.status()["backlog_batches"] == backlog, 30,
-                 "the real backlog reported again after a restart, still offline")  # fmt: skip
+        wait_for(
+            lambda: site.status()["backlog_batches"] == backlog,
+            30,
+            "the real backlog reported again after a restart, still offline",
+        )
         proxy.restore()
         back_at = time.monotonic()
         want = expected(rows)
-        wait_for(lambda: site.windows() == want, 120,
-                 "every closed window, each reading counted once")  # fmt: skip
+        wait_for(
+            lambda: site.windows() == want, 120, "every closed window, each reading counted once"
+        )
         recover_s = time.monotonic() - back_at
-        wait_for(lambda: [(n["id"], n["online"], n["health"], n["backlog_batches"])
-                          for n in site.agents()] == [(site.agent_id(), True, "ok", 0)], 60,
-                 "the agent listed once, online, ok, its backlog confirmed")  # fmt: skip
+        wait_for(
+            lambda: (
+                [(n["id"], n["online"], n["health"], n["backlog_batches"]) for n in site.agents()]
+                == [(site.agent_id(), True, "ok", 0)]
+            ),
+            60,
+            "the agent listed once, online, ok, its backlog confirmed",
+        )
         assert site.windows() == want
         assert "Task was destroyed but it is pending" not in master_log(daemons)
         lost, dup = lost_and_duplicated(want, site.windows())
         assert (lost, dup) == (0, 0)
-        record("agent rebooted during an outage (link cut)", detect_s=round(detect_s, 2),
-               recover_s=round(recover_s, 2), readings=len(rows), lost=lost,
-               duplicated=dup)  # fmt: skip
+        record(
+            "agent rebooted during an outage (link cut)",
+            detect_s=round(detect_s, 2),
+            recover_s=round(recover_s, 2),
+            readings=len(rows),
+            lost=lost,
+            duplicated=dup,
+        )
     finally:
         proxy.close()
 
@@ -142,18 +183,29 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
         rows = readings(20)  # 60 readings
         proxy.cut()
         sensors.publish(messages(rows[:30]))
-        wait_for(lambda: site.status()["backlog_batches"] > 0
-                 and site.status()["metrics"]["mqtt_appended"] >= 30, 30,
-                 "readings acknowledged and batches in the outbox while cut")  # fmt: skip
+        wait_for(
+            lambda: (
+                site.status()["backlog_batches"] > 0
+                and site.status()["metrics"]["mqtt_appended"] >= 30
+            ),
+            30,
+            "readings acknowledged and batches in the outbox while cut",
+        )
         site.stop_agent()
         before = _outbox_batches(workdir)
         (zipped,) = (workdir / "packages").glob("*.zip")
         zipped.unlink()
         site.start_agent()
         detect_at = time.monotonic()
-        status = wait_for(lambda: (s := site.status()).get("health") == "degraded"
-                          and any(r.startswith("orders:iot") for r in s["reasons"]) and s, 30,
-                          "the agent degraded: an order it cannot resume")  # fmt: skip
+        status = wait_for(
+            lambda: (
+                (s := site.status()).get("health") == "degraded"
+                and any(r.startswith("orders:iot") for r in s["reasons"])
+                and s
+            ),
+            30,
+            "the agent degraded: an order it cannot resume",
+        )
         detect_s = time.monotonic() - detect_at
         assert status["topologies"] == {} and status["containers"] == []
         (reason,) = [r for r in status["reasons"] if not r.startswith("master: ")]
@@ -163,17 +215,28 @@ def test_an_order_whose_package_is_gone_is_not_resumed_and_says_so(
 
         proxy.restore()  # the master's order fetches the package again
         back_at = time.monotonic()
-        wait_for(lambda: (s := site.status()).get("topologies") == {"iot": "RUNNING"}
-                 and s["health"] == "ok" and s["containers"] == ["iot/0"], 60,
-                 "the edge subgraph running once the master sent the package")  # fmt: skip
+        wait_for(
+            lambda: (
+                (s := site.status()).get("topologies") == {"iot": "RUNNING"}
+                and s["health"] == "ok"
+                and s["containers"] == ["iot/0"]
+            ),
+            60,
+            "the edge subgraph running once the master sent the package",
+        )
         recover_s = time.monotonic() - back_at
         sensors.publish(messages(rows[30:]))
         want = expected(rows)
         wait_for(lambda: site.windows() == want, 90, "every closed window, each reading once")
         lost, dup = lost_and_duplicated(want, site.windows())
-        record("agent restarted offline without its package", detect_s=round(detect_s, 2),
-               recover_s=round(recover_s, 2), readings=len(rows), lost=lost,
-               duplicated=dup)  # fmt: skip
+        record(
+            "agent restarted offline without its package",
+            detect_s=round(detect_s, 2),
+            recover_s=round(recover_s, 2),
+            readings=len(rows),
+            lost=lost,
+            duplicated=dup,
+        )
     finally:
         proxy.close()
 
@@ -186,18 +249,29 @@ def test_a_deactivated_subgraph_stays_paused_after_a_reboot_offline(
     try:
         site = start_site(daemons, mosquitto, tmp_path, master=proxy.address)
         daemons.cli("deactivate", "iot")
-        wait_for(lambda: site.status().get("topologies") == {"iot": "PAUSED"}, 20,
-                 "the edge subgraph paused")  # fmt: skip
+        wait_for(
+            lambda: site.status().get("topologies") == {"iot": "PAUSED"},
+            20,
+            "the edge subgraph paused",
+        )
         proxy.cut()
         site.stop_agent()
         site.start_agent()
-        wait_for(lambda: (s := site.status()).get("topologies") == {"iot": "PAUSED"}
-                 and s["containers"] == ["iot/0"], 30,
-                 "the edge subgraph resumed from disk, still paused")  # fmt: skip
+        wait_for(
+            lambda: (
+                (s := site.status()).get("topologies") == {"iot": "PAUSED"}
+                and s["containers"] == ["iot/0"]
+            ),
+            30,
+            "the edge subgraph resumed from disk, still paused",
+        )
         rows = readings(20)
         sensors.publish(messages(rows))
-        wait_for(lambda: site.status()["metrics"].get("mqtt_appended", 0) >= len(rows), 30,
-                 "the readings ingested while paused")  # fmt: skip
+        wait_for(
+            lambda: site.status()["metrics"].get("mqtt_appended", 0) >= len(rows),
+            30,
+            "the readings ingested while paused",
+        )
         assert _steady(lambda: site.status()["backlog_batches"], 3.0) == 0  # nothing processed
 
         proxy.restore()
@@ -206,8 +280,13 @@ def test_a_deactivated_subgraph_stays_paused_after_a_reboot_offline(
         want = expected(rows)
         wait_for(lambda: site.windows() == want, 90, "every closed window, each reading once")
         lost, dup = lost_and_duplicated(want, site.windows())
-        record("deactivated agent rebooted during an outage", detect_s=None,
-               recover_s=round(time.monotonic() - back_at, 2), readings=len(rows), lost=lost,
-               duplicated=dup)  # fmt: skip
+        record(
+            "deactivated agent rebooted during an outage",
+            detect_s=None,
+            recover_s=round(time.monotonic() - back_at, 2),
+            readings=len(rows),
+            lost=lost,
+            duplicated=dup,
+        )
     finally:
         proxy.close()

@@ -34,8 +34,13 @@ def test_a_poison_record_on_an_agent_is_dead_lettered_and_the_site_goes_on(
     messages = [(t, json.dumps(r).encode()) for t, r in readings]
     first = [m for m, (_, r) in zip(messages, readings, strict=True) if r["seq"] < 20]
     later = [m for m, (_, r) in zip(messages, readings, strict=True) if r["seq"] >= 20]
-    jump = {"site": "site0", "sensor": "s0-1", "seq": 99_999_999, "ts": readings[0][1]["ts"],
-            "value": 1.0}  # fmt: skip
+    jump = {
+        "site": "site0",
+        "sensor": "s0-1",
+        "seq": 99_999_999,
+        "ts": readings[0][1]["ts"],
+        "value": 1.0,
+    }
     first += [("sensors/site0/deep", DEEP), ("sensors/site0/s0-1", json.dumps(jump).encode())]
     expected = _expected([r for _, r in readings])
 
@@ -48,24 +53,34 @@ def test_a_poison_record_on_an_agent_is_dead_lettered_and_the_site_goes_on(
     detect_s = time.monotonic() - t0
     t1 = time.monotonic()
     sensors.publish(later)
-    wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
-             "every closed window of both sites, site0's later readings in them")  # fmt: skip
+    wait_for(
+        lambda: _site_rows(out / "site_windows") == expected,
+        90,
+        "every closed window of both sites, site0's later readings in them",
+    )
     recover_s = time.monotonic() - t1
 
     letters = sorted(dead(), key=lambda d: str(d[0]))
     assert [(d[0], str(d[1]).split(" while")[0]) for d in letters] == [
         ("dedup", "seq 99999999 is 99999980 ahead of the sensor's last (19); at most 100000"),
         ("parse", "RecursionError: maximum recursion depth exceeded"),
-    ]  # fmt: skip
+    ]
     assert letters[1][3][0] == "sensors/site0/deep" and "RecursionError" in str(letters[1][2])
 
     def listed() -> set[str]:  # reported with the cloud containers' heartbeats
         exceptions = daemons.api("/api/v1/topologies/iot/exceptions")
         return {e["component"] for e in exceptions if e["message"].startswith("dead letter")}
 
-    wait_for(lambda: listed() == {"parse (agent gw-site0)", "dedup (agent gw-site0)"}, 30,
-             "both dead letters listed under the cloud's /exceptions")  # fmt: skip
-    _report.record("poison record on an agent (edge to cloud)", detect_s=round(detect_s, 2),
-                   recover_s=round(recover_s, 2), readings=len(readings),
-                   lost=len(set(expected) - set(_site_rows(out / "site_windows"))),
-                   duplicated=0)  # fmt: skip
+    wait_for(
+        lambda: listed() == {"parse (agent gw-site0)", "dedup (agent gw-site0)"},
+        30,
+        "both dead letters listed under the cloud's /exceptions",
+    )
+    _report.record(
+        "poison record on an agent (edge to cloud)",
+        detect_s=round(detect_s, 2),
+        recover_s=round(recover_s, 2),
+        readings=len(readings),
+        lost=len(set(expected) - set(_site_rows(out / "site_windows"))),
+        duplicated=0,
+    )

@@ -74,47 +74,71 @@ def test_poison_records_are_dead_lettered_once_and_the_rest_flows(
         t0 = time.monotonic()
         _ingest(mosquitto, log, first)
         payloads = {"sensors/site0/deep", "sensors/site0/huge"}
-        wait_for(lambda: {d[3][0] for d in dead() if d[0] == "parse"} >= payloads, 60,
-                 "the poison payloads' dead letters")  # fmt: skip
+        wait_for(
+            lambda: {d[3][0] for d in dead() if d[0] == "parse"} >= payloads,
+            60,
+            "the poison payloads' dead letters",
+        )
         detect_s = time.monotonic() - t0
         t1 = time.monotonic()
         _ingest(mosquitto, log, later)  # the topology still processes what follows
-        wait_for(lambda: sum(outputs().values()) >= sum(good.values()), 60,
-                 "every good reading, published before and after the poison")  # fmt: skip
+        wait_for(
+            lambda: sum(outputs().values()) >= sum(good.values()),
+            60,
+            "every good reading, published before and after the poison",
+        )
         recover_s = time.monotonic() - t1
         wait_for(lambda: len(dead()) >= 42, 30, "every dead letter")
 
         def counted() -> dict[str, tuple[int, int]]:
             m = c.metrics()["components"]
-            return {comp: (int(m[comp]["dead_letters"]), int(m[comp]["record_retries"]))
-                    for comp in COUNTED[api]}  # fmt: skip
+            return {
+                comp: (int(m[comp]["dead_letters"]), int(m[comp]["record_retries"]))
+                for comp in COUNTED[api]
+            }
 
         wait_for(lambda: counted() == COUNTED[api], 30, f"the metrics {COUNTED[api]}")
         if mode == "ATLEAST_ONCE" and api == "components":  # every record's tree completed
             spout = c.metrics()["components"]["readings"]
-            wait_for(lambda: c.metrics()["components"]["readings"]["acked"] == len(messages) + 2,
-                     30, "every record acked, the dead-lettered ones too")  # fmt: skip
+            wait_for(
+                lambda: c.metrics()["components"]["readings"]["acked"] == len(messages) + 2,
+                30,
+                "every record acked, the dead-lettered ones too",
+            )
             assert spout["failed"] == 0
 
         # the reports reach /exceptions with the containers' heartbeats
         def listed() -> Counter[str]:
-            return Counter(e["component"] for e in c.get("/exceptions")
-                           if e["message"].startswith("dead letter"))  # fmt: skip
+            return Counter(
+                e["component"]
+                for e in c.get("/exceptions")
+                if e["message"].startswith("dead letter")
+            )
 
-        wait_for(lambda: listed()["parse"] == 2 and listed()["check"] >= 10, 30,
-                 "the dead letters listed under /exceptions")  # fmt: skip
+        wait_for(
+            lambda: listed()["parse"] == 2 and listed()["check"] >= 10,
+            30,
+            "the dead letters listed under /exceptions",
+        )
         exceptions = c.get("/exceptions")
         got, letters = outputs(), dead()
 
     assert got == good  # every good reading exactly once
-    by_reason = Counter((d[0], d[1].split(" (")[0], d[3][0] if d[0] == "parse" else d[3][1])
-                        for d in letters)  # fmt: skip
-    assert by_reason == Counter({
-        ("parse", "RecursionError: maximum recursion depth exceeded while decoding a JSON "
-                  "array from a unicode string", "sensors/site0/deep"): 1,
-        ("parse", "a reading must be a JSON object", "sensors/site0/huge"): 1,
-        ("check", f"ValueError: sensor {BROKEN} is broken", BROKEN): 40,
-    })  # fmt: skip
+    by_reason = Counter(
+        (d[0], d[1].split(" (")[0], d[3][0] if d[0] == "parse" else d[3][1]) for d in letters
+    )
+    assert by_reason == Counter(
+        {
+            (
+                "parse",
+                "RecursionError: maximum recursion depth exceeded while decoding a JSON "
+                "array from a unicode string",
+                "sensors/site0/deep",
+            ): 1,
+            ("parse", "a reading must be a JSON object", "sensors/site0/huge"): 1,
+            ("check", f"ValueError: sensor {BROKEN} is broken", BROKEN): 40,
+        }
+    )
     assert sorted(d[3][2] for d in letters if d[0] == "check") == list(range(40))
     recursion = next(d for d in letters if d[3][0] == "sensors/site0/deep")
     assert "RecursionError" in recursion[2] and len(recursion[2]) <= 2003  # a short traceback
@@ -123,10 +147,14 @@ def test_poison_records_are_dead_lettered_once_and_the_rest_flows(
     reported = Counter(e["component"] for e in exceptions if e["message"].startswith("dead letter"))
     assert reported["parse"] == 2 and 10 <= reported["check"] < 40
     assert any("RecursionError" in e["message"] for e in exceptions)
-    _report.record(f"poison records ({api}, {mode})", detect_s=round(detect_s, 2),
-                   recover_s=round(recover_s, 2), readings=len(readings),
-                   lost=sum((good - got).values()),
-                   duplicated=sum((got - good).values()))  # fmt: skip
+    _report.record(
+        f"poison records ({api}, {mode})",
+        detect_s=round(detect_s, 2),
+        recover_s=round(recover_s, 2),
+        readings=len(readings),
+        lost=sum((good - got).values()),
+        duplicated=sum((got - good).values()),
+    )
 
 
 @pytest.mark.parametrize("api", ["components", "dsl"])
@@ -143,8 +171,13 @@ def test_exactly_once_decides_the_same_after_a_rollback(
     later = [m for m, (_, r) in zip(messages, readings, strict=True) if r["seq"] >= 20]
     first[50:50] = [("sensors/site0/deep", DEEP)]
     good = Counter((r["sensor"], r["seq"]) for _, r in readings if r["sensor"] != BROKEN)
-    env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "POISON_MODE": "EFFECTIVELY_ONCE",
-           "POISON_API": api, "POISON_FLAKY": "1"}  # fmt: skip
+    env = {
+        "IOT_LOG": str(log),
+        "IOT_OUT": str(out),
+        "POISON_MODE": "EFFECTIVELY_ONCE",
+        "POISON_API": api,
+        "POISON_FLAKY": "1",
+    }
     checker = "check" if api == "components" else "dedup"
 
     def outputs() -> Counter[tuple[str, int]]:
@@ -153,16 +186,27 @@ def test_exactly_once_decides_the_same_after_a_rollback(
 
     with running(POISON, env=env) as c:
         _ingest(mosquitto, log, first)
-        wait_for(lambda: sum(d[0] == "check" for d in rows(out / "dead_letters")) >= 5, 60,
-                 "some of the broken sensor's dead letters committed")  # fmt: skip
-        victim = next(int(m["pid"]) for m in c.metrics()["tasks"].values()
-                      if m["component"] == checker and "pid" in m)  # fmt: skip
+        wait_for(
+            lambda: sum(d[0] == "check" for d in rows(out / "dead_letters")) >= 5,
+            60,
+            "some of the broken sensor's dead letters committed",
+        )
+        victim = next(
+            int(m["pid"])
+            for m in c.metrics()["tasks"].values()
+            if m["component"] == checker and "pid" in m
+        )
         killed = time.monotonic()
         os.kill(victim, signal.SIGKILL)
         _ingest(mosquitto, log, later)
-        wait_for(lambda: sum(outputs().values()) >= sum(good.values())
-                 and len(rows(out / "dead_letters")) >= 41, 90,
-                 "every good reading and every dead letter after the rollback")  # fmt: skip
+        wait_for(
+            lambda: (
+                sum(outputs().values()) >= sum(good.values())
+                and len(rows(out / "dead_letters")) >= 41
+            ),
+            90,
+            "every good reading and every dead letter after the rollback",
+        )
         recover_s = time.monotonic() - killed
         restarts = c.metrics()["components"][checker]["restarts"]
         got, letters = outputs(), rows(out / "dead_letters")
@@ -171,9 +215,15 @@ def test_exactly_once_decides_the_same_after_a_rollback(
     assert got == good
     expected: Counter[tuple[str, Any]] = Counter([("parse", "sensors/site0/deep")])
     expected.update(("check", (BROKEN, seq)) for seq in range(40))
-    assert Counter((d[0], d[3][0] if d[0] == "parse" else (d[3][1], d[3][2]))
-                   for d in letters) == expected  # fmt: skip
-    _report.record(f"poison records, instance killed, replayed ({api}, EFFECTIVELY_ONCE)",
-                   detect_s=None, recover_s=round(recover_s, 2), readings=len(readings),
-                   lost=sum((good - got).values()),
-                   duplicated=sum((got - good).values()))  # fmt: skip
+    assert (
+        Counter((d[0], d[3][0] if d[0] == "parse" else (d[3][1], d[3][2])) for d in letters)
+        == expected
+    )
+    _report.record(
+        f"poison records, instance killed, replayed ({api}, EFFECTIVELY_ONCE)",
+        detect_s=None,
+        recover_s=round(recover_s, 2),
+        readings=len(readings),
+        lost=sum((good - got).values()),
+        duplicated=sum((got - good).values()),
+    )

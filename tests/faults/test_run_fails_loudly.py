@@ -24,17 +24,37 @@ BROKEN = Path(__file__).parent / "topologies" / "broken.py"
 pytestmark = pytest.mark.cluster
 
 CASES = [
-    ("ATMOST_ONCE", "init", "RuntimeError: the model file is missing",
-     'raise RuntimeError("the model file is missing")'),
-    ("ATLEAST_ONCE", "init", "RuntimeError: the model file is missing",
-     'raise RuntimeError("the model file is missing")'),
-    ("EFFECTIVELY_ONCE", "init", "RuntimeError: the model file is missing",
-     'raise RuntimeError("the model file is missing")'),
-    ("ATLEAST_ONCE", "open", "ConnectionError: the database refused the connection",
-     'raise ConnectionError("the database refused the connection")'),
-    ("EFFECTIVELY_ONCE", "open", "ConnectionError: the database refused the connection",
-     'raise ConnectionError("the database refused the connection")'),
-]  # fmt: skip
+    (
+        "ATMOST_ONCE",
+        "init",
+        "RuntimeError: the model file is missing",
+        'raise RuntimeError("the model file is missing")',
+    ),
+    (
+        "ATLEAST_ONCE",
+        "init",
+        "RuntimeError: the model file is missing",
+        'raise RuntimeError("the model file is missing")',
+    ),
+    (
+        "EFFECTIVELY_ONCE",
+        "init",
+        "RuntimeError: the model file is missing",
+        'raise RuntimeError("the model file is missing")',
+    ),
+    (
+        "ATLEAST_ONCE",
+        "open",
+        "ConnectionError: the database refused the connection",
+        'raise ConnectionError("the database refused the connection")',
+    ),
+    (
+        "EFFECTIVELY_ONCE",
+        "open",
+        "ConnectionError: the database refused the connection",
+        'raise ConnectionError("the database refused the connection")',
+    ),
+]
 
 
 @pytest.mark.parametrize(("mode", "where", "exception", "line"), CASES)
@@ -45,10 +65,25 @@ def test_a_component_that_cannot_start_ends_the_run_with_its_cause(
     began = time.monotonic()
     # --duration bounds the run the old way: it ended there with 0, after restarting forever
     proc = subprocess.Popen(
-        [sys.executable, "-m", "headwater", "run", str(BROKEN), "--containers", "2",
-         "--duration", "60", "--quiet", "--workdir", str(tmp_path / "run")],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "headwater",
+            "run",
+            str(BROKEN),
+            "--containers",
+            "2",
+            "--duration",
+            "60",
+            "--quiet",
+            "--workdir",
+            str(tmp_path / "run"),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen: set[psutil.Process] = set()  # every process the run started, as they come and go
     try:
         while time.monotonic() - began < 90:  # until the run exits, sampling its tree
@@ -64,9 +99,15 @@ def test_a_component_that_cannot_start_ends_the_run_with_its_cause(
             proc.communicate()
     took = time.monotonic() - began
     _, alive = psutil.wait_procs(list(seen), timeout=5)
-    record(f"run: a bolt raising in {'its constructor' if where == 'init' else 'open'} "
-           f"({mode.lower()})", detect_s=round(took, 1), recover_s=None, readings=0,
-           lost=0, duplicated=0)  # fmt: skip
+    record(
+        f"run: a bolt raising in {'its constructor' if where == 'init' else 'open'} "
+        f"({mode.lower()})",
+        detect_s=round(took, 1),
+        recover_s=None,
+        readings=0,
+        lost=0,
+        duplicated=0,
+    )
     assert proc.returncode == 1, (proc.returncode, out, err)
     assert "component 'model' (task 2) is crash-looping" in err, err
     assert exception in err, err
@@ -81,8 +122,9 @@ def test_wait_running_raises_the_crash_loop_instead_of_timing_out(tmp_path: Path
     from headwater.cloud.local import LocalCluster
     from headwater.common._exceptions import CrashLoopError
 
-    cluster = LocalCluster(BROKEN, containers=1, workdir=tmp_path / "run",
-                           env={"HW_TEST_MODE": "ATLEAST_ONCE"})  # fmt: skip
+    cluster = LocalCluster(
+        BROKEN, containers=1, workdir=tmp_path / "run", env={"HW_TEST_MODE": "ATLEAST_ONCE"}
+    )
     cluster.start()
     try:
         # a timeout would raise ClusterError: CrashLoopError says it stopped on the loop

@@ -47,8 +47,11 @@ def test_a_stopped_process_is_found_by_heartbeats_and_restarted(
         wait_for(lambda: len(committed_rows(out)) >= 1000, 60, "some committed output")
         epoch = cluster.summary()["epoch"]
         if target == "instance":
-            stopped = next(int(m["pid"]) for m in cluster.metrics()["tasks"].values()
-                           if m["component"] == "tally" and "pid" in m)  # fmt: skip
+            stopped = next(
+                int(m["pid"])
+                for m in cluster.metrics()["tasks"].values()
+                if m["component"] == "tally" and "pid" in m
+            )
         else:
             stopped = cluster.container_procs[1].pid
         os.kill(stopped, signal.SIGSTOP)
@@ -65,9 +68,14 @@ def test_a_stopped_process_is_found_by_heartbeats_and_restarted(
         finally:
             counts = Counter((r[0], r[1]) for r in committed_rows(out))
             want = {(f"k{i % KEYS}", i // KEYS) for i in range(n)}
-            record(f"a SIGSTOPped {target} (exactly once)", detect_s=round(detect, 1),
-                   recover_s=round(recover, 1), readings=n, lost=len(want - set(counts)),
-                   duplicated=sum(k - 1 for k in counts.values()))  # fmt: skip
+            record(
+                f"a SIGSTOPped {target} (exactly once)",
+                detect_s=round(detect, 1),
+                recover_s=round(recover, 1),
+                readings=n,
+                lost=len(want - set(counts)),
+                duplicated=sum(k - 1 for k in counts.values()),
+            )
         _check_exact(out, n)
         restarts = cluster.metrics()["components"]["tally"]["restarts"]
         assert target != "instance" or restarts >= 1

@@ -36,8 +36,11 @@ def test_a_restore_waiting_for_a_frozen_container_says_so(tmp_path: Path) -> Non
     with running(TOPOLOGIES / "exactly_once.py", containers=2, env=env) as c:
         wait_for(lambda: len(committed_rows(out)) >= 1000, 60, "some committed output")
         frozen = c.container_procs[1]
-        victim = next(int(m["pid"]) for m in c.metrics()["tasks"].values()
-                      if m["container"] == 0 and "pid" in m)  # fmt: skip
+        victim = next(
+            int(m["pid"])
+            for m in c.metrics()["tasks"].values()
+            if m["container"] == 0 and "pid" in m
+        )
         os.kill(frozen.pid, signal.SIGSTOP)
         try:
             t0 = time.monotonic()
@@ -46,8 +49,11 @@ def test_a_restore_waiting_for_a_frozen_container_says_so(tmp_path: Path) -> Non
             def says_why() -> dict[str, object] | None:
                 s = c.summary()["status"]
                 waits = " | ".join(s["waiting_for"])
-                ok = (s["state"] == "RESTORING" and "container 1 has not restored" in waits
-                      and "container 1 has sent no heartbeat" in waits)  # fmt: skip
+                ok = (
+                    s["state"] == "RESTORING"
+                    and "container 1 has not restored" in waits
+                    and "container 1 has sent no heartbeat" in waits
+                )
                 return s if ok else None
 
             status = wait_for(says_why, 30, "the master to say what the restore waits for")
@@ -55,8 +61,9 @@ def test_a_restore_waiting_for_a_frozen_container_says_so(tmp_path: Path) -> Non
             assert c.metrics()["status"]["state"] == "RESTORING"
             wait_for(lambda: c.summary()["status"]["for_s"] >= 3, 30, "time to pass")
             cmd = [sys.executable, "-m", "headwater", "status"]
-            shown = subprocess.run(cmd, capture_output=True, check=True, text=True,
-                                   timeout=30).stdout  # fmt: skip
+            shown = subprocess.run(
+                cmd, capture_output=True, check=True, text=True, timeout=30
+            ).stdout
             assert "state RESTORING  for " in shown, shown
             assert "waiting for: container 1 has not restored checkpoint" in shown, shown
             assert "waiting for: container 1 has sent no heartbeat for " in shown, shown
@@ -73,8 +80,12 @@ def test_a_restore_waiting_for_a_frozen_container_says_so(tmp_path: Path) -> Non
             rows = committed_rows(out)
             counts = Counter((r[0], r[1]) for r in rows)
             want = {(f"k{i % KEYS}", i // KEYS) for i in range(n)}
-            record("a frozen container during a restore (reported, then thawed)",
-                   detect_s=round(detect, 1), recover_s=round(recover, 1), readings=n,
-                   lost=len(want - set(counts)),
-                   duplicated=sum(k - 1 for k in counts.values()))  # fmt: skip
+            record(
+                "a frozen container during a restore (reported, then thawed)",
+                detect_s=round(detect, 1),
+                recover_s=round(recover, 1),
+                readings=n,
+                lost=len(want - set(counts)),
+                duplicated=sum(k - 1 for k in counts.values()),
+            )
         _check_exact(out, n)

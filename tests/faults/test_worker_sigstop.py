@@ -72,7 +72,12 @@ def test_a_stopped_container_on_a_worker_is_killed_and_restarted(
     finally:
         counts = Counter((r[0], r[1]) for r in committed_rows(out))
         want = {(f"k{i % KEYS}", i // KEYS) for i in range(n)}
-        record("worker: a SIGSTOPped container (exactly once)", detect_s=round(detect, 1),
-               recover_s=round(recover, 1), readings=n, lost=len(want - set(counts)),
-               duplicated=sum(k - 1 for k in counts.values()))  # fmt: skip
+        record(
+            "worker: a SIGSTOPped container (exactly once)",
+            detect_s=round(detect, 1),
+            recover_s=round(recover, 1),
+            readings=n,
+            lost=len(want - set(counts)),
+            duplicated=sum(k - 1 for k in counts.values()),
+        )
     _check_exact(out, n)

@@ -36,10 +36,15 @@ def test_word_count_clone_repartition_and_outer_join(tmp_path: Path) -> None:
     with running(TOPOLOGY, env={"STREAMLET_OUT": str(out)}) as c:
         plan = c.get("/plan")
         assert len([i for i in plan["instances"] if i["component"] == "repartition-3"]) == 3
-        wait_for(lambda: sum(n for _, n in _read(out, "counts")) >= len(words)
-                 and len(_read(out, "copies")) >= len(words)
-                 and len(_read(out, "joined")) >= 12 + 4, 60,
-                 "the counts, the copies and the joins")  # fmt: skip
+        wait_for(
+            lambda: (
+                sum(n for _, n in _read(out, "counts")) >= len(words)
+                and len(_read(out, "copies")) >= len(words)
+                and len(_read(out, "joined")) >= 12 + 4
+            ),
+            60,
+            "the counts, the copies and the joins",
+        )
     # an int tumbling window: summed over its windows, each word's count is exact
     totals: Counter[str] = Counter()
     for word, n in _read(out, "counts"):
@@ -64,8 +69,7 @@ def test_word_count_clone_repartition_and_outer_join(tmp_path: Path) -> None:
     pairs = [(a, b) for k, (a, b) in joined if a is not None and b is not None]
     if not any(k in ("k3", "k4", "k5") and None in (a, b) for k, (a, b) in joined):
         # both sides of k3..k5 fell in one window: every pairing, once
-        expected = sorted((a, b) for a, ka in lefts.items() for b, kb in rights.items()
-                          if ka == kb)  # fmt: skip
+        expected = sorted((a, b) for a, ka in lefts.items() for b, kb in rights.items() if ka == kb)
         assert sorted(pairs) == expected
     assert left and right
 
@@ -73,8 +77,11 @@ def test_word_count_clone_repartition_and_outer_join(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["streamlet_word_count.py", "streamlet_join.py"])
 def test_heron_streamlet_examples_run(name: str) -> None:
     with running(EXAMPLES / "heron" / name) as c:
-        wait_for(lambda: any(m.get("executed", 0) > 0 for m in c.metrics()["components"].values()
-                             if m), 60, "records moving")  # fmt: skip
+        wait_for(
+            lambda: any(m.get("executed", 0) > 0 for m in c.metrics()["components"].values() if m),
+            60,
+            "records moving",
+        )
 
 
 def test_window_config_takes_ints_and_timedeltas() -> None:

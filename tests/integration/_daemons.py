@@ -25,9 +25,23 @@ class Daemons:
 
     def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
         ready = self.tmp / "master.json"
-        self._spawn(["master", "--host", host, "--port", str(free_port()),
-                     "--http-port", str(free_port()), "--state-dir", str(self.tmp / "master"),
-                     "--ready-file", str(ready)], "master.log", netns=netns)  # fmt: skip
+        self._spawn(
+            [
+                "master",
+                "--host",
+                host,
+                "--port",
+                str(free_port()),
+                "--http-port",
+                str(free_port()),
+                "--state-dir",
+                str(self.tmp / "master"),
+                "--ready-file",
+                str(ready),
+            ],
+            "master.log",
+            netns=netns,
+        )
         self.netns = netns
         info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
         self.grpc, self.http = info["grpc"], info["http"]
@@ -43,9 +57,12 @@ class Daemons:
         """``host``: where its stream managers listen (agents elsewhere dial their ingress)."""
         ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
         where = ["--host", host] if host else []
-        proc = self._spawn(["worker", "--master", self.grpc, *ident, *where,
-                            "--workdir", str(self.tmp / name)], f"{name}.log", env,
-                           netns=netns)  # fmt: skip
+        proc = self._spawn(
+            ["worker", "--master", self.grpc, *ident, *where, "--workdir", str(self.tmp / name)],
+            f"{name}.log",
+            env,
+            netns=netns,
+        )
         return psutil.Process(proc.pid)
 
     def start_agent(
@@ -54,24 +71,33 @@ class Daemons:
         """An agent whose workdir is ``name``'s; ``with_id=False``: no ``--id`` (it keeps the
         one it generated in its workdir), as the systemd unit runs it. Logs append."""
         ident = ["--id", name] if with_id else []
-        proc = self._spawn(["agent", *ident, "--workdir", str(self.tmp / name), *args],
-                           f"{name}.log", netns=netns)  # fmt: skip
+        proc = self._spawn(
+            ["agent", *ident, "--workdir", str(self.tmp / name), *args], f"{name}.log", netns=netns
+        )
         return psutil.Process(proc.pid)
 
-    def _spawn(self, args: list[str], log: str, env: dict[str, str] | None = None,
-               netns: str | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
+    def _spawn(
+        self, args: list[str], log: str, env: dict[str, str] | None = None, netns: str | None = None
+    ) -> subprocess.Popen[bytes]:
         prefix = ["ip", "netns", "exec", netns] if netns else []
         with open(self.tmp / log, "ab") as out:  # a restarted daemon's log goes on
-            proc = subprocess.Popen([*prefix, sys.executable, "-m", "headwater", *args],
-                                    stdout=out, stderr=out,
-                                    env={**os.environ, **(env or {})})  # fmt: skip
+            proc = subprocess.Popen(
+                [*prefix, sys.executable, "-m", "headwater", *args],
+                stdout=out,
+                stderr=out,
+                env={**os.environ, **(env or {})},
+            )
         self.procs.append(proc)
         return proc
 
     def cli(self, *args: str) -> str:
-        return subprocess.run([sys.executable, "-m", "headwater", *args, "--master", self.http],
-                              capture_output=True, text=True, timeout=60,
-                              check=True).stdout  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "headwater", *args, "--master", self.http],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
 
     def api(self, path: str) -> Any:
         if getattr(self, "netns", None):  # the master lives in a namespace of its own
@@ -79,9 +105,13 @@ class Daemons:
                 f"import urllib.request,sys;"
                 f"sys.stdout.write(urllib.request.urlopen({self.http + path!r}).read().decode())"
             )
-            out = subprocess.run(["ip", "netns", "exec", str(self.netns), sys.executable, "-c",
-                                  code], capture_output=True, text=True, timeout=30,
-                                 check=True).stdout  # fmt: skip
+            out = subprocess.run(
+                ["ip", "netns", "exec", str(self.netns), sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
             return json.loads(out)
         with urllib.request.urlopen(f"{self.http}{path}", timeout=5) as r:
             return json.loads(r.read())

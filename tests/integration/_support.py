@@ -41,8 +41,10 @@ def kill_at_random_moments(
             victim = rng.choice([int(m["pid"]) for m in tasks.values() if "pid" in m])
             os.kill(victim, signal.SIGKILL)
         elif kind == "container":
-            os.kill(cluster.container_procs[rng.randrange(len(cluster.container_procs))].pid,
-                    signal.SIGKILL)  # fmt: skip
+            os.kill(
+                cluster.container_procs[rng.randrange(len(cluster.container_procs))].pid,
+                signal.SIGKILL,
+            )
         else:
             assert cluster.tmaster is not None
             os.kill(cluster.tmaster.pid, signal.SIGKILL)

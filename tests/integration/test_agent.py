@@ -27,11 +27,27 @@ def test_agent_attaches_with_labels_and_ingests_mqtt(
 ) -> None:
     host, port = mosquitto
     daemons.start_master()
-    agent = daemons.start_agent("gw-north", "--master", daemons.grpc, "--label", "site=north",
-                                "--label", "gpu=no", "--mqtt", f"{host}:{port}")  # fmt: skip
-    view = wait_for(lambda: (a := _agent(daemons)) and a["online"]
-                    and a["metrics"].get("mqtt_connected") == 1.0 and a, 30,
-                    "the agent online with MQTT connected")  # fmt: skip
+    agent = daemons.start_agent(
+        "gw-north",
+        "--master",
+        daemons.grpc,
+        "--label",
+        "site=north",
+        "--label",
+        "gpu=no",
+        "--mqtt",
+        f"{host}:{port}",
+    )
+    view = wait_for(
+        lambda: (
+            (a := _agent(daemons))
+            and a["online"]
+            and a["metrics"].get("mqtt_connected") == 1.0
+            and a
+        ),
+        30,
+        "the agent online with MQTT connected",
+    )
     assert view["kind"] == "agent"
     assert view["labels"] == {"site": "north", "gpu": "no"}
     assert view["version"] == "0.1.0"
@@ -47,8 +63,11 @@ def test_agent_attaches_with_labels_and_ingests_mqtt(
         pub.publish(f"sensors/t{i % 3}", json.dumps({"seq": i}), qos=1).wait_for_publish(10)
     pub.disconnect()
     pub.loop_stop()
-    wait_for(lambda: (a := _agent(daemons)) and a["metrics"].get("mqtt_appended") == 50, 30,
-             "the readings in the agent's durable log")  # fmt: skip
+    wait_for(
+        lambda: (a := _agent(daemons)) and a["metrics"].get("mqtt_appended") == 50,
+        30,
+        "the readings in the agent's durable log",
+    )
 
     agent.terminate()
     agent.wait(20)

@@ -78,8 +78,9 @@ def test_a_component_that_fails_to_start_is_named_in_its_report(out_dir: Path) -
         wait_for(lambda: set(_sink_seqs(out_dir)) == set(range(100)), 60, "every seq at the sink")
         (report,) = wait_for(lambda: c.get("/exceptions"), 30, "the exception report")
         assert (report["component"], report["message"]) == (
-            "relay", "RuntimeError: relay cannot start",
-        )  # fmt: skip
+            "relay",
+            "RuntimeError: relay cannot start",
+        )
 
 
 def test_bolt_sigkilled_mid_run(out_dir: Path) -> None:

@@ -15,9 +15,12 @@ def test_demo_runs_and_stops() -> None:
     # the embedded broker: what a fresh machine without Mosquitto gets
     proc = subprocess.run(
         [sys.executable, "-m", "headwater", "demo", "--duration", "16"],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={**os.environ, "HEADWATER_DEMO_BROKER": "embedded"},
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "MQTT: embedded broker (amqtt) on 127.0.0.1:" in out

@@ -21,10 +21,15 @@ def test_windowed_pipeline_fuses_and_counts_every_window_once(tmp_path: Path) ->
     out = tmp_path / "out"
     count = 300
     expected = sorted(
-        [f"s{k}", w * 10_000, sum(i for i in range(w * 10, w * 10 + 10) if i % 3 == k),
-         len([i for i in range(w * 10, w * 10 + 10) if i % 3 == k])]
-        for k in range(3) for w in range(count // 10)
-    )  # fmt: skip
+        [
+            f"s{k}",
+            w * 10_000,
+            sum(i for i in range(w * 10, w * 10 + 10) if i % 3 == k),
+            len([i for i in range(w * 10, w * 10 + 10) if i % 3 == k]),
+        ]
+        for k in range(3)
+        for w in range(count // 10)
+    )
     with running(PIPELINE, env={"DSL_OUT": str(out), "DSL_COUNT": str(count)}) as c:
         plan = c.get("/plan")
         assert plan["fused"] == {
@@ -45,10 +50,12 @@ def test_outer_window_join_on_a_cluster(tmp_path: Path) -> None:
     expected: list[list[Any]] = []
     for w in range(4):
         for k in range(5):
-            orders = [o["order"] for o in topo["ORDERS"]
-                      if o["c"] == f"c{k}" and o["ts"] // 10_000 == w]  # fmt: skip
-            paid = [q["paid"] for q in topo["PAYMENTS"]
-                    if q["c"] == f"c{k}" and q["ts"] // 10_000 == w]  # fmt: skip
+            orders = [
+                o["order"] for o in topo["ORDERS"] if o["c"] == f"c{k}" and o["ts"] // 10_000 == w
+            ]
+            paid = [
+                q["paid"] for q in topo["PAYMENTS"] if q["c"] == f"c{k}" and q["ts"] // 10_000 == w
+            ]
             expected += [[o, q] for o in orders for q in paid]
             expected += [[o, None] for o in orders] if not paid else []
             expected += [[None, q] for q in paid] if not orders else []
@@ -85,8 +92,7 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
     cluster.supervise()
     try:
         cluster.wait_running(timeout=60)
-        kill_at_random_moments(cluster, rng, kills, lambda: len(_rows(out)), (20, 150),
-                               len(want))  # fmt: skip
+        kill_at_random_moments(cluster, rng, kills, lambda: len(_rows(out)), (20, 150), len(want))
         wait_for(lambda: len(_rows(out)) >= len(want), 240, "every closed window at the sink")
         wait_for(lambda: cluster.summary()["state"] == "RUNNING", 60, "the topology to run")
         assert sorted(tuple(r) for r in _rows(out)) == want

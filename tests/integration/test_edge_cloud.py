@@ -79,8 +79,17 @@ def _instances(proc: psutil.Process) -> dict[int, int]:
 
 def _agent_args(mosquitto: tuple[str, int], site: str, master: str, *more: str) -> list[str]:
     host, port = mosquitto
-    return ["--master", master, "--label", f"site={site}", "--mqtt", f"{host}:{port}",
-            "--topic", f"sensors/{site}/#", *more]  # fmt: skip
+    return [
+        "--master",
+        master,
+        "--label",
+        f"site={site}",
+        "--mqtt",
+        f"{host}:{port}",
+        "--topic",
+        f"sensors/{site}/#",
+        *more,
+    ]
 
 
 def _start_cluster(
@@ -96,13 +105,21 @@ def _start_cluster(
     worker = daemons.start_worker("w1", env={"IOT_OUT": str(out)})
     args = agent_args or {s: _agent_args(mosquitto, s, daemons.grpc) for s in SITES}
     agents = {site: daemons.start_agent(f"gw-{site}", *args[site]) for site in SITES}
-    wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3, 30,
-             "the worker and both agents online")  # fmt: skip
+    wait_for(
+        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
+        30,
+        "the worker and both agents online",
+    )
     daemons.cli("submit", str(PIPELINE))
-    wait_for(lambda: all(_node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
-                         and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected")
-                         for s in SITES), 60,
-             "both agents subscribed and their uplinks open")  # fmt: skip
+    wait_for(
+        lambda: all(
+            _node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
+            and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected")
+            for s in SITES
+        ),
+        60,
+        "both agents subscribed and their uplinks open",
+    )
     return worker, agents, out
 
 
@@ -111,8 +128,9 @@ def test_iot_example_runs_across_worker_and_two_agents(
 ) -> None:
     status = {s: free_port() for s in SITES}
     daemons.start_master()
-    args = {s: _agent_args(mosquitto, s, daemons.grpc, "--status-port", str(status[s]))
-            for s in SITES}  # fmt: skip
+    args = {
+        s: _agent_args(mosquitto, s, daemons.grpc, "--status-port", str(status[s])) for s in SITES
+    }
     worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
 
     readings = list(SENSORS["readings"](2, 3, 40))
@@ -124,13 +142,15 @@ def test_iot_example_runs_across_worker_and_two_agents(
     wait_for(
         lambda: len(committed_rows(out / "dead_letters")) == len(MALFORMED), 90, "the dead letters"
     )
-    wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
-             "every closed window of both sites at the cloud sink")  # fmt: skip
+    wait_for(
+        lambda: _site_rows(out / "site_windows") == expected,
+        90,
+        "every closed window of both sites at the cloud sink",
+    )
     assert len(expected) == 2 * 3  # 2 sites x 3 closed windows
     dead = committed_rows(out / "dead_letters")  # [component, reason, traceback, record]
     reasons = sorted(d[1] for d in dead)
-    for (_payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
-                                       strict=True):  # fmt: skip
+    for (_payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons, strict=True):
         assert reason in got
     assert all(d[0] == "parse" and d[3][0] == "sensors/site1/bad" for d in dead)
 
@@ -141,37 +161,61 @@ def test_iot_example_runs_across_worker_and_two_agents(
     for site, agent in agents.items():
         here = _instances(agent)
         assert sorted(edge_components[t] for t in here) == sorted(
-            ["readings", "parse", "dedup", "smooth", "anomaly", "__outbox__parse",
-             "__outbox__dedup", "__outbox__smooth", "__outbox__anomaly"]
-        ), site  # fmt: skip
+            [
+                "readings",
+                "parse",
+                "dedup",
+                "smooth",
+                "anomaly",
+                "__outbox__parse",
+                "__outbox__dedup",
+                "__outbox__smooth",
+                "__outbox__anomaly",
+            ]
+        ), site
     cloud_ids = task_ids(cloud_part(full))
     cloud_components = {t: c for c, ts in cloud_ids.items() for t in ts}
     on_worker = _instances(worker)
     assert sorted(cloud_components[t] for t in on_worker) == sorted(
         ["parse", "dedup", "smooth", "anomaly", "windows", "site", "site_windows", "dead_letters"]
     )  # the receivers stand in for the edge components (their dead letters too) by name
-    master_pids = {int(m["pid"]) for m in
-                   daemons.api("/api/v1/topologies/iot/metrics")["tasks"].values()}  # fmt: skip
+    master_pids = {
+        int(m["pid"]) for m in daemons.api("/api/v1/topologies/iot/metrics")["tasks"].values()
+    }
     assert master_pids == set(on_worker.values())
     for agent in agents.values():
         assert not master_pids & set(_instances(agent).values())
     # the outboxes drain once the cloud has checkpointed everything
-    wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0
-                         for s in SITES), 30, "the outboxes empty")  # fmt: skip
+    wait_for(
+        lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
+        30,
+        "the outboxes empty",
+    )
 
     # retention: each ingest log is trimmed to what the edge checkpoints have passed
-    wait_for(lambda: all((m := _node(daemons, f"gw-{s}")["metrics"]).get("ingest_trimmed")
-                         == m["mqtt_appended"] for s in SITES), 30,
-             "both ingest logs trimmed")  # fmt: skip
+    wait_for(
+        lambda: all(
+            (m := _node(daemons, f"gw-{s}")["metrics"]).get("ingest_trimmed") == m["mqtt_appended"]
+            for s in SITES
+        ),
+        30,
+        "both ingest logs trimmed",
+    )
 
     # deactivate and activate through the master reach the agents' edge subgraphs too
     daemons.cli("deactivate", "iot")
-    wait_for(lambda: all(_status(status[s]).get("topologies") == {"iot": "PAUSED"}
-                         for s in SITES), 20, "both edge subgraphs paused")  # fmt: skip
+    wait_for(
+        lambda: all(_status(status[s]).get("topologies") == {"iot": "PAUSED"} for s in SITES),
+        20,
+        "both edge subgraphs paused",
+    )
     assert "state PAUSED" in daemons.cli("status", "iot")
     daemons.cli("activate", "iot")
-    wait_for(lambda: all(_status(status[s]).get("topologies") == {"iot": "RUNNING"}
-                         for s in SITES), 20, "both edge subgraphs running again")  # fmt: skip
+    wait_for(
+        lambda: all(_status(status[s]).get("topologies") == {"iot": "RUNNING"} for s in SITES),
+        20,
+        "both edge subgraphs running again",
+    )
     log = (tmp_path / "gw-site0.log").read_text()
     assert re.search(r"^ts=\S+Z level=INFO role=agent pid=\d+ logger=headwater\.", log, re.M)
 
@@ -229,13 +273,27 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
     publisher: SteadySensors | None = None
     try:
         args = {
-            "site0": _agent_args(mosquitto, "site0", proxies["site0"].address,
-                                 "--status-port", str(status["site0"]),
-                                 "--ingress-proxy", proxies["site0"].address),
-            "site1": _agent_args(mosquitto, "site1", proxies["site1"].address,
-                                 "--status-port", str(status["site1"]), "--outbox-budget", "3000",
-                                 "--ingress-proxy", proxies["site1"].address),
-        }  # fmt: skip
+            "site0": _agent_args(
+                mosquitto,
+                "site0",
+                proxies["site0"].address,
+                "--status-port",
+                str(status["site0"]),
+                "--ingress-proxy",
+                proxies["site0"].address,
+            ),
+            "site1": _agent_args(
+                mosquitto,
+                "site1",
+                proxies["site1"].address,
+                "--status-port",
+                str(status["site1"]),
+                "--outbox-budget",
+                "3000",
+                "--ingress-proxy",
+                proxies["site1"].address,
+            ),
+        }
         _worker, _agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
         readings = list(SENSORS["readings"](2, 3, 130))
         publisher = SteadySensors(sensors, [(t, json.dumps(r).encode()) for t, r in readings], 10)
@@ -244,21 +302,38 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
         for p in proxies.values():
             p.cut()
         cut_at = time.monotonic()
-        wait_for(lambda: not _node(daemons, "gw-site0")["online"]
-                 and not _node(daemons, "gw-site1")["online"], 20,
-                 "both agents offline at the master")  # fmt: skip
+        wait_for(
+            lambda: (
+                not _node(daemons, "gw-site0")["online"]
+                and not _node(daemons, "gw-site1")["online"]
+            ),
+            20,
+            "both agents offline at the master",
+        )
 
         # site0: the outbox grows while the link is down, and the agent shows it
-        first = wait_for(lambda: (b := _status(status["site0"])["backlog_batches"]) > 0 and b,
-                         30, "a backlog at site0")  # fmt: skip
-        wait_for(lambda: _status(status["site0"])["backlog_batches"] > first + 3, 30,
-                 "site0's backlog growing")  # fmt: skip
+        first = wait_for(
+            lambda: (b := _status(status["site0"])["backlog_batches"]) > 0 and b,
+            30,
+            "a backlog at site0",
+        )
+        wait_for(
+            lambda: _status(status["site0"])["backlog_batches"] > first + 3,
+            30,
+            "site0's backlog growing",
+        )
         # site1: the outbox is full, ingestion paused, the broker holds the rest
-        wait_for(lambda: _status(status["site1"])["metrics"]["mqtt_paused"] == 1.0, 40,
-                 "site1's ingestion paused by its full outbox")  # fmt: skip
+        wait_for(
+            lambda: _status(status["site1"])["metrics"]["mqtt_paused"] == 1.0,
+            40,
+            "site1's ingestion paused by its full outbox",
+        )
         held_from = _steady(lambda: _status(status["site1"])["metrics"]["mqtt_appended"], 2.0)
-        wait_for(lambda: publisher.sent["site1"] > held_from + 20, 40,
-                 "readings published past what site1 took")  # fmt: skip
+        wait_for(
+            lambda: publisher.sent["site1"] > held_from + 20,
+            40,
+            "readings published past what site1 took",
+        )
         assert _status(status["site1"])["metrics"]["mqtt_appended"] == held_from
         assert _status(status["site1"])["backlog_bytes"] >= 3000
         assert not (out / "site_windows").exists() or True  # the cloud keeps what it had
@@ -270,11 +345,17 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
             p.restore()
         assert publisher.sent == {"site0": 390, "site1": 390}
         expected = _expected([r for _, r in readings])
-        wait_for(lambda: _site_rows(out / "site_windows") == expected, 120,
-                 "every closed window, each reading counted once")  # fmt: skip
+        wait_for(
+            lambda: _site_rows(out / "site_windows") == expected,
+            120,
+            "every closed window, each reading counted once",
+        )
         assert len(expected) == 2 * 12
-        wait_for(lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
-                 60, "both outboxes confirmed and empty")  # fmt: skip
+        wait_for(
+            lambda: all(_node(daemons, f"gw-{s}")["backlog_batches"] == 0 for s in SITES),
+            60,
+            "both outboxes confirmed and empty",
+        )
         assert _status(status["site1"])["metrics"]["mqtt_appended"] >= 390
         assert committed_rows(out / "dead_letters") == []
     finally:
@@ -311,21 +392,35 @@ def test_agent_killed_while_offline_loses_and_duplicates_nothing(
         sensors.publish(messages[:60])
         proxy.cut()
         sensors.publish(messages[60:half])
-        wait_for(lambda: _status(port)["backlog_batches"] > 0
-                 and _status(port)["metrics"]["mqtt_appended"] >= half // 2, 30,
-                 "site0's readings acknowledged and in its outbox")  # fmt: skip
+        wait_for(
+            lambda: (
+                _status(port)["backlog_batches"] > 0
+                and _status(port)["metrics"]["mqtt_appended"] >= half // 2
+            ),
+            30,
+            "site0's readings acknowledged and in its outbox",
+        )
         agents["site0"].kill()  # SIGKILL: its containers and instances die with it
         agents["site0"].wait(10)
         sensors.publish(messages[half:])  # the broker keeps site0's for its session
         daemons.start_agent("gw-site0", *args["site0"])
-        wait_for(lambda: _status(port)["metrics"].get("mqtt_connected") == 1.0, 30,
-                 "the restarted agent subscribed again")  # fmt: skip
+        wait_for(
+            lambda: _status(port)["metrics"].get("mqtt_connected") == 1.0,
+            30,
+            "the restarted agent subscribed again",
+        )
         proxy.restore()
         expected = _expected([r for _, r in readings])
-        wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
-                 "every closed window, each reading counted once")  # fmt: skip
-        wait_for(lambda: _node(daemons, "gw-site0")["backlog_batches"] == 0, 60,
-                 "site0's outbox confirmed and empty")  # fmt: skip
+        wait_for(
+            lambda: _site_rows(out / "site_windows") == expected,
+            90,
+            "every closed window, each reading counted once",
+        )
+        wait_for(
+            lambda: _node(daemons, "gw-site0")["backlog_batches"] == 0,
+            60,
+            "site0's outbox confirmed and empty",
+        )
     finally:
         proxy.close()
 
@@ -339,10 +434,15 @@ def test_agents_find_the_master_by_zeroconf_and_by_address(
     master_ns, agent_ns = netns_pair
     port = free_port()
     conf = tmp_path / "mosquitto.conf"
-    conf.write_text(f"listener {port} 10.250.0.1\nallow_anonymous true\npersistence false\n"
-                    "max_queued_messages 0\n")  # fmt: skip
-    broker = subprocess.Popen(["ip", "netns", "exec", master_ns, "mosquitto", "-c", str(conf)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    conf.write_text(
+        f"listener {port} 10.250.0.1\nallow_anonymous true\npersistence false\n"
+        "max_queued_messages 0\n"
+    )
+    broker = subprocess.Popen(
+        ["ip", "netns", "exec", master_ns, "mosquitto", "-c", str(conf)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         out = tmp_path / "out"
         daemons.start_master(host="10.250.0.1", netns=master_ns)
@@ -359,24 +459,52 @@ def test_agents_find_the_master_by_zeroconf_and_by_address(
             "sensors/site0/#",
             netns=agent_ns,
         )  # fmt: skip  (no --master)
-        daemons.start_agent("gw-site1", "--master", daemons.grpc, "--label", "site=site1",
-                            "--mqtt", mqtt_at, "--topic", "sensors/site1/#",
-                            netns=master_ns)  # fmt: skip
-        wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
-                 60, "the worker and both agents online")  # fmt: skip
+        daemons.start_agent(
+            "gw-site1",
+            "--master",
+            daemons.grpc,
+            "--label",
+            "site=site1",
+            "--mqtt",
+            mqtt_at,
+            "--topic",
+            "sensors/site1/#",
+            netns=master_ns,
+        )
+        wait_for(
+            lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
+            60,
+            "the worker and both agents online",
+        )
         assert "found the master at 10.250.0.1:" in (tmp_path / "gw-site0.log").read_text()
         in_ns = ["ip", "netns", "exec", master_ns, sys.executable]
-        subprocess.run([*in_ns, "-m", "headwater", "submit", str(PIPELINE), "--master",
-                        daemons.http], check=True, capture_output=True, timeout=60)  # fmt: skip
-        wait_for(lambda: all(_node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
-                             and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {})
-                             .get("connected") for s in SITES), 60,
-                 "both agents subscribed and their uplinks open")  # fmt: skip
-        subprocess.run([*in_ns, str(EXAMPLES / "iot" / "sensors.py"), "--broker", mqtt_at,
-                        "--count", "30"], check=True, capture_output=True, timeout=120)  # fmt: skip
+        subprocess.run(
+            [*in_ns, "-m", "headwater", "submit", str(PIPELINE), "--master", daemons.http],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        wait_for(
+            lambda: all(
+                _node(daemons, f"gw-{s}")["metrics"].get("mqtt_connected") == 1.0
+                and _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected")
+                for s in SITES
+            ),
+            60,
+            "both agents subscribed and their uplinks open",
+        )
+        subprocess.run(
+            [*in_ns, str(EXAMPLES / "iot" / "sensors.py"), "--broker", mqtt_at, "--count", "30"],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
         expected = _expected([r for _, r in SENSORS["readings"](2, 3, 30)])
-        wait_for(lambda: _site_rows(out / "site_windows") == expected, 90,
-                 "every closed window of both sites at the cloud sink")  # fmt: skip
+        wait_for(
+            lambda: _site_rows(out / "site_windows") == expected,
+            90,
+            "every closed window of both sites at the cloud sink",
+        )
         assert len(expected) == 2 * 2
     finally:
         broker.terminate()

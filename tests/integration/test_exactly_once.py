@@ -65,8 +65,9 @@ def _check_windows(out: Path, n: int) -> None:
     got = sorted(tuple(r) for r in committed_rows(out))
     want = sorted(
         (f"k{k}", w, WINDOW, sum(range(w * WINDOW, (w + 1) * WINDOW)))
-        for k in range(KEYS) for w in range(closed)
-    )  # fmt: skip
+        for k in range(KEYS)
+        for w in range(closed)
+    )
     assert got == want
 
 
@@ -116,8 +117,11 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous(tmp_path: Path) ->
     first.start()
     try:
         first.wait_running(timeout=60)
-        wait_for(lambda: first.get("/checkpoints")["latest_complete"] >= 3, 60,
-                 "three complete checkpoints")  # fmt: skip
+        wait_for(
+            lambda: first.get("/checkpoints")["latest_complete"] >= 3,
+            60,
+            "three complete checkpoints",
+        )
     finally:
         first.stop()  # like a power cut: state stays in the workdir
     catalogue = json.loads((workdir / "tmaster-state" / "catalogue.json").read_text())
@@ -185,8 +189,9 @@ def test_code_that_cannot_start_backs_off_and_says_why(tmp_path: Path) -> None:
         assert report["component"] == "broken"
         assert report["message"] == "RuntimeError: the model file is missing"
         # past the burst of rollbacks that go out at once, time the next two
-        first = wait_for(lambda: (r := c.summary()["recoveries"]) >= 5 and r, 60,
-                         "a burst of rollbacks")  # fmt: skip
+        first = wait_for(
+            lambda: (r := c.summary()["recoveries"]) >= 5 and r, 60, "a burst of rollbacks"
+        )
         start = time.monotonic()
         wait_for(lambda: c.summary()["recoveries"] >= first + 2, 60, "two more rollbacks")
         rate = 2 / (time.monotonic() - start)

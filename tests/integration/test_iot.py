@@ -25,12 +25,16 @@ PIPELINE = EXAMPLES / "iot" / "pipeline.py"
 MALFORMED = [
     (b"not json at all", "Expecting value"),
     (b'{"site": "site0", "sensor": "x", "seq": 1}', "missing field 'ts'"),
-    (b'{"site": "site0", "sensor": "x", "seq": "one", "ts": 1, "value": 2}',
-     "seq and ts must be non-negative integers"),
+    (
+        b'{"site": "site0", "sensor": "x", "seq": "one", "ts": 1, "value": 2}',
+        "seq and ts must be non-negative integers",
+    ),
     (b"[1, 2]", "a reading must be a JSON object"),
-    (b'{"site": "site0", "sensor": "x", "seq": 1, "ts": 1, "value": NaN}',
-     "value must be a finite number"),
-]  # fmt: skip
+    (
+        b'{"site": "site0", "sensor": "x", "seq": 1, "ts": 1, "value": NaN}',
+        "value must be a finite number",
+    ),
+]
 
 
 def _expected(readings: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -52,21 +56,41 @@ def _expected(readings: list[dict[str, Any]]) -> dict[str, list[Any]]:
             m2 += delta * (v - mean)
             w = r["ts"] - r["ts"] % 10_000
             acc = windows.setdefault(w, [0, 0.0, v, v, 0])
-            windows[w] = [acc[0] + 1, acc[1] + v, min(acc[2], v), max(acc[3], v),
-                          acc[4] + int(anomaly)]  # fmt: skip
+            windows[w] = [
+                acc[0] + 1,
+                acc[1] + v,
+                min(acc[2], v),
+                max(acc[3], v),
+                acc[4] + int(anomaly),
+            ]
         last = max(windows)  # the newest window of every sensor stays open
         for w, (count, total, lo, hi, anomalies) in windows.items():
             if w == last:
                 continue
             key = f"{rows[0]['site']}/{w}"
             s = sites.get(key, [0, 0, 0.0, lo, hi, 0])
-            sites[key] = [s[0] + 1, s[1] + count, s[2] + total, min(s[3], lo), max(s[4], hi),
-                          s[5] + anomalies]  # fmt: skip
+            sites[key] = [
+                s[0] + 1,
+                s[1] + count,
+                s[2] + total,
+                min(s[3], lo),
+                max(s[4], hi),
+                s[5] + anomalies,
+            ]
     return {
-        key: [key, key.split("/")[0], int(key.split("/")[1]), s[0], s[1],
-              round(s[2] / s[1], 6), s[3], s[4], s[5]]
+        key: [
+            key,
+            key.split("/")[0],
+            int(key.split("/")[1]),
+            s[0],
+            s[1],
+            round(s[2] / s[1], 6),
+            s[3],
+            s[4],
+            s[5],
+        ]
         for key, s in sites.items()
-    }  # fmt: skip
+    }
 
 
 def _site_rows(path: Path) -> dict[str, list[Any]]:
@@ -95,8 +119,11 @@ def _ingest(mosquitto: tuple[str, int], log: Path, messages: list[tuple[str, byt
         for topic, payload in messages:
             pub.publish(topic, payload, qos=1).wait_for_publish(10)
         # QoS 1 is at least once: a broker may deliver a reading twice (dedup drops it)
-        wait_for(lambda: ingest.stats.acked >= len(messages), 60,
-                 f"every reading ingested ({len(messages)}; stats {ingest.stats})")  # fmt: skip
+        wait_for(
+            lambda: ingest.stats.acked >= len(messages),
+            60,
+            f"every reading ingested ({len(messages)}; stats {ingest.stats})",
+        )
     finally:
         pub.disconnect()
         pub.loop_stop()
@@ -116,14 +143,18 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
 
     with running(PIPELINE, env=env) as c:
         wait_for(lambda: len(dead_letters()) == len(MALFORMED), 60, "the dead letters")
-        wait_for(lambda: _site_rows(out / "site_windows") == expected, 60,
-                 "every closed window at the sink")  # fmt: skip
-        wait_for(lambda: sum(m.get("user:duplicates", 0)
-                             for m in c.metrics()["tasks"].values()) >= 5, 30,
-                 "the five redelivered readings dropped")  # fmt: skip
+        wait_for(
+            lambda: _site_rows(out / "site_windows") == expected,
+            60,
+            "every closed window at the sink",
+        )
+        wait_for(
+            lambda: sum(m.get("user:duplicates", 0) for m in c.metrics()["tasks"].values()) >= 5,
+            30,
+            "the five redelivered readings dropped",
+        )
     reasons = sorted(d[1] for d in dead_letters())  # [component, reason, traceback, record]
-    for (payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons,
-                                      strict=True):  # fmt: skip
+    for (payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons, strict=True):
         assert reason in got, (payload, got)
     assert all(d[0] == "parse" and d[3][0] == "sensors/site0/bad" for d in dead_letters())
     assert _site_rows(out / "site_windows") == expected
@@ -141,8 +172,9 @@ def test_dsl_version_matches_the_component_version(
     expected = _expected([r for _, r in readings])
 
     def complete(out: Path) -> bool:
-        return (len(committed_rows(out / "dead_letters")) == len(MALFORMED)
-                and len(_site_rows(out / "site_windows")) >= len(expected))  # fmt: skip
+        return len(committed_rows(out / "dead_letters")) == len(MALFORMED) and len(
+            _site_rows(out / "site_windows")
+        ) >= len(expected)
 
     for name, file in (("components", PIPELINE), ("dsl", EXAMPLES / "iot" / "pipeline_dsl.py")):
         out = tmp_path / f"out-{name}"

@@ -33,19 +33,30 @@ def _produce(log: Path, start: int, n: int) -> None:
 
 
 def _start(daemons: Daemons, tmp: Path, rate: float) -> dict[str, str]:
-    env = {"HW_TEST_LOG": str(tmp / "log"), "HW_TEST_OUT": str(tmp / "out"),
-           "HW_TEST_RATE": str(rate)}  # fmt: skip
+    env = {
+        "HW_TEST_LOG": str(tmp / "log"),
+        "HW_TEST_OUT": str(tmp / "out"),
+        "HW_TEST_RATE": str(rate),
+    }
     daemons.start_master()
     for name in ("w1", "w2"):
         daemons.start_worker(name, env)
-    wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,
-             "two workers online")  # fmt: skip
+    wait_for(
+        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2,
+        30,
+        "two workers online",
+    )
     return env
 
 
 def _edit(daemons: Daemons, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "headwater", *args, "--master", daemons.http],
-                          check=False, capture_output=True, text=True, timeout=180)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "headwater", *args, "--master", daemons.http],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def _current(daemons: Daemons) -> int:
@@ -93,15 +104,33 @@ def test_twenty_random_live_edits_process_every_record_once(
             next_tap += 1
             taps.append(next_tap)
             f = _editable.write(folder, version, taps, parallelism=parallelism)
-            res = _edit(daemons, "attach", "editable", str(f), "--base", str(rev),
-                        "--components", f"tap_{next_tap},tap_{next_tap}_sink")  # fmt: skip
+            res = _edit(
+                daemons,
+                "attach",
+                "editable",
+                str(f),
+                "--base",
+                str(rev),
+                "--components",
+                f"tap_{next_tap},tap_{next_tap}_sink",
+            )
             tap_spans[next_tap] = (rev + 1, None)
         elif kind == "replace":
             version += 1
             parallelism = rng.choice([1, 2, 3])  # its keyed counts follow the keys
             f = _editable.write(folder, version, taps, parallelism=parallelism)
-            res = _edit(daemons, "replace", "editable", str(f), "--base", str(rev),
-                        "--components", "counter", "--author", "test")  # fmt: skip
+            res = _edit(
+                daemons,
+                "replace",
+                "editable",
+                str(f),
+                "--base",
+                str(rev),
+                "--components",
+                "counter",
+                "--author",
+                "test",
+            )
             applied_versions.append(version)
         else:
             gone = rng.choice(taps)
@@ -109,8 +138,9 @@ def test_twenty_random_live_edits_process_every_record_once(
             names = [f"tap_{gone}", f"tap_{gone}_sink"]
             if rng.random() < 0.5:  # with the file as it now is, or by name alone
                 f = _editable.write(folder, version, taps, parallelism=parallelism)
-                res = _edit(daemons, "remove", "editable", *names, "--file", str(f),
-                            "--base", str(rev))  # fmt: skip
+                res = _edit(
+                    daemons, "remove", "editable", *names, "--file", str(f), "--base", str(rev)
+                )
             else:
                 res = _edit(daemons, "remove", "editable", *names, "--base", str(rev))
             tap_spans[gone] = (tap_spans[gone][0], rev + 1)
@@ -158,8 +188,14 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
     wait_for(lambda: committed_rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
 
     # a replacement that raises in open(): rolled back, the error names component and cause
-    res = _edit(daemons, "replace", "editable", str(_editable.write(code / "bad", 2, [], True)),
-                "--base", "1")  # fmt: skip
+    res = _edit(
+        daemons,
+        "replace",
+        "editable",
+        str(_editable.write(code / "bad", 2, [], True)),
+        "--base",
+        "1",
+    )
     assert res.returncode == 1, res.stdout + res.stderr
     assert "rolled back" in res.stdout
     assert "counter" in res.stdout and "no model file" in res.stdout
@@ -168,8 +204,9 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
     assert [r["status"] for r in view["revisions"]] == ["applied", "rolled_back"]
 
     # stale: made against revision 1 after revision 3 applied -> 409 with the current one
-    res = _edit(daemons, "attach", "editable", str(_editable.write(code / "t", 1, [1])),
-                "--base", "1")  # fmt: skip
+    res = _edit(
+        daemons, "attach", "editable", str(_editable.write(code / "t", 1, [1])), "--base", "1"
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     data, entry = build_package(_editable.write(code / "t2", 1, [2]))
     status, body = _post(daemons, f"action=attach&base=1&entry={entry}", data)
@@ -197,9 +234,13 @@ def test_failed_replacement_rolls_back_stale_and_invalid_edits_change_nothing(
     assert res.returncode == 0 and "revision 4 applied" in res.stdout, res.stdout + res.stderr
     last = daemons.api("/api/v1/topologies/editable/revisions")["revisions"][-1]
     assert (last["action"], last["author"], last["diff"]["removed"]) == (
-        "rollback", "ops", ["tap_1", "tap_1_sink"])  # fmt: skip
-    assert last["hash"] == daemons.api("/api/v1/topologies/editable/revisions")["revisions"][0][
-        "hash"]  # fmt: skip
+        "rollback",
+        "ops",
+        ["tap_1", "tap_1_sink"],
+    )
+    assert (
+        last["hash"] == daemons.api("/api/v1/topologies/editable/revisions")["revisions"][0]["hash"]
+    )
     assert "rollback" in daemons.cli("revisions", "editable")
 
     wait_for(lambda: len(committed_rows(tmp_path / "out" / "counter")) >= n, 120, "every record")
@@ -226,14 +267,22 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
         for site in SITES:
             master = proxy.address if site == "site1" else daemons.grpc
             route = ["--ingress-proxy", proxy.address] if site == "site1" else []
-            daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, master,
-                                "--status-port", str(status[site]), *route))  # fmt: skip
-        wait_for(lambda: len([x for x in daemons.api("/api/v1/nodes") if x["online"]]) == 3, 30,
-                 "the worker and both agents online")  # fmt: skip
+            daemons.start_agent(
+                f"gw-{site}",
+                *_agent_args(mosquitto, site, master, "--status-port", str(status[site]), *route),
+            )
+        wait_for(
+            lambda: len([x for x in daemons.api("/api/v1/nodes") if x["online"]]) == 3,
+            30,
+            "the worker and both agents online",
+        )
         code = tmp_path / "code"
         daemons.cli("submit", str(_editable_edge.write(code / "r1", 1)))
-        messages = [(f"sensors/{site}/s{i % 3}", json.dumps({"seq": i}).encode())
-                    for i in range(n) for site in SITES]  # fmt: skip
+        messages = [
+            (f"sensors/{site}/s{i % 3}", json.dumps({"seq": i}).encode())
+            for i in range(n)
+            for site in SITES
+        ]
         publisher = SteadySensors(sensors, messages, 120)
         publisher.start()
         wait_for(lambda: committed_rows(out / "counts"), 60, "the first rows in the cloud")
@@ -255,8 +304,14 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
                 if _last_edge(daemons) > cut_at:  # an edge edit while it was away: it is behind
                     assert revision("site1") < _last_edge(daemons)
                 proxy.restore()
-            kind = rng.choice([x for x in kinds if not (x == "remove_probe" and not probes)
-                               and not (x == "remove_tap" and not taps)])  # fmt: skip
+            kind = rng.choice(
+                [
+                    x
+                    for x in kinds
+                    if not (x == "remove_probe" and not probes)
+                    and not (x == "remove_tap" and not taps)
+                ]
+            )
             args: list[str] = []
             if kind == "replace":
                 version += 1
@@ -280,9 +335,14 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
             assert res.returncode == 0, f"edit {i} ({kind}): {res.stdout}{res.stderr}"
             assert "applied" in res.stdout, res.stdout
         edge_rev = _last_edge(daemons)
-        wait_for(lambda: daemons.api("/api/v1/topologies/edgeedit/revisions")["agents"]
-                 == {"gw-site0": edge_rev, "gw-site1": edge_rev}, 60,
-                 "both agents at the newest edge revision")  # fmt: skip
+        wait_for(
+            lambda: (
+                daemons.api("/api/v1/topologies/edgeedit/revisions")["agents"]
+                == {"gw-site0": edge_rev, "gw-site1": edge_rev}
+            ),
+            60,
+            "both agents at the newest edge revision",
+        )
         history = daemons.api("/api/v1/topologies/edgeedit/revisions")["revisions"]
         assert [r["status"] for r in history] == ["applied"] * 23
         assert "edge subgraph at revision" in daemons.cli("revisions", "edgeedit")

@@ -31,19 +31,24 @@ def test_submit_runs_on_workers_and_kill_stops_it(daemons: Daemons, tmp_path: Pa
     daemons.start_master()
     env = {"WORDCOUNT_OUTPUT": str(out)}
     workers = [daemons.start_worker(n, env) for n in ("w1", "w2")]
-    wait_for(lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2, 30,
-             "two workers online")  # fmt: skip
+    wait_for(
+        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2,
+        30,
+        "two workers online",
+    )
     assert "submitted 'wordcount'" in daemons.cli("submit", str(WORDCOUNT), "--containers", "2")
     expected = Counter(runpy.run_path(str(WORDCOUNT))["expected_counts"]())
     wait_for(lambda: _counts(out) == expected, 90, "exact word counts")
 
     nodes = {n["id"]: n for n in daemons.api("/api/v1/nodes")}
-    wait_for(lambda: all(n["containers"] for n in daemons.api("/api/v1/nodes")), 10,
-             "status reports")  # fmt: skip
+    wait_for(
+        lambda: all(n["containers"] for n in daemons.api("/api/v1/nodes")), 10, "status reports"
+    )
     nodes = {n["id"]: n for n in daemons.api("/api/v1/nodes")}
     assert sorted(c for n in nodes.values() for c in n["containers"]) == [
-        "wordcount/0", "wordcount/1",
-    ]  # fmt: skip
+        "wordcount/0",
+        "wordcount/1",
+    ]
     assert all(n["kind"] == "worker" and n["online"] for n in nodes.values())
     tasks = daemons.api("/api/v1/topologies/wordcount/metrics")["tasks"]
     worker_pids = {w.pid for w in workers}

@@ -61,8 +61,9 @@ def test_no_edge_record_passes_through_the_master(
 
     status = {s: free_port() for s in SITES}
     daemons.start_master()
-    args = {s: _agent_args(mosquitto, s, daemons.grpc, "--status-port", str(status[s]))
-            for s in SITES}  # fmt: skip
+    args = {
+        s: _agent_args(mosquitto, s, daemons.grpc, "--status-port", str(status[s])) for s in SITES
+    }
     _worker, _agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
 
     readings = list(SENSORS["readings"](2, 3, 150))  # 900 readings
@@ -71,14 +72,23 @@ def test_no_edge_record_passes_through_the_master(
     before, ingress_before = _traffic(daemons), _ingress_bytes(daemons)
     sensors.publish([(t, json.dumps(r).encode()) for t, r in readings])
     expected = _expected([r for _, r in readings])
-    wait_for(lambda: _site_rows(out / "site_windows") == expected, 120,
-             "every closed window of both sites at the cloud sink")  # fmt: skip
-    wait_for(lambda: _received_rows(daemons) >= len(readings), 60,
-             "every reading taken by the cloud receivers")  # fmt: skip
+    wait_for(
+        lambda: _site_rows(out / "site_windows") == expected,
+        120,
+        "every closed window of both sites at the cloud sink",
+    )
+    wait_for(
+        lambda: _received_rows(daemons) >= len(readings),
+        60,
+        "every reading taken by the cloud receivers",
+    )
     # the readings went by the ingress: at least their sensor names' worth
     least = len(readings) * len(PAD)
-    wait_for(lambda: _ingress_bytes(daemons) - ingress_before >= least, 30,
-             "the ingress's count of them, reported")  # fmt: skip
+    wait_for(
+        lambda: _ingress_bytes(daemons) - ingress_before >= least,
+        30,
+        "the ingress's count of them, reported",
+    )
     after, carried = _traffic(daemons), _ingress_bytes(daemons) - ingress_before
 
     methods = set(after["methods"])

@@ -66,8 +66,7 @@ def _seconds(value: Any, what: str) -> int:
         return int(value.total_seconds())
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
-    raise RuntimeError(f"the {what} must be a positive int (seconds) or a timedelta, "
-                       f"got {value!r}")  # fmt: skip
+    raise RuntimeError(f"the {what} must be a positive int (seconds) or a timedelta, got {value!r}")
 
 
 class Generator:
@@ -144,8 +143,7 @@ class Config:
 class Streamlet:
     """A stream of elements; each method adds an operation and returns the new streamlet."""
 
-    def __init__(self, builder: Builder, op: str, parents: list[Streamlet],
-                 **params: Any) -> None:  # fmt: skip
+    def __init__(self, builder: Builder, op: str, parents: list[Streamlet], **params: Any) -> None:
         self._builder, self._op, self._parents, self._params = builder, op, parents, params
         self._name: str | None = None
         self._num_partitions: int = parents[0]._num_partitions if parents else 1
@@ -188,8 +186,9 @@ class Streamlet:
     def clone(self, num_clones: int) -> list[Streamlet]:
         return [self.repartition(self._num_partitions) for _ in range(num_clones)]
 
-    def reduce_by_window(self, window_config: WindowConfig,
-                         reduce_function: Callable[[Any, Any], Any]) -> Streamlet:  # fmt: skip
+    def reduce_by_window(
+        self, window_config: WindowConfig, reduce_function: Callable[[Any, Any], Any]
+    ) -> Streamlet:
         return self._then("reducebywindow", window=window_config, fn=reduce_function)
 
     def reduce_by_key_and_window(
@@ -209,24 +208,45 @@ class Streamlet:
     def consume(self, consume_function: Callable[[Any], None]) -> None:
         self._then("consume", fn=consume_function)
 
-    def _join(self, how: str, other: Streamlet, window_config: WindowConfig,
-              join_function: Callable[[Any, Any], Any]) -> Streamlet:  # fmt: skip
+    def _join(
+        self,
+        how: str,
+        other: Streamlet,
+        window_config: WindowConfig,
+        join_function: Callable[[Any, Any], Any],
+    ) -> Streamlet:
         return self._then("join", [other], how=how, window=window_config, fn=join_function)
 
-    def join(self, join_streamlet: Streamlet, window_config: WindowConfig,
-             join_function: Callable[[Any, Any], Any]) -> Streamlet:  # fmt: skip
+    def join(
+        self,
+        join_streamlet: Streamlet,
+        window_config: WindowConfig,
+        join_function: Callable[[Any, Any], Any],
+    ) -> Streamlet:
         return self._join("inner", join_streamlet, window_config, join_function)
 
-    def outer_left_join(self, join_streamlet: Streamlet, window_config: WindowConfig,
-                        join_function: Callable[[Any, Any], Any]) -> Streamlet:  # fmt: skip
+    def outer_left_join(
+        self,
+        join_streamlet: Streamlet,
+        window_config: WindowConfig,
+        join_function: Callable[[Any, Any], Any],
+    ) -> Streamlet:
         return self._join("left", join_streamlet, window_config, join_function)
 
-    def outer_right_join(self, join_streamlet: Streamlet, window_config: WindowConfig,
-                         join_function: Callable[[Any, Any], Any]) -> Streamlet:  # fmt: skip
+    def outer_right_join(
+        self,
+        join_streamlet: Streamlet,
+        window_config: WindowConfig,
+        join_function: Callable[[Any, Any], Any],
+    ) -> Streamlet:
         return self._join("right", join_streamlet, window_config, join_function)
 
-    def outer_join(self, join_streamlet: Streamlet, window_config: WindowConfig,
-                   join_function: Callable[[Any, Any], Any]) -> Streamlet:  # fmt: skip
+    def outer_join(
+        self,
+        join_streamlet: Streamlet,
+        window_config: WindowConfig,
+        join_function: Callable[[Any, Any], Any],
+    ) -> Streamlet:
         return self._join("outer", join_streamlet, window_config, join_function)
 
 
@@ -248,8 +268,9 @@ class Builder:
         for s in self._all:
             if s._name is not None:
                 if s._name in names:
-                    raise RuntimeError(f"Duplicate Names: {s._name!r}; give each streamlet "
-                                       "its own name")  # fmt: skip
+                    raise RuntimeError(
+                        f"Duplicate Names: {s._name!r}; give each streamlet its own name"
+                    )
                 names.add(s._name)
         for s in self._all:
             if s._name is None:
@@ -291,24 +312,35 @@ def _to_dsl(p: Pipeline, s: Streamlet, parents: list[DslStreamlet | None]) -> Ds
         return None
     window: WindowConfig = kw["window"]
     if op == "reducebywindow":
-        return (first.key_by(f"{name}-key", _all_one, parallelism=1)
-                .window(name, window._assigner(), timestamp=None)
-                .reduce(f"{name}-reduce", kw["fn"])
-                .map(f"{name}-out", _window_result))  # fmt: skip
+        return (
+            first.key_by(f"{name}-key", _all_one, parallelism=1)
+            .window(name, window._assigner(), timestamp=None)
+            .reduce(f"{name}-reduce", kw["fn"])
+            .map(f"{name}-out", _window_result)
+        )
     if op == "reducebykeyandwindow":
-        return (first.key_by(f"{name}-key", _first, parallelism=n)
-                .map(f"{name}-value", _second)
-                .window(name, window._assigner(), timestamp=None)
-                .reduce(f"{name}-reduce", kw["fn"])
-                .map(f"{name}-out", _keyed_window_result))  # fmt: skip
+        return (
+            first.key_by(f"{name}-key", _first, parallelism=n)
+            .map(f"{name}-value", _second)
+            .window(name, window._assigner(), timestamp=None)
+            .reduce(f"{name}-reduce", kw["fn"])
+            .map(f"{name}-out", _keyed_window_result)
+        )
     if op == "join":
         right = parents[1]
         assert right is not None
         left = first.key_by(f"{name}-lkey", _first).map(f"{name}-lvalue", _second)
         rkey = right.key_by(f"{name}-rkey", _first).map(f"{name}-rvalue", _second)
-        return left.join(name, rkey, window._assigner(), kw["fn"], timestamp=None,
-                         how=kw["how"], parallelism=n,
-                         with_window=True).map(f"{name}-out", _keyed_window_result)  # fmt: skip
+        return left.join(
+            name,
+            rkey,
+            window._assigner(),
+            kw["fn"],
+            timestamp=None,
+            how=kw["how"],
+            parallelism=n,
+            with_window=True,
+        ).map(f"{name}-out", _keyed_window_result)
     raise AssertionError(op)
 
 
@@ -358,8 +390,7 @@ class _TransformOp(Op):
 
     def process(self, key: Any, value: Any, out: Callable[[Any, Any], None], side: Any) -> None:
         self._out, self._key = out, key
-        self.operator.transform(Tuple(None, self.ctx.component, "default", 0, [value],
-                                      time.time()))  # fmt: skip
+        self.operator.transform(Tuple(None, self.ctx.component, "default", 0, [value], time.time()))
 
 
 class Runner:

@@ -223,8 +223,9 @@ def test_dead_letters_reach_the_sink_from_every_bolt_added_before_or_after() -> 
     assert t.dead_letters == "dead"
     dead = t.component("dead")
     assert [(i.component, i.stream) for i in dead.inputs] == [
-        ("count", DEAD_LETTERS), ("total", DEAD_LETTERS)
-    ]  # fmt: skip
+        ("count", DEAD_LETTERS),
+        ("total", DEAD_LETTERS),
+    ]
     assert t.component("count").stream(DEAD_LETTERS) == Stream(DEAD_LETTER_FIELDS, DEAD_LETTERS)
     assert t.component("count").outputs == (Stream(("word", "count")),)  # declared ones only
     # an edge component's dead letters cross to the cloud with its other streams

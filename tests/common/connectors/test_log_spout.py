@@ -230,7 +230,9 @@ def test_a_checkpointed_offset_trimmed_since_is_skipped_loudly_and_counted(
             drain(spout)
         assert by_partition(ctx.values()) == {0: [3, 4], 2: [0, 1, 2, 3, 4]}
         assert ctx.counters == {"log_records_skipped": 2}
-        assert any(r.levelno == logging.ERROR and "1..2 were trimmed" in r.getMessage()
-                   for r in caplog.records)  # fmt: skip
+        assert any(
+            r.levelno == logging.ERROR and "1..2 were trimmed" in r.getMessage()
+            for r in caplog.records
+        )
     finally:
         spout.close()

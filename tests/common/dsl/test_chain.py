@@ -32,8 +32,12 @@ def test_steps_run_in_order_and_the_last_emits() -> None:
     ]
     chain = _Chain(ops, ctx)
     chain.first(None, "ab c de")
-    assert emitted(ctx) == [["default", "a", "AB"], ["default", "a", "AB"],
-                           ["default", "d", "DE"], ["default", "d", "DE"]]  # fmt: skip
+    assert emitted(ctx) == [
+        ["default", "a", "AB"],
+        ["default", "a", "AB"],
+        ["default", "d", "DE"],
+        ["default", "d", "DE"],
+    ]
 
 
 def test_a_sink_counts_its_records_and_emits_nothing() -> None:

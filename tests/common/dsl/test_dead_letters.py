@@ -79,8 +79,14 @@ def test_a_retry_that_works_processes_the_record_once() -> None:
         return [v, v * 10]
 
     totals: list[int] = []
-    chain = _Chain([FlatMapOp("fan", flaky), ReduceByKeyOp("sum", lambda a, b: a + b),
-                    SinkOp("out", totals.append)], ctx)  # fmt: skip
+    chain = _Chain(
+        [
+            FlatMapOp("fan", flaky),
+            ReduceByKeyOp("sum", lambda a, b: a + b),
+            SinkOp("out", totals.append),
+        ],
+        ctx,
+    )
     for v in (1, 2, 3):
         chain.first("k", v)
     assert totals == [1, 11, 13, 33, 36, 66]  # 2 and 20 counted once
@@ -128,8 +134,9 @@ def test_a_pipeline_names_its_dead_letter_sink() -> None:
     dead = t.component("dead")
     # the fused source (src, inv, k) and the keyed chain (total, out) feed it
     assert [(i.component, i.stream) for i in dead.inputs] == [
-        ("src", DEAD_LETTERS), ("total", DEAD_LETTERS)
-    ]  # fmt: skip
+        ("src", DEAD_LETTERS),
+        ("total", DEAD_LETTERS),
+    ]
 
 
 def test_a_generator_that_raises_half_way_emits_its_items_once() -> None:
@@ -144,8 +151,7 @@ def test_a_generator_that_raises_half_way_emits_its_items_once() -> None:
         yield v * 10
 
     out: list[int] = []
-    chain = _Chain([FlatMapOp("fan", half), SinkOp("out", out.append)],
-                   ctx)  # fmt: skip
+    chain = _Chain([FlatMapOp("fan", half), SinkOp("out", out.append)], ctx)
     chain.first("k", 1)
     assert out == [1, 10] and ctx.dead_letters == []
 

@@ -43,9 +43,13 @@ def _container(tmp_path: Path, mode: str) -> Container:
     file = tmp_path / "t.py"
     file.write_text(_TOPOLOGY.format(mode=mode))
     config = ContainerConfig(
-        topology_file=str(file), container=0, containers=1, tmaster="127.0.0.1:9",
-        workdir=tmp_path, state_dir=str(tmp_path / "state"),
-    )  # fmt: skip
+        topology_file=str(file),
+        container=0,
+        containers=1,
+        tmaster="127.0.0.1:9",
+        workdir=tmp_path,
+        state_dir=str(tmp_path / "state"),
+    )
     return Container(config)
 
 
@@ -53,8 +57,14 @@ def test_an_exactly_once_container_handles_all_seven_commands(tmp_path: Path) ->
     c = _container(tmp_path, "EFFECTIVELY_ONCE")
     assert c.recovery is not None and c.switch is not None
     assert sorted(c.session.handlers) == [
-        "checkpoint", "commit", "handover", "plan", "restore", "revision", "switch",
-    ]  # fmt: skip
+        "checkpoint",
+        "commit",
+        "handover",
+        "plan",
+        "restore",
+        "revision",
+        "switch",
+    ]
     assert c.local_tasks == [1, 2]
     c.recovery.close()
 

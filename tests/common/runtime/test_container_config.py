@@ -11,14 +11,30 @@ from headwater.common.runtime._container_config import ContainerConfig, parse_co
 
 
 def test_the_command_line_becomes_a_frozen_config() -> None:
-    config = parse_config([
-        "--topology-file", "t.py", "--container", "1", "--containers", "2",
-        "--tmaster", "127.0.0.1:7000", "--workdir", "/tmp/w", "--state-dir", "/tmp/s",
-    ])  # fmt: skip
+    config = parse_config(
+        [
+            "--topology-file",
+            "t.py",
+            "--container",
+            "1",
+            "--containers",
+            "2",
+            "--tmaster",
+            "127.0.0.1:7000",
+            "--workdir",
+            "/tmp/w",
+            "--state-dir",
+            "/tmp/s",
+        ]
+    )
     assert config == ContainerConfig(
-        topology_file="t.py", container=1, containers=2, tmaster="127.0.0.1:7000",
-        workdir=Path("/tmp/w"), state_dir="/tmp/s",
-    )  # fmt: skip
+        topology_file="t.py",
+        container=1,
+        containers=2,
+        tmaster="127.0.0.1:7000",
+        workdir=Path("/tmp/w"),
+        state_dir="/tmp/s",
+    )
     assert (config.topology, config.host) == (None, "127.0.0.1")
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.container = 2  # type: ignore[misc]

@@ -43,13 +43,24 @@ def _hello(component: str = "src", agent: str = "gw", topology: str = "iot") -> 
 
 
 def _batch(seq: int, prev: int, agent: str = "gw") -> pb.UplinkUp:
-    return pb.UplinkUp(batch=pb.UplinkBatch(agent=agent, component="src", seq=seq, prev=prev,
-                                            payload=encode([["default", [seq]]])))  # fmt: skip
+    return pb.UplinkUp(
+        batch=pb.UplinkBatch(
+            agent=agent, component="src", seq=seq, prev=prev, payload=encode([["default", [seq]]])
+        )
+    )
 
 
 def _feedback_frame(**msg: object) -> bytes:
-    body = {"type": "uplink_feedback", "component": "src", "agent": "gw", "consumed": 0,
-            "confirmed": 0, "resend_after": -1, "resync": {}, **msg}  # fmt: skip
+    body = {
+        "type": "uplink_feedback",
+        "component": "src",
+        "agent": "gw",
+        "consumed": 0,
+        "confirmed": 0,
+        "resend_after": -1,
+        "resync": {},
+        **msg,
+    }
     return encode_frame(Kind.CONTROL, STMGR, 0, 0, b"", encode(body))
 
 
@@ -96,9 +107,10 @@ def test_batches_become_uplink_frames_and_feedback_comes_back_on_the_stream() ->
                 fb = await call.read()
                 assert (fb.agent, fb.resend_after) == ("gw", 3)
                 assert dict(m[1:] for m in stmgr.metrics() if m[1].startswith("ingress_")) == {
-                    "ingress_streams": 1.0, "ingress_batches": 1.0,
+                    "ingress_streams": 1.0,
+                    "ingress_batches": 1.0,
                     "ingress_bytes": float(len(encode([["default", [5]]]))),
-                }  # fmt: skip
+                }
                 await up.put(None)
                 await _until(lambda: not stmgr.ingress.streams)
         finally:

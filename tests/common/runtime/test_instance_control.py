@@ -79,8 +79,9 @@ def test_extension_points_are_protocols() -> None:
             pass
 
     class Batch(Plain):
-        def process_values(self, component: str, stream: str, task: int,
-                           entries: list[list[Any]]) -> None:  # fmt: skip
+        def process_values(
+            self, component: str, stream: str, task: int, entries: list[list[Any]]
+        ) -> None:
             pass
 
     assert isinstance(Batch(), BatchBolt) and not isinstance(Plain(), BatchBolt)

@@ -41,8 +41,14 @@ def _recovery(tmp_path: Path) -> tuple[Recovery, RecordingStreamManager, _Sessio
     session = _Session(stmgr)
     supervisor = Supervisor(launch, stmgr, restart=False)
     rollbacks: list[bool] = []
-    recovery = Recovery(str(tmp_path / "state"), stmgr, supervisor, revisions, session,
-                        lambda: rollbacks.append(True))  # fmt: skip
+    recovery = Recovery(
+        str(tmp_path / "state"),
+        stmgr,
+        supervisor,
+        revisions,
+        session,
+        lambda: rollbacks.append(True),
+    )
     return recovery, stmgr, session, started
 
 
@@ -62,8 +68,10 @@ def test_a_restore_hands_each_instance_its_snapshot_then_acknowledges(tmp_path: 
         await recovery.restore(pb.Restore(epoch=0, checkpoint_id=2))  # old: ignored
 
     asyncio.run(run())
-    assert stmgr.sent == [(1, Restore(checkpoint=3, blob=b"one")),
-                          (2, Restore(checkpoint=3, blob=b"two"))]  # fmt: skip
+    assert stmgr.sent == [
+        (1, Restore(checkpoint=3, blob=b"one")),
+        (2, Restore(checkpoint=3, blob=b"two")),
+    ]
     assert session.acks == [(1, 3, True, ""), (1, 3, True, "")]
     recovery.close()
 

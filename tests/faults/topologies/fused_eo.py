@@ -39,10 +39,13 @@ class Rows:
         self.file.flush()
 
 
-p = Pipeline("fused_eo", config={
-    "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
-    "topology.stateful.checkpoint.interval.seconds": 1,
-})  # fmt: skip
+p = Pipeline(
+    "fused_eo",
+    config={
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": 1,
+    },
+)
 (
     p.source("records", partial(Records, LOG, 4))
     .map("row", lambda r: [r[0], r[1]])

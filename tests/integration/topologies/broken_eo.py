@@ -12,9 +12,12 @@ class Broken(Bolt):
         pass
 
 
-p = Pipeline("broken", config={
-    "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
-    "topology.stateful.checkpoint.interval.seconds": 1,
-})  # fmt: skip
+p = Pipeline(
+    "broken",
+    config={
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": 1,
+    },
+)
 p.from_collection("numbers", range(100)).to("broken", Broken)
 topology = p.build()

@@ -30,10 +30,13 @@ class Records(LogSpout):
     outputs = ("key", "seq")
 
 
-p = Pipeline("dsl_exactly_once", config={
-    "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
-    "topology.stateful.checkpoint.interval.seconds": 1,
-})  # fmt: skip
+p = Pipeline(
+    "dsl_exactly_once",
+    config={
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": 1,
+    },
+)
 (
     p.source("records", partial(Records, LOG, 4, RATE), parallelism=2)
     .key_by("by_key", lambda r: r[0])
@@ -57,5 +60,6 @@ def expected(keys: int, per_key: int) -> list[tuple[Any, ...]]:
     closed = (per_key - 1 - OUT_OF_ORDER) // WINDOW
     return sorted(
         (f"k{k}", w, WINDOW, sum(range(w * WINDOW, (w + 1) * WINDOW)))
-        for k in range(keys) for w in range(closed)
-    )  # fmt: skip
+        for k in range(keys)
+        for w in range(closed)
+    )

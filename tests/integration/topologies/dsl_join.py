@@ -22,10 +22,13 @@ def pair(order: dict[str, Any] | None, payment: dict[str, Any] | None) -> list[A
     return [order and order["order"], payment and payment["paid"]]
 
 
-p = Pipeline("dsljoin", config={
-    "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
-    "topology.stateful.checkpoint.interval.seconds": 1,
-})  # fmt: skip
+p = Pipeline(
+    "dsljoin",
+    config={
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": 1,
+    },
+)
 orders = p.from_collection("orders", ORDERS).key_by("by_customer", lambda o: o["c"])
 payments = p.from_collection("payments", PAYMENTS).key_by("paid_by", lambda o: o["c"])
 (

@@ -27,10 +27,13 @@ def add(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return {**a, "v": a["v"] + b["v"], "n": a.get("n", 1) + b.get("n", 1)}
 
 
-p = Pipeline("dslwin", config={
-    "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
-    "topology.stateful.checkpoint.interval.seconds": 1,
-})  # fmt: skip
+p = Pipeline(
+    "dslwin",
+    config={
+        "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
+        "topology.stateful.checkpoint.interval.seconds": 1,
+    },
+)
 (
     p.from_collection("readings", readings())
     .filter("valid", lambda r: r["v"] >= 0)
