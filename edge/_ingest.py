@@ -62,12 +62,13 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from headwater.common._health import DEGRADED, FAILED, Health
+from headwater.common._retry import RetryPolicy
 from headwater.common.state import DurableLog
 from headwater.common.wire import encode
 
 log = logging.getLogger("headwater.edge.ingest")
 CONNECT_GRACE_S = 3.0  # not subscribed for this long: the broker is reported unreachable
-RETRY_MIN_S, RETRY_MAX_S = 0.1, 5.0  # a failed append or open is retried after these
+RETRY = RetryPolicy(0.1, 5.0, jitter=False)  # a failed append or open is retried after these
 _MESSAGE_OVERHEAD = 200  # bytes a queued message costs beside its topic and payload
 
 
@@ -360,7 +361,7 @@ class MqttIngest:
     def _write_loop(self) -> None:
         paused_since: float | None = None
         batch: list[tuple[int, mqtt.MQTTMessage]] = []  # taken, not yet written and acked
-        delay = RETRY_MIN_S
+        retry = RETRY.start()
         failing = False
         while not self._stop.is_set():
             self._watch_broker()
@@ -369,7 +370,8 @@ class MqttIngest:
                 if failing and not batch:
                     for d in self.logs:  # nothing to write: does the disk take writes again?
                         d.probe()
-                    failing, delay = False, RETRY_MIN_S
+                    failing = False
+                    retry.reset()
                     self.health.clear("ingest")
                 if self.should_pause():
                     if paused_since is None:
@@ -385,15 +387,15 @@ class MqttIngest:
                     self._append_and_ack(batch)
                     batch = []
                     if failing:
-                        failing, delay = False, RETRY_MIN_S
+                        failing = False
+                        retry.reset()
                         self.health.clear("ingest")
                 self._apply_trims()
             except Exception as exc:  # never dies: report, reopen, retry after a while
                 failing = True
                 self._failed(exc)
                 self._close()
-                self._stop.wait(delay)
-                delay = min(delay * 2, RETRY_MAX_S)
+                self._stop.wait(retry.next_delay())
 
     def _take(self) -> list[tuple[int, mqtt.MQTTMessage]]:
         with self._cond:
