@@ -61,6 +61,10 @@ def edits(master: Master, clock: ManualClock) -> EditCoordinator:
     return coordinator
 
 
+def phase(edits: EditCoordinator) -> EditPhase | None:
+    return edits.edit.phase if edits.edit is not None else None  # None: no edit
+
+
 def _step(edits: EditCoordinator, master: Master, ready: bool = True) -> None:
     edits.step(ready=ready, next_checkpoint=master.next_checkpoint, containers=CONTAINERS)
 
@@ -77,13 +81,13 @@ def _complete(edits: EditCoordinator, checkpoint: int, revision: int) -> None:
 def test_an_edit_goes_through_every_phase_to_applied(
     edits: EditCoordinator, master: Master
 ) -> None:
-    assert edits.edit is not None and edits.edit.phase is EditPhase.WAITING
+    assert phase(edits) == EditPhase.WAITING
     assert not edits.holds_checkpoints(CONTAINERS)
     _step(edits, master, ready=False)  # a checkpoint in flight, say: it waits
-    assert edits.edit.phase is EditPhase.WAITING and master.sent == []
+    assert phase(edits) == EditPhase.WAITING and master.sent == []
 
     _step(edits, master)  # preparing: the revision goes out with its switch checkpoint
-    assert edits.edit.phase is EditPhase.PREPARING
+    assert phase(edits) == EditPhase.PREPARING
     (cmd,) = master.sent
     assert (cmd.revision.revision, cmd.revision.switch_at, list(cmd.revision.replaced)) == (
         2,
@@ -93,20 +97,20 @@ def test_an_edit_goes_through_every_phase_to_applied(
     assert edits.holds_checkpoints(CONTAINERS)
 
     _switch_ack(edits, 0)
-    assert edits.edit.phase is EditPhase.PREPARING and master.triggered == []
+    assert phase(edits) == EditPhase.PREPARING and master.triggered == []
     _switch_ack(edits, 1)  # switching: every container is ready; the switch checkpoint starts
-    assert edits.edit.phase is EditPhase.SWITCHING and master.triggered == [5]
+    assert phase(edits) == EditPhase.SWITCHING and master.triggered == [5]
     assert edits.holds_checkpoints(CONTAINERS)
 
     _complete(edits, 5, revision=1)  # activating: the new revision takes over
-    assert edits.edit.phase is EditPhase.ACTIVATING and master.running == 2
+    assert phase(edits) == EditPhase.ACTIVATING and master.running == 2
     assert edits.holds_checkpoints(CONTAINERS)  # until its instances are up
     _switch_ack(edits, 0)
     _switch_ack(edits, 1)
     assert not edits.holds_checkpoints(CONTAINERS)
 
     _complete(edits, 6, revision=2)  # its first own checkpoint: applied
-    assert edits.edit is None
+    assert phase(edits) is None
     assert master.outcomes == [(2, RevisionStatus.APPLIED, "")]
 
 
@@ -116,7 +120,7 @@ def test_a_container_that_cannot_load_it_aborts_the_edit(
     _step(edits, master)
     _switch_ack(edits, 0)
     _switch_ack(edits, 1, ok=False, error="ImportError: no module named 'model'")
-    assert edits.edit is None and master.triggered == []
+    assert phase(edits) is None and master.triggered == []
     assert master.sent[-1].switch == pb.Switch(revision=2, commit=False)
     assert master.outcomes == [(2, RevisionStatus.REFUSED, "ImportError: no module named 'model'")]
 
@@ -128,10 +132,10 @@ def test_a_prepare_that_times_out_aborts_the_edit(
     _switch_ack(edits, 1)
     clock.advance(PREPARE_TIMEOUT_S)
     _step(edits, master)
-    assert edits.edit is not None and edits.edit.phase is EditPhase.PREPARING
+    assert phase(edits) == EditPhase.PREPARING
     clock.advance(0.1)
     _step(edits, master)
-    assert edits.edit is None
+    assert phase(edits) is None
     assert master.sent[-1].switch == pb.Switch(revision=2, commit=False)
     assert master.outcomes == [
         (2, RevisionStatus.REFUSED, "containers [0] did not load the revision in 30s")
@@ -147,7 +151,7 @@ def test_a_failure_before_activation_rolls_the_edit_back(
     _complete(edits, 5, revision=1)
     assert master.running == 2
     edits.roll_back("container 1 restarted")  # the new code fails: a restore begins
-    assert edits.edit is None
+    assert phase(edits) is None
     assert not any(c.HasField("switch") for c in master.sent)  # nothing was loading
     assert master.outcomes == [
         (

@@ -103,7 +103,7 @@ def test_a_corrupt_snapshot_marks_its_checkpoint_and_asks_for_the_one_before(
     recovery.begin(recovery.open_epoch(), revision=1)
     bad = pb.RestoreAck(container=0, epoch=1, checkpoint_id=latest, ok=False, error="checksum")
     assert recovery.ack(bad, 1) is RestoreAck.UNUSABLE
-    assert catalogue.find(latest).state is CheckpointState.CORRUPT  # type: ignore[union-attr]
+    assert catalogue.find(latest).state == CheckpointState.CORRUPT  # type: ignore[union-attr]
     assert recovery.open_epoch(below=latest) == latest - 1
 
 
