@@ -1,4 +1,6 @@
-"""The tracker-style JSON API over one or many topology masters.
+"""The tracker-style JSON API over one or many topology masters (tmasters).
+
+Served by a standalone topology master process and by the master daemon.
 
 Routes, for every topology NAME the lookup knows:
 
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 
 from headwater.common.control import TopologyMaster
+from headwater.common.wire._states import TopologyState
 
 Lookup = Callable[[str], TopologyMaster | None]
 
@@ -67,14 +70,14 @@ def add_topology_routes(
 
     async def activate(request: web.Request) -> web.Response:
         tm = tm_of(request)
-        tm.set_state("RUNNING")
-        on_state(tm.topology.name, "RUNNING")
+        tm.set_state(TopologyState.RUNNING)
+        on_state(tm.topology.name, TopologyState.RUNNING)
         return web.json_response({"state": tm.state})
 
     async def deactivate(request: web.Request) -> web.Response:
         tm = tm_of(request)
-        tm.set_state("PAUSED")
-        on_state(tm.topology.name, "PAUSED")
+        tm.set_state(TopologyState.PAUSED)
+        on_state(tm.topology.name, TopologyState.PAUSED)
         return web.json_response({"state": tm.state})
 
     base = "/api/v1/topologies/{name}"

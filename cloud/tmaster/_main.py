@@ -1,4 +1,8 @@
-"""The topology master process: ``python -m headwater.cloud.tmaster``."""
+"""A topology master (tmaster) in a process of its own: ``python -m headwater.cloud.tmaster``.
+
+``headwater run`` starts one for its topology; in a cluster the master daemon
+hosts the topology masters instead.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from pathlib import Path
 import grpc
 from aiohttp import web
 
-from headwater.common.control import TopologyMaster
+from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.plan import load_topology, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -28,7 +32,7 @@ async def serve(args: argparse.Namespace) -> None:
     validate(topology)
     tm = TopologyMaster(topology, pack_round_robin(topology, args.containers), Path(args.state_dir))
     server = grpc.aio.server()
-    pb_grpc.add_TopologyMasterServicer_to_server(tm, server)
+    pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch({topology.name: tm}), server)
     grpc_port = server.add_insecure_port(f"{args.host}:{args.grpc_port}")
     await server.start()
     runner = web.AppRunner(make_app(tm), access_log=None)

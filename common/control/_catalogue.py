@@ -1,4 +1,4 @@
-"""The topology master's persisted state: epoch and checkpoint catalogue.
+"""The persisted state of a topology master (tmaster): epoch and checkpoint catalogue.
 
 A JSON file written atomically (temp file, fsync, rename) after every
 change, so that a restarted master resumes the running topology from its
@@ -15,14 +15,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headwater.common._clock import SYSTEM_CLOCK, Clock
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 from headwater.common.plan import PhysicalPlan
+from headwater.common.wire._states import CheckpointState
 
 log = logging.getLogger("headwater.control.catalogue")
 KEEP = 20  # catalogue entries kept for the API; snapshots are pruned separately
@@ -33,12 +34,12 @@ class CheckpointRecord:
     id: int
     epoch: int
     started: float  # wall clock, seconds
-    state: str = "IN_PROGRESS"  # IN_PROGRESS, COMPLETE, FAILED, CORRUPT
+    state: CheckpointState = CheckpointState.IN_PROGRESS
     duration_ms: float | None = None
     size_bytes: int = 0
     revision: int = 1  # the topology revision whose code took it
     acked: set[int] = field(default_factory=set)
-    _t0: float = field(default_factory=time.monotonic)
+    _t0: float = field(default_factory=SYSTEM_CLOCK.monotonic)  # when it started, monotonic
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -48,8 +49,11 @@ class CheckpointRecord:
 
 
 class Catalogue:
-    def __init__(self, path: Path) -> None:
+    """The checkpoints of one domain and its epoch, saved to ``path`` on every change."""
+
+    def __init__(self, path: Path, clock: Clock = SYSTEM_CLOCK) -> None:
         self.path = path
+        self.clock = clock
         self.epoch = 0
         self.next_id = 1
         self.checkpoints: list[CheckpointRecord] = []
@@ -60,15 +64,20 @@ class Catalogue:
             self.next_id = int(data["next_id"])
             for c in data["checkpoints"]:
                 rec = CheckpointRecord(
-                    c["id"], c["epoch"], c["started"], c["state"], c["duration_ms"],
-                    c["size_bytes"], c.get("revision", 1),
-                )  # fmt: skip
-                if rec.state == "IN_PROGRESS":
-                    rec.state = "FAILED"  # the master died during it
+                    c["id"],
+                    c["epoch"],
+                    c["started"],
+                    CheckpointState(c["state"]),
+                    c["duration_ms"],
+                    c["size_bytes"],
+                    c.get("revision", 1),
+                )
+                if rec.state is CheckpointState.IN_PROGRESS:
+                    rec.state = CheckpointState.FAILED  # the topology master died during it
                 self.checkpoints.append(rec)
 
     def complete(self) -> list[CheckpointRecord]:
-        return [c for c in self.checkpoints if c.state == "COMPLETE"]
+        return [c for c in self.checkpoints if c.state == CheckpointState.COMPLETE]
 
     def latest_complete(self, below: int | None = None) -> int:
         """Id of the newest complete checkpoint (below ``below``), or 0 for none."""
@@ -79,7 +88,10 @@ class Catalogue:
         return next((c for c in self.checkpoints if c.id == checkpoint_id), None)
 
     def start(self, epoch: int, revision: int = 1) -> CheckpointRecord:
-        rec = CheckpointRecord(self.next_id, epoch, time.time(), revision=revision)
+        now = self.clock
+        rec = CheckpointRecord(
+            self.next_id, epoch, now.time(), revision=revision, _t0=now.monotonic()
+        )
         self.next_id += 1
         self.checkpoints.append(rec)
         self.save()

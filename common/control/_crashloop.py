@@ -12,30 +12,30 @@ it ends by itself once failures stop for a whole window.
 
 Who acts on one:
 
-- the topology master counts failures per task (and per container),
+- the topology master (tmaster) counts failures per task (and per container),
   lists crash loops in its summary and its health, and keeps rolling back
   (with backoff) in case the cause goes away;
 - ``headwater run`` stops: it prints the cause and exits non-zero;
-- a node daemon reports it in its health (``failed``) while it lasts.
+- a node daemon (a worker or an agent) reports it in its health (``failed``) while it lasts.
 
->>> t = [0.0]
->>> d = CrashLoopDetector(CrashLoopPolicy(failures=3, window_s=10), clock=lambda: t[0])
+>>> from headwater.common._clock import ManualClock
+>>> clock = ManualClock()
+>>> d = CrashLoopDetector(CrashLoopPolicy(failures=3, window_s=10), clock=clock)
 >>> d.failed("broken", "exit 1"), d.failed("broken", "exit 1")
 (None, None)
 >>> d.failed("broken", "exit 1").failures
 3
->>> t[0] = 20.0
+>>> clock.advance(20.0)
 >>> d.loops()
 {}
 """
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._clock import SYSTEM_CLOCK, Clock
 from .._health import FAILED, Health
 
 
@@ -72,8 +72,9 @@ class CrashLoop:
 class CrashLoopDetector:
     """Counts failures per key within the policy's window. Not threadsafe: one owner."""
 
-    def __init__(self, policy: CrashLoopPolicy = CrashLoopPolicy(),
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self, policy: CrashLoopPolicy = CrashLoopPolicy(), clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self.policy = policy
         self.clock = clock
         self._failures: dict[str, deque[float]] = {}
@@ -81,7 +82,7 @@ class CrashLoopDetector:
 
     def failed(self, key: str, reason: str) -> CrashLoop | None:
         """Count a failure of ``key``; the crash loop it is now in, if any."""
-        now = self.clock()
+        now = self.clock.monotonic()
         times = self._failures.setdefault(key, deque(maxlen=self.policy.failures))
         times.append(now)
         self._reasons[key] = reason
@@ -89,7 +90,7 @@ class CrashLoopDetector:
 
     def loops(self) -> dict[str, CrashLoop]:
         """Every key crash-looping now."""
-        now = self.clock()
+        now = self.clock.monotonic()
         out = {}
         for key in list(self._failures):
             loop = self._loop(key, now)
@@ -116,8 +117,12 @@ class CrashLoopWatch:
     ended clears its reason). The reason's key is ``crash loop: KEY``.
     """
 
-    def __init__(self, health: Health, policy: CrashLoopPolicy = CrashLoopPolicy(),
-                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
+    def __init__(
+        self,
+        health: Health,
+        policy: CrashLoopPolicy = CrashLoopPolicy(),
+        clock: Clock = SYSTEM_CLOCK,
+    ) -> None:
         self.health = health
         self.detector = CrashLoopDetector(policy, clock)
         self._reported: set[str] = set()
@@ -126,8 +131,10 @@ class CrashLoopWatch:
         loop = self.detector.failed(key, reason)
         if loop is not None:
             policy = self.detector.policy  # no changing figures: logged once while it lasts
-            message = (f"failing again and again ({policy.failures} failures within "
-                       f"{policy.window_s:.0f}s); last: {reason}")  # fmt: skip
+            message = (
+                f"failing again and again ({policy.failures} failures within "
+                f"{policy.window_s:.0f}s); last: {reason}"
+            )
             self.health.set(f"crash loop: {key}", FAILED, message)
             self._reported.add(key)
 

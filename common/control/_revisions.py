@@ -29,6 +29,7 @@ from headwater.common._exceptions import HeadwaterError, InvalidTopologyError
 from headwater.common.api import ComponentSpec, Topology
 from headwater.common.api._config import DSL_STEPS
 from headwater.common.plan import boundary, validate
+from headwater.common.wire._states import RevisionStatus
 
 ACTIONS = ("submit", "attach", "replace", "remove", "rollback")
 STATE_SCHEMA = "state_schema"  # a component class attribute: the shape of its state
@@ -240,8 +241,9 @@ def _check_placement(old: Topology, new: Topology, d: Diff) -> None:
         )
     for name in d.replaced:
         if name in before and old.component(name).outputs != new.component(name).outputs:
-            raise EditError(f"{name!r} sends its streams to the cloud: its replacement must "
-                            "keep their fields")  # fmt: skip
+            raise EditError(
+                f"{name!r} sends its streams to the cloud: its replacement must keep their fields"
+            )
 
 
 def _crossing(crossing: dict[str, list[str]]) -> str:
@@ -288,12 +290,13 @@ class RevisionRecord:
     time: float
     diff: dict[str, list[str]]
     plan: dict[str, Any]  # the cloud physical plan (task ids travel with it)
-    status: str = "applying"  # applying, applied, rolled_back, refused
+    status: RevisionStatus = RevisionStatus.APPLYING
     error: str = ""
     switch_at: int = 0  # the checkpoint it took over from
     hash: str = field(default="")
 
     def __post_init__(self) -> None:
+        self.status = RevisionStatus(self.status)  # a str when read from the log
         if not self.hash:
             content = json.dumps([self.package, self.entry, sorted(self.exclude)])
             self.hash = "sha256:" + hashlib.sha256(content.encode()).hexdigest()
@@ -313,8 +316,9 @@ class RevisionLog:
         if path.exists():
             self.records = [RevisionRecord(**r) for r in json.loads(path.read_text())]
             for r in self.records:
-                if r.status == "applying":  # the master stopped during it
-                    r.status, r.error = "rolled_back", "the master restarted during the edit"
+                if r.status is RevisionStatus.APPLYING:  # the topology master stopped during it
+                    r.status = RevisionStatus.ROLLED_BACK
+                    r.error = "the master restarted during the edit"
 
     def find(self, revision: int) -> RevisionRecord | None:
         return next((r for r in self.records if r.revision == revision), None)
@@ -336,5 +340,15 @@ class RevisionLog:
 
 
 def first_record(package: str, entry: str, plan: Mapping[str, Any]) -> RevisionRecord:
-    return RevisionRecord(1, "submit", package, entry, [], "", time.time(), {}, dict(plan),
-                          status="applied")  # fmt: skip
+    return RevisionRecord(
+        1,
+        "submit",
+        package,
+        entry,
+        [],
+        "",
+        time.time(),
+        {},
+        dict(plan),
+        status=RevisionStatus.APPLIED,
+    )

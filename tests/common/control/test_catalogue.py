@@ -1,4 +1,4 @@
-"""headwater.common.control._catalogue: the master's persisted checkpoint catalogue."""
+"""headwater.common.control._catalogue: a topology master's persisted checkpoint catalogue."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 from headwater.common.control._catalogue import KEEP, Catalogue, CheckpointRecord
+from headwater.common.wire._states import CheckpointState
 
 
 def finish(cat: Catalogue, rec: CheckpointRecord, state: str = "COMPLETE") -> None:
-    rec.state = state
+    rec.state = CheckpointState(state)
     cat.save()
 
 
@@ -110,7 +111,7 @@ def test_a_save_the_disk_refuses_reports_it_and_the_next_one_retries(tmp_path: P
     cat = Catalogue(tmp_path / "gone" / "catalogue.json")  # a folder that is not there
     rec = cat.start(1)
     assert cat.error.startswith(f"cannot save {tmp_path / 'gone' / 'catalogue.json'}")
-    rec.state = "COMPLETE"
+    rec.state = CheckpointState.COMPLETE
     assert not cat.save()
     (tmp_path / "gone").mkdir()
     assert cat.save() and cat.error == ""

@@ -17,6 +17,7 @@ from headwater.common.control._revisions import (
     without,
 )
 from headwater.common.plan import pack_round_robin, plan_from_json, plan_to_json, revise_plan
+from headwater.common.wire._states import RevisionStatus
 from headwater.placement import edge
 
 
@@ -88,8 +89,11 @@ def test_replace_changes_only_the_named_code() -> None:
         check_edit("replace", [], old, old)
     with pytest.raises(EditError, match="only changes existing"):
         check_edit("replace", ["count"], old, without(_base(CountV2), ["count"]))
-    wider = (Topology("t").add_spout("src", Source)
-             .add_bolt("count", CountV2, parallelism=3, inputs={"src": fields("key")}))  # fmt: skip
+    wider = (
+        Topology("t")
+        .add_spout("src", Source)
+        .add_bolt("count", CountV2, parallelism=3, inputs={"src": fields("key")})
+    )
     assert check_edit("replace", ["count"], old, wider).replaced == ("count",)  # rescaled
 
 
@@ -110,12 +114,18 @@ def test_remove_takes_away_and_must_leave_a_valid_topology() -> None:
 
 
 def test_the_edge_boundary_stays_as_it_is() -> None:
-    old = (Topology("t").add_spout("src", Source, placement=edge())
-           .add_bolt("count", Count, inputs={"src": fields("key")}, placement=edge())
-           .add_bolt("sink", Count, inputs={"count": shuffle()}))  # fmt: skip
-    moved = (Topology("t").add_spout("src", Source, placement=edge())
-             .add_bolt("count", CountV2, inputs={"src": fields("key")}, placement=edge())
-             .add_bolt("sink", Count, inputs={"count": shuffle()}))  # fmt: skip
+    old = (
+        Topology("t")
+        .add_spout("src", Source, placement=edge())
+        .add_bolt("count", Count, inputs={"src": fields("key")}, placement=edge())
+        .add_bolt("sink", Count, inputs={"count": shuffle()})
+    )
+    moved = (
+        Topology("t")
+        .add_spout("src", Source, placement=edge())
+        .add_bolt("count", CountV2, inputs={"src": fields("key")}, placement=edge())
+        .add_bolt("sink", Count, inputs={"count": shuffle()})
+    )
     assert check_edit("replace", ["count"], old, moved).replaced == ("count",)
     tap = old.add_bolt("tap", Count, inputs={"src": shuffle()}, placement=edge())
     assert check_edit("attach", [], old, tap).added == ("tap",)
@@ -127,8 +137,9 @@ def test_the_edge_boundary_stays_as_it_is() -> None:
 def test_revised_plans_keep_untouched_task_ids() -> None:
     old_t = _base().add_bolt("tap", Count, inputs={"src": shuffle()})
     old = pack_round_robin(old_t, 2)
-    new_t = without(old_t, ["tap"]).add_bolt("tap2", Count, parallelism=2,
-                                              inputs={"src": shuffle()})  # fmt: skip
+    new_t = without(old_t, ["tap"]).add_bolt(
+        "tap2", Count, parallelism=2, inputs={"src": shuffle()}
+    )
     new = revise_plan(old, new_t)
     assert new.ids()["src"] == old.ids()["src"] and new.ids()["count"] == old.ids()["count"]
     assert "tap" not in new.ids()
@@ -139,7 +150,9 @@ def test_revised_plans_keep_untouched_task_ids() -> None:
 
 def test_the_revision_log_persists_and_marks_an_interrupted_edit(tmp_path: Path) -> None:
     log = RevisionLog(tmp_path / "revisions.json")
-    log.add(RevisionRecord(1, "submit", "sha256:a", "t.py", [], "", 0.0, {}, {}, "applied"))
+    log.add(
+        RevisionRecord(1, "submit", "sha256:a", "t.py", [], "", 0.0, {}, {}, RevisionStatus.APPLIED)
+    )
     log.add(RevisionRecord(2, "attach", "sha256:b", "t.py", [], "ana", 1.0, {}, {}))
     again = RevisionLog(tmp_path / "revisions.json")
     assert [r.status for r in again.records] == ["applied", "rolled_back"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from headwater import Bolt, Reliability, Spout, Topology, shuffle
@@ -33,9 +32,12 @@ def _master(tmp_path: Path, mode: Reliability, containers: int, **kw: object) ->
 
 
 def _register(tm: TopologyMaster, container: int, incarnation: int = 1) -> None:
-    info = pb.ContainerInfo(container=container, stmgr_address=f"127.0.0.1:{9000 + incarnation}",
-                            incarnation=incarnation)  # fmt: skip
-    asyncio.run(tm.Register(pb.RegisterRequest(topology="t", container=info), None))
+    info = pb.ContainerInfo(
+        container=container,
+        stmgr_address=f"127.0.0.1:{9000 + incarnation}",
+        incarnation=incarnation,
+    )
+    tm.register(pb.RegisterRequest(topology="t", container=info))
 
 
 def test_a_restore_says_which_containers_it_waits_for(tmp_path: Path) -> None:
@@ -44,12 +46,12 @@ def test_a_restore_says_which_containers_it_waits_for(tmp_path: Path) -> None:
     tm.watchdog.stuck_after_s = 0.0
     status = tm.summary()["status"]
     assert status["state"] == "RESTORING"
-    assert status["waiting_for"] == ["containers [0, 1, 2] have not registered with the "
-                                     "topology master"]  # fmt: skip
+    assert status["waiting_for"] == [
+        "containers [0, 1, 2] have not registered with the topology master"
+    ]
     for c in range(3):
         _register(tm, c)
-    asyncio.run(tm.AckRestore(pb.RestoreAck(topology="t", container=0, epoch=tm.epoch,
-                                            ok=True), None))  # fmt: skip
+    tm.ack_restore(pb.RestoreAck(topology="t", container=0, epoch=tm.epoch, ok=True))
     tm.metrics["task:2"] = {"connected": 0.0}
     status = tm.metrics_view()["status"]
     assert status["waiting_for"] == [
@@ -63,8 +65,7 @@ def test_a_restore_says_which_containers_it_waits_for(tmp_path: Path) -> None:
     assert reason.startswith("t: stuck: RESTORING for over 0s: ")
     assert "container 1 has not restored checkpoint 0" in reason
     for c in (1, 2):
-        asyncio.run(tm.AckRestore(pb.RestoreAck(topology="t", container=c, epoch=tm.epoch,
-                                                ok=True), None))  # fmt: skip
+        tm.ack_restore(pb.RestoreAck(topology="t", container=c, epoch=tm.epoch, ok=True))
     status = tm.summary()["status"]
     assert (status["state"], status["waiting_for"]) == ("RUNNING", [])
     tm.watchdog.tick()
@@ -75,36 +76,50 @@ def test_a_checkpoint_in_flight_names_the_tasks_it_lacks(tmp_path: Path) -> None
     tm = _master(tmp_path, Reliability.EXACTLY_ONCE, 2)
     for c in range(2):
         _register(tm, c)
-        asyncio.run(tm.AckRestore(pb.RestoreAck(topology="t", container=c, epoch=tm.epoch,
-                                                ok=True), None))  # fmt: skip
-    rec = tm._trigger_checkpoint()
-    asyncio.run(tm.AckCheckpoint(pb.CheckpointAck(topology="t", container=0, task_id=1,
-                                                  checkpoint_id=rec.id, epoch=tm.epoch),
-                                 None))  # fmt: skip
+        tm.ack_restore(pb.RestoreAck(topology="t", container=c, epoch=tm.epoch, ok=True))
+    rec = tm.trigger_checkpoint()
+    tm.checkpoints.ack(
+        pb.CheckpointAck(topology="t", container=0, task_id=1, checkpoint_id=rec.id, epoch=tm.epoch)
+    )
     rec._t0 -= 30  # in flight for a while
     (why,) = tm.summary()["status"]["waiting_for"]
-    assert why == (f"checkpoint {rec.id} in flight for 30s: no snapshot yet from tasks "
-                   "2 (sink, container 1)")  # fmt: skip
+    assert why == (
+        f"checkpoint {rec.id} in flight for 30s: no snapshot yet from tasks 2 (sink, container 1)"
+    )
     assert tm.watchdog.faults()[0][:2] == ("t: checkpoints failing", DEGRADED)
 
 
 def test_failures_of_one_component_become_a_crash_loop_in_every_mode(tmp_path: Path) -> None:
     for mode in (Reliability.AT_LEAST_ONCE, Reliability.EXACTLY_ONCE):
         health = Health("agent-1")
-        tm = _master(tmp_path / mode.value, mode, 1, health=health,
-                     crash_loop=CrashLoopPolicy(failures=3, window_s=60))  # fmt: skip
+        tm = _master(
+            tmp_path / mode.value,
+            mode,
+            1,
+            health=health,
+            crash_loop=CrashLoopPolicy(failures=3, window_s=60),
+        )
         _register(tm, 0)
-        tm.exceptions.append({"task": 2, "component": "sink", "message": "RuntimeError: no model",
-                              "traceback": "Traceback...\nRuntimeError: no model",
-                              "time_ms": 0})  # fmt: skip
+        tm.exceptions.append(
+            {
+                "task": 2,
+                "component": "sink",
+                "message": "RuntimeError: no model",
+                "traceback": "Traceback...\nRuntimeError: no model",
+                "time_ms": 0,
+            }
+        )
         why = "task 2 exited with 1 (sink: RuntimeError: no model)"
         for _ in range(3):
             report = pb.FailureReport(topology="t", container=0, task_id=2, reason=why)
-            asyncio.run(tm.ReportFailure(report, None))
+            tm.report_failure(report)
         (loop,) = tm.summary()["status"]["crash_loops"]
         assert (loop["key"], loop["component"], loop["task"], loop["failures"]) == (
-            "component 'sink' (task 2)", "sink", 2, 3,
-        )  # fmt: skip
+            "component 'sink' (task 2)",
+            "sink",
+            2,
+            3,
+        )
         assert loop["exception"] == "RuntimeError: no model"
         assert loop["traceback"].endswith("RuntimeError: no model")
         tm.watchdog.tick()
