@@ -74,8 +74,9 @@ class Agent(Node):
         status_port: int | None = None,
         ingress_proxy: str = "",
     ) -> None:
-        super().__init__(master or "", workdir, kind="agent", node_id=node_id, labels=labels,
-                         version=version)  # fmt: skip
+        super().__init__(
+            master or "", workdir, kind="agent", node_id=node_id, labels=labels, version=version
+        )
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
         self.outbox_budget = outbox_budget
@@ -83,8 +84,9 @@ class Agent(Node):
         self.ingest_path = self.workdir / "ingest"
         self.ingest: MqttIngest | None = None
         if mqtt is not None:
-            self.ingest = MqttIngest(mqtt, self.ingest_path, should_pause=self.outbox_full,
-                                     health=self.health)  # fmt: skip
+            self.ingest = MqttIngest(
+                mqtt, self.ingest_path, should_pause=self.outbox_full, health=self.health
+            )
         self.tms: dict[str, TopologyMaster] = {}  # one per edge subgraph: its own domain
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self._server: grpc.aio.Server | None = None
@@ -105,8 +107,7 @@ class Agent(Node):
     def ordered(self) -> None:
         try:
             runs = {**self.unresumed, **self.orders}
-            self.book.save(self.master, runs.values(), self.states,
-                           self.revised.values())  # fmt: skip
+            self.book.save(self.master, runs.values(), self.states, self.revised.values())
         except OSError as exc:  # the subgraphs go on; a reboot would wait for the master
             self.health.set("orders", DEGRADED, f"cannot keep the orders on disk: {exc}")
         else:
@@ -130,10 +131,14 @@ class Agent(Node):
                 if not (code / ".verified").exists():
                     raise FileNotFoundError(code / ".verified")
             except (OSError, PackageMismatchError) as exc:
-                why = ("is not in " + str(code.parent) if isinstance(exc, OSError)
-                       else "on disk does not hash to its name")  # fmt: skip
-                self._unresumed(run, f"its package {run.package[:19]} {why}; waiting for the "
-                                f"master to send it")  # fmt: skip
+                why = (
+                    "is not in " + str(code.parent)
+                    if isinstance(exc, OSError)
+                    else "on disk does not hash to its name"
+                )
+                self._unresumed(
+                    run, f"its package {run.package[:19]} {why}; waiting for the master to send it"
+                )
                 (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
                 continue
             log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
@@ -151,8 +156,9 @@ class Agent(Node):
         """An order kept on disk that does not run until the master orders it again."""
         self.unresumed[(run.topology, run.container)] = run
         self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
-        self.health.set(f"orders:{run.topology}", level,
-                        f"cannot resume {run.topology!r} from disk: {why}")  # fmt: skip
+        self.health.set(
+            f"orders:{run.topology}", level, f"cannot resume {run.topology!r} from disk: {why}"
+        )
 
     def _outbox_on_disk(self, topology: str) -> tuple[int, int]:
         """Bytes and batches the topology's outboxes hold (read only while nothing runs it)."""
@@ -186,8 +192,11 @@ class Agent(Node):
             self.ingest.start()
         http = await serve_status(self, self.status_port) if self.status_port is not None else None
         if not self.master:
-            self.health.set("master", DEGRADED, "no --master given: looking for one by "
-                            f"zeroconf ({SERVICE}) on the LAN")  # fmt: skip
+            self.health.set(
+                "master",
+                DEGRADED,
+                f"no --master given: looking for one by zeroconf ({SERVICE}) on the LAN",
+            )
             self.master = await find_master()  # the session clears it once the master answers
         retention = asyncio.get_running_loop().create_task(self._retention())
         revising = asyncio.get_running_loop().create_task(self._revising())
@@ -237,12 +246,21 @@ class Agent(Node):
             validate(topology)
             plan = pack_round_robin(topology, 1)
             try:
-                tm = TopologyMaster(topology, plan, self.workdir / run.topology / "tmaster-state",
-                                    run.package, run.entry, self._load_revision,
-                                    health=self.health)  # fmt: skip
+                tm = TopologyMaster(
+                    topology,
+                    plan,
+                    self.workdir / run.topology / "tmaster-state",
+                    run.package,
+                    run.entry,
+                    self._load_revision,
+                    health=self.health,
+                )
             except OSError as exc:  # a full disk: say so, and try again until it is not
-                self.health.set(f"edge:{run.topology}", FAILED, "cannot start the edge subgraph: "
-                                f"{describe_write_error(self.workdir, exc)}")  # fmt: skip
+                self.health.set(
+                    f"edge:{run.topology}",
+                    FAILED,
+                    f"cannot start the edge subgraph: {describe_write_error(self.workdir, exc)}",
+                )
                 asyncio.get_running_loop().call_later(2.0, self._start_again, run, entry)
                 return
             self.health.clear(f"edge:{run.topology}")
@@ -251,8 +269,11 @@ class Agent(Node):
             self._coordinators[run.topology] = asyncio.get_running_loop().create_task(
                 tm.run_coordinator()
             )
-            log.info("edge subgraph of %r: %s", run.topology,
-                     ", ".join(c.name for c in topology.components))  # fmt: skip
+            log.info(
+                "edge subgraph of %r: %s",
+                run.topology,
+                ", ".join(c.name for c in topology.components),
+            )
         super()._start(run, entry)
 
     def _start_again(self, run: pb.RunContainer, entry: Path) -> None:
@@ -296,12 +317,21 @@ class Agent(Node):
             return
         d = diff(tm.topology, new)
         if not (d.added or d.removed or d.replaced):
-            log.info("revision %d of %r leaves this agent's subgraph as it is",
-                     order.revision, topology)  # fmt: skip
+            log.info(
+                "revision %d of %r leaves this agent's subgraph as it is", order.revision, topology
+            )
             return
-        record = RevisionRecord(order.revision, order.action, order.package, order.entry,
-                                list(order.exclude), order.author, time.time(), d.to_dict(),
-                                {})  # fmt: skip
+        record = RevisionRecord(
+            order.revision,
+            order.action,
+            order.package,
+            order.entry,
+            list(order.exclude),
+            order.author,
+            time.time(),
+            d.to_dict(),
+            {},
+        )
         data = self.code_dir(order.package).with_suffix(".zip").read_bytes()
         try:
             tm.propose(record, new, data, tm.current, d.replaced, number=order.revision)
@@ -360,8 +390,13 @@ class Agent(Node):
         for key in [k for k in self.unresumed if k[0] == topology]:
             del self.unresumed[key]
         self.disk_backlog.pop(topology, None)
-        for reason in (f"orders:{topology}", f"order:{topology}", f"edge:{topology}",
-                       f"checkpoints:{topology}", f"supervise:{topology}"):  # fmt: skip
+        for reason in (
+            f"orders:{topology}",
+            f"order:{topology}",
+            f"edge:{topology}",
+            f"checkpoints:{topology}",
+            f"supervise:{topology}",
+        ):
             self.health.clear(reason)
         self.tms.pop(topology, None)
         task = self._coordinators.pop(topology, None)
@@ -382,14 +417,15 @@ class Agent(Node):
             # an ordered subgraph not running yet (unresumed, starting) may read the log from
             # further back than the running ones: trim nothing until it reports
             ordered = {t for t, _ in self.orders} | {t for t, _ in self.unresumed}
-            if any(not (t in self.tms and self.tms[t].metrics.get("container:0"))
-                   for t in ordered):  # fmt: skip
+            if any(not (t in self.tms and self.tms[t].metrics.get("container:0")) for t in ordered):
                 continue
             floor: dict[int, float] = {}
             for tm in list(self.tms.values()):
-                mine = {int(k[len(prefix) :]): v
-                        for k, v in tm.metrics.get("container:0", {}).items()
-                        if k.startswith(prefix)}  # fmt: skip
+                mine = {
+                    int(k[len(prefix) :]): v
+                    for k, v in tm.metrics.get("container:0", {}).items()
+                    if k.startswith(prefix)
+                }
                 for p, offset in mine.items():
                     floor[p] = min(floor.get(p, offset), offset)
             for p, offset in floor.items():
@@ -427,18 +463,28 @@ class Agent(Node):
         s.backlog_bytes, s.backlog_batches = self.backlog()
         s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
         if self._outbox_metric("uplink_chained"):
-            self.health.set("uplink", DEGRADED, "the cloud held less than it had confirmed: "
-                            "an id changed, or the cloud lost batches (the edge container's "
-                            "log says which)")  # fmt: skip
+            self.health.set(
+                "uplink",
+                DEGRADED,
+                "the cloud held less than it had confirmed: "
+                "an id changed, or the cloud lost batches (the edge container's "
+                "log says which)",
+            )
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         for name, tm in list(self.tms.items()):  # its uplinks go to the workers: say how
             reported = tm.metrics.get("container:0", {})
             if "uplink_connected" in reported:
-                s.uplinks.append(pb.UplinkState(
-                    topology=name, connected=reported["uplink_connected"] == 1.0,
-                    metrics={k: v for k, v in reported.items()
-                             if k.startswith(("uplink_", "outbox_"))},
-                ))  # fmt: skip
+                s.uplinks.append(
+                    pb.UplinkState(
+                        topology=name,
+                        connected=reported["uplink_connected"] == 1.0,
+                        metrics={
+                            k: v
+                            for k, v in reported.items()
+                            if k.startswith(("uplink_", "outbox_"))
+                        },
+                    )
+                )
         for name, tm in list(self.tms.items()):
             s.metrics[f"revision:{name}"] = float(tm.current)
             if tm.catalogue.error:  # checkpoints cannot be completed (a full disk)

@@ -76,8 +76,9 @@ class LocalCluster:
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="hw-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         # resuming from an old work directory: refuse another topology before starting
-        check_same_topology(self.workdir / "tmaster-state" / "topology.json", self.topology,
-                            self.plan)  # fmt: skip
+        check_same_topology(
+            self.workdir / "tmaster-state" / "topology.json", self.topology, self.plan
+        )
         self.env = dict(env or {})
         self.tmaster: subprocess.Popen[bytes] | None = None
         self.container_procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -102,15 +103,24 @@ class LocalCluster:
         ready = self.workdir / "tmaster.json"
         ready.unlink(missing_ok=True)
         args = [
-            "-m", "headwater.cloud.tmaster",
-            "--topology-file", self.topology_file,
-            "--containers", str(self.containers),
-            "--ready-file", str(ready),
-            "--state-dir", str(self.workdir / "tmaster-state"),
-        ]  # fmt: skip
+            "-m",
+            "headwater.cloud.tmaster",
+            "--topology-file",
+            self.topology_file,
+            "--containers",
+            str(self.containers),
+            "--ready-file",
+            str(ready),
+            "--state-dir",
+            str(self.workdir / "tmaster-state"),
+        ]
         if self.grpc_address:  # a restart keeps the addresses the containers know
-            args += ["--grpc-port", self.grpc_address.rsplit(":", 1)[1],
-                     "--http-port", self.http_address.rsplit(":", 1)[1]]  # fmt: skip
+            args += [
+                "--grpc-port",
+                self.grpc_address.rsplit(":", 1)[1],
+                "--http-port",
+                self.http_address.rsplit(":", 1)[1],
+            ]
         if self.topology_name:
             args += ["--topology", self.topology_name]
         self.tmaster = spawn(args, env=self.env, log_path=str(self.workdir / "tmaster.log"))
@@ -129,14 +139,21 @@ class LocalCluster:
 
     def _start_container(self, c: int) -> None:
         args = [
-            "-m", "headwater.common.runtime.container",
-            "--topology-file", self.topology_file,
-            "--container", str(c),
-            "--containers", str(self.containers),
-            "--tmaster", self.grpc_address,
-            "--workdir", str(self.workdir),
-            "--state-dir", str(self.workdir / "state" / f"container-{c}"),
-        ]  # fmt: skip
+            "-m",
+            "headwater.common.runtime.container",
+            "--topology-file",
+            self.topology_file,
+            "--container",
+            str(c),
+            "--containers",
+            str(self.containers),
+            "--tmaster",
+            self.grpc_address,
+            "--workdir",
+            str(self.workdir),
+            "--state-dir",
+            str(self.workdir / "state" / f"container-{c}"),
+        ]
         if self.topology_name:
             args += ["--topology", self.topology_name]
         self.container_procs[c] = spawn(
@@ -151,8 +168,7 @@ class LocalCluster:
         self._kill_silent()
         restarted = []
         if self.tmaster is not None and self.tmaster.poll() is not None:
-            self.crash_loops.failed("the topology master",
-                                    f"exited with {self.tmaster.returncode}")  # fmt: skip
+            self.crash_loops.failed("the topology master", f"exited with {self.tmaster.returncode}")
             self._start_tmaster()
             restarted.append("the topology master")
         for c, p in list(self.container_procs.items()):
@@ -176,8 +192,12 @@ class LocalCluster:
             if p is None or p.poll() is not None or p.pid != c["pid"]:
                 continue  # dead already, or the master still knows an old incarnation
             if c["heartbeat_s_ago"] > SILENT_AFTER_S:
-                log.warning("container %d (pid %d) silent for %.0fs: stopped or hung; killing it",
-                            c["container"], p.pid, c["heartbeat_s_ago"])  # fmt: skip
+                log.warning(
+                    "container %d (pid %d) silent for %.0fs: stopped or hung; killing it",
+                    c["container"],
+                    p.pid,
+                    c["heartbeat_s_ago"],
+                )
                 p.kill()
                 p.wait()
 
@@ -185,25 +205,37 @@ class LocalCluster:
         """Raise ``CrashLoopError`` (saying what, why, and where the logs are) if a
         component, a container or the topology master is crash-looping."""
         for key, loop in self.crash_loops.loops().items():
-            log_file = "tmaster.log" if key == "the topology master" else \
-                f"container-{key.split()[-1]}.log"  # fmt: skip
-            raise self._crash_loop(f"{loop.describe()} (last: {loop.reason})",
-                                   self._tail(self.workdir / log_file))  # fmt: skip
+            log_file = (
+                "tmaster.log"
+                if key == "the topology master"
+                else f"container-{key.split()[-1]}.log"
+            )
+            raise self._crash_loop(
+                f"{loop.describe()} (last: {loop.reason})", self._tail(self.workdir / log_file)
+            )
         try:
             loops = self.summary()["status"]["crash_loops"]
         except (OSError, KeyError, ValueError):
             return  # the master is away (restarting): its own crash loop is counted above
         for loop in loops:
-            what = f"{loop['key']} is crash-looping: {loop['failures']} failures in " \
-                f"{loop['over_s']:.0f}s (last: {loop['reason']})"  # fmt: skip
+            what = (
+                f"{loop['key']} is crash-looping: {loop['failures']} failures in "
+                f"{loop['over_s']:.0f}s (last: {loop['reason']})"
+            )
             lines = [
                 line for line in loop["traceback"].rstrip().splitlines() if line.strip(" ^~")
             ]  # not the markers under the failing expression
             if not lines and loop["task"] is not None:
                 lines = self._tail(self.workdir / f"task-{loop['task']}.log")
             cause = [loop["exception"]] if loop["exception"] else []
-            raise self._crash_loop(what, [*cause, *(["last lines of its traceback:"] if
-                                   loop["traceback"] else []), *lines[-8:]])  # fmt: skip
+            raise self._crash_loop(
+                what,
+                [
+                    *cause,
+                    *(["last lines of its traceback:"] if loop["traceback"] else []),
+                    *lines[-8:],
+                ],
+            )
 
     def _crash_loop(self, what: str, lines: list[str]) -> CrashLoopError:
         self.failed = True

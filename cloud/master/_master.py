@@ -128,10 +128,17 @@ class Master:
         if not self._record_path().exists():
             return
         for d in json.loads(self._record_path().read_text()):
-            dep = Deployment(d["name"], d["package"], d["entry"], d["containers"],
-                             {int(k): v for k, v in d["assignment"].items()},
-                             d.get("agents", []), d.get("selectors", []),
-                             d.get("state", "RUNNING"), d.get("edge_revision", {}))  # fmt: skip
+            dep = Deployment(
+                d["name"],
+                d["package"],
+                d["entry"],
+                d["containers"],
+                {int(k): v for k, v in d["assignment"].items()},
+                d.get("agents", []),
+                d.get("selectors", []),
+                d.get("state", "RUNNING"),
+                d.get("edge_revision", {}),
+            )
             try:
                 self._start_topology(dep)
             except HeadwaterError as exc:
@@ -159,8 +166,7 @@ class Master:
                 f"topology {topology.name!r} is already running; kill it first "
                 f"(`headwater kill {topology.name}`)"
             )
-        selectors = [dict(c.placement.selector) for c in topology.components
-                     if c.placement.is_edge]  # fmt: skip
+        selectors = [dict(c.placement.selector) for c in topology.components if c.placement.is_edge]
         dep = Deployment(topology.name, digest, entry, containers, selectors=selectors)
         self._start_topology(dep)
         self._schedule(dep)
@@ -179,8 +185,14 @@ class Master:
     def _start_topology(self, dep: Deployment) -> None:
         topology = cloud_part(load_topology(self._unpack(dep.package) / dep.entry))
         plan = pack_round_robin(topology, dep.containers)
-        tm = TopologyMaster(topology, plan, self.state_dir / "topologies" / dep.name,
-                            dep.package, dep.entry, self._load_revision)  # fmt: skip
+        tm = TopologyMaster(
+            topology,
+            plan,
+            self.state_dir / "topologies" / dep.name,
+            dep.package,
+            dep.entry,
+            self._load_revision,
+        )
         tm.user_state = dep.state
         self.deployments[dep.name] = dep
         self.tms[dep.name] = tm
@@ -198,9 +210,17 @@ class Master:
         topology = cloud_part(without(self._logical(rec.package, rec.entry), rec.exclude))
         return topology, self.packages.get(rec.package)
 
-    def edit(self, name: str, action: str, base: int, data: bytes | None = None,
-             entry: str | None = None, components: list[str] | None = None,
-             author: str = "", to: int | None = None) -> dict[str, Any]:  # fmt: skip
+    def edit(
+        self,
+        name: str,
+        action: str,
+        base: int,
+        data: bytes | None = None,
+        entry: str | None = None,
+        components: list[str] | None = None,
+        author: str = "",
+        to: int | None = None,
+    ) -> dict[str, Any]:
         """Validate an edit of a running topology and start applying it.
 
         ``action`` is attach, replace or remove (``data``: the package as it now
@@ -220,8 +240,10 @@ class Master:
         if action == "rollback":
             target = tm.revlog.find(to or 0)
             if target is None or target.status not in ("applied",):
-                raise EditError(f"revision {to} was never applied; `headwater revisions "
-                                f"{name}` lists the ones a rollback can return to")  # fmt: skip
+                raise EditError(
+                    f"revision {to} was never applied; `headwater revisions "
+                    f"{name}` lists the ones a rollback can return to"
+                )
             digest, entry, exclude = target.package, target.entry, list(target.exclude)
         elif data:
             digest, entry = self.packages.put(data), entry or cur.entry
@@ -243,15 +265,21 @@ class Master:
         diff = check_edit(action, components if action != "rollback" else (), old, new)
         cloud = cloud_part(new)
         cloud_names = {c.name for c in cloud.components}
-        record = RevisionRecord(0, action, digest, entry, exclude, author, time.time(),
-                                diff.to_dict(), {})  # fmt: skip
+        record = RevisionRecord(
+            0, action, digest, entry, exclude, author, time.time(), diff.to_dict(), {}
+        )
         replaced = tuple(n for n in diff.replaced if n in cloud_names)
         tm.propose(record, cloud, self.packages.get(digest), base, replaced)
         if touches_edge(old, new, diff):
             dep = self.deployments[name]
-            dep.edge_revision = {"revision": record.revision, "action": action,
-                                 "package": digest, "entry": entry, "exclude": exclude,
-                                 "author": author}  # fmt: skip
+            dep.edge_revision = {
+                "revision": record.revision,
+                "action": action,
+                "package": digest,
+                "entry": entry,
+                "exclude": exclude,
+                "author": author,
+            }
             self._save()
             for agent in dep.agents:  # one offline gets it when it re-attaches
                 self._send(agent, self._revise_command(dep))
@@ -290,8 +318,9 @@ class Master:
 
     # -- scheduling --------------------------------------------------------------
     def _workers(self) -> list[str]:
-        return sorted(n for n, r in self.nodes.items()
-                      if r.info.kind == "worker" and r.queue is not None)  # fmt: skip
+        return sorted(
+            n for n, r in self.nodes.items() if r.info.kind == "worker" and r.queue is not None
+        )
 
     def _schedule(self, dep: Deployment) -> None:
         """Deal unassigned containers to attached workers, edge subgraphs to matching agents."""
@@ -328,10 +357,16 @@ class Master:
                 self._send(node, self._run_command(dep, c))
 
     def _run_command(self, dep: Deployment, container: int, edge: bool = False) -> pb.NodeCommand:
-        return pb.NodeCommand(run=pb.RunContainer(
-            topology=dep.name, container=container, containers=1 if edge else dep.containers,
-            package=dep.package, entry=dep.entry, domain="edge" if edge else "cloud",
-        ))  # fmt: skip
+        return pb.NodeCommand(
+            run=pb.RunContainer(
+                topology=dep.name,
+                container=container,
+                containers=1 if edge else dep.containers,
+                package=dep.package,
+                entry=dep.entry,
+                domain="edge" if edge else "cloud",
+            )
+        )
 
     def _state_command(self, dep: Deployment) -> pb.NodeCommand:
         return pb.NodeCommand(set_state=pb.SetState(topology=dep.name, state=dep.state))
@@ -404,14 +439,19 @@ class Master:
             dep = self.deployments.get(topology)
             ours = dep is not None and (
                 dep.assignment.get(int(number)) == node_id
-                if record.info.kind != "agent" else node_id in dep.agents
-            )  # fmt: skip
+                if record.info.kind != "agent"
+                else node_id in dep.agents
+            )
             if not ours:
-                log.warning("%s %s runs %s, which the master does not give it: stopping it",
-                            record.info.kind, node_id, name)  # fmt: skip
-                record.queue.put_nowait(pb.NodeCommand(
-                    stop=pb.StopContainer(topology=topology, container=int(number))
-                ))  # fmt: skip
+                log.warning(
+                    "%s %s runs %s, which the master does not give it: stopping it",
+                    record.info.kind,
+                    node_id,
+                    name,
+                )
+                record.queue.put_nowait(
+                    pb.NodeCommand(stop=pb.StopContainer(topology=topology, container=int(number)))
+                )
 
     def forget(self, node_id: str) -> None:
         """Forget an offline node that holds no containers (its deployments drop it too).
@@ -423,15 +463,21 @@ class Master:
         node does and is given them again.
         """
         record = self.nodes.get(node_id)
-        held = sorted(f"{d.name}/{c}" for d in self.deployments.values()
-                      for c, n in d.assignment.items() if n == node_id)  # fmt: skip
+        held = sorted(
+            f"{d.name}/{c}"
+            for d in self.deployments.values()
+            for c, n in d.assignment.items()
+            if n == node_id
+        )
         edge = [d for d in self.deployments.values() if node_id in d.agents]
         if record is None and not held and not edge:
             known = ", ".join(sorted(self.nodes)) or "none"
             raise KeyError(f"no node {node_id!r} (known: {known})")
         if record is not None and record.view()["online"]:
-            raise HeadwaterError(f"node {node_id!r} is online; stop it first (a node is "
-                                 f"forgotten once it is offline)")  # fmt: skip
+            raise HeadwaterError(
+                f"node {node_id!r} is online; stop it first (a node is "
+                f"forgotten once it is offline)"
+            )
         if held:
             raise HeadwaterError(
                 f"node {node_id!r} holds containers {', '.join(held)}: the master has nowhere "
@@ -461,8 +507,9 @@ class Master:
         info = tm.containers.get(container)
         if info is None or not info.stmgr_address:
             raise LookupError(f"container {container} of {topology!r} is not running (yet)")
-        return pb.ReceiverAddress(address=info.stmgr_address, container=container,
-                                  incarnation=info.incarnation)  # fmt: skip
+        return pb.ReceiverAddress(
+            address=info.stmgr_address, container=container, incarnation=info.incarnation
+        )
 
     def fetch(self, digest: str) -> bytes:
         try:

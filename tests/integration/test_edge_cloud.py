@@ -458,7 +458,7 @@ def test_agents_find_the_master_by_zeroconf_and_by_address(
             "--topic",
             "sensors/site0/#",
             netns=agent_ns,
-        )  # fmt: skip  (no --master)
+        )  # no --master
         daemons.start_agent(
             "gw-site1",
             "--master",
