@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 from ..api import Bolt, Spout, Topology
 from ..plan import load_topology, plan_from_json, restrict
+from ..plan._routing import Router
 from ..state import StatefulComponent
 from ..state._state import dump_snapshot, load_snapshot
 from ..wire import Kind, encode_frame, parse_frame
 from ..wire._control import ControlError, Prepare, Restore, decode_control
 from ..wire._frame import STMGR
-from ._routing import Router
 
 if TYPE_CHECKING:
     from ._instance import Instance

@@ -23,9 +23,9 @@ from typing import Any
 from .._exceptions import SerializationError
 from ..api import Tuple
 from ..api._stream import PUNCTUATION
+from ..plan._routing import Router
 from ..wire import Kind, encode, encode_frame
 from ..wire._frame import STMGR
-from ._routing import Router
 
 Sink = Callable[[bytes], None]
 _getrandbits = random.getrandbits

@@ -38,21 +38,21 @@ from ..api import (
     Tuple,
     UplinkReceiver,
 )
+from ..api._dead_letters import Retry
 from ..plan import PhysicalPlan, task_ids
+from ..plan._routing import Router
 from ..state import KeyedState, State, StatefulComponent
 from ..wire import Kind, decode, parse_frame
 from ..wire._control import ControlError, DeadLetterReport, Hello, control_frame, decode_control
 from ..wire._frame import UPLINK_HEAD
 from ._barriers import Barriers
 from ._context import InstanceContext
-from ._dead_letters import Retry
 from ._emitter import Emitter
 from ._executor import run_bolt, run_spout
 from ._gateway import Gateway
 from ._instance_control import on_control
 from ._instance_metrics import report_metrics
 from ._queues import ByteQueue
-from ._routing import Router
 
 log = logging.getLogger("headwater.instance")
 

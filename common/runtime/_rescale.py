@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._exceptions import HeadwaterError
+from ..plan._routing import key_hash
 from ..state import KeyedState, State
 from ..state._state import dump_snapshot, load_snapshot
-from ._routing import key_hash
 
 
 class RescaleError(HeadwaterError):

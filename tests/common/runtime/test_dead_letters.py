@@ -12,7 +12,7 @@ import pytest
 
 from headwater import DEAD_LETTERS, Bolt, Context, DeadLetter, Spout, Topology, Tuple, shuffle
 from headwater.common.api._config import TOPOLOGY_RECORD_MAX_RETRIES, RuntimeConfig
-from headwater.common.runtime._dead_letters import Retry, reason_of, short_traceback
+from headwater.common.api._dead_letters import Retry, reason_of, short_traceback
 from headwater.common.runtime._instance import Instance
 from headwater.common.runtime._instance_metrics import report_metrics
 from headwater.common.wire import Kind, decode, encode, encode_frame, parse_frame

@@ -10,8 +10,8 @@ import pytest
 
 from headwater.common._exceptions import EmitError
 from headwater.common.api import Bolt, Spout, Stream, Topology, Tuple, fields, global_
+from headwater.common.plan._routing import Router
 from headwater.common.runtime._emitter import Emitter
-from headwater.common.runtime._routing import Router
 from headwater.common.wire import Kind, decode, parse_frame
 from headwater.common.wire._frame import STMGR, Frame
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from headwater.common.plan._routing import key_hash
 from headwater.common.runtime._rescale import RescaleError, rescale
-from headwater.common.runtime._routing import key_hash
 from headwater.common.state import KeyedState, State
 from headwater.common.state._state import dump_snapshot, load_snapshot
 

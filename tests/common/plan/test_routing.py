@@ -1,4 +1,4 @@
-"""headwater.common.runtime._routing: selectors per grouping, and the Router."""
+"""headwater.common.plan._routing: selectors per grouping, and the Router."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from headwater.common.api import (
     none,
     shuffle,
 )
-from headwater.common.runtime._routing import Router, key_hash, make_selector
+from headwater.common.plan._routing import Router, key_hash, make_selector
 
 STREAM = Stream(("word", "n", "extra"))
 
