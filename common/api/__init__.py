@@ -3,6 +3,7 @@
 from ._component import (
     BatchBolt,
     Bolt,
+    BoundedSource,
     Component,
     Context,
     RuntimeContext,
@@ -39,6 +40,7 @@ __all__ = [
     "TICK_STREAM",
     "BatchBolt",
     "Bolt",
+    "BoundedSource",
     "Component",
     "ComponentSpec",
     "Context",

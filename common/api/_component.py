@@ -220,6 +220,17 @@ class SystemComponent(Protocol):
 
 
 @runtime_checkable
+class BoundedSource(Protocol):
+    """A source that can end: ``exhausted()`` is true once it has nothing more.
+
+    A DSL pipeline sends the end of event time as its watermark after it, so every
+    window closes. Checked once, when the source opens.
+    """
+
+    def exhausted(self) -> bool: ...
+
+
+@runtime_checkable
 class UplinkReceiver(Protocol):
     """A runtime component (the cloud's uplink receiver) that takes agents' batches.
 
@@ -246,8 +257,9 @@ class SystemContext(Protocol):
         ...
 
 
+@runtime_checkable
 class RuntimeContext(Context, SystemContext, Protocol):
-    """The whole context the runtime gives its own components."""
+    """The whole context the runtime gives its own components (checked once, in ``open``)."""
 
     def system_frame(self, frame: bytes) -> None:
         """Send a ready frame (an outbox batch) to the stream manager."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any, cast
 
-from ..api import Bolt, Context, Spout, Tuple
+from ..api import Bolt, BoundedSource, Context, Spout, Tuple
 from ..api._stream import PUNCTUATION
 from ._windows import Assigner, WindowedReduce
 
@@ -55,7 +55,7 @@ class Op:
     @property
     def retry(self) -> Retry:
         """Retries a record this step raised on, then dead-letters it (``retry_record``)."""
-        return getattr(self.ctx, "retry_record", _reraise)
+        return getattr(self.ctx, "retry_record", _reraise)  # a user's bare test context
 
     def link(self, out: Out, side: Side) -> Out:
         """``process`` bound to what follows it in a chain: one call per record per step.
@@ -659,6 +659,7 @@ class FusedSpout(Spout):
         self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
         chain = self._chain.first
         self.source = self._source()
+        self._bounded = self.source if isinstance(self.source, BoundedSource) else None
         self._fed = False
 
         def feed(value: Any) -> None:
@@ -676,8 +677,8 @@ class FusedSpout(Spout):
         return self._fed  # records that ended in the chain (a sink) are work too
 
     def _watermarks(self) -> None:
-        exhausted = getattr(self.source, "exhausted", None)
-        if not self._ended and callable(exhausted) and exhausted():
+        bounded = self._bounded
+        if not self._ended and bounded is not None and bounded.exhausted():
             self._chain.send_watermarks(final=True)
             self._ended = True
         elif self._chain.watermarks_due():

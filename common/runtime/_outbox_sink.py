@@ -18,7 +18,7 @@ and the uplink (``headwater.edge._uplink``).
 from __future__ import annotations
 
 import struct
-from typing import Any, cast
+from typing import Any
 
 from ..api import Bolt, Context, Reliability, RuntimeConfig, RuntimeContext, Tuple
 from ..wire import Kind, encode, encode_frame
@@ -43,7 +43,9 @@ class OutboxSink(Bolt):
         self.component = component
 
     def open(self, ctx: Context) -> None:
-        self.ctx = cast(RuntimeContext, ctx)
+        if not isinstance(ctx, RuntimeContext):
+            raise TypeError(f"{type(self).__name__} runs only inside the runtime's instances")
+        self.ctx = ctx
         self.rows: list[list[Any]] = []
         rc = RuntimeConfig.from_mapping(ctx.config)
         self.exactly_once = rc.reliability is Reliability.EXACTLY_ONCE

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import cast
 
 from ..api import DEAD_LETTERS, Context, Reliability, RuntimeConfig, RuntimeContext, Spout
 from ..wire import decode
@@ -60,7 +59,9 @@ class UplinkSpout(Spout):
         self.component = component
 
     def open(self, ctx: Context) -> None:
-        self.ctx = cast(RuntimeContext, ctx)
+        if not isinstance(ctx, RuntimeContext):
+            raise TypeError(f"{type(self).__name__} runs only inside the runtime's instances")
+        self.ctx = ctx
         self.inbox: deque[tuple[str, int, int, memoryview]] = deque()
         self.filter = ReplayFilter(ctx.state.setdefault("last", {}))  # agent -> seq taken
         self.last = self.filter.last
