@@ -16,12 +16,21 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from enum import StrEnum
 
 from ..api import DEAD_LETTERS, Context, Reliability, RuntimeConfig, RuntimeContext, Spout
 from ..wire import decode
 from ..wire._control import UplinkFeedback
 
 RESEND_AFTER_S = 5.0
+
+
+class Verdict(StrEnum):
+    """What the receiver does with a batch."""
+
+    TAKE = "take"  # it follows the last one taken from its agent
+    REPLAY = "replay"  # taken before (its number is not above the last): dropped
+    GAP = "gap"  # one before it is missing: the agent is asked to resend
 
 
 class ReplayFilter:
@@ -34,19 +43,19 @@ class ReplayFilter:
     def __init__(self, last: dict[str, int] | None = None) -> None:
         self.last: dict[str, int] = {} if last is None else last
 
-    def check(self, agent: str, seq: int, prev: int) -> str:
+    def check(self, agent: str, seq: int, prev: int) -> Verdict:
         """``take`` the batch after the last one taken, or it is a ``replay`` or a ``gap``."""
         last = self.last.get(agent, 0)
         if seq <= last:
-            return "replay"
+            return Verdict.REPLAY
         if prev != last:
-            return "gap"
-        return "take"
+            return Verdict.GAP
+        return Verdict.TAKE
 
     def accept(self, agent: str, seq: int, prev: int | None = None) -> bool:
         """Take the batch if it follows the last one (``prev`` None: any later number)."""
         last = self.last.get(agent, 0)
-        if self.check(agent, seq, last if prev is None else prev) != "take":
+        if self.check(agent, seq, last if prev is None else prev) is not Verdict.TAKE:
             return False
         self.last[agent] = seq
         return True
@@ -82,11 +91,11 @@ class UplinkSpout(Spout):
             return
         agent, seq, prev, payload = self.inbox.popleft()
         verdict = self.filter.check(agent, seq, prev)
-        if verdict == "replay":
+        if verdict is Verdict.REPLAY:
             self.ctx.incr("uplink_replays_dropped")
             self._feedback(agent=agent, consumed=seq)
             return
-        if verdict == "gap":
+        if verdict is Verdict.GAP:
             last = self.last.get(agent, 0)
             self.ctx.incr("uplink_gaps")
             asked = self.asked.get(agent)
