@@ -15,8 +15,8 @@ the checkpoint store, and acknowledges. SIGTERM stops everything in order.
 - ``MasterSession`` (``_session``): register, watch, heartbeat; each command kind
   goes to its handler in the table ``Container._commands`` builds;
 - ``Telemetry`` (``_telemetry``): what each heartbeat carries;
-- ``Revisions`` (``_revisions``): the topology revisions this container can run;
-- ``Recovery`` (``_recovery``, exactly-once): the checkpoint store, restores,
+- ``LoadedRevisions`` (``_loaded_revisions``): the topology revisions this container can run;
+- ``Snapshots`` (``_snapshots``, exactly-once): the checkpoint store, restores,
   snapshots handed to instances on hello;
 - ``EditSwitch`` (``_switch``, exactly-once): live edits (stage, switch, abort,
   a rescaled component's keys);
@@ -57,10 +57,10 @@ from ..wire._control import (
 from ..wire.proto import runtime_pb2 as pb
 from ._container_config import ContainerConfig, parse_config
 from ._hooks import Metric
+from ._loaded_revisions import LoadedRevisions, Revision
 from ._procs import beat_file, spawn, terminate
-from ._recovery import Recovery
-from ._revisions import Revision, Revisions
 from ._session import CommandHandler, MasterSession
+from ._snapshots import Snapshots
 from ._stmgr import StreamManager
 from ._supervisor import Supervisor
 from ._switch import EditSwitch
@@ -86,7 +86,7 @@ class Container:
         self.stmgr = StreamManager(self.topology, self.plan, self.id, self)
         self.exactly_once = self.stmgr.rc.reliability is Reliability.EXACTLY_ONCE
         first = Revision(self.topology, self.plan, config.topology_file, None)
-        self.revisions = Revisions(
+        self.revisions = LoadedRevisions(
             first, self.id, self.workdir, config.topology, self.stmgr, config.domain, config.labels
         )
         self.supervisor = Supervisor(
@@ -98,10 +98,10 @@ class Container:
         self.session = MasterSession(
             config.tmaster, self.topology.name, self.id, self.incarnation, self.telemetry
         )
-        self.recovery: Recovery | None = None
+        self.recovery: Snapshots | None = None
         self.switch: EditSwitch | None = None
         if self.exactly_once:
-            self.recovery = Recovery(
+            self.recovery = Snapshots(
                 config.state_dir,
                 self.stmgr,
                 self.supervisor,

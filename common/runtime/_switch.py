@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from ..wire._control import Abort, Prepare
 from ..wire.proto import runtime_pb2 as pb
+from ._loaded_revisions import LoadedRevisions
 from ._procs import terminate
-from ._recovery import Handout, Recovery
 from ._rescale import RescaleError, rescale
-from ._revisions import Revisions
 from ._session import MasterSession
+from ._snapshots import Handout, Snapshots
 from ._stmgr import StreamManager
 from ._supervisor import Supervisor
 
@@ -46,9 +46,9 @@ class EditSwitch:
         self,
         container: int,
         stmgr: StreamManager,
-        revisions: Revisions,
+        revisions: LoadedRevisions,
         supervisor: Supervisor,
-        recovery: Recovery,
+        recovery: Snapshots,
         session: MasterSession,
     ) -> None:
         self._container = container

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import cast
 
 from headwater.common.plan import pack_round_robin
-from headwater.common.runtime._recovery import Recovery
-from headwater.common.runtime._revisions import Revision, Revisions
+from headwater.common.runtime._loaded_revisions import LoadedRevisions, Revision
 from headwater.common.runtime._session import MasterSession
+from headwater.common.runtime._snapshots import Snapshots
 from headwater.common.runtime._supervisor import Supervisor
 from headwater.common.runtime._telemetry import Telemetry
 from headwater.common.wire._control import Restore
@@ -28,7 +28,7 @@ class _Session(MasterSession):
         self.acks.append((r.epoch, r.checkpoint_id, ok, error))
 
 
-def _recovery(tmp_path: Path) -> tuple[Recovery, RecordingStreamManager, _Session, list[int]]:
+def _recovery(tmp_path: Path) -> tuple[Snapshots, RecordingStreamManager, _Session, list[int]]:
     stmgr = RecordingStreamManager()
     started: list[int] = []
 
@@ -37,11 +37,11 @@ def _recovery(tmp_path: Path) -> tuple[Recovery, RecordingStreamManager, _Sessio
         return cast("subprocess.Popen[bytes]", FakeProcess(task))
 
     first = Revision(TOPOLOGY, pack_round_robin(TOPOLOGY, 1), "t.py", None)
-    revisions = Revisions(first, 0, tmp_path, None, stmgr)
+    revisions = LoadedRevisions(first, 0, tmp_path, None, stmgr)
     session = _Session(stmgr)
     supervisor = Supervisor(launch, stmgr, restart=False)
     rollbacks: list[bool] = []
-    recovery = Recovery(
+    recovery = Snapshots(
         str(tmp_path / "state"),
         stmgr,
         supervisor,

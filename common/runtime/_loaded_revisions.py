@@ -1,7 +1,7 @@
 """The topology revisions a container can run: the one it started with, and each live edit.
 
 A live edit sends a revision (its package and physical plan) ahead of the
-checkpoint it switches at. ``Revisions.load`` unpacks and loads it once
+checkpoint it switches at. ``LoadedRevisions.load`` unpacks and loads it once
 (raising if the new code does not load, which refuses the edit); ``use``
 makes one the running revision and routes the stream manager by its plan.
 A restore names the revision to run, so a failed edit rolls back as any
@@ -37,7 +37,7 @@ class Revision:
     plan_file: str | None  # task ids, for revisions after the first
 
 
-class Revisions:
+class LoadedRevisions:
     def __init__(
         self,
         first: Revision,

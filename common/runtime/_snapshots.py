@@ -22,8 +22,8 @@ from typing import Any
 from ..state import CheckpointStore, CorruptCheckpointError
 from ..wire._control import Restore
 from ..wire.proto import runtime_pb2 as pb
+from ._loaded_revisions import LoadedRevisions
 from ._procs import terminate
-from ._revisions import Revisions
 from ._session import MasterSession
 from ._stmgr import StreamManager
 from ._supervisor import Supervisor
@@ -42,13 +42,13 @@ class Handout:
     handed: set[int] = field(default_factory=set)
 
 
-class Recovery:
+class Snapshots:
     def __init__(
         self,
         state_dir: str,
         stmgr: StreamManager,
         supervisor: Supervisor,
-        revisions: Revisions,
+        revisions: LoadedRevisions,
         session: MasterSession,
         on_rollback: Callable[[], None],
     ) -> None:
