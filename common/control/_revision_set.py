@@ -91,16 +91,21 @@ class RevisionSet:
             exclude=r.record.exclude,
             plan=pb.PhysicalPlan(
                 topology=topology,
-                instances=[
-                    pb.InstanceInfo(
-                        task_id=i.task_id,
-                        component=i.component,
-                        component_index=i.index,
-                        container=i.container,
-                    )
-                    for i in r.plan.instances
-                ],
+                instances=instance_infos(r.plan),
             ),
             switch_at=switch_at,
             replaced=list(replaced),
         )
+
+
+def instance_infos(plan: PhysicalPlan) -> list[pb.InstanceInfo]:
+    """A plan's instances as the ``PhysicalPlan`` message carries them."""
+    return [
+        pb.InstanceInfo(
+            task_id=i.task_id,
+            component=i.component,
+            component_index=i.index,
+            container=i.container,
+        )
+        for i in plan.instances
+    ]

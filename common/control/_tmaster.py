@@ -45,7 +45,7 @@ from ._checkpoints import CheckpointCoordinator
 from ._crashloop import DEFAULT_POLICY, CrashLoopPolicy
 from ._edits import Edit, EditCoordinator
 from ._recovery import Recovery, RestoreAck
-from ._revision_set import Revision, RevisionLoader, RevisionSet
+from ._revision_set import Revision, RevisionLoader, RevisionSet, instance_infos
 from ._revisions import EditError, RevisionLog, RevisionRecord, StaleRevisionError, first_record
 from ._watchdog import Watchdog
 
@@ -365,15 +365,7 @@ class TopologyMaster:
             state=self.state,
             epoch=self.epoch,
             containers=[self.containers[c] for c in sorted(self.containers)],
-            instances=[
-                pb.InstanceInfo(
-                    task_id=i.task_id,
-                    component=i.component,
-                    component_index=i.index,
-                    container=i.container,
-                )
-                for i in self.plan.instances
-            ],
+            instances=instance_infos(self.plan),
         )
 
     def _publish(self) -> None:
