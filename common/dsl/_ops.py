@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any, cast
 
-from ..api import Bolt, BoundedSource, Context, Spout, Tuple
+from ..api import Bolt, BoundedSource, Context, Spout, SystemContext, Tuple
 from ..api._stream import PUNCTUATION
 from ._windows import Assigner, WindowedReduce
 
@@ -629,6 +629,11 @@ class _SourceContext:
 
     def __init__(self, ctx: Context, feed: Callable[[Any], None]) -> None:
         self._ctx, self._feed = ctx, feed
+        # the runtime's channel to the stmgr, as an attribute of its own: a source checks
+        # ``isinstance(ctx, SystemContext)``, which from Python 3.12 looks attributes up
+        # statically and so never sees what ``__getattr__`` forwards
+        if isinstance(ctx, SystemContext):
+            self.system = ctx.system
 
     def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
         self._feed(values[0] if len(values) == 1 else list(values))

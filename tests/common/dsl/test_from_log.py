@@ -24,3 +24,26 @@ def test_from_log_names_the_log_spout(tmp_path: Path) -> None:
     assert [(s.kind, dict(s.params)) for s in specs] == [
         ("log_spout", {"path": str(tmp_path / "log"), "partitions": 2})
     ]
+
+
+def test_a_fused_source_keeps_the_runtime_channel_to_its_stmgr() -> None:
+    """A source inside a chain sees ``_SourceContext``; the log spout finds the stmgr through
+    ``isinstance(ctx, SystemContext)``, which Python 3.12 answers without ``__getattr__``."""
+    from headwater.common.api import SystemContext
+    from headwater.common.dsl._ops import _SourceContext
+
+    sent: list[object] = []
+
+    class Runtime:
+        def system(self, msg: object) -> None:
+            sent.append(msg)
+
+    class Bare:
+        pass
+
+    wrapped = _SourceContext(Runtime(), lambda v: None)  # type: ignore[arg-type]
+    assert "system" in vars(wrapped)  # found by inspect.getattr_static too
+    assert isinstance(wrapped, SystemContext)
+    wrapped.system("x")
+    assert sent == ["x"]
+    assert not isinstance(_SourceContext(Bare(), lambda v: None), SystemContext)  # type: ignore[arg-type]
