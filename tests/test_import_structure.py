@@ -65,7 +65,7 @@ _PREFIXES: dict[str, str] = {
     "headwater.placement": "api",
     "headwater.dsl": "api",
     "headwater.heronpy": "api",
-    "headwater.testing": "plan",  # the in-memory test kit runs a topology's plan in one process
+    "headwater.testing": "runtime",  # the in-memory test kit: the runtime's parts, one process
     "headwater.common": "foundations",
     "headwater.common.wire": "foundations",
     "headwater.common.api": "api",

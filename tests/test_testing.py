@@ -497,3 +497,14 @@ def test_the_readme_example_runs_as_written() -> None:
     assert len(tests) == 3
     for test in tests:
         test()
+
+
+def test_a_pipeline_reading_a_durable_log_runs_in_the_kit(tmp_path: Path) -> None:
+    from headwater.common.connectors._log_spout import append_records
+
+    append_records(tmp_path, 0, [[{"n": i}] for i in range(5)])
+    out: list[Any] = []
+    p = Pipeline("logged")
+    p.from_log("src", str(tmp_path), 1).map("n", lambda r: r["n"]).sink("out", out.append)
+    run_main(p, max_calls=50)
+    assert sorted(out) == [0, 1, 2, 3, 4]

@@ -664,7 +664,8 @@ class FusedSpout(Spout):
         self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
         chain = self._chain.first
         self.source = self._source()
-        self._bounded = self.source if isinstance(self.source, BoundedSource) else None
+        bounded = self.source if isinstance(self.source, BoundedSource) else None
+        self._bounded = bounded if bounded is not None and callable(bounded.exhausted) else None
         self._fed = False
 
         def feed(value: Any) -> None:
@@ -705,7 +706,9 @@ class FusedSpout(Spout):
         self.source.on_commit(checkpoint_id)
 
     def close(self) -> None:
-        self.source.close()
+        source = getattr(self, "source", None)  # None: open failed before building it
+        if source is not None:
+            source.close()
 
 
 class GeneratorSpout(Spout):

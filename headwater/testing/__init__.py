@@ -20,6 +20,7 @@
 [['a', 1], ['b', 2]]
 """
 
+from headwater.common import runtime as _runtime  # noqa: F401  (resolves system components)
 from headwater.common._clock import ManualClock
 
 from ._components import TestSink, TestSource

@@ -9,6 +9,7 @@ from headwater.common.api import Spout
 from headwater.common.api._system import SystemComponent, system_component
 from headwater.common.connectors import LogSpout
 from headwater.common.dsl import Pipeline
+from headwater.common.wire._control import Stop
 
 
 def test_the_log_source_is_a_spec_the_runtime_builds(tmp_path: Path) -> None:
@@ -44,6 +45,6 @@ def test_a_fused_source_keeps_the_runtime_channel_to_its_stmgr() -> None:
     wrapped = _SourceContext(Runtime(), lambda v: None)  # type: ignore[arg-type]
     assert "system" in vars(wrapped)  # found by inspect.getattr_static too
     assert isinstance(wrapped, SystemContext)
-    wrapped.system("x")
-    assert sent == ["x"]
+    wrapped.system(Stop())
+    assert sent == [Stop()]
     assert not isinstance(_SourceContext(Bare(), lambda v: None), SystemContext)  # type: ignore[arg-type]
