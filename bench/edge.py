@@ -17,7 +17,8 @@ in a transactional file sink, a part file per cloud checkpoint.
   (container and instances), sampled every 0.5 s through all of it;
 * the master's CPU time (user + system, from /proc/PID/stat) per 1,000
   readings while they flow at the steady rate: what edge traffic costs the
-  control plane.
+  control plane; and, where the master counts them (``/api/v1/traffic``),
+  the bytes its gRPC server took and gave per reading.
 
 ``--tree PATH`` runs the daemons from another checkout (``PYTHONPATH=PATH``;
 PATH is a repository root, e.g. a ``git worktree`` of an older commit);
@@ -59,7 +60,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", type=float, default=500.0, help="readings per second (all sensors)")
     p.add_argument("--duration", type=float, default=30.0, help="steady seconds per interval")
     p.add_argument("--intervals", default="1,0.25", help="checkpoint intervals to compare (s)")
-    p.add_argument("--cut", type=float, default=60.0, help="seconds the link is down")
+    p.add_argument(
+        "--cut", type=float, default=60.0, help="seconds the link is down (0: no cut, no catch-up)"
+    )
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument(
         "--tree",
@@ -129,6 +132,15 @@ def cpu_s(pid: int) -> float:
     """User + system CPU seconds ``pid`` has used (Linux: /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def grpc_bytes(http: str) -> int | None:
+    """Bytes the master's gRPC server took and gave, all methods (None: it does not count)."""
+    try:
+        view = get_json(f"{http}/api/v1/traffic")
+        return int(view["bytes_in"]) + int(view["bytes_out"])
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def _tree_env(tree: str | None) -> dict[str, str]:
@@ -218,6 +230,7 @@ class EdgeCluster:
             ["-m", "headwater", *args],
             env={**self.tree_env, **(env or {})},
             log_path=str(self.work / f"{name}.log"),
+            cwd=str(self.work),  # not the caller's folder: `python -m` would import from it
         )
         self.procs.append(p)
         return p
@@ -277,10 +290,11 @@ def run(args: argparse.Namespace) -> int:
         print("\nside by side:")
         for label, r in results.items():
             latency = {k: (v["p50_ms"], v["p99_ms"]) for k, v in r["latency"].items()}
+            catch_up = r.get("catch_up", {}).get("catch_up_rows_per_s", "-")
             print(
-                f"  {label}: latency p50/p99 ms {latency}; catch-up "
-                f"{r['catch_up']['catch_up_rows_per_s']} rows/s; master CPU per 1,000 readings "
-                f"{r['master_cpu_ms_per_1000_readings']} ms"
+                f"  {label}: latency p50/p99 ms {latency}; catch-up {catch_up} rows/s; "
+                f"master CPU per 1,000 readings {r['master_cpu_ms_per_1000_readings']} ms; "
+                f"master I/O per reading {r['master_io_bytes_per_reading']} bytes"
             )
     out: dict[str, Any] = results if len(trees) > 1 else results[next(iter(results))]
     print(json.dumps(out, indent=2))
@@ -294,6 +308,7 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
     port, broker, kind = start_broker(tmp)
     results: dict[str, Any] = {"rate": args.rate, "broker": kind, "latency": {}}
     cpu: dict[str, float] = {}
+    io: dict[str, float | None] = {}
     try:
         intervals = [float(x) for x in args.intervals.split(",")]
         for n, interval in enumerate(intervals):
@@ -303,14 +318,25 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
                 count = int(args.rate * args.duration)
                 first = n * 10_000_000
                 cpu_before = cpu_s(cluster.master_pid)
+                io_before = grpc_bytes(cluster.http)
                 publish(port, args.rate, first, count)
                 _landed(landing, count, 120)
                 cpu[f"checkpoints every {interval:g} s"] = round(
                     (cpu_s(cluster.master_pid) - cpu_before) * 1000 / count * 1000, 1
                 )
+                io_after = grpc_bytes(cluster.http)
+                io[f"checkpoints every {interval:g} s"] = (
+                    None
+                    if io_before is None or io_after is None
+                    else round((io_after - io_before) / count, 2)
+                )
                 lat = [seen - sent for sent, seen in landing.arrived.values()]
+                span_ms = max(seen for _, seen in landing.arrived.values()) - min(
+                    sent for sent, _ in landing.arrived.values()
+                )
                 row = {
                     "rows": len(lat),
+                    "rows_per_s": round(len(lat) / (span_ms / 1000)),
                     "p50_ms": round(_pct(lat, 50), 1),
                     "p99_ms": round(_pct(lat, 99), 1),
                     "max_ms": round(max(lat), 1),
@@ -319,10 +345,11 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
                 results["latency"][f"checkpoints every {interval:g} s"] = row
                 print(
                     f"interval {interval:g} s: {row}; master CPU "
-                    f"{cpu[f'checkpoints every {interval:g} s']} ms per 1,000 readings",
+                    f"{cpu[f'checkpoints every {interval:g} s']} ms per 1,000 readings, I/O "
+                    f"{io[f'checkpoints every {interval:g} s']} bytes per reading",
                     flush=True,
                 )
-                if n == 0:
+                if n == 0 and args.cut > 0:
                     results["catch_up"] = _catch_up(args, cluster, landing, port, first + count)
                     print(f"catch-up: {results['catch_up']}", flush=True)
                 results.setdefault("agent_peak_rss_mb", {})[f"{interval:g} s"] = {
@@ -334,6 +361,7 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
     finally:
         terminate([broker], 5.0)
     results["master_cpu_ms_per_1000_readings"] = cpu
+    results["master_io_bytes_per_reading"] = io
     return results
 
 

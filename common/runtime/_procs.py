@@ -30,6 +30,7 @@ def spawn(
     env: dict[str, str] | None = None,
     log_path: str | None = None,
     executable: str | None = None,
+    cwd: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies."""
     out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (the child owns it)
@@ -40,6 +41,7 @@ def spawn(
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,
             stdin=subprocess.DEVNULL,
+            cwd=cwd,
             preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads touch locks here)
         )
     finally:
