@@ -1,18 +1,27 @@
-"""Node ids: what a user may name a worker or an agent (``--id``).
+"""Names users give things: node ids (``--id``), topology and component names.
 
-Ids appear in file names, MQTT client ids, logs and URLs (``DELETE
-/api/v1/nodes/ID``), so they are kept to a safe alphabet, checked by the CLI
-and by the master when a node attaches.
+They appear in file and folder names, MQTT client ids, logs and URLs
+(``DELETE /api/v1/nodes/ID``, ``/api/v1/topologies/NAME``), so they are kept
+to a safe alphabet and never ``.`` or ``..`` (a folder name that climbs),
+checked by the CLI and by the master.
 """
 
 from __future__ import annotations
 
 import re
 
-NODE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-NODE_ID_RULE = "use 1 to 64 letters, digits, '.', '_' or '-'"
+_SAFE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+NAME_RULE = "use 1 to 64 letters, digits, '.', '_' or '-', and not '.' or '..' alone"
+NODE_ID_RULE = NAME_RULE
+
+
+def name_problem(text: str, what: str = "name") -> str | None:
+    """Why ``text`` is not a safe name (``what`` says of what), or None if it is one."""
+    if _SAFE.fullmatch(text) and text not in (".", ".."):
+        return None
+    return f"{text!r} is not a {what}: {NAME_RULE}"
 
 
 def node_id_problem(text: str) -> str | None:
     """Why ``text`` is not a node id, or None if it is one."""
-    return None if NODE_ID.fullmatch(text) else f"{text!r} is not a node id: {NODE_ID_RULE}"
+    return name_problem(text, "node id")

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from headwater.common._ids import node_id_problem
+from headwater.common._ids import name_problem, node_id_problem
 
 
 @pytest.mark.parametrize("good", ["gw-site0", "worker-host-1a2b3c4d", "a", "x" * 64, "n.1_2"])
@@ -13,10 +13,11 @@ def test_node_ids_that_are_taken(good: str) -> None:
     assert node_id_problem(good) is None
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 65, "a/b", "../etc", "a b", "gw#1", "é"])
+@pytest.mark.parametrize("bad", ["", "x" * 65, "a/b", "../etc", "a b", "gw#1", "é", ".", ".."])
 def test_node_ids_that_are_refused_say_what_to_use(bad: str) -> None:
     assert node_id_problem(bad) == (
-        f"{bad!r} is not a node id: use 1 to 64 letters, digits, '.', '_' or '-'"
+        f"{bad!r} is not a node id: use 1 to 64 letters, digits, '.', '_' or '-', and not '.' or "
+        "'..' alone"
     )
 
 
@@ -30,3 +31,11 @@ def test_the_cli_refuses_a_bad_id_with_a_message() -> None:
     )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "'../x' is not a node id" in done.stderr
+
+
+def test_a_name_says_what_it_names() -> None:
+    assert name_problem("iot", "topology name") is None
+    assert name_problem("..", "topology name") == (
+        "'..' is not a topology name: use 1 to 64 letters, digits, '.', '_' or '-', and not "
+        "'.' or '..' alone"
+    )
