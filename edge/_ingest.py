@@ -102,6 +102,17 @@ class MqttSource:
     batch_max: int = 500  # messages per synced append
     queue_max_messages: int = 10_000  # received, not yet written (QoS 0 beyond it is dropped)
     queue_max_bytes: int = 32 << 20
+    # the broker's credentials and TLS (docs/design.md, "MQTT credentials and TLS")
+    username: str | None = None
+    password: str | None = field(default=None, repr=False)
+    tls: bool = False  # TLS with the system's CAs (implied by any file below)
+    ca_file: str | None = None  # the CA that signed the broker's certificate
+    cert_file: str | None = None  # a client certificate (with key_file)
+    key_file: str | None = None
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.tls or bool(self.ca_file or self.cert_file)
 
 
 @dataclass
@@ -169,6 +180,12 @@ class MqttIngest:
         client.on_subscribe = self._on_subscribe
         client.on_message = self._on_message
         client.reconnect_delay_set(min_delay=1, max_delay=30)
+        if source.username is not None:
+            client.username_pw_set(source.username, source.password)
+        if source.uses_tls:  # the broker's certificate and host name are verified
+            client.tls_set(
+                ca_certs=source.ca_file, certfile=source.cert_file, keyfile=source.key_file
+            )
         self.client = client
 
     # -- lifecycle (threadsafe) -------------------------------------------------

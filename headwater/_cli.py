@@ -168,6 +168,33 @@ def _parser() -> argparse.ArgumentParser:
         help="MQTT topic filter (repeatable; default sensors/#)",
     )
     agent.add_argument(
+        "--mqtt-username", default=None, metavar="USER", help="the broker account to log in as"
+    )
+    agent.add_argument(
+        "--mqtt-password-file",
+        default=None,
+        metavar="FILE",
+        help="a file holding that account's password (or set HEADWATER_MQTT_PASSWORD)",
+    )
+    agent.add_argument(
+        "--mqtt-tls",
+        action="store_true",
+        help="connect with TLS, trusting the system's CAs (implied by --mqtt-ca/--mqtt-cert)",
+    )
+    agent.add_argument(
+        "--mqtt-ca",
+        default=None,
+        metavar="FILE",
+        help="the CA that signed the broker's certificate",
+    )
+    agent.add_argument(
+        "--mqtt-cert",
+        default=None,
+        metavar="FILE",
+        help="a client certificate for the broker (with --mqtt-key)",
+    )
+    agent.add_argument("--mqtt-key", default=None, metavar="FILE", help="its private key")
+    agent.add_argument(
         "--outbox-budget",
         type=_positive_int,
         default=256 << 20,
@@ -550,6 +577,36 @@ def _cmd_kill(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mqtt_security(args: argparse.Namespace) -> dict[str, Any]:
+    """The broker's credentials and TLS from the agent's options, each file checked."""
+    for flag, path in (
+        ("--mqtt-password-file", args.mqtt_password_file),
+        ("--mqtt-ca", args.mqtt_ca),
+        ("--mqtt-cert", args.mqtt_cert),
+        ("--mqtt-key", args.mqtt_key),
+    ):
+        if path is not None and not os.access(path, os.R_OK):
+            raise HeadwaterError(f"{flag} {path!r}: no readable file there")
+    if (args.mqtt_cert is None) != (args.mqtt_key is None):
+        raise HeadwaterError("--mqtt-cert and --mqtt-key go together: give both or neither")
+    password = os.environ.get("HEADWATER_MQTT_PASSWORD")
+    if args.mqtt_password_file is not None:
+        password = Path(args.mqtt_password_file).read_text().strip("\r\n")
+    if password is not None and args.mqtt_username is None:
+        raise HeadwaterError("an MQTT password needs --mqtt-username")
+    if args.mqtt_username is not None and not (args.mqtt_tls or args.mqtt_ca or args.mqtt_cert):
+        log_warning = "the MQTT password goes to the broker in clear: add --mqtt-tls or --mqtt-ca"
+        print(f"headwater agent: warning: {log_warning}", file=sys.stderr)
+    return {
+        "username": args.mqtt_username,
+        "password": password,
+        "tls": args.mqtt_tls,
+        "ca_file": args.mqtt_ca,
+        "cert_file": args.mqtt_cert,
+        "key_file": args.mqtt_key,
+    }
+
+
 def _cmd_agent(args: argparse.Namespace) -> int:
     import asyncio
     import signal as signals
@@ -570,7 +627,11 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     node_id = node_identity(workdir, "agent", args.id)
     if args.mqtt:
         mqtt = MqttSource(
-            host, int(port), tuple(args.topic or ["sensors/#"]), client_id=f"headwater-{node_id}"
+            host,
+            int(port),
+            tuple(args.topic or ["sensors/#"]),
+            client_id=f"headwater-{node_id}",
+            **_mqtt_security(args),
         )
 
     async def main() -> None:
