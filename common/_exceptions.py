@@ -60,6 +60,14 @@ class PackageMismatchError(HeadwaterError):
     """A topology package's content does not hash to the expected value: refused."""
 
 
+class PackageRefusedError(HeadwaterError):
+    """A topology package that is not one, or is too big to take (``too_large``): refused."""
+
+    def __init__(self, message: str, *, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
 class DeadLetter(HeadwaterError):
     """Raise it in a bolt's ``process`` or a DSL step to dead-letter the record at once.
 

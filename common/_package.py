@@ -5,6 +5,13 @@ that sibling imports work) into a deterministic zip: the same code gives the
 same bytes and so the same SHA-256, which names the package. Every container
 that runs the topology fetches it by that name and refuses it unless the
 bytes hash to it, so a corrupted or tampered upload never runs.
+
+A package is untrusted input: before anything is extracted (on the master at
+upload, on a node before unpacking) ``check_package`` bounds it (compressed
+size, file count, uncompressed size, so a zip bomb is refused unread) and
+refuses entries that would land outside its folder; ``entry_problem`` keeps a
+topology file's name inside the package; ``digest_problem`` keeps a package's
+name to ``sha256:<64 hex>`` so that it can name a folder.
 """
 
 from __future__ import annotations
@@ -12,13 +19,82 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import zipfile
-from pathlib import Path
+import zlib
+from pathlib import Path, PurePosixPath
 
-from ._exceptions import PackageMismatchError, TopologyLoadError
+from ._exceptions import PackageMismatchError, PackageRefusedError, TopologyLoadError
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: same code, same bytes
 MAX_PACKAGE_BYTES = 64 << 20
+"""The largest package (the zip's own bytes)."""
+MAX_PACKAGE_FILES = 10_000
+"""The most files (and folders) a package may hold."""
+MAX_UNPACKED_BYTES = 256 << 20
+"""The most bytes a package's files may hold once unpacked."""
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def digest_problem(digest: str) -> str | None:
+    """Why ``digest`` is not a package name (``sha256:<64 hex>``), or None if it is one."""
+    if _DIGEST.fullmatch(digest):
+        return None
+    return f"{digest[:80]!r} is not a package name (sha256:<64 hex>)"
+
+
+def entry_problem(entry: str) -> str | None:
+    """Why ``entry`` is not a file inside a package (relative, no '..'), or None if it is one."""
+    path = PurePosixPath(entry)
+    if (
+        not entry
+        or len(entry) > 1024
+        or path.is_absolute()
+        or "\\" in entry
+        or "\0" in entry
+        or any(part == ".." for part in path.parts)
+        or entry.endswith("/")
+    ):
+        return (
+            f"{entry[:80]!r} is not a file inside the package: name it relative to the "
+            "topology file's folder, without '..' (e.g. wordcount.py)"
+        )
+    return None
+
+
+def check_package(data: bytes) -> None:
+    """Raise PackageRefusedError unless ``data`` is a zip within every bound whose entries
+    stay inside the folder it is unpacked into; reads only the zip's directory."""
+    if not data:
+        raise PackageRefusedError("the package is empty: send the topology's zip as the body")
+    if len(data) > MAX_PACKAGE_BYTES:
+        raise PackageRefusedError(
+            f"the package is {len(data)} bytes; the limit is {MAX_PACKAGE_BYTES} "
+            "(keep data files out of the topology's folder)",
+            too_large=True,
+        )
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        raise PackageRefusedError(f"the package is not a readable zip: {exc}") from None
+    if len(infos) > MAX_PACKAGE_FILES:
+        raise PackageRefusedError(
+            f"the package holds {len(infos)} files; the limit is {MAX_PACKAGE_FILES}",
+            too_large=True,
+        )
+    unpacked = sum(info.file_size for info in infos)
+    if unpacked > MAX_UNPACKED_BYTES:
+        raise PackageRefusedError(
+            f"the package unpacks to {unpacked} bytes; the limit is {MAX_UNPACKED_BYTES}",
+            too_large=True,
+        )
+    for info in infos:
+        name = info.filename.rstrip("/") if info.is_dir() else info.filename
+        if entry_problem(name) is not None:
+            raise PackageRefusedError(
+                f"the package's entry {info.filename[:80]!r} would land outside its folder"
+            )
 
 
 def build_package(topology_file: str | os.PathLike[str]) -> tuple[bytes, str]:
@@ -61,8 +137,16 @@ def verify_package(data: bytes, expected: str) -> None:
 
 
 def unpack_package(data: bytes, expected: str, into: str | os.PathLike[str]) -> Path:
-    """Verify, then extract into ``into`` (a fresh folder); return that folder."""
+    """Verify and check, then extract into ``into`` (a fresh folder); return that folder.
+
+    Raises PackageMismatchError for a hash mismatch, PackageRefusedError for a package out
+    of bounds, or one whose bytes do not unpack (nothing is written for either of those
+    found before extraction)."""
+    problem = digest_problem(expected)
+    if problem is not None:
+        raise PackageMismatchError(f"refusing topology package: {problem}")
     verify_package(data, expected)
+    check_package(data)
     target = Path(into)
     target.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -70,7 +154,10 @@ def unpack_package(data: bytes, expected: str, into: str | os.PathLike[str]) -> 
             dest = (target / name).resolve()
             if not dest.is_relative_to(target.resolve()):
                 raise PackageMismatchError(f"refusing topology package: entry {name!r} escapes")
-        zf.extractall(target)
+        try:
+            zf.extractall(target)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+            raise PackageRefusedError(f"the package does not unpack: {exc}") from None
     return target
 
 
@@ -82,14 +169,17 @@ class PackageStore:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def _path(self, digest: str) -> Path:
-        algo, _, hexdigest = digest.partition(":")
-        if (
-            algo != "sha256"
-            or len(hexdigest) != 64
-            or not all(c in "0123456789abcdef" for c in hexdigest)
-        ):
-            raise PackageMismatchError(f"{digest!r} is not a package name (sha256:<64 hex>)")
-        return self.root / hexdigest
+        problem = digest_problem(digest)
+        if problem is not None:
+            raise PackageMismatchError(problem)
+        return self.root / digest.partition(":")[2]
+
+    def has(self, digest: str) -> bool:
+        return self._path(digest).exists()
+
+    def delete(self, digest: str) -> None:
+        """Drop a package (one whose submission was refused)."""
+        self._path(digest).unlink(missing_ok=True)
 
     def put(self, data: bytes) -> str:
         digest = package_hash(data)

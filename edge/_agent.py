@@ -40,7 +40,8 @@ import grpc
 from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._health import DEGRADED, FAILED, Level
-from headwater.common._package import verify_package
+from headwater.common._ids import name_problem
+from headwater.common._package import digest_problem, entry_problem, verify_package
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
@@ -125,6 +126,14 @@ class Agent(Node):
         for order in kept.revisions:
             self.revised[order.topology] = self.revise_orders[order.topology] = order
         for run in kept.runs:
+            problem = (
+                name_problem(run.topology, "topology name")
+                or digest_problem(run.package)
+                or entry_problem(run.entry)
+            )
+            if problem is not None:  # names become paths: never one outside the workdir
+                log.error("not resuming a kept order: %s", problem)
+                continue
             code = self.code_dir(run.package)
             try:
                 verify_package(code.with_suffix(".zip").read_bytes(), run.package)
@@ -402,7 +411,8 @@ class Agent(Node):
         task = self._coordinators.pop(topology, None)
         if task is not None:
             task.cancel()
-        shutil.rmtree(self.workdir / topology, ignore_errors=True)
+        if name_problem(topology, "topology name") is None:  # never a folder that climbs
+            shutil.rmtree(self.workdir / topology, ignore_errors=True)
 
     # -- ingest log retention ---------------------------------------------------------
     async def _retention(self) -> None:

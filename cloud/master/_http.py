@@ -7,23 +7,52 @@ POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&b
 GET    /api/v1/nodes                                workers and agents, online or not
 DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
 GET    /api/v1/traffic                              bytes the master's gRPC server took and gave
+
+Every refusal is a 4xx with a JSON body ``{"error": REASON}``: a malformed
+request or package is a 400, a package over a bound a 413 (the bounds are in
+common/_package.py and ``MAX_CONTAINERS``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
-from headwater.common._exceptions import HeadwaterError
+from headwater.common._exceptions import HeadwaterError, PackageRefusedError
+from headwater.common._package import MAX_PACKAGE_BYTES
 from headwater.common.control._revisions import EditError, StaleRevisionError
 
 from ..tmaster._http import add_topology_routes
-from ._master import Master
+from ._master import Master, topology_name_problem
 
-MAX_UPLOAD = 64 << 20
+MAX_UPLOAD = MAX_PACKAGE_BYTES
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _error(status: int, reason: str) -> web.Response:
+    return web.json_response({"error": reason}, status=status)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """Every refusal as ``{"error": REASON}`` (aiohttp's own, such as a body too large, too)."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400 or exc.content_type == "application/json":
+            raise
+        return _error(exc.status, exc.text or exc.reason)
+
+
+def _refused(exc: HeadwaterError) -> web.Response:
+    """A refused submission: 413 for a package over a bound, else 400."""
+    too_large = isinstance(exc, PackageRefusedError) and exc.too_large
+    return _error(413 if too_large else 400, str(exc))
 
 
 def make_app(master: Master) -> web.Application:
-    app = web.Application(client_max_size=MAX_UPLOAD)
+    app = web.Application(client_max_size=MAX_UPLOAD, middlewares=[_json_errors])
     add_topology_routes(
         app,
         master.tms.get,
@@ -37,17 +66,20 @@ def make_app(master: Master) -> web.Application:
         try:
             containers = int(request.query.get("containers", "1"))
         except ValueError:
-            raise web.HTTPBadRequest(text="containers must be a whole number") from None
+            return _error(400, "containers must be a whole number")
         if not entry:
-            raise web.HTTPBadRequest(text="name the topology file: ?entry=FILE.py")
+            return _error(400, "name the topology file: ?entry=FILE.py")
         data = await request.read()
         try:
             result = master.submit(data, entry, containers)
         except HeadwaterError as exc:
-            raise web.HTTPBadRequest(text=str(exc)) from exc
+            return _refused(exc)
         return web.json_response(result, status=201)
 
     async def edit(request: web.Request) -> web.Response:
+        problem = topology_name_problem(request.match_info["name"])
+        if problem is not None:
+            return _error(400, problem)
         q = request.query
         try:
             base = int(q["base"])
@@ -75,17 +107,20 @@ def make_app(master: Master) -> web.Application:
             )
         except StaleRevisionError as exc:
             return web.json_response({"error": str(exc), "current": exc.current}, status=409)
-        except EditError as exc:
-            return web.json_response({"error": str(exc)}, status=400)
+        except (EditError, PackageRefusedError) as exc:
+            return _refused(exc)
         except HeadwaterError as exc:
             return web.json_response({"error": str(exc)}, status=404)
         return web.json_response(record, status=202)
 
     async def kill(request: web.Request) -> web.Response:
+        problem = topology_name_problem(request.match_info["name"])
+        if problem is not None:
+            return _error(400, problem)
         try:
             master.kill(request.match_info["name"])
         except HeadwaterError as exc:
-            raise web.HTTPNotFound(text=str(exc)) from exc
+            return _error(404, str(exc))
         return web.json_response({"killed": request.match_info["name"]})
 
     async def nodes(request: web.Request) -> web.Response:

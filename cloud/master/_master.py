@@ -12,6 +12,13 @@ The master is control only: an agent's uplink goes straight to the stream
 manager of the container that runs the receiver (its ingress); the master
 only says where that is (``locate``), and shows the uplinks' state as the
 agents report it.
+
+What a submission or an edit brings is untrusted input: the package is
+bounded and checked before it is stored or unpacked (``check_package``), the
+entry must name a file inside it, the topology's and its components' names
+must be safe names (they become folders here and on every node), the number
+of containers is bounded (``MAX_CONTAINERS``), and a package whose submission
+is refused is not kept.
 """
 
 from __future__ import annotations
@@ -29,8 +36,14 @@ from typing import Any
 import grpc
 
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
-from headwater.common._ids import node_id_problem
-from headwater.common._package import PackageStore, unpack_package
+from headwater.common._ids import name_problem, node_id_problem
+from headwater.common._package import (
+    PackageStore,
+    check_package,
+    entry_problem,
+    package_hash,
+    unpack_package,
+)
 from headwater.common.api import Placement, Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import (
@@ -49,6 +62,13 @@ from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
 NODE_OFFLINE_AFTER_S = 6.0
+MAX_CONTAINERS = 256
+"""The most containers one topology may ask for."""
+
+
+def topology_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a topology (it names folders), or None if it can."""
+    return name_problem(name, "topology name")
 
 
 @dataclass
@@ -128,6 +148,10 @@ class Master:
         if not self._record_path().exists():
             return
         for d in json.loads(self._record_path().read_text()):
+            problem = topology_name_problem(d["name"]) or entry_problem(d["entry"])
+            if problem is not None:
+                log.error("not resuming a deployment: %s", problem)
+                continue
             dep = Deployment(
                 d["name"],
                 d["package"],
@@ -145,14 +169,48 @@ class Master:
                 log.error("cannot resume topology %r: %s", dep.name, exc)
 
     def submit(self, data: bytes, entry: str, containers: int) -> dict[str, Any]:
-        """Store and validate a package, start its topology master, schedule its containers."""
-        if containers < 1:
-            raise HeadwaterError(f"containers must be 1 or more, got {containers}")
-        digest = self.packages.put(data)
+        """Store and validate a package, start its topology master, schedule its containers.
+
+        Raises HeadwaterError (PackageRefusedError for a package out of bounds or not a zip)
+        when the submission is refused; a package stored for it alone is deleted again."""
+        if not 1 <= containers <= MAX_CONTAINERS:
+            raise HeadwaterError(f"containers must be from 1 to {MAX_CONTAINERS}, got {containers}")
+        problem = entry_problem(entry)
+        if problem is not None:
+            raise HeadwaterError(problem)
+        check_package(data)
+        digest, fresh = self._store(data)
+        try:
+            return self._submit(digest, entry, containers)
+        except BaseException:
+            if fresh:
+                self._drop(digest)
+            raise
+
+    def _store(self, data: bytes) -> tuple[str, bool]:
+        """Store a checked package; return its name and whether it is new here."""
+        fresh = not self.packages.has(package_hash(data))
+        return self.packages.put(data), fresh
+
+    def _drop(self, digest: str) -> None:
+        """Forget a package stored for a refused submission or edit (and its unpacked code)."""
+        if any(d.package == digest for d in self.deployments.values()):
+            return  # taken after all (a refusal after the topology started)
+        shutil.rmtree(self._code_dir(digest), ignore_errors=True)
+        self.packages.delete(digest)
+        log.info("deleted package %s of a refused request", digest[:19])
+
+    def _submit(self, digest: str, entry: str, containers: int) -> dict[str, Any]:
         code = self._unpack(digest)
         if not (code / entry).is_file():
             raise HeadwaterError(f"the package has no file {entry!r}; submit the topology file")
         topology = load_topology(code / entry)  # runs the file here, as every container will
+        problem = topology_name_problem(topology.name) or next(
+            filter(None, (name_problem(c.name, "component name") for c in topology.components)),
+            None,
+        )
+        if problem is not None:
+            raise HeadwaterError(problem)
         validate(topology)
         cloud = cloud_part(topology)
         if not cloud.components:
@@ -174,11 +232,18 @@ class Master:
         log.info("submitted %r (%s, %d containers)", dep.name, digest[:19], containers)
         return {"topology": dep.name, "package": digest, "containers": containers}
 
+    def _code_dir(self, digest: str) -> Path:
+        return self.state_dir / "code" / digest.split(":")[1]
+
     def _unpack(self, digest: str) -> Path:
-        code = self.state_dir / "code" / digest.split(":")[1]
+        code = self._code_dir(digest)
         if not (code / ".verified").exists():
             shutil.rmtree(code, ignore_errors=True)
-            unpack_package(self.packages.get(digest), digest, code)
+            try:
+                unpack_package(self.packages.get(digest), digest, code)
+            except BaseException:
+                shutil.rmtree(code, ignore_errors=True)
+                raise
             (code / ".verified").touch()
         return code
 
@@ -201,6 +266,9 @@ class Master:
     # -- live edits --------------------------------------------------------------
     def _logical(self, package: str, entry: str) -> Topology:
         """The whole topology a package's file defines (every placement, nothing left out)."""
+        problem = entry_problem(entry)
+        if problem is not None:
+            raise EditError(problem)
         code = self._unpack(package)
         if not (code / entry).is_file():
             raise EditError(f"the package has no file {entry!r}; send the topology file")
@@ -227,8 +295,34 @@ class Master:
         is; a remove may leave it out and name the components) or rollback
         (``to``: the revision whose code to run again). Raises
         StaleRevisionError when ``base`` is not the current revision and
-        EditError when the edit is not valid; either way nothing changes.
+        EditError when the edit is not valid; either way nothing changes (a
+        package sent for a refused edit alone is deleted again).
         """
+        problem = topology_name_problem(name)
+        if problem is not None:
+            raise EditError(problem)
+        if data:
+            check_package(data)
+            digest, fresh = self._store(data)
+            try:
+                return self._edit(name, action, base, digest, entry, components, author, to)
+            except BaseException:
+                if fresh:
+                    self._drop(digest)
+                raise
+        return self._edit(name, action, base, None, entry, components, author, to)
+
+    def _edit(
+        self,
+        name: str,
+        action: str,
+        base: int,
+        sent: str | None,
+        entry: str | None,
+        components: list[str] | None,
+        author: str,
+        to: int | None,
+    ) -> dict[str, Any]:
         tm = self.tms.get(name)
         if tm is None:
             known = ", ".join(sorted(self.deployments)) or "none"
@@ -245,8 +339,8 @@ class Master:
                     f"{name}` lists the ones a rollback can return to"
                 )
             digest, entry, exclude = target.package, target.entry, list(target.exclude)
-        elif data:
-            digest, entry = self.packages.put(data), entry or cur.entry
+        elif sent is not None:
+            digest, entry = sent, entry or cur.entry
             exclude = list(cur.exclude)  # those the new file still has stay out
         elif action == "remove":
             digest, entry, exclude = cur.package, cur.entry, list(cur.exclude)
@@ -300,6 +394,9 @@ class Master:
         return pb.NodeCommand(revise=pb.Revise(topology=dep.name, **dep.edge_revision))
 
     def kill(self, name: str) -> None:
+        problem = topology_name_problem(name)
+        if problem is not None:
+            raise EditError(problem)
         dep = self.deployments.pop(name, None)
         if dep is None:
             known = ", ".join(sorted(self.deployments)) or "none"

@@ -12,6 +12,11 @@ A node's id (unless ``--id`` names one) is generated once and kept in its
 workdir (``node-id``): a restart with the same workdir is the same node, so
 the master re-sends its orders and the cloud keeps counting its uplink's
 sequence numbers. Two live nodes may not share a workdir (it is locked).
+
+An order's names become paths in the workdir, so they are checked before
+any path is touched: a topology name must be a safe name, a package name
+``sha256:<64 hex>`` and an entry a file inside the package; a package is
+bounded and checked before it is unpacked (common/_package.py).
 """
 
 from __future__ import annotations
@@ -32,9 +37,10 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks con
 
 import grpc
 
-from .._exceptions import HeadwaterError, PackageMismatchError
+from .._exceptions import HeadwaterError, PackageMismatchError, PackageRefusedError
 from .._health import DEGRADED, FAILED, Health
-from .._package import unpack_package
+from .._ids import name_problem
+from .._package import digest_problem, entry_problem, unpack_package
 from .._retry import Backoff, RetryPolicy
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
@@ -209,6 +215,12 @@ class Node:
 
     async def _on_command(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         which = command.WhichOneof("command")
+        sub = getattr(command, which) if which else None
+        problem = name_problem(sub.topology, "topology name") if sub is not None else None
+        if sub is not None and problem is None and hasattr(sub, "package"):
+            problem = digest_problem(sub.package) or entry_problem(sub.entry)
+        if problem is not None:
+            raise HeadwaterError(f"refusing the order: {problem}")
         if which == "run":
             run = command.run
             key = (run.topology, run.container)
@@ -220,7 +232,7 @@ class Node:
                 await self._stop(key)
             try:
                 entry = await self._package(stub, run)
-            except PackageMismatchError as exc:
+            except (PackageMismatchError, PackageRefusedError) as exc:
                 self.error = str(exc)
                 log.error("%s", exc)
                 return
@@ -239,7 +251,7 @@ class Node:
             r = command.revise
             try:
                 await self._package(stub, pb.RunContainer(package=r.package, entry=r.entry))
-            except PackageMismatchError as exc:
+            except (PackageMismatchError, PackageRefusedError) as exc:
                 self.error = str(exc)
                 log.error("%s", exc)
                 return
@@ -255,8 +267,13 @@ class Node:
         self.ordered()
 
     def code_dir(self, package: str) -> Path:
-        """Where ``package`` (``sha256:HEX``) is unpacked here; its zip sits beside it."""
-        return self.workdir / "packages" / package.rsplit(":", maxsplit=1)[-1]
+        """Where ``package`` (``sha256:HEX``) is unpacked here; its zip sits beside it.
+
+        Raises PackageMismatchError for anything else (never a path outside the workdir)."""
+        problem = digest_problem(package)
+        if problem is not None:
+            raise PackageMismatchError(f"refusing topology package: {problem}")
+        return self.workdir / "packages" / package.partition(":")[2]
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
         code = self.code_dir(run.package)

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import io
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from headwater import HeadwaterError
+from headwater.common._exceptions import PackageMismatchError, PackageRefusedError
 from headwater.common._package import (
+    MAX_PACKAGE_BYTES,
+    MAX_PACKAGE_FILES,
+    MAX_UNPACKED_BYTES,
     PackageStore,
     build_package,
+    check_package,
+    digest_problem,
+    entry_problem,
     package_hash,
     unpack_package,
     verify_package,
@@ -65,3 +74,70 @@ def test_store_round_trip_and_corruption(tmp_path: Path) -> None:
     with pytest.raises(KeyError):
         store.get(package_hash(b"other"))
     verify_package(data, digest)
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    return buf.getvalue()
+
+
+def test_package_names_are_sha256_hex_only() -> None:
+    """Issue 15, finding 4: a package named 'x:/abs/dir' named a folder outside the workdir."""
+    assert digest_problem(package_hash(b"x")) is None
+    for bad in ("x:/abs/dir", "sha256:/etc", "sha256:" + "A" * 64, "sha256:" + "0" * 63, ""):
+        assert digest_problem(bad) is not None, bad
+
+
+def test_entries_stay_inside_the_package() -> None:
+    """Issue 15, finding 6: ``entry=/etc/passwd`` was executed as Python."""
+    for good in ("main.py", "lib/more.py", "./main.py"):
+        assert entry_problem(good) is None, good
+    for bad in ("", "/etc/passwd", "../x.py", "lib/../../x.py", "a\\b.py", "lib/", "a\0.py"):
+        assert entry_problem(bad) is not None, bad
+
+
+def test_packages_are_bounded_before_anything_is_extracted(tmp_path: Path) -> None:
+    """Issue 15, finding 6: a 204 KB zip unpacked to 201 MB; odd bodies gave 500s."""
+    bomb = _zip({"main.py": b"x = 1\n", "big.bin": bytes(MAX_UNPACKED_BYTES + 1)})
+    assert len(bomb) < 1 << 20
+    with pytest.raises(PackageRefusedError, match="unpacks to") as refused:
+        unpack_package(bomb, package_hash(bomb), tmp_path / "bomb")
+    assert refused.value.too_large
+    assert not (tmp_path / "bomb").exists()
+    many = _zip({f"f{i}.py": b"" for i in range(MAX_PACKAGE_FILES + 1)})
+    with pytest.raises(PackageRefusedError, match="files; the limit is"):
+        check_package(many)
+    with pytest.raises(PackageRefusedError, match="the limit is") as refused:
+        check_package(bytes(MAX_PACKAGE_BYTES + 1))
+    assert refused.value.too_large
+    for data, says in (
+        (b"", "empty"),
+        (b"PK\x03\x04 not really", "not a readable zip"),
+        (_zip({"../up.py": b""}), "outside its folder"),
+        (_zip({"/abs.py": b""}), "outside its folder"),
+    ):
+        with pytest.raises(PackageRefusedError, match=says) as refused:
+            check_package(data)
+        assert not refused.value.too_large
+    with pytest.raises(PackageMismatchError, match="is not a package name"):
+        unpack_package(bomb, "x:" + str(tmp_path / "victim"), tmp_path / "out")
+
+
+def test_a_package_whose_bytes_do_not_unpack_is_refused(tmp_path: Path) -> None:
+    data = bytearray(_zip({"main.py": b"topology = None\n" * 200}))
+    data[40:60] = bytes(20)  # the compressed bytes; the directory still reads
+    check_package(bytes(data))
+    with pytest.raises(PackageRefusedError, match="does not unpack"):
+        unpack_package(bytes(data), package_hash(bytes(data)), tmp_path / "out")
+
+
+def test_the_store_deletes_a_refused_package(tmp_path: Path) -> None:
+    store = PackageStore(tmp_path / "store")
+    digest = store.put(b"zip")
+    assert store.has(digest)
+    store.delete(digest)
+    assert not store.has(digest)
+    store.delete(digest)  # twice is fine
