@@ -55,20 +55,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def mosquitto(tmp_path: Path) -> Iterator[tuple[str, int]]:
-    """A real Mosquitto broker on a loopback port; yields (host, port)."""
+def start_mosquitto(conf: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """Mosquitto with ``conf`` (listening on loopback ``port``), once it accepts connections."""
     binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    port = free_port()
-    conf = tmp_path / "mosquitto.conf"
-    conf.write_text(
-        f"listener {port} 127.0.0.1\n"
-        "allow_anonymous true\n"
-        "persistence false\n"
-        "max_queued_messages 0\n"  # keep a whole backlog for a paused subscriber
-        "max_inflight_messages 20\n"
-    )
-    log = tmp_path / "mosquitto.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen([binary, "-c", str(conf)], stdout=out, stderr=out)
 
@@ -82,6 +71,22 @@ def mosquitto(tmp_path: Path) -> Iterator[tuple[str, int]]:
             return False
 
     wait_for(accepting, 10, f"mosquitto accepting on port {port}", interval=0.02)
+    return proc
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A real Mosquitto broker on a loopback port; yields (host, port)."""
+    port = free_port()
+    conf = tmp_path / "mosquitto.conf"
+    conf.write_text(
+        f"listener {port} 127.0.0.1\n"
+        "allow_anonymous true\n"
+        "persistence false\n"
+        "max_queued_messages 0\n"  # keep a whole backlog for a paused subscriber
+        "max_inflight_messages 20\n"
+    )
+    proc = start_mosquitto(conf, port, tmp_path / "mosquitto.log")
     try:
         yield ("127.0.0.1", port)
     finally:

@@ -7,7 +7,6 @@ import datetime
 import ipaddress
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from headwater.common.state import DurableLog
 from headwater.edge import MqttIngest, MqttSource
 
 from .._wait import wait_for
-from ..conftest import free_port
+from ..conftest import free_port, start_mosquitto
 
 USER, SECRET = "gateway", "s3cret-pass"
 
@@ -106,23 +105,7 @@ def secure_broker(tmp_path: Path) -> Iterator[SecureBroker]:
         "persistence false\n"
         f"{as_root}"
     )
-    binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
-    log = home / "mosquitto.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [binary, "-c", str(home / "mosquitto.conf")], stdout=out, stderr=out
-        )
-
-    def accepting() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError(f"mosquitto did not start: {log.read_text()}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return True
-        except OSError:
-            return False
-
-    wait_for(accepting, 10, f"mosquitto accepting on port {port}", interval=0.02)
+    proc = start_mosquitto(home / "mosquitto.conf", port, home / "mosquitto.log")
     try:
         yield SecureBroker(port, home / "ca.pem")
     finally:

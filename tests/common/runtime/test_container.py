@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from headwater.common.runtime._container import Container
 from headwater.common.runtime._container_config import ContainerConfig
 from headwater.common.wire._control import DeadLetterReport, ExceptionReport, LogCommitted
@@ -32,11 +30,6 @@ topology = (
     .add_bolt("sink", Sink, inputs={{"src": shuffle()}})
 )
 """
-
-
-@pytest.fixture(autouse=True)
-def _no_domain(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HEADWATER_DOMAIN", raising=False)
 
 
 def _container(tmp_path: Path, mode: str) -> Container:
