@@ -68,6 +68,7 @@ _PREFIXES: dict[str, str] = {
     "headwater.testing": "runtime",  # the in-memory test kit: the runtime's parts, one process
     "headwater.common": "foundations",
     "headwater.common.wire": "foundations",
+    "headwater.common.security": "foundations",
     "headwater.common.api": "api",
     "headwater.common.dsl": "api",
     "headwater.common.plan": "plan",

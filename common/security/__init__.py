@@ -1,0 +1,42 @@
+"""The cluster's identity: its CA, the nodes' certificates, tokens, and how gRPC links use them."""
+
+from ._ca import ClusterCA, fingerprint
+from ._identity import (
+    MASTER_NAME,
+    NODE_NAME,
+    TRUSTED,
+    Credentials,
+    Identity,
+    Transport,
+    has_credentials,
+    peer_identity,
+)
+from ._tokens import (
+    API_ROLES,
+    JOIN_ROLES,
+    JoinToken,
+    TokenRecord,
+    TokenStore,
+    parse_ttl,
+    role_allows,
+)
+
+__all__ = [
+    "API_ROLES",
+    "JOIN_ROLES",
+    "MASTER_NAME",
+    "NODE_NAME",
+    "TRUSTED",
+    "ClusterCA",
+    "Credentials",
+    "Identity",
+    "JoinToken",
+    "TokenRecord",
+    "TokenStore",
+    "Transport",
+    "fingerprint",
+    "has_credentials",
+    "parse_ttl",
+    "peer_identity",
+    "role_allows",
+]
