@@ -34,6 +34,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import grpc
 
@@ -47,6 +48,7 @@ from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
 from headwater.common.node import Node
 from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
+from headwater.common.security import TRUSTED, Identity, JoinToken
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -74,9 +76,18 @@ class Agent(Node):
         outbox_budget: int = DEFAULT_OUTBOX_BUDGET,
         status_port: int | None = None,
         ingress_proxy: str = "",
+        insecure: bool = False,
+        join_token: JoinToken | None = None,
     ) -> None:
         super().__init__(
-            master or "", workdir, kind="agent", node_id=node_id, labels=labels, version=version
+            master or "",
+            workdir,
+            kind="agent",
+            node_id=node_id,
+            labels=labels,
+            version=version,
+            insecure=insecure,
+            join_token=join_token,
         )
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
@@ -187,8 +198,10 @@ class Agent(Node):
 
     async def run(self) -> None:
         self._server = grpc.aio.server()
-        pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch(self.tms), self._server)
-        port = self._server.add_insecure_port("127.0.0.1:0")
+        pb_grpc.add_TopologyMasterServicer_to_server(
+            TopologyDispatch(self.tms, self._own_container), self._server
+        )
+        port = self.transport.bind(self._server, "127.0.0.1:0")
         await self._server.start()
         self.local_address = f"127.0.0.1:{port}"
         given = bool(self.master)
@@ -223,6 +236,13 @@ class Agent(Node):
             await self._server.stop(1.0)
             if self.ingest is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.ingest.stop)
+
+    def _own_container(self, context: Any, topology: str, container: int | None) -> str | None:
+        """Its local topology masters hear this agent's own containers only (its certificate)."""
+        identity = self.transport.identity(context)
+        if identity == TRUSTED or identity == Identity("agent", self.node_id):
+            return None
+        return f"{identity or 'a caller without a certificate'} is not this agent"
 
     async def _rediscover(self) -> None:
         """Without ``--master``, a resumed agent starts with the address it kept; if zeroconf

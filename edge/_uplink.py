@@ -41,6 +41,7 @@ import grpc
 
 from headwater.common._retry import RetryPolicy
 from headwater.common.runtime._stmgr import StreamManager
+from headwater.common.security import MASTER_NAME, WORKER_NAME, Transport
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -60,13 +61,11 @@ _STREAM_OPTIONS = [
 ]
 
 
-def cloud_channel(address: str, proxy: str = "") -> grpc.aio.Channel:
-    """A channel to a cloud address, through the HTTP CONNECT ``proxy`` (HOST:PORT) if given.
-
-    The one place an agent's data-plane connections are made: credentials (TLS) go here.
-    """
+def cloud_channel(address: str, transport: Transport, proxy: str = "") -> grpc.aio.Channel:
+    """A channel to a worker's stream manager, through the HTTP CONNECT ``proxy`` (HOST:PORT)
+    if given: mutual TLS with the agent's certificate, to a server that must be a worker's."""
     options = [*_STREAM_OPTIONS, *([("grpc.http_proxy", f"http://{proxy}")] if proxy else [])]
-    return grpc.aio.insecure_channel(address, options=options)
+    return transport.channel(address, to=WORKER_NAME, options=options)
 
 
 class Uplink:
@@ -89,6 +88,7 @@ class Uplink:
         self.dir = Path(outbox_dir)
         self.budget = budget_bytes
         self.stmgr = stmgr
+        self.transport = stmgr.transport  # the agent's certificate, as its container has it
         self.retry = retry or RetryPolicy()
         self.outboxes: dict[str, Outbox] = {}
         for d in sorted(self.dir.glob("*")) if self.dir.exists() else []:
@@ -179,7 +179,7 @@ class Uplink:
         """One stream per boundary component, for as long as the container runs."""
         links: dict[str, asyncio.Task[None]] = {}
         loop = asyncio.get_running_loop()
-        async with grpc.aio.insecure_channel(self.master) as master:
+        async with self.transport.channel(self.master, to=MASTER_NAME) as master:
             locator = pb_grpc.ClusterStub(master)
             try:
                 while True:
@@ -203,7 +203,7 @@ class Uplink:
                     timeout=LOCATE_TIMEOUT_S,
                 )
                 address = where.address
-                async with cloud_channel(address, self.proxy) as channel:
+                async with cloud_channel(address, self.transport, self.proxy) as channel:
                     self._rewind(component)
                     call = pb_grpc.IngressStub(channel).Uplink(self._requests(component))
                     async for fb in call:
@@ -291,6 +291,14 @@ class Uplink:
         if fb.consumed:
             while inflight and inflight[0] <= fb.consumed:
                 inflight.popleft()
+        if fb.confirmed >= box.next_seq:  # confirms what was never written: not a receiver's
+            log.error(
+                "feedback for %r confirms batch %d, but only %d were written: ignored",
+                fb.component,
+                fb.confirmed,
+                box.next_seq - 1,
+            )
+            return
         if fb.confirmed > box.confirmed:
             before = box.backlog
             box.confirm(fb.confirmed)

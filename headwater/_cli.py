@@ -107,6 +107,17 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="do not announce the master by zeroconf on --host's network",
     )
+    master.add_argument(
+        "--join-port",
+        type=int,
+        default=7072,
+        help="where nodes enrol with a join token (TLS, no client certificate; default 7072)",
+    )
+    master.add_argument(
+        "--insecure",
+        action="store_true",
+        help="development only: plaintext gRPC, nodes attach without certificates",
+    )
     master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
     master.set_defaults(func=_cmd_master)
 
@@ -131,6 +142,7 @@ def _parser() -> argparse.ArgumentParser:
         help="the address its containers' stream managers listen on and give to peers and "
         "agents (their uplinks come in there); default 127.0.0.1: this machine only",
     )
+    _add_identity_arguments(worker, "worker")
     worker.set_defaults(func=_cmd_worker)
 
     agent = sub.add_parser("agent", help="run the edge agent daemon on a gateway")
@@ -216,6 +228,7 @@ def _parser() -> argparse.ArgumentParser:
         "CONNECT proxy (default: dial the addresses the master gives)",
     )
     agent.add_argument("--workdir", default=None, metavar="DIR")
+    _add_identity_arguments(agent, "agent")
     agent.set_defaults(func=_cmd_agent)
 
     submit = sub.add_parser("submit", help="package a topology file and run it on the master")
@@ -537,8 +550,55 @@ def _cmd_master(args: argparse.Namespace) -> int:
     _daemon_logging("master")
     state = Path(args.state_dir) if args.state_dir else _default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
-    asyncio.run(serve(args.host, args.port, args.http_port, state, ready, args.advertise))
+    if args.insecure:
+        _warn_insecure("master")
+    asyncio.run(
+        serve(
+            args.host,
+            args.port,
+            args.http_port,
+            state,
+            ready,
+            args.advertise,
+            join_port=args.join_port,
+            insecure=args.insecure,
+        )
+    )
     return 0
+
+
+def _add_identity_arguments(p: argparse.ArgumentParser, role: str) -> None:
+    """``--join`` and ``--insecure``: how a node gets the certificate its links use."""
+    p.add_argument(
+        "--join",
+        type=_join_token,
+        default=None,
+        metavar="TOKEN",
+        help=f"enrol on first start with a join token (`headwater token create --role {role}` "
+        "prints one); the certificate is kept in WORKDIR/tls and the token is not needed again",
+    )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="development only: plaintext links to a master started with --insecure",
+    )
+
+
+def _join_token(text: str) -> Any:
+    from headwater.common.security import JoinToken
+
+    try:
+        return JoinToken.parse(text)
+    except HeadwaterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _warn_insecure(what: str) -> None:
+    print(
+        f"headwater {what}: WARNING: --insecure: its links are plaintext and unauthenticated; "
+        "anyone who reaches them can run code or read data. Development only.",
+        file=sys.stderr,
+    )
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
@@ -551,7 +611,11 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     # the same workdir is the same node (its id is kept there): a second worker on this
     # machine needs a --workdir of its own
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
-    asyncio.run(serve(args.master, workdir, args.id, __version__, args.host))
+    if args.insecure:
+        _warn_insecure("worker")
+    asyncio.run(
+        serve(args.master, workdir, args.id, __version__, args.host, args.insecure, args.join)
+    )
     return 0
 
 
@@ -616,6 +680,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
     from headwater.edge import Agent, MqttSource
 
     _daemon_logging("agent")
+    if args.insecure:
+        _warn_insecure("agent")
     workdir = Path(args.workdir) if args.workdir else _default_dir("agent")
     mqtt = None
     if args.mqtt:
@@ -645,6 +711,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             outbox_budget=args.outbox_budget,
             status_port=args.status_port,
             ingress_proxy=args.ingress_proxy,
+            insecure=args.insecure,
+            join_token=args.join,
         )
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):

@@ -12,8 +12,13 @@ from pathlib import Path
 import grpc
 from aiohttp import web
 
+from headwater.common.security import TokenStore, Transport
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+
+from ._cluster import add_services
+from ._enrolment import Enrolment, EnrolmentService
 from ._http import make_app
-from ._master import Master, add_services
+from ._master import Master
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
@@ -26,6 +31,8 @@ async def serve(
     state_dir: Path,
     ready_file: Path | None = None,
     advertise: bool = True,
+    join_port: int = 7072,
+    insecure: bool = False,
 ) -> None:
     traffic = TrafficCounter()
     server = grpc.aio.server(
@@ -35,18 +42,41 @@ async def serve(
             ("grpc.max_receive_message_length", 64 << 20),
         ],
     )
-    bound = server.add_insecure_port(f"{host}:{port}")
+    enrolment = None
+    joins: grpc.aio.Server | None = None
+    if insecure:
+        transport = Transport.insecure()
+    else:
+        enrolment = Enrolment(state_dir / "tls", TokenStore(state_dir / "tokens.json"))
+        transport = Transport.of(enrolment.ca.master_credentials())
+    bound = transport.bind(server, f"{host}:{port}")
     master = Master(state_dir, grpc_address=f"{host}:{bound}")
     master.traffic = traffic
-    add_services(server, master)
+    master.enrolment = enrolment
+    add_services(server, master, transport)
     await server.start()
+    if enrolment is not None:  # the join port: TLS without a client certificate, Join only
+        joins = grpc.aio.server()
+        pb_grpc.add_EnrolmentServicer_to_server(EnrolmentService(enrolment), joins)
+        creds = enrolment.ca.master_credentials()
+        master.join_port = joins.add_secure_port(
+            f"{host}:{join_port}", grpc.ssl_server_credentials([(creds.key, creds.cert)])
+        )
+        master.ca_fingerprint = enrolment.ca.fingerprint
+        await joins.start()
     master.resume()
     runner = web.AppRunner(make_app(master), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, http_port)
     await site.start()
     http_bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    info = {"grpc": f"{host}:{bound}", "http": f"http://{host}:{http_bound}", "pid": os.getpid()}
+    info = {
+        "grpc": f"{host}:{bound}",
+        "http": f"http://{host}:{http_bound}",
+        "join_port": master.join_port,
+        "ca_fingerprint": master.ca_fingerprint,
+        "pid": os.getpid(),
+    }
     log.info("master: gRPC %s, API %s, state %s", info["grpc"], info["http"], state_dir)
     if ready_file is not None:
         tmp = ready_file.with_suffix(".tmp")
@@ -67,4 +97,6 @@ async def serve(
     if zc is not None:
         await zc.async_close()
     await runner.cleanup()
+    if joins is not None:
+        await joins.stop(1.0)
     await server.stop(1.0)

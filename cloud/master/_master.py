@@ -33,8 +33,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import grpc
-
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError
 from headwater.common._ids import name_problem, node_id_problem
 from headwater.common._package import (
@@ -45,7 +43,7 @@ from headwater.common._package import (
     unpack_package,
 )
 from headwater.common.api import Placement, Topology
-from headwater.common.control import TopologyDispatch, TopologyMaster
+from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import (
     EditError,
     RevisionRecord,
@@ -56,8 +54,8 @@ from headwater.common.control._revisions import (
 )
 from headwater.common.plan import cloud_part, load_topology, pack_round_robin, validate
 from headwater.common.wire.proto import runtime_pb2 as pb
-from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
+from ._enrolment import Enrolment
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
@@ -133,6 +131,9 @@ class Master:
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self.nodes: dict[str, NodeRecord] = {}
         self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
+        self.enrolment: Enrolment | None = None  # None: insecure (serve() sets it)
+        self.join_port = 0  # where nodes enrol (0: insecure, nodes need no token)
+        self.ca_fingerprint = ""  # the cluster CA's, which join tokens carry
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
@@ -492,6 +493,8 @@ class Master:
         record.info, record.queue, record.last_seen = info, queue, time.monotonic()
         record.attached_at = time.time()
         log.info("%s %s attached (labels %s)", info.kind, info.node_id, dict(info.labels))
+        if info.kind == "worker" and self.enrolment is not None and self.enrolment.revoked:
+            queue.put_nowait(self._revoked_command())
         for dep in list(self.deployments.values()):  # what it ran before, then what waits
             for c, node in dep.assignment.items():
                 if node == info.node_id:
@@ -504,11 +507,45 @@ class Master:
             self._schedule(dep)
         try:
             while True:
-                yield await queue.get()
+                command = await queue.get()
+                if command.WhichOneof("command") is None:
+                    return  # revoked: the session ends
+                yield command
         finally:
             if record.queue is queue:
                 record.queue = None
             log.info("%s %s detached", info.kind, info.node_id)
+
+    def _revoked_command(self) -> pb.NodeCommand:
+        assert self.enrolment is not None
+        return pb.NodeCommand(revoked=pb.Revoked(node_ids=sorted(self.enrolment.revoked)))
+
+    def revoke(self, node_id: str) -> None:
+        """Cut a node off: its certificate is refused from now on, its session ends, and every
+        worker is told (their stream managers refuse its uplinks and peer links)."""
+        if self.enrolment is None:
+            raise HeadwaterError("the master runs --insecure: there are no identities to revoke")
+        problem = node_id_problem(node_id)
+        if problem is not None:
+            raise HeadwaterError(problem)
+        self.enrolment.revoke(node_id)
+        record = self.nodes.get(node_id)
+        if record is not None and record.queue is not None:
+            record.queue.put_nowait(pb.NodeCommand())  # ends its session
+        for other in self._workers():
+            self._send(other, self._revoked_command())
+
+    def packages_of(self, node_id: str) -> set[str]:
+        """The packages the master gave ``node_id`` to run (all it may fetch)."""
+        out: set[str] = set()
+        for dep in self.deployments.values():
+            if node_id in dep.assignment.values():
+                out.add(dep.package)
+            if node_id in dep.agents:
+                out.add(dep.package)
+                if dep.edge_revision:
+                    out.add(dep.edge_revision["package"])
+        return out
 
     def report(self, status: pb.NodeStatus) -> None:
         record = self.nodes.get(status.node_id)
@@ -584,6 +621,8 @@ class Master:
             dep.agents.remove(node_id)
         self._save()
         self.nodes.pop(node_id, None)
+        if self.enrolment is not None:
+            self.enrolment.forget(node_id)  # its id may enrol again
         log.info("forgot node %s", node_id)
 
     # -- uplinks -----------------------------------------------------------------
@@ -614,42 +653,3 @@ class Master:
         except PackageMismatchError as exc:
             log.error("%s", exc)
             raise
-
-
-class _ClusterService(pb_grpc.ClusterServicer):
-    def __init__(self, master: Master) -> None:
-        self.master = master
-
-    async def Attach(self, request: pb.NodeInfo, context: Any) -> AsyncIterator[pb.NodeCommand]:
-        problem = node_id_problem(request.node_id)
-        if problem is not None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
-        async for command in self.master.attach(request):
-            yield command
-
-    async def ReportStatus(self, request: pb.NodeStatus, context: Any) -> pb.Empty:
-        self.master.report(request)
-        return pb.Empty()
-
-    async def LocateReceiver(self, request: pb.ReceiverQuery, context: Any) -> pb.ReceiverAddress:
-        try:
-            return self.master.locate(request.topology, request.component)
-        except KeyError as exc:
-            await context.abort(grpc.StatusCode.NOT_FOUND, str(exc.args[0]))
-        except LookupError as exc:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
-        raise AssertionError("unreachable")
-
-    async def FetchPackage(self, request: pb.PackageRequest, context: Any) -> pb.Package:
-        try:
-            return pb.Package(data=self.master.fetch(request.package))
-        except KeyError:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"no package {request.package}")
-        except PackageMismatchError as exc:
-            await context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
-        raise AssertionError("unreachable")
-
-
-def add_services(server: grpc.aio.Server, master: Master) -> None:
-    pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch(master.tms), server)
-    pb_grpc.add_ClusterServicer_to_server(_ClusterService(master), server)

@@ -11,13 +11,29 @@ import signal
 from pathlib import Path
 
 from headwater.common.node import Node
+from headwater.common.security import JoinToken
 
 
 async def serve(
-    master: str, workdir: Path, node_id: str | None, version: str, host: str = "127.0.0.1"
+    master: str,
+    workdir: Path,
+    node_id: str | None,
+    version: str,
+    host: str = "127.0.0.1",
+    insecure: bool = False,
+    join_token: JoinToken | None = None,
 ) -> None:
     """Run a worker attached to ``master`` until SIGTERM or SIGINT."""
-    node = Node(master, workdir, kind="worker", node_id=node_id, version=version, host=host)
+    node = Node(
+        master,
+        workdir,
+        kind="worker",
+        node_id=node_id,
+        version=version,
+        host=host,
+        insecure=insecure,
+        join_token=join_token,
+    )
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(s, node.stopping.set)

@@ -17,12 +17,20 @@ An order's names become paths in the workdir, so they are checked before
 any path is touched: a topology name must be a safe name, a package name
 ``sha256:<64 hex>`` and an entry a file inside the package; a package is
 bounded and checked before it is unpacked (common/_package.py).
+
+A node speaks to the master, and its containers to everyone, with the
+certificate it got when it enrolled (``WORKDIR/tls``): started with
+``--join TOKEN`` and no certificate yet, it enrols first (common/security/
+_enrol.py); it renews the certificate once a third of its life is left. The
+list of revoked nodes the master sends a worker is kept beside it, where its
+containers' stream managers read it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import logging
 import os
 import re
@@ -45,6 +53,10 @@ from .._retry import Backoff, RetryPolicy
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
 from ..runtime._procs import BeatWatch, beat_file, spawn, terminate
+from ..security import MASTER_NAME, JoinToken, Transport, has_credentials
+from ..security._enrol import join, renew
+from ..security._files import write_private
+from ..security._identity import REVOKED_FILE, TLS_DIR
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -111,6 +123,8 @@ class Node:
         version: str = "",
         backoff: RetryPolicy = RECONNECT,
         host: str = "127.0.0.1",
+        insecure: bool = False,
+        join_token: JoinToken | None = None,
     ) -> None:
         self.master = master
         self.host = host  # where its containers' stream managers listen, and say they are
@@ -129,6 +143,15 @@ class Node:
         self.health = Health(self.node_id)
         self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
         self._stub: pb_grpc.ClusterStub | None = None
+        self.tls_dir = self.workdir / TLS_DIR
+        self.transport = Transport.insecure() if insecure else Transport(self.tls_dir)
+        self.join_token = join_token
+        if self.transport.secure and join_token is None and not has_credentials(self.tls_dir):
+            raise HeadwaterError(
+                f"this node is not enrolled (no certificate in {self.tls_dir}): start it once "
+                "with --join TOKEN (`headwater token create --role "
+                f"{kind}` on the master's host prints one)"
+            )
 
     @property
     def attached(self) -> bool:
@@ -155,12 +178,41 @@ class Node:
         self.containers.clear()
         await loop.run_in_executor(None, terminate, procs, 10.0)
 
+    async def _credentials(self) -> None:
+        """Enrol if this node has no certificate yet; renew one with a third of its life left."""
+        if not self.transport.secure:
+            return
+        if not has_credentials(self.tls_dir):
+            assert self.join_token is not None
+            host = self.master.rpartition(":")[0] or self.master
+            creds = await join(host, self.join_token, self.node_id)
+            creds.save(self.tls_dir)
+            log.info("enrolled as %s; the certificate is in %s", creds.identity, self.tls_dir)
+            return
+        creds = self.transport.credentials()
+        life = creds.not_after() - creds.not_before()
+        if creds.not_after() - time.time() < life / 3:
+            renewed = await renew(self.transport, self.master, self.node_id)
+            renewed.save(self.tls_dir)
+            log.info("renewed this node's certificate (it expired at %s)", creds.not_after())
+
     async def _session(self) -> None:
         retry = self.backoff.start()
         while True:
             try:
-                async with grpc.aio.insecure_channel(
+                await self._credentials()
+            except asyncio.CancelledError:
+                raise
+            except (HeadwaterError, grpc.RpcError, OSError) as exc:
+                why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+                self.health.set("master", FAILED, f"cannot enrol or renew: {why}")
+                log.error("cannot enrol or renew: %s", why)
+                await asyncio.sleep(retry.next_delay())
+                continue
+            try:
+                async with self.transport.channel(
                     self.master,
+                    to=MASTER_NAME,
                     options=[
                         ("grpc.max_receive_message_length", 64 << 20),
                     ],
@@ -177,6 +229,16 @@ class Node:
             except asyncio.CancelledError:
                 raise
             except grpc.RpcError as exc:
+                if exc.code() in (
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    grpc.StatusCode.UNAUTHENTICATED,
+                ):
+                    self.health.set(
+                        "master", FAILED, f"the master refuses this node: {exc.details()}"
+                    )
+                    log.error("the master refuses this node: %s", exc.details())
+                    await asyncio.sleep(retry.next_delay())
+                    continue
                 self.health.set(
                     "master",
                     DEGRADED,
@@ -215,6 +277,9 @@ class Node:
 
     async def _on_command(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         which = command.WhichOneof("command")
+        if which == "revoked":
+            self._revoked(list(command.revoked.node_ids))
+            return
         sub = getattr(command, which) if which else None
         problem = name_problem(sub.topology, "topology name") if sub is not None else None
         if sub is not None and problem is None and hasattr(sub, "package"):
@@ -256,6 +321,12 @@ class Node:
                 log.error("%s", exc)
                 return
             self.revise(r)
+
+    def _revoked(self, node_ids: list[str]) -> None:
+        """Keep the cluster's revoked nodes where this node's stream managers read them."""
+        if self.transport.secure:
+            write_private(self.tls_dir / REVOKED_FILE, json.dumps(sorted(node_ids)).encode())
+            log.info("revoked nodes: %s", ", ".join(sorted(node_ids)))
 
     async def _stop(self, key: tuple[str, int]) -> None:
         self.orders.pop(key, None)
@@ -311,6 +382,7 @@ class Node:
             *self.container_domain(run),
             "--host",
             self.host,
+            *self.transport.args(),
         ]
         self.containers[(run.topology, run.container)] = spawn(
             args, env=self.container_env(run), log_path=str(home / "container.log")

@@ -83,7 +83,9 @@ class Container:
         if len(self.socket_path) > 100:  # AF_UNIX paths stop at 108 bytes
             self.socket_path = os.path.join(tempfile.mkdtemp(prefix="hw-"), f"c{self.id}.sock")
         self.incarnation = time.time_ns()
-        self.stmgr = StreamManager(self.topology, self.plan, self.id, self)
+        self.stmgr = StreamManager(
+            self.topology, self.plan, self.id, self, transport=config.transport
+        )
         self.exactly_once = self.stmgr.rc.reliability is Reliability.EXACTLY_ONCE
         first = Revision(self.topology, self.plan, config.topology_file, None)
         self.revisions = LoadedRevisions(
@@ -96,7 +98,13 @@ class Container:
             self.topology.name, self.id, self.incarnation, self.stmgr, self.supervisor.pids, clock
         )
         self.session = MasterSession(
-            config.tmaster, self.topology.name, self.id, self.incarnation, self.telemetry
+            config.tmaster,
+            self.topology.name,
+            self.id,
+            self.incarnation,
+            self.telemetry,
+            transport=config.transport,
+            server_name=config.tmaster_name,
         )
         self.recovery: Snapshots | None = None
         self.switch: EditSwitch | None = None

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..plan import add_domain_arguments
+from ..security import AGENT_NAME, MASTER_NAME, Transport
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,17 @@ class ContainerConfig:
     host: str = "127.0.0.1"  # the address the stream manager serves its peers on
     domain: str | None = None  # the checkpoint domain it runs (None: the whole topology)
     labels: dict[str, str] = field(default_factory=dict)  # the agent's labels (edge)
+    tls_dir: Path | None = None  # its node's credentials (None: plaintext, --insecure)
+
+    @property
+    def transport(self) -> Transport:
+        return Transport(self.tls_dir) if self.tls_dir is not None else Transport.insecure()
+
+    @property
+    def tmaster_name(self) -> str:
+        """The name its topology master's certificate carries: an edge container's is its
+        agent's; a cloud one's the master's (``headwater run``'s carries both)."""
+        return AGENT_NAME if self.domain == "edge" else MASTER_NAME
 
 
 def parse_config(argv: list[str] | None = None) -> ContainerConfig:
@@ -41,6 +53,9 @@ def parse_config(argv: list[str] | None = None) -> ContainerConfig:
     p.add_argument("--state-dir", required=True, help="where this container's checkpoints live")
     p.add_argument("--host", default="127.0.0.1")
     add_domain_arguments(p)
+    links = p.add_mutually_exclusive_group(required=True)
+    links.add_argument("--tls-dir", help="its node's credentials: every link is mutual TLS")
+    links.add_argument("--insecure", action="store_true", help="plaintext links (development)")
     a = p.parse_args(argv)
     return ContainerConfig(
         topology_file=a.topology_file,
@@ -53,4 +68,5 @@ def parse_config(argv: list[str] | None = None) -> ContainerConfig:
         host=a.host,
         domain=a.domain,
         labels=a.labels,
+        tls_dir=Path(a.tls_dir) if a.tls_dir else None,
     )

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from .._ids import node_id_problem
+from ..security import TRUSTED, Identity
 from ..wire._control import UplinkFeedback
 from ..wire._frame import uplink_frame
 from ..wire.proto import runtime_pb2 as pb
@@ -110,6 +111,12 @@ class Ingress(pb_grpc.IngressServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "an uplink opens with a hello")
         assert first is not None
         hello = first.hello
+        refused = self.stmgr.transport.refusal(context, ("agent",))
+        identity = self.stmgr.transport.identity(context)
+        if refused is None and identity not in (TRUSTED, None) and identity.name != hello.agent:
+            refused = f"{identity} cannot send agent {hello.agent!r}'s uplink"
+        if refused is not None:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refused)
         refusal = self._refusal(hello)
         if refusal is not None:
             await context.abort(grpc.StatusCode.NOT_FOUND, refusal)
@@ -118,7 +125,7 @@ class Ingress(pb_grpc.IngressServicer):
         self.streams[key] = queue  # an agent's newer stream takes over from its older one
         log.info("uplink of %s for %r open", hello.agent, hello.component)
         loop = asyncio.get_running_loop()
-        reader = loop.create_task(self._read(hello, request_iterator))
+        reader = loop.create_task(self._read(hello, request_iterator, identity))
         getter: asyncio.Task[pb.UplinkFeedback] | None = None
         try:
             yield pb.UplinkFeedback(
@@ -148,9 +155,17 @@ class Ingress(pb_grpc.IngressServicer):
                 del self.streams[key]
             log.info("uplink of %s for %r closed", hello.agent, hello.component)
 
-    async def _read(self, hello: pb.UplinkHello, requests: AsyncIterator[pb.UplinkUp]) -> str:
+    async def _read(
+        self,
+        hello: pb.UplinkHello,
+        requests: AsyncIterator[pb.UplinkUp],
+        identity: Identity | None,
+    ) -> str:
         """Hand each batch to the receiver; why the stream must end ("" when the agent ended it)."""
+        transport = self.stmgr.transport
         async for up in requests:
+            if identity is not None and transport.revoked(identity):
+                return f"{identity} is revoked"
             if up.WhichOneof("message") != "batch":
                 continue
             b = up.batch

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from .._retry import RetryPolicy
+from ..security import WORKER_NAME
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -29,6 +30,8 @@ GRPC_OPTIONS = [
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.max_receive_message_length", 64 << 20),
 ]
+PEER_ROLES = ("worker", "local")
+"""Who may open a peer link: a worker's stream manager, or one of ``headwater run``'s."""
 BATCH_BYTES = 4 << 20  # the most data one Frames message carries
 # reconnecting to a peer: 50 ms doubling up to 2 s, without jitter (a peer that
 # restarts is back within a second; its stmgrs need no spreading)
@@ -103,7 +106,9 @@ class PeerLink:
         backoff = RECONNECT.start()
         while True:
             try:
-                async with grpc.aio.insecure_channel(self.address, options=GRPC_OPTIONS) as ch:
+                async with self.stmgr.transport.channel(
+                    self.address, to=WORKER_NAME, options=GRPC_OPTIONS
+                ) as ch:
                     stub = pb_grpc.StreamManagerStub(ch)
                     call = stub.Exchange(self._frames())
                     self.connected = True
@@ -137,6 +142,9 @@ class ExchangeServicer(pb_grpc.StreamManagerServicer):
         self, request_iterator: AsyncIterator[pb.Frames], context: Any
     ) -> AsyncIterator[pb.Frames]:
         stmgr = self.stmgr
+        refused = stmgr.transport.refusal(context, PEER_ROLES)
+        if refused is not None:
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, refused)
         route = stmgr.route
         async for msg in request_iterator:
             if msg.epoch != stmgr.epoch:
@@ -158,6 +166,6 @@ async def serve_peers(
     server = grpc.aio.server(options=GRPC_OPTIONS)
     pb_grpc.add_StreamManagerServicer_to_server(ExchangeServicer(stmgr), server)
     pb_grpc.add_IngressServicer_to_server(ingress, server)
-    port = server.add_insecure_port(f"{host}:0")
+    port = stmgr.transport.bind(server, f"{host}:0")
     await server.start()
     return server, f"{host}:{port}"

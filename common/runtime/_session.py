@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 
 from .._retry import RetryPolicy
+from ..security import MASTER_NAME, Transport
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._telemetry import Telemetry
@@ -45,8 +46,12 @@ class MasterSession:
         incarnation: int,
         telemetry: Telemetry,
         policy: RetryPolicy = RECONNECT_POLICY,
+        transport: Transport | None = None,
+        server_name: str = MASTER_NAME,
     ) -> None:
         self._address = address
+        self._transport = transport if transport is not None else Transport.insecure()
+        self._server_name = server_name
         self._topology = topology
         self._container = container
         self._incarnation = incarnation
@@ -68,7 +73,9 @@ class MasterSession:
         )
         while True:
             try:
-                async with grpc.aio.insecure_channel(self._address, options=options) as channel:
+                async with self._transport.channel(
+                    self._address, to=self._server_name, options=options
+                ) as channel:
                     stub = pb_grpc.TopologyMasterStub(channel)
                     await stub.Register(pb.RegisterRequest(topology=self._topology, container=info))
                     self.stub = stub

@@ -31,6 +31,7 @@ import grpc
 from .._clock import SYSTEM_CLOCK, Clock
 from ..api import RuntimeConfig, Topology
 from ..plan import PhysicalPlan, upstream_spouts
+from ..security import Transport
 from ..wire import Kind, decode, parse_frame
 from ..wire._control import (
     Activate,
@@ -74,8 +75,11 @@ class StreamManager:
         container: int,
         hooks: StreamManagerHooks = NoHooks(),  # noqa: B008  (stateless)
         clock: Clock = SYSTEM_CLOCK,
+        transport: Transport | None = None,
     ) -> None:
         self.container = container
+        # how its peer and uplink links speak (the container's node's credentials)
+        self.transport = transport if transport is not None else Transport.insecure()
         self.rc = RuntimeConfig.from_mapping(topology.config)
         self.hooks = hooks
         self.clock = clock

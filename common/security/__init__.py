@@ -2,9 +2,10 @@
 
 from ._ca import ClusterCA, fingerprint
 from ._identity import (
+    AGENT_NAME,
     MASTER_NAME,
-    NODE_NAME,
     TRUSTED,
+    WORKER_NAME,
     Credentials,
     Identity,
     Transport,
@@ -22,11 +23,12 @@ from ._tokens import (
 )
 
 __all__ = [
+    "AGENT_NAME",
     "API_ROLES",
     "JOIN_ROLES",
     "MASTER_NAME",
-    "NODE_NAME",
     "TRUSTED",
+    "WORKER_NAME",
     "ClusterCA",
     "Credentials",
     "Identity",

@@ -27,7 +27,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from .._exceptions import HeadwaterError
 from ._files import write_private
-from ._identity import MASTER_NAME, NODE_NAME, Credentials, Identity
+from ._identity import MASTER_NAME, Credentials, Identity, server_names
 
 CA_DAYS = 3650
 NODE_DAYS = 30
@@ -160,9 +160,11 @@ class ClusterCA:
                 ),
                 critical=False,
             )
-            # every node serves its stream managers' links under one name (peers and agents
-            # check that the certificate is the cluster's, then authorise by the identity)
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(NODE_NAME)]), False)
+            # the name a client of this role's servers checks (``server_names``)
+            .add_extension(
+                x509.SubjectAlternativeName([x509.DNSName(n) for n in server_names(identity.role)]),
+                False,
+            )
             .sign(self.key, hashes.SHA256())
         )
         return cert.public_bytes(serialization.Encoding.PEM)

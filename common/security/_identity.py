@@ -6,7 +6,9 @@ the master is ``master:master``, a node ``agent:ID`` or ``worker:ID``; a
 container speaks with its node's certificate. The server side reads the
 caller's identity from the handshake (``peer_identity``) and authorises by
 it; the client side checks the server's certificate against the CA and the
-name every server of its kind carries (``MASTER_NAME`` or ``NODE_NAME``).
+name every server of its kind carries (``server_names``: a worker serves as
+``headwater-worker``, an agent as ``headwater-agent``, the master as
+``headwater-master``).
 
 ``Transport`` is the one place channels are opened and ports bound. Built
 from a folder of credentials (``ca.pem``, ``node.pem``, ``node.key``) it
@@ -16,8 +18,9 @@ development only (``--insecure``), where every caller is taken on trust.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +34,23 @@ from ._files import write_private
 
 MASTER_NAME = "headwater-master"
 """The name the master's certificate carries and every node checks."""
-NODE_NAME = "headwater-node"
-"""The name every node's certificate carries (stream managers serve peers and agents with it)."""
+WORKER_NAME = "headwater-worker"
+"""The name every worker's certificate carries: its stream managers serve peers and uplinks."""
+AGENT_NAME = "headwater-agent"
+"""The name every agent's certificate carries: it serves its own edge containers."""
+
+
+def server_names(role: str) -> list[str]:
+    """The names a certificate of ``role`` carries (a client checks the one it expects, so an
+    agent's certificate cannot pose as a worker's stream manager, nor a worker's as the master)."""
+    if role == "local":  # ``headwater run``: one process tree plays every part
+        return [MASTER_NAME, WORKER_NAME, AGENT_NAME]
+    return [f"headwater-{role}"]
+
+
 ROLES = ("master", "worker", "agent", "local")
 CERT_FILE, KEY_FILE, CA_FILE = "node.pem", "node.key", "ca.pem"
+REVOKED_FILE = "revoked.json"
 TLS_DIR = "tls"
 """Where a node keeps its credentials, inside its workdir."""
 
@@ -123,34 +139,61 @@ class Transport:
     credentials (read again from ``folder`` when they change: a node renews them), or
     plaintext when insecure."""
 
-    def __init__(self, folder: str | Path | None) -> None:
+    def __init__(self, folder: str | Path | None, fixed: Credentials | None = None) -> None:
         self.folder = Path(folder) if folder is not None else None
+        self._fixed = fixed
         self._loaded: tuple[float, Credentials] | None = None
+        self._revoked: tuple[float, frozenset[str]] = (0.0, frozenset())
 
     @classmethod
     def insecure(cls) -> Transport:
         return cls(None)
 
+    @classmethod
+    def of(cls, credentials: Credentials) -> Transport:
+        """A transport with credentials held in memory (the master's)."""
+        return cls(None, credentials)
+
     @property
     def secure(self) -> bool:
-        return self.folder is not None
+        return self.folder is not None or self._fixed is not None
 
     def args(self) -> list[str]:
         """The command-line arguments that give a child process this transport."""
         return ["--tls-dir", str(self.folder)] if self.folder is not None else ["--insecure"]
 
     def credentials(self) -> Credentials:
-        assert self.folder is not None
+        if self._fixed is not None:
+            return self._fixed
+        assert self.folder is not None, "an insecure transport has no credentials"
         mtime = (self.folder / CERT_FILE).stat().st_mtime
         if self._loaded is None or self._loaded[0] != mtime:
             self._loaded = (mtime, Credentials.load(self.folder))
         return self._loaded[1]
 
+    def revoked(self, identity: Identity) -> bool:
+        """Whether the cluster has cut ``identity``'s node off (the list its node keeps in
+        ``revoked.json`` beside the credentials, as the master sends it)."""
+        if self.folder is None:
+            return False
+        path = self.folder / REVOKED_FILE
+        try:
+            mtime = path.stat().st_mtime
+        except FileNotFoundError:
+            return False
+        if mtime != self._revoked[0]:
+            try:
+                ids = frozenset(json.loads(path.read_text("utf-8")))
+            except (OSError, ValueError):
+                ids = self._revoked[1]  # being rewritten: the last list read
+            self._revoked = (mtime, ids)
+        return identity.name in self._revoked[1]
+
     def channel(
-        self, address: str, to: str = NODE_NAME, options: Sequence[tuple[str, Any]] = ()
+        self, address: str, to: str, options: Sequence[tuple[str, Any]] = ()
     ) -> grpc.aio.Channel:
         """A channel to ``address``, whose certificate must name ``to``."""
-        if self.folder is None:
+        if not self.secure:
             return grpc.aio.insecure_channel(address, options=list(options))
         c = self.credentials()
         creds = grpc.ssl_channel_credentials(c.ca, c.key, c.cert)
@@ -161,7 +204,7 @@ class Transport:
         """Bind ``server`` to ``address``; the port. ``require_client=False``: callers without a
         certificate get through the handshake (only the master, for enrolment) and each
         service refuses them itself."""
-        if self.folder is None:
+        if not self.secure:
             return int(server.add_insecure_port(address))
         c = self.credentials()
         creds = grpc.ssl_server_credentials(
@@ -171,4 +214,17 @@ class Transport:
 
     def identity(self, context: Any) -> Identity | None:
         """The caller's identity (``TRUSTED`` for everyone when insecure)."""
-        return TRUSTED if self.folder is None else peer_identity(context)
+        return peer_identity(context) if self.secure else TRUSTED
+
+    def refusal(self, context: Any, roles: Collection[str]) -> str | None:
+        """Why the caller may not use a service meant for ``roles``, or None if it may."""
+        identity = self.identity(context)
+        if identity == TRUSTED:
+            return None
+        if identity is None:
+            return "no valid cluster certificate"
+        if identity.role not in roles:
+            return f"{identity} may not use this service"
+        if self.revoked(identity):
+            return f"{identity} is revoked"
+        return None

@@ -112,14 +112,26 @@ class TokenStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._tokens: dict[str, TokenRecord] = {}
-        if self.path.exists():
-            for raw in json.loads(self.path.read_text(encoding="utf-8")):
-                record = TokenRecord(**raw)
-                self._tokens[record.id] = record
+        self._mtime: float | None = None
+        self._reload()
+
+    def _reload(self) -> None:
+        """Read the file again if it changed (a token made by another process: the CLI on
+        the master's host, or a second store over the same file)."""
+        try:
+            mtime = self.path.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if mtime == self._mtime:
+            return
+        records = [TokenRecord(**raw) for raw in json.loads(self.path.read_text("utf-8"))]
+        self._tokens = {r.id: r for r in records}
+        self._mtime = mtime
 
     def _save(self) -> None:
         data = json.dumps([asdict(r) for r in self._tokens.values()], indent=1)
         write_private(self.path, data.encode())
+        self._mtime = self.path.stat().st_mtime
 
     def create(self, role: str, ttl_s: float | None = None, description: str = "") -> str:
         """A new token of ``role`` (lasting ``ttl_s`` seconds, or for ever); its text, which
@@ -131,6 +143,7 @@ class TokenStore:
         token_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         now = time.time()
         with self._lock:
+            self._reload()
             self._tokens[token_id] = TokenRecord(
                 token_id,
                 role,
@@ -147,6 +160,7 @@ class TokenStore:
         m = _TOKEN.match(token.strip())
         if m is None:
             return None
+        self._reload()
         record = self._tokens.get(m.group(1))
         if record is None or record.expired(time.time() if now is None else now):
             return None
@@ -156,10 +170,12 @@ class TokenStore:
 
     def revoke(self, token_id: str) -> bool:
         with self._lock:
+            self._reload()
             if self._tokens.pop(token_id, None) is None:
                 return False
             self._save()
             return True
 
     def records(self) -> list[TokenRecord]:
+        self._reload()
         return sorted(self._tokens.values(), key=lambda r: r.created)

@@ -418,16 +418,24 @@ class SetState(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
 
 class NodeCommand(_message.Message):
-    __slots__ = ("run", "stop", "set_state", "revise")
+    __slots__ = ("run", "stop", "set_state", "revise", "revoked")
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     SET_STATE_FIELD_NUMBER: _ClassVar[int]
     REVISE_FIELD_NUMBER: _ClassVar[int]
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
     run: RunContainer
     stop: StopContainer
     set_state: SetState
     revise: Revise
-    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ...) -> None: ...
+    revoked: Revoked
+    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ..., revoked: _Optional[_Union[Revoked, _Mapping]] = ...) -> None: ...
+
+class Revoked(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Revise(_message.Message):
     __slots__ = ("topology", "revision", "action", "package", "entry", "exclude", "author")
@@ -504,3 +512,27 @@ class Package(_message.Message):
     DATA_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     def __init__(self, data: _Optional[bytes] = ...) -> None: ...
+
+class JoinRequest(_message.Message):
+    __slots__ = ("token", "node_id", "csr")
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CSR_FIELD_NUMBER: _ClassVar[int]
+    token: str
+    node_id: str
+    csr: bytes
+    def __init__(self, token: _Optional[str] = ..., node_id: _Optional[str] = ..., csr: _Optional[bytes] = ...) -> None: ...
+
+class RenewRequest(_message.Message):
+    __slots__ = ("csr",)
+    CSR_FIELD_NUMBER: _ClassVar[int]
+    csr: bytes
+    def __init__(self, csr: _Optional[bytes] = ...) -> None: ...
+
+class Enrolled(_message.Message):
+    __slots__ = ("certificate", "ca")
+    CERTIFICATE_FIELD_NUMBER: _ClassVar[int]
+    CA_FIELD_NUMBER: _ClassVar[int]
+    certificate: bytes
+    ca: bytes
+    def __init__(self, certificate: _Optional[bytes] = ..., ca: _Optional[bytes] = ...) -> None: ...

@@ -591,6 +591,11 @@ class ClusterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.ReceiverQuery.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.ReceiverAddress.FromString,
                 _registered_method=True)
+        self.Renew = channel.unary_unary(
+                '/headwater.v1.Cluster/Renew',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.RenewRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Enrolled.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
@@ -625,6 +630,14 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Renew(self, request, context):
+        """A new certificate for the caller's own identity (a node renews its
+        certificate before it expires).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -647,6 +660,11 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.LocateReceiver,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.ReceiverQuery.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.ReceiverAddress.SerializeToString,
+            ),
+            'Renew': grpc.unary_unary_rpc_method_handler(
+                    servicer.Renew,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.RenewRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Enrolled.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -757,6 +775,114 @@ class Cluster:
             '/headwater.v1.Cluster/LocateReceiver',
             headwater_dot_v1_dot_runtime__pb2.ReceiverQuery.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.ReceiverAddress.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Renew(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Cluster/Renew',
+            headwater_dot_v1_dot_runtime__pb2.RenewRequest.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Enrolled.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class EnrolmentStub:
+    """Enrolment: served on the master's join port with server-only TLS (the
+    caller has no certificate yet). A join token buys a certificate naming
+    the node with the token's role.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Join = channel.unary_unary(
+                '/headwater.v1.Enrolment/Join',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.JoinRequest.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Enrolled.FromString,
+                _registered_method=True)
+
+
+class EnrolmentServicer:
+    """Enrolment: served on the master's join port with server-only TLS (the
+    caller has no certificate yet). A join token buys a certificate naming
+    the node with the token's role.
+    """
+
+    def Join(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_EnrolmentServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Join': grpc.unary_unary_rpc_method_handler(
+                    servicer.Join,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.JoinRequest.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Enrolled.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'headwater.v1.Enrolment', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('headwater.v1.Enrolment', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Enrolment:
+    """Enrolment: served on the master's join port with server-only TLS (the
+    caller has no certificate yet). A join token buys a certificate naming
+    the node with the token's role.
+    """
+
+    @staticmethod
+    def Join(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Enrolment/Join',
+            headwater_dot_v1_dot_runtime__pb2.JoinRequest.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Enrolled.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,158 @@
+"""The master's gRPC face to nodes: the ``Cluster`` service, authorised by certificate.
+
+Every call's caller is the identity its certificate names (``Transport.identity``;
+with ``--insecure``, anyone). A node attaches and reports as itself only; it
+fetches only the packages of what the master gave it; an agent locates only
+the receivers of topologies whose edge subgraph it runs; a revoked node is
+refused everything. The topology masters' service (``TopologyDispatch``)
+is authorised here too: a worker speaks only for the containers the master
+gave it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from headwater.common._exceptions import PackageMismatchError
+from headwater.common._ids import node_id_problem
+from headwater.common.control import TopologyDispatch
+from headwater.common.security import TRUSTED, Identity, Transport
+from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+
+from ._enrolment import EnrolmentRefused
+from ._master import Master
+
+
+class Gate:
+    """Who the caller is, and whether the master lets it do a thing."""
+
+    def __init__(self, master: Master, transport: Transport) -> None:
+        self.master = master
+        self.transport = transport
+
+    def caller(self, context: Any) -> Identity | None:
+        identity = self.transport.identity(context)
+        if identity is None or identity == TRUSTED:
+            return identity
+        enrolment = self.master.enrolment
+        if enrolment is not None and enrolment.refusal(identity) is not None:
+            return None
+        return identity
+
+    async def node(self, context: Any, node_id: str, kind: str | None = None) -> None:
+        """Abort unless the caller is the node ``node_id`` (of ``kind``, if given)."""
+        identity = self.caller(context)
+        if identity == TRUSTED:
+            return
+        if identity is None:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, self._unknown(context))
+        assert identity is not None
+        if identity.name != node_id or (kind is not None and identity.role != kind):
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{identity} cannot speak for {kind or 'node'} {node_id!r}",
+            )
+
+    def _unknown(self, context: Any) -> str:
+        identity = self.transport.identity(context)
+        if identity is not None:
+            return f"{identity}: revoked"
+        return "no valid cluster certificate"
+
+    def container(self, context: Any, topology: str, container: int | None) -> str | None:
+        """Why the caller may not speak for ``topology``'s ``container``, or None."""
+        identity = self.caller(context)
+        if identity == TRUSTED:
+            return None
+        if identity is None:
+            return self._unknown(context)
+        dep = self.master.deployments.get(topology)
+        if dep is None:
+            return None  # the dispatch says there is no such topology
+        if identity.role == "worker":
+            held = [c for c, n in dep.assignment.items() if n == identity.name]
+            if held and (container is None or container in held):
+                return None
+        return f"{identity} does not run {topology!r} container {container}"
+
+
+class ClusterService(pb_grpc.ClusterServicer):
+    def __init__(self, master: Master, gate: Gate) -> None:
+        self.master = master
+        self.gate = gate
+
+    async def Attach(self, request: pb.NodeInfo, context: Any) -> AsyncIterator[pb.NodeCommand]:
+        problem = node_id_problem(request.node_id)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        await self.gate.node(context, request.node_id, request.kind)
+        async for command in self.master.attach(request):
+            yield command
+        # the master ended the session: the node was revoked
+        await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"node {request.node_id!r} revoked")
+
+    async def ReportStatus(self, request: pb.NodeStatus, context: Any) -> pb.Empty:
+        await self.gate.node(context, request.node_id)
+        self.master.report(request)
+        return pb.Empty()
+
+    async def LocateReceiver(self, request: pb.ReceiverQuery, context: Any) -> pb.ReceiverAddress:
+        identity = self.gate.caller(context)
+        if identity != TRUSTED:
+            dep = self.master.deployments.get(request.topology)
+            if identity is None or dep is None or identity.name not in dep.agents:
+                await context.abort(
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"{identity or 'an unknown caller'} runs no edge subgraph of "
+                    f"{request.topology!r}",
+                )
+        try:
+            return self.master.locate(request.topology, request.component)
+        except KeyError as exc:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(exc.args[0]))
+        except LookupError as exc:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        raise AssertionError("unreachable")
+
+    async def FetchPackage(self, request: pb.PackageRequest, context: Any) -> pb.Package:
+        identity = self.gate.caller(context)
+        if identity != TRUSTED and (
+            identity is None or request.package not in self.master.packages_of(identity.name)
+        ):
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"{identity or 'an unknown caller'} was given no package {request.package}",
+            )
+        try:
+            return pb.Package(data=self.master.fetch(request.package))
+        except KeyError:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f"no package {request.package}")
+        except PackageMismatchError as exc:
+            await context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+        raise AssertionError("unreachable")
+
+    async def Renew(self, request: pb.RenewRequest, context: Any) -> pb.Enrolled:
+        identity = self.gate.caller(context)
+        enrolment = self.master.enrolment
+        if identity is None or identity == TRUSTED or enrolment is None:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "only an enrolled node renews its certificate"
+            )
+        assert identity is not None and enrolment is not None
+        try:
+            return enrolment.renew(identity, request.csr)
+        except EnrolmentRefused as exc:
+            await context.abort(exc.code, str(exc))
+        raise AssertionError("unreachable")
+
+
+def add_services(server: grpc.aio.Server, master: Master, transport: Transport) -> None:
+    gate = Gate(master, transport)
+    pb_grpc.add_TopologyMasterServicer_to_server(
+        TopologyDispatch(master.tms, gate.container), server
+    )
+    pb_grpc.add_ClusterServicer_to_server(ClusterService(master, gate), server)

@@ -1,0 +1,138 @@
+"""The master's side of node identity: enrolment, renewal and revocation.
+
+A node enrols once with a join token (``Enrolment.join``): the token's role
+and the node's id go into the certificate the cluster CA signs. An id is
+enrolled once: a second node asking for it is refused until the first is
+forgotten (``headwater nodes --forget``, offline nodes only) — so no one
+takes over a worker's id. A node renews its own certificate over its mutual
+TLS link (``renew``). A revoked node (``headwater nodes --revoke``) is cut
+off: its link and calls are refused from then on, and every worker is told
+so that their stream managers refuse it too. All of it is kept in the
+master's ``tls/`` folder.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from headwater.common._exceptions import HeadwaterError
+from headwater.common._ids import node_id_problem
+from headwater.common.security import JOIN_ROLES, ClusterCA, Identity, TokenStore
+from headwater.common.security._files import write_private
+from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
+
+log = logging.getLogger("headwater.master")
+NODES_FILE, REVOKED_FILE = "enrolled.json", "revoked.json"
+
+
+class EnrolmentRefused(HeadwaterError):
+    def __init__(self, code: grpc.StatusCode, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+class Enrolment:
+    def __init__(self, folder: str | Path, tokens: TokenStore) -> None:
+        self.folder = Path(folder)
+        self.ca = ClusterCA.open(self.folder)
+        self.tokens = tokens
+        self._lock = threading.Lock()
+        self.enrolled: dict[str, dict[str, Any]] = self._read(NODES_FILE, {})
+        self.revoked: set[str] = set(self._read(REVOKED_FILE, []))
+
+    def _read(self, name: str, empty: Any) -> Any:
+        path = self.folder / name
+        return json.loads(path.read_text("utf-8")) if path.exists() else empty
+
+    def _write(self, name: str, value: Any) -> None:
+        write_private(self.folder / name, json.dumps(value, indent=1).encode())
+
+    def join(self, token: str, node_id: str, csr: bytes) -> pb.Enrolled:
+        """Sign ``csr`` for ``node_id`` with the role ``token`` grants; EnrolmentRefused if not."""
+        record = self.tokens.check(token)
+        if record is None:
+            raise EnrolmentRefused(
+                grpc.StatusCode.UNAUTHENTICATED,
+                "the join token is not valid (unknown, revoked or expired): make a new one with "
+                "`headwater token create --role agent|worker`",
+            )
+        if record.role not in JOIN_ROLES:
+            raise EnrolmentRefused(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"a {record.role} token cannot enrol a node: make one with --role agent or worker",
+            )
+        problem = node_id_problem(node_id)
+        if problem is not None:
+            raise EnrolmentRefused(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        with self._lock:
+            if node_id in self.revoked:
+                raise EnrolmentRefused(
+                    grpc.StatusCode.PERMISSION_DENIED, f"node {node_id!r} is revoked"
+                )
+            if node_id in self.enrolled:
+                raise EnrolmentRefused(
+                    grpc.StatusCode.ALREADY_EXISTS,
+                    f"node id {node_id!r} is enrolled already (its certificate is in its "
+                    "workdir's tls/ folder); give this node another --id, or forget the old one "
+                    f"first (`headwater nodes --forget {node_id}` once it is offline)",
+                )
+            cert = self._sign(csr, Identity(record.role, node_id))
+            self.enrolled[node_id] = {"role": record.role, "at": time.time(), "token": record.id}
+            self._write(NODES_FILE, self.enrolled)
+        log.info("enrolled %s %s (token %s)", record.role, node_id, record.id)
+        return pb.Enrolled(certificate=cert, ca=self.ca.cert_pem)
+
+    def renew(self, identity: Identity, csr: bytes) -> pb.Enrolled:
+        if self.refusal(identity) is not None or identity.role not in JOIN_ROLES:
+            raise EnrolmentRefused(
+                grpc.StatusCode.PERMISSION_DENIED, f"{identity} may not renew a certificate"
+            )
+        cert = self._sign(csr, identity)
+        log.info("renewed the certificate of %s", identity)
+        return pb.Enrolled(certificate=cert, ca=self.ca.cert_pem)
+
+    def _sign(self, csr: bytes, identity: Identity) -> bytes:
+        try:
+            return self.ca.sign(csr, identity)
+        except HeadwaterError as exc:
+            raise EnrolmentRefused(grpc.StatusCode.INVALID_ARGUMENT, str(exc)) from None
+
+    def refusal(self, identity: Identity) -> str | None:
+        """Why a node of this identity is refused (revoked), or None."""
+        if identity.name in self.revoked and identity.role in JOIN_ROLES:
+            return f"node {identity.name!r} is revoked"
+        return None
+
+    def revoke(self, node_id: str) -> None:
+        with self._lock:
+            self.revoked.add(node_id)
+            self._write(REVOKED_FILE, sorted(self.revoked))
+        log.warning("revoked node %s: its links are refused from now on", node_id)
+
+    def forget(self, node_id: str) -> None:
+        """Free a forgotten node's id for a new enrolment (a revoked id stays revoked)."""
+        with self._lock:
+            if self.enrolled.pop(node_id, None) is not None:
+                self._write(NODES_FILE, self.enrolled)
+
+
+class EnrolmentService(pb_grpc.EnrolmentServicer):
+    """``Join`` on the master's join port (server-only TLS: the caller has no certificate)."""
+
+    def __init__(self, enrolment: Enrolment) -> None:
+        self.enrolment = enrolment
+
+    async def Join(self, request: pb.JoinRequest, context: Any) -> pb.Enrolled:
+        try:
+            return self.enrolment.join(request.token, request.node_id, request.csr)
+        except EnrolmentRefused as exc:
+            await context.abort(exc.code, str(exc))
+        raise AssertionError("unreachable")

@@ -1,0 +1,95 @@
+"""A node's side of enrolment and renewal: from a join token to a certificate.
+
+``join`` reads the certificate the master presents on its join port (without
+trusting it), refuses it unless its SHA-256 is the fingerprint the token
+carries, and then asks for a certificate over TLS that trusts that CA alone:
+a node that found its master by zeroconf, or was pointed at an impostor,
+learns only an address from that, never whom to trust. The node's key never
+leaves it: the master signs a CSR.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.x509.oid import NameOID
+
+from .._exceptions import HeadwaterError
+from ..wire.proto import runtime_pb2 as pb
+from ..wire.proto import runtime_pb2_grpc as pb_grpc
+from ._ca import fingerprint, key_pem, new_key
+from ._identity import MASTER_NAME, Credentials, Transport
+from ._tokens import JoinToken
+
+JOIN_TIMEOUT_S = 15.0
+
+
+def presented_certificate(host: str, port: int, timeout: float = JOIN_TIMEOUT_S) -> bytes:
+    """The certificate a TLS server at ``host:port`` presents, unverified (PEM)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    with (
+        socket.create_connection((host, port), timeout=timeout) as raw,
+        ctx.wrap_socket(raw) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    if der is None:
+        raise HeadwaterError(f"{host}:{port} presented no certificate")
+    return ssl.DER_cert_to_PEM_cert(der).encode()
+
+
+def _csr(node_id: str) -> tuple[bytes, bytes]:
+    key = new_key()
+    csr = (
+        x509.CertificateSigningRequestBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, node_id)]))
+        .sign(key, hashes.SHA256())
+    )
+    return csr.public_bytes(serialization.Encoding.PEM), key_pem(key)
+
+
+async def join(host: str, token: JoinToken, node_id: str) -> Credentials:
+    """Enrol ``node_id`` with the master at ``host`` (its join port is in the token)."""
+    try:
+        ca = presented_certificate(host, token.port)
+    except OSError as exc:
+        raise HeadwaterError(
+            f"cannot reach the master's join port {host}:{token.port}: {exc}"
+        ) from None
+    if fingerprint(ca) != token.ca_fingerprint:
+        raise HeadwaterError(
+            f"the master at {host}:{token.port} is not the one the join token names (its CA "
+            f"is {fingerprint(ca)}, the token's {token.ca_fingerprint}): refusing to enrol"
+        )
+    csr, key = _csr(node_id)
+    options = [("grpc.ssl_target_name_override", MASTER_NAME)]
+    creds = grpc.ssl_channel_credentials(ca)
+    async with grpc.aio.secure_channel(f"{host}:{token.port}", creds, options=options) as ch:
+        try:
+            got = await pb_grpc.EnrolmentStub(ch).Join(
+                pb.JoinRequest(token=token.token, node_id=node_id, csr=csr),
+                timeout=JOIN_TIMEOUT_S,
+            )
+        except grpc.RpcError as exc:
+            why = exc.details()
+            raise HeadwaterError(f"the master refused to enrol {node_id!r}: {why}") from None
+    if got.ca != ca:
+        raise HeadwaterError("the master answered with another CA than it presents")
+    return Credentials(ca, got.certificate, key)
+
+
+async def renew(transport: Transport, master: str, node_id: str) -> Credentials:
+    """A new certificate for this node's own identity, over its current mutual TLS link."""
+    csr, key = _csr(node_id)
+    async with transport.channel(master, to=MASTER_NAME) as ch:
+        got = await pb_grpc.ClusterStub(ch).Renew(pb.RenewRequest(csr=csr), timeout=JOIN_TIMEOUT_S)
+    current = transport.credentials()
+    if got.ca != current.ca:
+        raise HeadwaterError("the master renewed the certificate with another CA")
+    return Credentials(current.ca, got.certificate, key)
