@@ -146,6 +146,7 @@ def test_a_malformed_description_is_refused(change: Any, says: str) -> None:
 
 
 def test_a_description_that_is_not_an_object_is_refused() -> None:
-    for data in (None, [], "t", 5):
+    cases: list[object] = [None, [], "t", 5]
+    for data in cases:
         with pytest.raises(TopologyLoadError, match="malformed"):
             from_description(data)
