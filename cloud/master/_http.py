@@ -71,7 +71,7 @@ def make_app(master: Master) -> web.Application:
             return _error(400, "name the topology file: ?entry=FILE.py")
         data = await request.read()
         try:
-            result = master.submit(data, entry, containers)
+            result = await master.submit(data, entry, containers)
         except HeadwaterError as exc:
             return _refused(exc)
         return web.json_response(result, status=201)
@@ -95,7 +95,7 @@ def make_app(master: Master) -> web.Application:
         components = [c for c in q.get("components", "").split(",") if c]
         data = await request.read()
         try:
-            record = master.edit(
+            record = await master.edit(
                 request.match_info["name"],
                 action,
                 base,

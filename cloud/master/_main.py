@@ -40,7 +40,7 @@ async def serve(
     master.traffic = traffic
     add_services(server, master)
     await server.start()
-    master.resume()
+    await master.resume()
     runner = web.AppRunner(make_app(master), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, http_port)

@@ -239,7 +239,7 @@ def test_a_kept_deployment_whose_name_climbs_is_not_resumed(tmp_path: Path) -> N
 
     async def scenario() -> None:
         master = Master(state)
-        master.resume()
+        await master.resume()
         assert master.deployments == {}
         with pytest.raises(HeadwaterError, match="is not a topology name"):
             master.kill("..")
