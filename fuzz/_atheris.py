@@ -19,12 +19,12 @@ import atheris  # type: ignore[import-untyped]
 
 
 class DataProvider(Protocol):
-    """The part of ``atheris.FuzzedDataProvider`` the harnesses use."""
+    """The part of ``atheris.FuzzedDataProvider`` the harnesses use (atheris names it)."""
 
-    def ConsumeBytes(self, count: int) -> bytes: ...  # noqa: N802 (atheris's names)
-    def ConsumeIntInRange(self, lo: int, hi: int) -> int: ...  # noqa: N802
-    def ConsumeUnicodeNoSurrogates(self, count: int) -> str: ...  # noqa: N802
-    def ConsumeBool(self) -> bool: ...  # noqa: N802
+    def ConsumeBytes(self, count: int) -> bytes: ...
+    def ConsumeIntInRange(self, lo: int, hi: int) -> int: ...
+    def ConsumeUnicodeNoSurrogates(self, count: int) -> str: ...
+    def ConsumeBool(self) -> bool: ...
     def remaining_bytes(self) -> int: ...
 
 

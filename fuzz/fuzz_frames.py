@@ -17,25 +17,26 @@ with instrument("headwater.common.wire"):
         FRAME_HEADER,
         FrameReader,
         Kind,
+        encode,
         encode_frame,
         frame_dest,
         frame_kind,
         parse_frame,
     )
     from headwater.common.wire._control import (
+        _BY_TYPE,
+        _FIELDS,
         Backpressure,
         ControlError,
+        ControlMessage,
         Hello,
         Prepare,
         Restore,
         UplinkFeedback,
-        _BY_TYPE,
-        _FIELDS,
         control_frame,
         decode_control,
         encode_control,
     )
-    from headwater.common.wire import encode
     from headwater.common.wire._frame import FrameError, length_prefix, uplink_frame
 
 _TYPES = sorted(_BY_TYPE)
@@ -107,7 +108,7 @@ def one_input(data: bytes) -> None:
 
 
 def seeds() -> list[bytes]:
-    messages = [
+    messages: list[ControlMessage] = [
         Hello(3, 1234),
         UplinkFeedback("readings", "gw-1", 5, 4, -1, {"gw-2": 7}),
         Prepare(9, file="t.py", plan="p.json", labels={"site": "a"}),

@@ -9,6 +9,7 @@ outside the target folder and what is inside stays within ``MAX_PACKAGE_FILES`` 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -74,18 +75,14 @@ def _inside(target: Path) -> None:
 
 
 def _unpack(data: bytes) -> None:
-    try:
+    with contextlib.suppress(PackageRefusedError):
         check_package(data)
-    except PackageRefusedError:
-        pass
     shutil.rmtree(_ROOT)
     _ROOT.mkdir()
     (_ROOT / "canary").write_bytes(b"untouched")
     target = _ROOT / "pkg"
-    try:
+    with contextlib.suppress(PackageRefusedError, PackageMismatchError):
         unpack_package(data, package_hash(data), target)
-    except (PackageRefusedError, PackageMismatchError):
-        pass
     if not target.exists():
         target.mkdir()
     _inside(target)

@@ -18,9 +18,8 @@ from typing import Any
 from _atheris import DataProvider, instrument, main, provider, value
 
 with instrument("headwater.common.runtime._receiver"):
-    from headwater.common.api import DEAD_LETTERS, Bolt, Spout, Stream, Topology, edge
+    from headwater.common.api import DEAD_LETTERS, Bolt, Spout, Stream, Topology, edge, shuffle
     from headwater.common.api import fields as by_fields
-    from headwater.common.api import shuffle
     from headwater.common.plan import cloud_part
     from headwater.common.runtime._receiver import UplinkSpout
     from headwater.common.wire import encode
@@ -43,7 +42,7 @@ TOPOLOGY = cloud_part(
     .add_bolt(
         "sink",
         _Sink,
-        inputs={"readings": by_fields("sensor"), ("readings", "alerts"): shuffle()},
+        inputs={("readings", "default"): by_fields("sensor"), ("readings", "alerts"): shuffle()},
         parallelism=2,
     )
     .add_bolt("dead", _Sink, inputs={("readings", DEAD_LETTERS): shuffle()})

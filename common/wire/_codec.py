@@ -34,7 +34,6 @@ SUPPORTED_TYPES: tuple[type, ...] = (
 )
 
 
-
 class DecodeError(SerializationError, ValueError):
     """Bytes the codec cannot decode: not msgpack, truncated, trailing bytes, a map key
     that cannot be one (a list), or a timestamp out of datetime's range."""
@@ -68,8 +67,7 @@ def decode(data: bytes | memoryview) -> Any:
         # msgpack raises ValueError subclasses for malformed input, TypeError for a map
         # key Python cannot hash, OverflowError or ValueError for an out-of-range timestamp
         raise DecodeError(
-            f"{len(data)} bytes that are not a value the codec encoded: "
-            f"{type(exc).__name__}: {exc}"
+            f"{len(data)} bytes that are not a value the codec encoded: {type(exc).__name__}: {exc}"
         ) from exc
 
 
