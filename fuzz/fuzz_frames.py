@@ -9,6 +9,8 @@ types (so it encodes back to itself) or raises ``ControlError``.
 from __future__ import annotations
 
 import struct
+from dataclasses import fields
+from typing import Any
 
 from _atheris import DataProvider, chunks, instrument, main, provider, value
 
@@ -25,7 +27,6 @@ with instrument("headwater.common.wire"):
     )
     from headwater.common.wire._control import (
         _BY_TYPE,
-        _FIELDS,
         Backpressure,
         ControlError,
         ControlMessage,
@@ -83,13 +84,34 @@ def _control(data: bytes) -> None:
     assert decode_control(encode_control(msg)) == msg, "a decoded message does not round-trip"
 
 
+def _typed(fdp: DataProvider, annotation: str) -> Any:
+    """A value of the field's type, mostly; the fuzzer's choice of any value otherwise."""
+    if fdp.ConsumeIntInRange(0, 3) == 0:
+        return value(fdp)
+    text = fdp.ConsumeUnicodeNoSurrogates(8)
+    number = fdp.ConsumeIntInRange(-(2**63), 2**64 - 1)
+    return {
+        "int": number,
+        "str": text,
+        "bool": fdp.ConsumeBool(),
+        "str | None": text if fdp.ConsumeBool() else None,
+        "bytes | None": fdp.ConsumeBytes(8) if fdp.ConsumeBool() else None,
+        "dict[str, int]": {text: number},
+        "dict[str, str]": {text: text},
+        "tuple[str, ...]": [text] * fdp.ConsumeIntInRange(0, 2),
+    }[annotation]
+
+
 def _control_fields(fdp: DataProvider) -> None:
-    """A map with a known ``type`` and some of its fields, of any type (msgpack is opaque
-    to the fuzzer's coverage, so it would seldom build one from bytes alone)."""
-    kind = _TYPES[fdp.ConsumeIntInRange(0, len(_TYPES) - 1)]
-    names = [*_FIELDS[_BY_TYPE[kind]], "type", "extra"]
-    body = {names[fdp.ConsumeIntInRange(0, len(names) - 1)]: value(fdp) for _ in range(8)}
-    body.setdefault("type", kind)
+    """A map with a known ``type`` and its fields, mostly of their types (msgpack is opaque
+    to the fuzzer's coverage, so it would seldom build such a map from bytes alone)."""
+    cls = _BY_TYPE[_TYPES[fdp.ConsumeIntInRange(0, len(_TYPES) - 1)]]
+    body: dict[str, Any] = {"type": cls.TYPE if fdp.ConsumeIntInRange(0, 15) else value(fdp)}
+    for f in fields(cls):
+        if fdp.ConsumeIntInRange(0, 7):  # a field left out now and then
+            body[f.name] = _typed(fdp, str(f.type))
+    if fdp.ConsumeBool():
+        body[fdp.ConsumeUnicodeNoSurrogates(8)] = value(fdp)  # a newer sender's field
     _control(encode(body))
 
 
