@@ -55,6 +55,8 @@ from headwater.common.control._revisions import (
     without,
 )
 from headwater.common.plan import cloud_part, load_topology, pack_round_robin, validate
+from headwater.common.security import TokenStore
+from headwater.common.security._files import write_private
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -133,6 +135,14 @@ class Master:
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self.nodes: dict[str, NodeRecord] = {}
         self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
+        # the REST API's tokens and the join tokens; the first start makes an admin token
+        self.tokens = TokenStore(self.state_dir / "tokens.json")
+        self.join_port: int = 0  # the enrolment port (0: insecure, nodes need no token)
+        self.ca_fingerprint: str = ""
+        if not self.tokens.path.exists():
+            admin = self.tokens.create("admin", description="made at the master's first start")
+            write_private(self.state_dir / "admin.token", f"{admin}\n".encode())
+            log.info("an admin token for the REST API is in %s", self.state_dir / "admin.token")
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:

@@ -37,10 +37,16 @@ def _record() -> dict[str, str] | None:
     return json.loads(files[0].read_text()) if files else None
 
 
-def _tasks(http: str, name: str) -> dict[str, dict[str, float]]:
+def _tasks(record: dict[str, str], name: str) -> dict[str, dict[str, float]]:
+    """Its tasks' metrics, asked with the token the run keeps beside its record."""
     import urllib.request
 
-    with urllib.request.urlopen(f"{http}/api/v1/topologies/{name}/metrics", timeout=5) as r:
+    token = Path(record["token_file"]).read_text().strip()
+    req = urllib.request.Request(
+        f"{record['http']}/api/v1/topologies/{name}/metrics",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(req, timeout=5) as r:
         return json.loads(r.read())["tasks"]  # type: ignore[no-any-return]
 
 
@@ -60,7 +66,7 @@ def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Pat
         record = wait_for(_record, 30, "the run to record its topology master")
 
         def connected() -> dict[str, dict[str, float]] | None:
-            t = _tasks(record["http"], "wordcount")
+            t = _tasks(record, "wordcount")
             ok = all(m.get("connected") == 1.0 and "pid" in m for m in t.values())
             return t if ok else None
 
@@ -99,9 +105,7 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
     try:
         record = wait_for(_record, 30, "the run to start")
         wait_for(
-            lambda: all(
-                m.get("connected") == 1.0 for m in _tasks(record["http"], "wordcount").values()
-            ),
+            lambda: all(m.get("connected") == 1.0 for m in _tasks(record, "wordcount").values()),
             30,
             "every instance to connect",
         )
