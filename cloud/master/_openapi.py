@@ -32,7 +32,7 @@ _NAME = {
     "description": "the topology's name",
     "schema": {"type": "string"},
 }
-_ZIP = {"type": "string", "format": "binary"}
+_ZIP = {"type": "string", "format": "binary", "description": "the package: a zip"}
 
 
 def _json(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -85,7 +85,7 @@ def _paths() -> dict[str, dict[str, Any]]:
                     _query("entry", "the topology file inside the package", {"type": "string"}),
                     _query("containers", "how many containers (1 to 256)", {"type": "integer"}),
                 ],
-                requestBody={"content": {"application/zip": {"schema": _ZIP}}},
+                requestBody={"content": {"application/octet-stream": {"schema": _ZIP}}},
                 refusals=("400", "413"),
             ),
         },
@@ -120,7 +120,7 @@ def _paths() -> dict[str, dict[str, Any]]:
                 ],
                 requestBody={
                     "required": False,
-                    "content": {"application/zip": {"schema": _ZIP}},
+                    "content": {"application/octet-stream": {"schema": _ZIP}},
                 },
                 refusals=("400", "404", "409", "413"),
             ),
