@@ -6,8 +6,11 @@ import json
 import os
 import runpy
 import signal
+import stat
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -39,8 +42,6 @@ def _record() -> dict[str, str] | None:
 
 def _tasks(record: dict[str, str], name: str) -> dict[str, dict[str, float]]:
     """Its tasks' metrics, asked with the token the run keeps beside its record."""
-    import urllib.request
-
     token = Path(record["token_file"]).read_text().strip()
     req = urllib.request.Request(
         f"{record['http']}/api/v1/topologies/{name}/metrics",
@@ -117,6 +118,21 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
             check=True,
         ).stdout
         assert "topology wordcount  state RUNNING" in status
+        # its topology master asks for a token; the run's (0600, beside its record) serves
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{record['http']}/api/v1/topologies", timeout=5)
+        refused.value.close()
+        assert refused.value.code == 401
+        assert stat.S_IMODE(os.stat(record["token_file"]).st_mode) == 0o600
+        for verb, state in (("deactivate", "PAUSED"), ("activate", "RUNNING")):
+            changed = subprocess.run(
+                [sys.executable, "-m", "headwater", verb],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+            assert changed == f"wordcount: {state}\n"
         for column in ("emitted", "executed", "acked", "failed", "bp ms", "restarts"):
             assert column in status
         assert all(name in status for name in ("lines", "split", "count"))
