@@ -64,6 +64,8 @@ from headwater.common.control._revisions import (
 )
 from headwater.common.plan import cloud_part, pack_round_robin, validate
 from headwater.common.plan._child_loader import LoadLimits, load_isolated
+from headwater.common.security import TokenStore
+from headwater.common.security._files import write_private
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -156,6 +158,14 @@ class Master:
         self._described: dict[tuple[str, str], Topology] = {}
         self._loading: Counter[str] = Counter()  # packages a request is loading
         self._orphans: set[str] = set()  # refused packages to delete once no request loads them
+        # the REST API's tokens and the join tokens; the first start makes an admin token
+        self.tokens = TokenStore(self.state_dir / "tokens.json")
+        self.join_port: int = 0  # the enrolment port (0: insecure, nodes need no token)
+        self.ca_fingerprint: str = ""
+        if not self.tokens.path.exists():
+            admin = self.tokens.create("admin", description="made at the master's first start")
+            write_private(self.state_dir / "admin.token", f"{admin}\n".encode())
+            log.info("an admin token for the REST API is in %s", self.state_dir / "admin.token")
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
