@@ -72,7 +72,7 @@ def _package(tmp_path: Path, source: str, name: str = "topo") -> bytes:
 def _run(tmp_path: Path, body: Body, limits: LoadLimits | None = None) -> None:
     async def scenario() -> None:
         master = Master(tmp_path / "state", load_limits=limits)
-        client = TestClient(TestServer(make_app(master)))
+        client = TestClient(TestServer(make_app(master, insecure=True)))  # access: test_rest_auth
         await client.start_server()
         try:
             await body(client, master, tmp_path / "state")
