@@ -134,10 +134,10 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def grpc_bytes(http: str) -> int | None:
+def grpc_bytes(http: str, token: str) -> int | None:
     """Bytes the master's gRPC server took and gave, all methods (None: it does not count)."""
     try:
-        view = get_json(f"{http}/api/v1/traffic")
+        view = get_json(f"{http}/api/v1/traffic", token)
         return int(view["bytes_in"]) + int(view["bytes_out"])
     except (OSError, KeyError, ValueError):
         return None
@@ -179,6 +179,9 @@ class EdgeCluster:
         )
         info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), 30)
         self.http = info["http"]
+        # the admin token its first start made (a tree from before tokens has none)
+        admin = work / "master" / "admin.token"
+        self.token = admin.read_text().strip() if admin.exists() else ""
         self.master_pid = int(info["pid"])
         self.proxy = LinkProxy(info["grpc"])
         via = ["--ingress-proxy", self.proxy.address] if _has_ingress_proxy(tree) else []
@@ -212,12 +215,19 @@ class EdgeCluster:
             env=env,
         )
         _wait(
-            lambda: len([n for n in get_json(f"{self.http}/api/v1/nodes") if n["online"]]) == 2, 30
+            lambda: (
+                len([n for n in get_json(f"{self.http}/api/v1/nodes", self.token) if n["online"]])
+                == 2
+            ),
+            30,
         )
         data, entry = build_package(str(TOPOLOGY))
         query = urlencode({"entry": entry, "containers": 1})
         req = urllib.request.Request(
-            f"{self.http}/api/v1/topologies?{query}", data=data, method="POST"
+            f"{self.http}/api/v1/topologies?{query}",
+            data=data,
+            method="POST",
+            headers={"Authorization": f"Bearer {self.token}"} if self.token else {},
         )
         urllib.request.urlopen(req, timeout=60).close()
         _wait(lambda: self.status()["metrics"].get("uplink_connected") == 1.0, 60)
@@ -318,13 +328,13 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
                 count = int(args.rate * args.duration)
                 first = n * 10_000_000
                 cpu_before = cpu_s(cluster.master_pid)
-                io_before = grpc_bytes(cluster.http)
+                io_before = grpc_bytes(cluster.http, cluster.token)
                 publish(port, args.rate, first, count)
                 _landed(landing, count, 120)
                 cpu[f"checkpoints every {interval:g} s"] = round(
                     (cpu_s(cluster.master_pid) - cpu_before) * 1000 / count * 1000, 1
                 )
-                io_after = grpc_bytes(cluster.http)
+                io_after = grpc_bytes(cluster.http, cluster.token)
                 io[f"checkpoints every {interval:g} s"] = (
                     None
                     if io_before is None or io_after is None

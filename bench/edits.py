@@ -69,6 +69,7 @@ class Cluster:
         )
         info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), "master", 30)
         self.http = info["http"]
+        self.token = (work / "master" / "admin.token").read_text().strip()
         self._spawn(
             "worker",
             "worker",
@@ -80,19 +81,24 @@ class Cluster:
             str(work / "w1"),
             env=env,
         )
-        wait_until(lambda: get_json(f"{self.http}/api/v1/nodes"), "the worker", 30)
+        wait_until(lambda: get_json(f"{self.http}/api/v1/nodes", self.token), "the worker", 30)
 
     def _spawn(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         p = spawn(["-m", "headwater", *args], env=env, log_path=str(self.work / f"{name}.log"))
         self.procs.append(p)
 
     def post(self, path: str, data: bytes = b"") -> Any:
-        req = urllib.request.Request(f"{self.http}{path}", data=data, method="POST")
+        req = urllib.request.Request(
+            f"{self.http}{path}",
+            data=data,
+            method="POST",
+            headers={"Authorization": f"Bearer {self.token}"},
+        )
         with urllib.request.urlopen(req, timeout=60) as r:
             return json.loads(r.read())
 
     def revisions(self) -> dict[str, Any]:
-        return get_json(f"{self.http}/api/v1/topologies/editbench/revisions")  # type: ignore[no-any-return]
+        return get_json(f"{self.http}/api/v1/topologies/editbench/revisions", self.token)  # type: ignore[no-any-return]
 
     def stop(self) -> None:
         terminate(list(reversed(self.procs)), 15.0)

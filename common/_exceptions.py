@@ -5,6 +5,8 @@ HeadwaterError
  |                             any process starts); lists every problem found
  +-- TopologyLoadError         a topology file could not be loaded
  +-- SerializationError        an emitted value the wire codec cannot encode
+ |    +-- DecodeError          bytes the wire codec cannot decode (defined in
+ |                             headwater.common.wire; a ValueError too)
  +-- EmitError                 an emit that names an unknown stream or task
  +-- ClusterError              a local cluster failed to start or stop
  |    +-- CrashLoopError       a component or process of it keeps failing

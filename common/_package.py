@@ -9,7 +9,9 @@ bytes hash to it, so a corrupted or tampered upload never runs.
 A package is untrusted input: before anything is extracted (on the master at
 upload, on a node before unpacking) ``check_package`` bounds it (compressed
 size, file count, uncompressed size, so a zip bomb is refused unread) and
-refuses entries that would land outside its folder; ``entry_problem`` keeps a
+refuses entries that would land outside its folder, that name one path twice
+(or as both a file and a folder), that are encrypted, or that are compressed
+otherwise than stored or deflated; ``entry_problem`` keeps a
 topology file's name inside the package; ``digest_problem`` keeps a package's
 name to ``sha256:<64 hex>`` so that it can name a folder.
 """
@@ -33,6 +35,7 @@ MAX_PACKAGE_FILES = 10_000
 """The most files (and folders) a package may hold."""
 MAX_UNPACKED_BYTES = 256 << 20
 """The most bytes a package's files may hold once unpacked."""
+_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # what build_package writes, and zip's
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
@@ -76,7 +79,14 @@ def check_package(data: bytes) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             infos = zf.infolist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+    except (
+        zipfile.BadZipFile,
+        zipfile.LargeZipFile,
+        ValueError,
+        OSError,
+        EOFError,
+        NotImplementedError,  # a directory entry that claims a zip version beyond Python's
+    ) as exc:
         raise PackageRefusedError(f"the package is not a readable zip: {exc}") from None
     if len(infos) > MAX_PACKAGE_FILES:
         raise PackageRefusedError(
@@ -89,12 +99,41 @@ def check_package(data: bytes) -> None:
             f"the package unpacks to {unpacked} bytes; the limit is {MAX_UNPACKED_BYTES}",
             too_large=True,
         )
+    files: set[tuple[str, ...]] = set()
+    folders: set[tuple[str, ...]] = set()
     for info in infos:
-        name = info.filename.rstrip("/") if info.is_dir() else info.filename
+        # (not ZipInfo.is_dir: it fails on an empty name)
+        is_dir = info.filename.endswith("/")
+        name = info.filename.rstrip("/") if is_dir else info.filename
         if entry_problem(name) is not None:
             raise PackageRefusedError(
                 f"the package's entry {info.filename[:80]!r} would land outside its folder"
             )
+        if info.flag_bits & 0x1:
+            raise PackageRefusedError(
+                f"the package's entry {info.filename[:80]!r} is encrypted: zip it without a "
+                "password (headwater submit does)"
+            )
+        if info.compress_type not in _METHODS:
+            raise PackageRefusedError(
+                f"the package's entry {info.filename[:80]!r} is compressed with method "
+                f"{info.compress_type}: only stored or deflated entries are taken "
+                "(headwater submit deflates)"
+            )
+        # the path zipfile writes: '.' and empty parts dropped ('..' was refused above)
+        parts = tuple(p for p in name.split("/") if p not in ("", "."))
+        if not parts or parts in files or (not is_dir and parts in folders):
+            raise PackageRefusedError(
+                f"the package's entry {info.filename[:80]!r} names its folder, or a file "
+                "named twice or also as a folder: every entry needs a path of its own"
+            )
+        (folders if is_dir else files).add(parts)
+        folders.update(parts[:i] for i in range(1, len(parts)))
+    if files & folders:
+        clash = "/".join(min(files & folders))
+        raise PackageRefusedError(
+            f"the package names {clash[:80]!r} both as a file and as a folder"
+        )
 
 
 def build_package(topology_file: str | os.PathLike[str]) -> tuple[bytes, str]:
@@ -156,7 +195,8 @@ def unpack_package(data: bytes, expected: str, into: str | os.PathLike[str]) -> 
                 raise PackageMismatchError(f"refusing topology package: entry {name!r} escapes")
         try:
             zf.extractall(target)
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError) as exc:
+            # ValueError: an offset in the directory that points before the zip's start
             raise PackageRefusedError(f"the package does not unpack: {exc}") from None
     return target
 

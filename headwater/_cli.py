@@ -9,13 +9,11 @@ import os
 import signal
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from headwater._master_client import api, master_url
+from headwater._master_client import Client, add_client_options, read_token
 from headwater.common._exceptions import HeadwaterError
 
 
@@ -79,22 +77,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     status = sub.add_parser("status", help="show a running topology's plan and metrics")
     status.add_argument("topology", nargs="?", help="topology name (default: the only one running)")
-    status.add_argument("--master", "--tmaster", dest="url", metavar="URL", help=master_help)
+    add_client_options(status, master_help, "--tmaster")
     status.add_argument("--json", action="store_true", help="print the raw JSON")
     status.set_defaults(func=_cmd_status)
 
     for name, verb in (("activate", "resume"), ("deactivate", "pause")):
         s = sub.add_parser(name, help=f"{verb} a running topology's spouts")
         s.add_argument("topology", nargs="?")
-        s.add_argument("--master", "--tmaster", dest="url", metavar="URL", help=master_help)
+        add_client_options(s, master_help, "--tmaster")
         s.set_defaults(func=_cmd_state, action=name)
 
     master = sub.add_parser(
         "master", help="run the master daemon (topology masters, scheduler, package store, API)"
     )
-    master.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    master.add_argument("--host", default="127.0.0.1", help="address to listen on for nodes")
     master.add_argument("--port", type=int, default=7070, help="gRPC port for nodes")
-    master.add_argument("--http-port", type=int, default=7071, help="REST API port")
+    _add_rest_options(master)
     master.add_argument(
         "--state-dir",
         default=None,
@@ -112,11 +110,6 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=7072,
         help="where nodes enrol with a join token (TLS, no client certificate; default 7072)",
-    )
-    master.add_argument(
-        "--insecure",
-        action="store_true",
-        help="development only: plaintext gRPC, nodes attach without certificates",
     )
     master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
     master.set_defaults(func=_cmd_master)
@@ -234,11 +227,11 @@ def _parser() -> argparse.ArgumentParser:
     submit = sub.add_parser("submit", help="package a topology file and run it on the master")
     submit.add_argument("file")
     submit.add_argument("--containers", type=_positive_int, default=1, metavar="N")
-    submit.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    add_client_options(submit, master_help)
     submit.set_defaults(func=_cmd_submit)
 
     nodes = sub.add_parser("nodes", help="list the master's workers and agents")
-    nodes.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    add_client_options(nodes, master_help)
     nodes.add_argument("--json", action="store_true", help="print the raw JSON")
     nodes.add_argument(
         "--forget",
@@ -250,17 +243,43 @@ def _parser() -> argparse.ArgumentParser:
 
     kill = sub.add_parser("kill", help="stop a topology and remove it from the master")
     kill.add_argument("topology")
-    kill.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    add_client_options(kill, master_help)
     kill.set_defaults(func=_cmd_kill)
 
     from headwater._edits_cli import add_parsers
+    from headwater._tokens_cli import add_parsers as add_token_parsers
 
     add_parsers(sub, master_help)
+    add_token_parsers(sub, master_help)
 
     demo = sub.add_parser("demo", help="run the bundled demo on this machine")
     demo.add_argument("--duration", type=_positive_float, default=None, metavar="S")
     demo.set_defaults(func=_cmd_demo)
     return p
+
+
+def _add_rest_options(master: argparse.ArgumentParser) -> None:
+    """The master's REST API: where it listens, its TLS, and --insecure."""
+    master.add_argument("--http-port", type=int, default=7071, help="REST API port")
+    master.add_argument(
+        "--http-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address the REST API listens on (default 127.0.0.1: this machine only)",
+    )
+    master.add_argument(
+        "--http-cert",
+        default=None,
+        metavar="FILE",
+        help="serve the REST API over TLS: its certificate",
+    )
+    master.add_argument("--http-key", default=None, metavar="FILE", help="and its private key")
+    master.add_argument(
+        "--insecure",
+        action="store_true",
+        help="no tokens on the REST API and plaintext gRPC: anyone who reaches the master "
+        "can run code on every node (a test bench on one machine only)",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -401,19 +420,23 @@ def _print_brief(cluster: Any) -> None:
 
 
 # -- status ------------------------------------------------------------------------
-def _find_tmaster(topology: str | None, url: str | None) -> tuple[str, str]:
+def _find_tmaster(args: argparse.Namespace) -> tuple[Client, str]:
+    """The API serving ``args.topology`` (``--master``, ``HEADWATER_MASTER`` or the one
+    ``headwater run`` started here, with the token that run keeps) and the topology's name."""
     from headwater.cloud.local import state_dir
 
-    url = url or os.environ.get("HEADWATER_MASTER")
+    topology: str | None = args.topology
+    url = args.url or os.environ.get("HEADWATER_MASTER")
     if url:
-        names = [t["name"] for t in _get(f"{url}/api/v1/topologies")]
+        client = Client.from_args(args, url.rstrip("/"))
+        names = [t["name"] for t in client.call("GET", "/api/v1/topologies")]
         if topology is None:
             if len(names) != 1:
                 raise HeadwaterError(
                     f"{len(names)} topologies run on {url} ({', '.join(names) or 'none'}): name one"
                 )
             topology = names[0]
-        return url, topology
+        return client, topology
     records = sorted(state_dir().glob("*.json"))
     running = [json.loads(p.read_text()) for p in records]
     if topology is not None:
@@ -427,22 +450,18 @@ def _find_tmaster(topology: str | None, url: str | None) -> tuple[str, str]:
     if len(running) > 1:
         listed = ", ".join(r["topology"] for r in running)
         raise HeadwaterError(f"several topologies are running ({listed}): name one")
-    return running[0]["http"], running[0]["topology"]
-
-
-def _get(url: str) -> Any:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return json.loads(r.read())
-    except (urllib.error.URLError, OSError) as exc:
-        raise HeadwaterError(f"cannot reach the topology master at {url}: {exc}") from exc
+    run = running[0]
+    client = Client.from_args(args, run["http"])
+    if client.token is None and run.get("token_file"):  # the token that run made
+        client = Client(run["http"], read_token(Path(run["token_file"]), "the run's token"))
+    return client, run["topology"]
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    base, name = _find_tmaster(args.topology, args.url)
-    summary = _get(f"{base}/api/v1/topologies/{name}")
-    metrics = _get(f"{base}/api/v1/topologies/{name}/metrics")
-    checkpoints = _get(f"{base}/api/v1/topologies/{name}/checkpoints")
+    client, name = _find_tmaster(args)
+    summary = client.call("GET", f"/api/v1/topologies/{name}")
+    metrics = client.call("GET", f"/api/v1/topologies/{name}/metrics")
+    checkpoints = client.call("GET", f"/api/v1/topologies/{name}/checkpoints")
     if args.json:
         print(
             json.dumps(
@@ -455,10 +474,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_state(args: argparse.Namespace) -> int:
-    base, name = _find_tmaster(args.topology, args.url)
-    req = urllib.request.Request(f"{base}/api/v1/topologies/{name}/{args.action}", method="POST")
-    with urllib.request.urlopen(req, timeout=5) as r:
-        print(f"{name}: {json.loads(r.read())['state']}")
+    client, name = _find_tmaster(args)
+    answer = client.call("POST", f"/api/v1/topologies/{name}/{args.action}")
+    print(f"{name}: {answer['state']}")
     return 0
 
 
@@ -545,13 +563,14 @@ def _default_dir(name: str) -> Path:
 def _cmd_master(args: argparse.Namespace) -> int:
     import asyncio
 
-    from headwater.cloud.master._main import serve
+    from headwater.cloud.master._main import INSECURE_WARNING, serve
 
+    tls = _rest_tls(args)
     _daemon_logging("master")
+    if args.insecure:
+        print(f"headwater master: WARNING: {INSECURE_WARNING}", file=sys.stderr, flush=True)
     state = Path(args.state_dir) if args.state_dir else _default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
-    if args.insecure:
-        _warn_insecure("master")
     asyncio.run(
         serve(
             args.host,
@@ -561,6 +580,9 @@ def _cmd_master(args: argparse.Namespace) -> int:
             ready,
             args.advertise,
             join_port=args.join_port,
+            http_host=args.http_host,
+            http_cert=tls[0] if tls else None,
+            http_key=tls[1] if tls else None,
             insecure=args.insecure,
         )
     )
@@ -601,6 +623,31 @@ def _warn_insecure(what: str) -> None:
     )
 
 
+def _rest_tls(args: argparse.Namespace) -> tuple[Path, Path] | None:
+    """``--http-cert`` and ``--http-key``, both readable and a pair, or neither."""
+    if args.http_cert is None and args.http_key is None:
+        return None
+    if args.http_cert is None or args.http_key is None:
+        raise HeadwaterError(
+            "--http-cert and --http-key go together: give both (TLS) or neither (plain HTTP)"
+        )
+    import ssl
+
+    for flag, path in (("--http-cert", args.http_cert), ("--http-key", args.http_key)):
+        if not os.access(path, os.R_OK):
+            raise HeadwaterError(f"{flag} {path!r}: no readable file there")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+            args.http_cert, args.http_key
+        )
+    except ssl.SSLError as exc:
+        raise HeadwaterError(
+            f"--http-cert {args.http_cert!r} and --http-key {args.http_key!r} are not a PEM "
+            f"certificate and its private key ({exc.reason or exc})"
+        ) from None
+    return Path(args.http_cert), Path(args.http_key)
+
+
 def _cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -624,10 +671,10 @@ def _cmd_submit(args: argparse.Namespace) -> int:
 
     from headwater.common._package import build_package, package_hash
 
+    master = Client.from_args(args)
     data, entry = build_package(args.file)
-    base = master_url(args.url)
     query = urlencode({"entry": entry, "containers": args.containers})
-    result = api("POST", f"{base}/api/v1/topologies?{query}", data)
+    result = master.call("POST", f"/api/v1/topologies?{query}", data)
     print(
         f"submitted {result['topology']!r}: package {package_hash(data)}, "
         f"{result['containers']} containers"
@@ -636,7 +683,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
 
 
 def _cmd_kill(args: argparse.Namespace) -> int:
-    api("DELETE", f"{master_url(args.url)}/api/v1/topologies/{args.topology}")
+    Client.from_args(args).call("DELETE", f"/api/v1/topologies/{args.topology}")
     print(f"killed {args.topology!r}")
     return 0
 
@@ -727,10 +774,10 @@ def _cmd_nodes(args: argparse.Namespace) -> int:
     if args.forget is not None:
         from urllib.parse import quote
 
-        api("DELETE", f"{master_url(args.url)}/api/v1/nodes/{quote(args.forget, safe='')}")
+        Client.from_args(args).call("DELETE", f"/api/v1/nodes/{quote(args.forget, safe='')}")
         print(f"forgot node {args.forget!r}")
         return 0
-    nodes = api("GET", f"{master_url(args.url)}/api/v1/nodes")
+    nodes = Client.from_args(args).call("GET", "/api/v1/nodes")
     if args.json:
         print(json.dumps(nodes, indent=2))
         return 0

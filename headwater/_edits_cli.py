@@ -8,7 +8,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from headwater._master_client import api, master_url
+from headwater._master_client import Client, add_client_options
 
 WAIT_S = 120.0
 
@@ -28,7 +28,7 @@ def add_parsers(sub: Any, master_help: str) -> None:
             action="store_true",
             help="return once accepted instead of waiting until it is applied",
         )
-        p.add_argument("--master", dest="url", metavar="URL", help=master_help)
+        add_client_options(p, master_help)
 
     for action, help_, file_help, names_help in (
         (
@@ -67,14 +67,14 @@ def add_parsers(sub: Any, master_help: str) -> None:
     revisions = sub.add_parser("revisions", help="list a topology's revisions")
     revisions.add_argument("topology")
     revisions.add_argument("--json", action="store_true", help="print the raw JSON")
-    revisions.add_argument("--master", dest="url", metavar="URL", help=master_help)
+    add_client_options(revisions, master_help)
     revisions.set_defaults(func=_cmd_revisions)
 
 
 def _cmd_edit(args: argparse.Namespace) -> int:
     from headwater.common._package import build_package
 
-    base = master_url(args.url)
+    master = Client.from_args(args)
     query: dict[str, Any] = {"action": args.action, "base": args.base, "author": args.author}
     data = b""
     file = getattr(args, "file", None)
@@ -87,8 +87,8 @@ def _cmd_edit(args: argparse.Namespace) -> int:
         query["components"] = ",".join(n for n in names if n)
     if args.action == "rollback":
         query["to"] = args.to
-    url = f"{base}/api/v1/topologies/{args.topology}/revisions"
-    record = api("POST", f"{url}?{urlencode(query)}", data)
+    url = f"/api/v1/topologies/{args.topology}/revisions"
+    record = master.call("POST", f"{url}?{urlencode(query)}", data)
     rev = record["revision"]
     print(f"revision {rev} accepted: {_describe(record['diff'])}")
     if args.no_wait:
@@ -96,7 +96,7 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         time.sleep(0.2)
-        view = api("GET", url)
+        view = master.call("GET", url)
         rec = next(r for r in view["revisions"] if r["revision"] == rev)
         if rec["status"] == "applied":
             print(f"revision {rev} applied (from checkpoint {rec['switch_at']})")
@@ -114,7 +114,7 @@ def _describe(diff: dict[str, list[str]]) -> str:
 
 
 def _cmd_revisions(args: argparse.Namespace) -> int:
-    view = api("GET", f"{master_url(args.url)}/api/v1/topologies/{args.topology}/revisions")
+    view = Client.from_args(args).call("GET", f"/api/v1/topologies/{args.topology}/revisions")
     if args.json:
         print(json.dumps(view, indent=2))
         return 0

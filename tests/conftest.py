@@ -14,7 +14,13 @@ import pytest
 
 from ._wait import wait_for
 
-_CLEARED = ("HEADWATER_STATE_DIR", "HEADWATER_LOG_LEVEL", "HEADWATER_KEEP_WORKDIR")
+_CLEARED = (
+    "HEADWATER_STATE_DIR",
+    "HEADWATER_LOG_LEVEL",
+    "HEADWATER_KEEP_WORKDIR",
+    "HEADWATER_TOKEN",
+    "HEADWATER_CACERT",
+)
 
 
 @pytest.fixture(autouse=True)

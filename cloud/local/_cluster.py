@@ -34,6 +34,8 @@ from headwater.common.control import CrashLoopDetector, CrashLoopPolicy, check_s
 from headwater.common.control._crashloop import DEFAULT_POLICY
 from headwater.common.plan import PhysicalPlan, load_topology, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
+from headwater.common.security import TokenStore
+from headwater.common.security._files import write_private
 
 log = logging.getLogger("headwater.local")
 SILENT_AFTER_S = 10.0  # a container heartbeats every second: stopped or hung past this
@@ -85,6 +87,8 @@ class LocalCluster:
         self.grpc_address = ""
         self.http_address = ""
         self._record: Path | None = None
+        self._token_file: Path | None = None
+        self.token = ""  # an operator's token for its topology master's API (made by start())
         self._stopping = threading.Event()
         self.crash_loops = CrashLoopDetector(crash_loop)  # of the processes restarted here
         self.failed = False  # a crash loop ended the run: stop() keeps the logs
@@ -92,6 +96,10 @@ class LocalCluster:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
+        # a token for this run only: a new tokens file each start, so an old run's is void
+        tokens = self.workdir / "tokens.json"
+        tokens.unlink(missing_ok=True)
+        self.token = TokenStore(tokens).create("operator", description="headwater run")
         self._start_tmaster(timeout)
         for c in range(self.containers):
             self._start_container(c)
@@ -113,6 +121,8 @@ class LocalCluster:
             str(ready),
             "--state-dir",
             str(self.workdir / "tmaster-state"),
+            "--tokens",
+            str(self.workdir / "tokens.json"),
         ]
         if self.grpc_address:  # a restart keeps the addresses the containers know
             args += [
@@ -267,8 +277,9 @@ class LocalCluster:
         terminate(procs, grace_s=8.0)
         if self.tmaster is not None:
             terminate([self.tmaster], grace_s=3.0)
-        if self._record is not None:
-            self._record.unlink(missing_ok=True)
+        for record in (self._record, self._token_file):
+            if record is not None:
+                record.unlink(missing_ok=True)
         keep = self.failed or os.environ.get("HEADWATER_KEEP_WORKDIR")
         if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -285,6 +296,9 @@ class LocalCluster:
         d = state_dir()
         d.mkdir(parents=True, exist_ok=True)
         self._record = d / f"{self.topology.name}.json"
+        # the token beside the record, readable by this user only (`headwater status` uses it)
+        self._token_file = d / f"{self.topology.name}.token"
+        write_private(self._token_file, f"{self.token}\n".encode())
         self._record.write_text(
             json.dumps(
                 {
@@ -293,6 +307,7 @@ class LocalCluster:
                     "grpc": self.grpc_address,
                     "pid": os.getpid(),
                     "workdir": str(self.workdir),
+                    "token_file": str(self._token_file),
                 }
             )
         )
@@ -300,7 +315,8 @@ class LocalCluster:
     # -- observing ---------------------------------------------------------------
     def get(self, path: str) -> Any:
         url = f"{self.http_address}/api/v1/topologies/{self.topology.name}{path}"
-        with urllib.request.urlopen(url, timeout=5) as resp:
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(req, timeout=5) as resp:
             return json.loads(resp.read())
 
     def metrics(self) -> dict[str, Any]:

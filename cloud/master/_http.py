@@ -7,6 +7,14 @@ POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&b
 GET    /api/v1/nodes                                workers and agents, online or not
 DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
 GET    /api/v1/traffic                              bytes the master's gRPC server took and gave
+POST   /api/v1/tokens                               create a token: {"role", "ttl", "description"}
+GET    /api/v1/tokens                               every token, without its secret
+DELETE /api/v1/tokens/ID                            revoke a token
+GET    /api/v1/openapi.json                         all of this as an OpenAPI 3 document
+
+Every request but the last needs a token (``Authorization: Bearer TOKEN``) of
+a role high enough for it: the table is ``cloud/_access.py``; a master run
+``--insecure`` asks for none.
 
 Every refusal is a 4xx with a JSON body ``{"error": REASON}``: a malformed
 request or package is a 400, a package over a bound a 413 (the bounds are in
@@ -22,11 +30,15 @@ from aiohttp import web
 from headwater.common._exceptions import HeadwaterError, PackageRefusedError
 from headwater.common._package import MAX_PACKAGE_BYTES
 from headwater.common.control._revisions import EditError, StaleRevisionError
+from headwater.common.security import JOIN_ROLES, JoinToken, parse_ttl
 
+from .._access import require_tokens
 from ..tmaster._http import add_topology_routes
 from ._master import Master, topology_name_problem
+from ._openapi import openapi
 
 MAX_UPLOAD = MAX_PACKAGE_BYTES
+MAX_TOKEN_TTL_S = 3650 * 86400.0
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -51,8 +63,11 @@ def _refused(exc: HeadwaterError) -> web.Response:
     return _error(413 if too_large else 400, str(exc))
 
 
-def make_app(master: Master) -> web.Application:
-    app = web.Application(client_max_size=MAX_UPLOAD, middlewares=[_json_errors])
+def make_app(master: Master, insecure: bool = False) -> web.Application:
+    """The REST API of ``master``; ``insecure``: without tokens (anyone who reaches it may
+    do anything)."""
+    access = [] if insecure else [require_tokens(master.tokens)]
+    app = web.Application(client_max_size=MAX_UPLOAD, middlewares=[_json_errors, *access])
     add_topology_routes(
         app,
         master.tms.get,
@@ -71,7 +86,7 @@ def make_app(master: Master) -> web.Application:
             return _error(400, "name the topology file: ?entry=FILE.py")
         data = await request.read()
         try:
-            result = master.submit(data, entry, containers)
+            result = await master.submit(data, entry, containers)
         except HeadwaterError as exc:
             return _refused(exc)
         return web.json_response(result, status=201)
@@ -95,7 +110,7 @@ def make_app(master: Master) -> web.Application:
         components = [c for c in q.get("components", "").split(",") if c]
         data = await request.read()
         try:
-            record = master.edit(
+            record = await master.edit(
                 request.match_info["name"],
                 action,
                 base,
@@ -146,4 +161,63 @@ def make_app(master: Master) -> web.Application:
     app.router.add_get("/api/v1/nodes", nodes)
     app.router.add_get("/api/v1/traffic", traffic)
     app.router.add_delete("/api/v1/nodes/{id}", forget)
+    _add_token_routes(app, master)
+
+    async def document(request: web.Request) -> web.Response:
+        from headwater import __version__
+
+        return web.json_response(openapi(__version__))
+
+    app.router.add_get("/api/v1/openapi.json", document)
     return app
+
+
+def _add_token_routes(app: web.Application, master: Master) -> None:
+    async def create(request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, 'send JSON: {"role": ROLE, "ttl": "1h", "description": TEXT}')
+        if not isinstance(body, dict):
+            return _error(400, 'send a JSON object: {"role": ROLE, "ttl": "1h"}')
+        role, ttl, description = body.get("role"), body.get("ttl"), body.get("description", "")
+        if not isinstance(role, str) or not isinstance(description, str):
+            return _error(400, "role and description are strings")
+        if ttl is not None and not isinstance(ttl, str):
+            return _error(400, 'ttl is a string such as "90s", "15m", "24h" or "7d"')
+        if role in JOIN_ROLES and not master.join_port:
+            return _error(
+                409,
+                "this master runs without TLS (--insecure): nodes join without a token, "
+                "so there is no join token to make",
+            )
+        try:
+            ttl_s = None if ttl is None else parse_ttl(ttl)
+            if ttl_s is not None and ttl_s > MAX_TOKEN_TTL_S:
+                return _error(400, "a token lasts at most 3650d; leave ttl out for no expiry")
+            raw = master.tokens.create(role, ttl_s, description)
+        except HeadwaterError as exc:
+            return _error(400, str(exc))
+        token_id = raw.partition(".")[0]
+        record = next(r for r in master.tokens.records() if r.id == token_id)
+        text = (
+            str(JoinToken(master.join_port, raw, master.ca_fingerprint))
+            if role in JOIN_ROLES
+            else raw
+        )
+        return web.json_response(
+            {"id": token_id, "token": text, "role": role, "expires": record.expires}, status=201
+        )
+
+    async def listing(request: web.Request) -> web.Response:
+        return web.json_response([r.view() for r in master.tokens.records()])
+
+    async def revoke(request: web.Request) -> web.Response:
+        token_id = request.match_info["id"]
+        if not master.tokens.revoke(token_id):
+            return _error(404, f"no token {token_id!r} (headwater token list shows them)")
+        return web.json_response({"revoked": token_id})
+
+    app.router.add_post("/api/v1/tokens", create)
+    app.router.add_get("/api/v1/tokens", listing)
+    app.router.add_delete("/api/v1/tokens/{id}", revoke)

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import ssl
 from pathlib import Path
 
 import grpc
@@ -22,6 +23,10 @@ from ._master import Master
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
+INSECURE_WARNING = (
+    "INSECURE: --insecure: the REST API asks for no token and the gRPC links are "
+    "plaintext; anyone who reaches this master can run code on every node"
+)
 
 
 async def serve(
@@ -31,9 +36,16 @@ async def serve(
     state_dir: Path,
     ready_file: Path | None = None,
     advertise: bool = True,
+    *,
     join_port: int = 7072,
+    http_host: str = "127.0.0.1",
+    http_cert: Path | None = None,
+    http_key: Path | None = None,
     insecure: bool = False,
 ) -> None:
+    """Serve until SIGTERM/SIGINT. The REST API listens on ``http_host`` (loopback by
+    default: reaching it from elsewhere is a choice), over TLS with ``http_cert`` and
+    ``http_key``; it needs tokens unless ``insecure``."""
     traffic = TrafficCounter()
     server = grpc.aio.server(
         interceptors=[traffic],
@@ -64,15 +76,22 @@ async def serve(
         )
         master.ca_fingerprint = enrolment.ca.fingerprint
         await joins.start()
-    master.resume()
-    runner = web.AppRunner(make_app(master), access_log=None)
+    await master.resume()
+    if insecure:
+        log.warning(INSECURE_WARNING)
+    tls = None
+    if http_cert is not None and http_key is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(http_cert, http_key)
+    runner = web.AppRunner(make_app(master, insecure), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, http_port)
+    site = web.TCPSite(runner, http_host, http_port, ssl_context=tls)
     await site.start()
     http_bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    scheme = "https" if tls else "http"
     info = {
         "grpc": f"{host}:{bound}",
-        "http": f"http://{host}:{http_bound}",
+        "http": f"{scheme}://{http_host}:{http_bound}",
         "join_port": master.join_port,
         "ca_fingerprint": master.ca_fingerprint,
         "pid": os.getpid(),

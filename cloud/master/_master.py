@@ -18,7 +18,12 @@ bounded and checked before it is stored or unpacked (``check_package``), the
 entry must name a file inside it, the topology's and its components' names
 must be safe names (they become folders here and on every node), the number
 of containers is bounded (``MAX_CONTAINERS``), and a package whose submission
-is refused is not kept.
+is refused is not kept. The master never runs the submitted file itself: a
+child process loads it, bounded in time and memory (``load_isolated``,
+``LoadLimits``), and the master keeps only the topology's description, as a
+skeleton, while its event loop goes on serving. Skeletons of the files a
+topology's revisions run are kept (``_described``) for its topology master,
+which may need an older revision's plan at any time.
 """
 
 from __future__ import annotations
@@ -28,7 +33,9 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import AsyncIterator
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,13 +53,17 @@ from headwater.common.api import Placement, Topology
 from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import (
     EditError,
+    RevisionLog,
     RevisionRecord,
     StaleRevisionError,
     check_edit,
     touches_edge,
     without,
 )
-from headwater.common.plan import cloud_part, load_topology, pack_round_robin, validate
+from headwater.common.plan import cloud_part, pack_round_robin, validate
+from headwater.common.plan._child_loader import LoadLimits, load_isolated
+from headwater.common.security import TokenStore
+from headwater.common.security._files import write_private
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._enrolment import Enrolment
@@ -121,7 +132,15 @@ class NodeRecord:
 
 
 class Master:
-    def __init__(self, state_dir: str | Path, grpc_address: str = "") -> None:
+    def __init__(
+        self,
+        state_dir: str | Path,
+        grpc_address: str = "",
+        *,
+        load_limits: LoadLimits | None = None,
+    ) -> None:
+        """``load_limits``: what loading one submitted file (in a child process) may take
+        (``LoadLimits()``: 30 s and 1 GiB)."""
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.packages = PackageStore(self.state_dir / "packages")
@@ -131,9 +150,21 @@ class Master:
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self.nodes: dict[str, NodeRecord] = {}
         self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
+        self.load_limits = load_limits or LoadLimits()
+        # (package, entry) -> the whole topology its file defines, as a skeleton: those of
+        # every running topology's revisions (its topology master may need any of them)
+        self._described: dict[tuple[str, str], Topology] = {}
+        self._loading: Counter[str] = Counter()  # packages a request is loading
+        self._orphans: set[str] = set()  # refused packages to delete once no request loads them
+        # the REST API's tokens and the join tokens; the first start makes an admin token
+        self.tokens = TokenStore(self.state_dir / "tokens.json")
+        self.join_port: int = 0  # the enrolment port (0: insecure, nodes need no token)
+        self.ca_fingerprint: str = ""
+        if not self.tokens.path.exists():
+            admin = self.tokens.create("admin", description="made at the master's first start")
+            write_private(self.state_dir / "admin.token", f"{admin}\n".encode())
+            log.info("an admin token for the REST API is in %s", self.state_dir / "admin.token")
         self.enrolment: Enrolment | None = None  # None: insecure (serve() sets it)
-        self.join_port = 0  # where nodes enrol (0: insecure, nodes need no token)
-        self.ca_fingerprint = ""  # the cluster CA's, which join tokens carry
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
@@ -144,8 +175,9 @@ class Master:
         tmp.write_text(json.dumps([asdict(d) for d in self.deployments.values()]))
         tmp.replace(self._record_path())
 
-    def resume(self) -> None:
-        """Recreate the topology masters of every persisted deployment."""
+    async def resume(self) -> None:
+        """Recreate the topology masters of every persisted deployment (loading their files in
+        child processes, one at a time)."""
         if not self._record_path().exists():
             return
         for d in json.loads(self._record_path().read_text()):
@@ -165,15 +197,17 @@ class Master:
                 d.get("edge_revision", {}),
             )
             try:
-                self._start_topology(dep)
+                await self._start_topology(dep)
             except HeadwaterError as exc:
                 log.error("cannot resume topology %r: %s", dep.name, exc)
 
-    def submit(self, data: bytes, entry: str, containers: int) -> dict[str, Any]:
+    async def submit(self, data: bytes, entry: str, containers: int) -> dict[str, Any]:
         """Store and validate a package, start its topology master, schedule its containers.
 
-        Raises HeadwaterError (PackageRefusedError for a package out of bounds or not a zip)
-        when the submission is refused; a package stored for it alone is deleted again."""
+        Raises HeadwaterError (PackageRefusedError for a package out of bounds or not a zip,
+        TopologyLoadError for a file that does not load within ``load_limits``) when the
+        submission is refused; a package stored for it alone is deleted again. The file is
+        loaded in a child process, awaited: the event loop serves meanwhile."""
         if not 1 <= containers <= MAX_CONTAINERS:
             raise HeadwaterError(f"containers must be from 1 to {MAX_CONTAINERS}, got {containers}")
         problem = entry_problem(entry)
@@ -182,7 +216,8 @@ class Master:
         check_package(data)
         digest, fresh = self._store(data)
         try:
-            return self._submit(digest, entry, containers)
+            with self._holding(digest):
+                return await self._submit(digest, entry, containers)
         except BaseException:
             if fresh:
                 self._drop(digest)
@@ -193,19 +228,37 @@ class Master:
         fresh = not self.packages.has(package_hash(data))
         return self.packages.put(data), fresh
 
+    @contextmanager
+    def _holding(self, digest: str) -> Iterator[None]:
+        """While a request loads ``digest``, a refused twin does not delete it under it."""
+        self._loading[digest] += 1
+        try:
+            yield
+        finally:
+            self._loading[digest] -= 1
+            if not self._loading[digest]:
+                del self._loading[digest]
+                if digest in self._orphans:
+                    self._drop(digest)
+
     def _drop(self, digest: str) -> None:
         """Forget a package stored for a refused submission or edit (and its unpacked code)."""
         if any(d.package == digest for d in self.deployments.values()):
+            self._orphans.discard(digest)
             return  # taken after all (a refusal after the topology started)
+        if self._loading[digest]:
+            self._orphans.add(digest)  # another request loads it: the last one out drops it
+            return
+        self._orphans.discard(digest)
         shutil.rmtree(self._code_dir(digest), ignore_errors=True)
         self.packages.delete(digest)
         log.info("deleted package %s of a refused request", digest[:19])
 
-    def _submit(self, digest: str, entry: str, containers: int) -> dict[str, Any]:
+    async def _submit(self, digest: str, entry: str, containers: int) -> dict[str, Any]:
         code = self._unpack(digest)
         if not (code / entry).is_file():
             raise HeadwaterError(f"the package has no file {entry!r}; submit the topology file")
-        topology = load_topology(code / entry)  # runs the file here, as every container will
+        topology = await load_isolated(code, entry, self.load_limits)
         problem = topology_name_problem(topology.name) or next(
             filter(None, (name_problem(c.name, "component name") for c in topology.components)),
             None,
@@ -220,14 +273,15 @@ class Master:
                 "that end in the cloud; run an edge-only one with `headwater run`"
             )
         validate(cloud)
-        if topology.name in self.deployments:
+        selectors = [dict(c.placement.selector) for c in topology.components if c.placement.is_edge]
+        dep = Deployment(topology.name, digest, entry, containers, selectors=selectors)
+        described = await self._revisions_described(dep, topology)
+        if topology.name in self.deployments:  # checked after the last await: no one slips in
             raise HeadwaterError(
                 f"topology {topology.name!r} is already running; kill it first "
                 f"(`headwater kill {topology.name}`)"
             )
-        selectors = [dict(c.placement.selector) for c in topology.components if c.placement.is_edge]
-        dep = Deployment(topology.name, digest, entry, containers, selectors=selectors)
-        self._start_topology(dep)
+        self._begin(dep, described)
         self._schedule(dep)
         self._save()
         log.info("submitted %r (%s, %d containers)", dep.name, digest[:19], containers)
@@ -248,24 +302,64 @@ class Master:
             (code / ".verified").touch()
         return code
 
-    def _start_topology(self, dep: Deployment) -> None:
-        topology = cloud_part(load_topology(self._unpack(dep.package) / dep.entry))
+    async def _start_topology(self, dep: Deployment) -> None:
+        self._begin(dep, await self._revisions_described(dep))
+
+    async def _revisions_described(
+        self, dep: Deployment, whole: Topology | None = None
+    ) -> dict[tuple[str, str], Topology]:
+        """The skeletons of the files ``dep``'s revisions run (``whole``: its first file's)."""
+        first = (dep.package, dep.entry)
+        described = {first: whole or await self._load(*first)}
+        try:
+            history = RevisionLog(self.state_dir / "topologies" / dep.name / "revisions.json")
+        except (OSError, ValueError, TypeError):
+            return described  # its topology master says what is wrong with it
+        for rec in history.records:
+            key = (rec.package, rec.entry)
+            if key not in described:
+                try:
+                    described[key] = await self._load(*key)
+                except HeadwaterError as exc:
+                    log.warning("revision %d of %r does not load: %s", rec.revision, dep.name, exc)
+        return described
+
+    async def _load(self, package: str, entry: str) -> Topology:
+        """The whole topology a package's file defines, as a skeleton (loaded in a child)."""
+        cached = self._described.get((package, entry))
+        if cached is not None:
+            return cached
+        return await load_isolated(self._unpack(package), entry, self.load_limits)
+
+    def _begin(self, dep: Deployment, described: dict[tuple[str, str], Topology]) -> None:
+        """Start ``dep``'s topology master (no await: the caller checked its name just now)."""
+        self._described.update(described)  # its topology master may load any revision now
+        topology = cloud_part(described[(dep.package, dep.entry)])
         plan = pack_round_robin(topology, dep.containers)
-        tm = TopologyMaster(
-            topology,
-            plan,
-            self.state_dir / "topologies" / dep.name,
-            dep.package,
-            dep.entry,
-            self._load_revision,
-        )
+        try:
+            tm = TopologyMaster(
+                topology,
+                plan,
+                self.state_dir / "topologies" / dep.name,
+                dep.package,
+                dep.entry,
+                self._load_revision,
+            )
+        except BaseException:
+            self._forget_described()
+            raise
         tm.user_state = dep.state
         self.deployments[dep.name] = dep
         self.tms[dep.name] = tm
         self._coordinators[dep.name] = asyncio.get_running_loop().create_task(tm.run_coordinator())
 
+    def _forget_described(self) -> None:
+        """Keep the skeletons of running topologies' revisions only."""
+        kept = {(r.package, r.entry) for t in self.tms.values() for r in t.revlog.records}
+        self._described = {k: v for k, v in self._described.items() if k in kept}
+
     # -- live edits --------------------------------------------------------------
-    def _logical(self, package: str, entry: str) -> Topology:
+    async def _logical(self, package: str, entry: str) -> Topology:
         """The whole topology a package's file defines (every placement, nothing left out)."""
         problem = entry_problem(entry)
         if problem is not None:
@@ -273,13 +367,19 @@ class Master:
         code = self._unpack(package)
         if not (code / entry).is_file():
             raise EditError(f"the package has no file {entry!r}; send the topology file")
-        return load_topology(code / entry)
+        return await self._load(package, entry)
 
     def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
-        topology = cloud_part(without(self._logical(rec.package, rec.entry), rec.exclude))
-        return topology, self.packages.get(rec.package)
+        """A revision's cloud part, from the skeletons loaded when it was made or resumed."""
+        whole = self._described.get((rec.package, rec.entry))
+        if whole is None:
+            raise EditError(
+                f"revision {rec.revision}'s file {rec.entry!r} did not load when the topology "
+                "started (see the master's log)"
+            )
+        return cloud_part(without(whole, rec.exclude)), self.packages.get(rec.package)
 
-    def edit(
+    async def edit(
         self,
         name: str,
         action: str,
@@ -297,7 +397,8 @@ class Master:
         (``to``: the revision whose code to run again). Raises
         StaleRevisionError when ``base`` is not the current revision and
         EditError when the edit is not valid; either way nothing changes (a
-        package sent for a refused edit alone is deleted again).
+        package sent for a refused edit alone is deleted again). The files are
+        loaded in child processes, awaited, as a submission's are.
         """
         problem = topology_name_problem(name)
         if problem is not None:
@@ -306,14 +407,17 @@ class Master:
             check_package(data)
             digest, fresh = self._store(data)
             try:
-                return self._edit(name, action, base, digest, entry, components, author, to)
+                with self._holding(digest):
+                    return await self._edit(
+                        name, action, base, digest, entry, components, author, to
+                    )
             except BaseException:
                 if fresh:
                     self._drop(digest)
                 raise
-        return self._edit(name, action, base, None, entry, components, author, to)
+        return await self._edit(name, action, base, None, entry, components, author, to)
 
-    def _edit(
+    async def _edit(
         self,
         name: str,
         action: str,
@@ -348,10 +452,12 @@ class Master:
         else:
             raise EditError(f"{action} needs the topology file as it should now be")
         try:
-            old = without(self._logical(cur.package, cur.entry), cur.exclude)
-            new_file = self._logical(digest, entry)
+            old = without(await self._logical(cur.package, cur.entry), cur.exclude)
+            new_file = await self._logical(digest, entry)
         except HeadwaterError as exc:
             raise EditError(f"the edited topology does not load: {exc}") from exc
+        if self.tms.get(name) is not tm:
+            raise HeadwaterError(f"topology {name!r} was killed while the edit was loading")
         names = {c.name for c in new_file.components}
         exclude = [x for x in exclude if x in names]
         if action == "remove":
@@ -365,6 +471,7 @@ class Master:
         )
         replaced = tuple(n for n in diff.replaced if n in cloud_names)
         tm.propose(record, cloud, self.packages.get(digest), base, replaced)
+        self._described[(digest, entry)] = new_file
         if touches_edge(old, new, diff):
             dep = self.deployments[name]
             dep.edge_revision = {
@@ -412,6 +519,7 @@ class Master:
             self._send(agent, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=0)))
         shutil.rmtree(self.state_dir / "topologies" / name, ignore_errors=True)
         self._save()
+        self._forget_described()
         log.info("killed %r", name)
 
     # -- scheduling --------------------------------------------------------------

@@ -12,6 +12,9 @@ Routes, for every topology NAME the lookup knows:
     GET  /api/v1/topologies/NAME/exceptions     errors reported by instances
     GET  /api/v1/topologies/NAME/revisions      live edits: current revision and history
     POST /api/v1/topologies/NAME/activate|deactivate
+
+Who may call which route is in ``cloud/_access.py`` (a viewer reads, an
+operator activates and deactivates).
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from collections.abc import Callable, Iterable
 from aiohttp import web
 
 from headwater.common.control import TopologyMaster
+from headwater.common.security import TokenStore
 from headwater.common.wire._states import TopologyState
+
+from .._access import require_tokens
 
 Lookup = Callable[[str], TopologyMaster | None]
 
@@ -92,8 +98,9 @@ def add_topology_routes(
     app.router.add_post(f"{base}/deactivate", deactivate)
 
 
-def make_app(tm: TopologyMaster) -> web.Application:
-    """The API of a single-topology master process (``headwater run``)."""
-    app = web.Application()
+def make_app(tm: TopologyMaster, tokens: TokenStore | None) -> web.Application:
+    """The API of a single-topology master process (``headwater run``); every request
+    needs a token of ``tokens`` (None: none, for a topology master run ``--insecure``)."""
+    app = web.Application(middlewares=[] if tokens is None else [require_tokens(tokens)])
     add_topology_routes(app, lambda name: tm if name == tm.topology.name else None, lambda: [tm])
     return app

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.plan import load_topology, pack_round_robin, validate
+from headwater.common.security import TokenStore
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._http import make_app
@@ -35,7 +36,8 @@ async def serve(args: argparse.Namespace) -> None:
     pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch({topology.name: tm}), server)
     grpc_port = server.add_insecure_port(f"{args.host}:{args.grpc_port}")
     await server.start()
-    runner = web.AppRunner(make_app(tm), access_log=None)
+    tokens = None if args.insecure else TokenStore(args.tokens)
+    runner = web.AppRunner(make_app(tm, tokens), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.http_port)
     await site.start()
@@ -73,7 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--http-port", type=int, default=0)
     p.add_argument("--ready-file", required=True)
     p.add_argument("--state-dir", required=True, help="where the checkpoint catalogue persists")
+    p.add_argument("--tokens", default=None, help="the tokens file its API accepts tokens of")
+    p.add_argument("--insecure", action="store_true", help="an API without tokens")
     args = p.parse_args(argv)
+    if not args.tokens and not args.insecure:
+        p.error("give --tokens FILE (the API accepts its tokens) or --insecure (no tokens)")
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s tmaster %(name)s: %(message)s",

@@ -13,10 +13,7 @@ hash, author, time, diff and outcome.
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
-import inspect
 import json
 import os
 import time
@@ -29,11 +26,10 @@ from headwater.common._exceptions import HeadwaterError, InvalidTopologyError
 from headwater.common.api import ComponentSpec, Topology
 from headwater.common.api._config import DSL_STEPS
 from headwater.common.plan import boundary, validate
+from headwater.common.plan._description import MIGRATE, STATE_SCHEMA, code_of
 from headwater.common.wire._states import RevisionStatus
 
 ACTIONS = ("submit", "attach", "replace", "remove", "rollback")
-STATE_SCHEMA = "state_schema"  # a component class attribute: the shape of its state
-MIGRATE = "migrate_state"  # a component's hook that reads an older state_schema
 
 
 class EditError(HeadwaterError):
@@ -88,53 +84,9 @@ def fingerprint(spec: ComponentSpec) -> str:
         "outputs": [[s.name, list(s.fields)] for s in spec.outputs],
         "config": {k: repr(v) for k, v in sorted(spec.config.items())},
         "placement": [spec.placement.where, sorted(spec.placement.selector.items())],
-        "code": _code(spec.factory, 3),
+        "code": code_of(spec.factory),
     }
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
-
-
-def _code(obj: Any, depth: int) -> list[str]:
-    """The source of ``obj`` and of the callables it carries (partials, closures, steps)."""
-    if depth < 0:
-        return []
-    out: list[str] = []
-    if isinstance(obj, functools.partial):
-        out += _code(obj.func, depth)
-        for a in (*obj.args, *obj.keywords.values()):
-            out += _code(a, depth - 1)
-        return out
-    if isinstance(obj, (list, tuple)):
-        for a in obj:
-            out += _code(a, depth - 1)
-        return out
-    if inspect.isclass(obj):
-        # a class's own source is looked up through its module, which for a topology file
-        # run as __main__ is the wrong one; its methods know their file
-        for klass in obj.__mro__:
-            if klass.__module__.split(".")[0] in ("builtins", "headwater", "common", "abc"):
-                continue
-            out.append(klass.__qualname__)
-            for name, v in sorted(vars(klass).items()):
-                if inspect.isfunction(v) or isinstance(v, (staticmethod, classmethod)):
-                    out += _code(getattr(v, "__func__", v), depth)
-                elif not name.startswith("__") and isinstance(v, (str, int, float, tuple)):
-                    out.append(f"{name}={v!r}")
-        return out
-    if inspect.isfunction(obj) or inspect.ismethod(obj):
-        try:
-            out.append(inspect.getsource(obj))
-        except (OSError, TypeError):
-            out.append(getattr(obj, "__qualname__", repr(obj)))
-        for cell in getattr(obj, "__closure__", None) or ():
-            with contextlib.suppress(ValueError):  # an empty cell
-                out += _code(cell.cell_contents, depth - 1)
-        return out
-    attrs = getattr(obj, "__dict__", None)
-    if attrs is not None and not inspect.ismodule(obj):
-        out.append(type(obj).__qualname__)
-        for v in attrs.values():
-            out += _code(v, depth - 1)
-    return out
 
 
 def diff(old: Topology, new: Topology) -> Diff:

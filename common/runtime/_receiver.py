@@ -10,16 +10,25 @@ drops replays, asks for a resend after a gap, and when a cloud checkpoint
 completes confirms to each agent what that checkpoint holds, so the agent's
 outbox deletes it. Its answers go to the stream manager as control messages
 (``uplink_feedback``), which the ingress sends down the agent's stream.
+
+A batch is an agent's bytes, so the receiver trusts none of it
+(``split_batch``): a row that is not ``[stream, values]`` for a stream the
+component declares, with as many values as that stream has fields, is
+dead-lettered (and a batch that is not a list of rows, as one row); the batch
+is still taken and confirmed, since resending it would not mend it. Nothing an
+agent sends makes the receiver raise.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 from ..api import DEAD_LETTERS, Context, Reliability, RuntimeConfig, RuntimeContext, Spout
-from ..wire import decode
+from ..wire import DecodeError, decode
 from ..wire._control import UplinkFeedback
 
 RESEND_AFTER_S = 5.0
@@ -59,6 +68,44 @@ class ReplayFilter:
             return False
         self.last[agent] = seq
         return True
+
+
+def split_batch(
+    payload: bytes | memoryview, arity: Mapping[str, int]
+) -> tuple[list[tuple[str, list[Any]]], list[tuple[Any, str]]]:
+    """An agent's batch as the rows to emit and the ones to dead-letter (each with why).
+
+    ``arity``: each stream the receiver declares, and how many fields it has. Never raises:
+    bytes that are not a list of rows come back as one bad row (the bytes themselves)."""
+    try:
+        rows = decode(payload)
+    except DecodeError as exc:
+        return [], [(bytes(payload), f"an uplink batch that does not decode: {exc}")]
+    if type(rows) is not list:
+        return [], [(rows, f"an uplink batch that is not a list of rows: {type(rows).__name__}")]
+    good: list[tuple[str, list[Any]]] = []
+    bad: list[tuple[Any, str]] = []
+    for row in rows:
+        problem = _row_problem(row, arity)
+        if problem is None:
+            good.append((row[0], row[1]))
+        else:
+            bad.append((row, problem))
+    return good, bad
+
+
+def _row_problem(row: Any, arity: Mapping[str, int]) -> str | None:
+    if type(row) is not list or len(row) != 2:
+        return "an uplink row that is not [stream, values]"
+    stream, values = row
+    if type(stream) is not str or stream not in arity:
+        declared = ", ".join(repr(s) for s in arity)
+        return f"an uplink row for stream {stream!r:.80}, which is not one of {declared}"
+    if type(values) is not list or len(values) != arity[stream]:
+        return f"an uplink row whose values are not a list of {arity[stream]} for {stream!r}"
+    if stream == DEAD_LETTERS and not all(type(v) is str for v in values[:3]):
+        return "an uplink dead letter whose component, reason or traceback is not a string"
+    return None
 
 
 class UplinkSpout(Spout):
@@ -105,14 +152,21 @@ class UplinkSpout(Spout):
                 self._feedback(agent=agent, resend_after=last)
             return
         emit = self.ctx.emit
-        rows = decode(payload)
+        spec = self.ctx.topology.component(self.ctx.component)
+        rows, bad = split_batch(payload, {s.name: len(s.fields) for s in spec.streams})
         for stream, values in rows:
             emit(values, stream=stream)
             if stream == DEAD_LETTERS:  # an edge domain's: listed under this /exceptions too
                 self.ctx.report_dead_letter(values, f"agent {agent}")
+        for record, reason in bad:  # taken all the same: resent, it would be as bad
+            dead = [self.component, reason, "", record]
+            emit(dead, stream=DEAD_LETTERS)
+            self.ctx.report_dead_letter(dead, f"agent {agent}")
         self.last[agent] = seq
         self.ctx.incr("uplink_batches")
         self.ctx.incr("uplink_rows", len(rows))
+        if bad:
+            self.ctx.incr("uplink_bad_rows", len(bad))
         self._feedback(agent=agent, consumed=seq, confirmed=seq if self.confirm_at_once else 0)
 
     def on_checkpoint(self, checkpoint_id: int) -> None:

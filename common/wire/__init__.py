@@ -1,8 +1,9 @@
 """Wire formats: binary frames for the data plane, the value codec, protobuf stubs."""
 
-from ._codec import SUPPORTED_TYPES, decode, encode, is_supported_type
+from ._codec import SUPPORTED_TYPES, DecodeError, decode, encode, is_supported_type
 from ._frame import (
     FRAME_HEADER,
+    FrameError,
     FrameReader,
     Kind,
     encode_frame,
@@ -14,6 +15,8 @@ from ._frame import (
 __all__ = [
     "FRAME_HEADER",
     "SUPPORTED_TYPES",
+    "DecodeError",
+    "FrameError",
     "FrameReader",
     "Kind",
     "decode",

@@ -4,6 +4,11 @@ msgpack is safe to decode from an untrusted peer (unlike pickle) and its C
 extension encodes a batch of positional records at roughly pickle's speed.
 Values may be None, bool, int, float, str, bytes, list, tuple (arrives as a
 list), dict, and datetime (timezone-aware, carried as a msgpack timestamp).
+
+Decoding takes bytes from another process: ``decode`` returns a value or raises
+``DecodeError`` (a ``SerializationError`` and a ``ValueError``), whatever the bytes.
+msgpack itself bounds what a declared length can allocate by the input's size and
+refuses nesting deeper than its stack.
 """
 
 from __future__ import annotations
@@ -28,6 +33,12 @@ SUPPORTED_TYPES: tuple[type, ...] = (
     _dt.datetime,
 )
 
+
+class DecodeError(SerializationError, ValueError):
+    """Bytes the codec cannot decode: not msgpack, truncated, trailing bytes, a map key
+    that cannot be one (a list), or a timestamp out of datetime's range."""
+
+
 _packer = msgpack.Packer(use_bin_type=True, datetime=True)
 
 
@@ -49,8 +60,15 @@ def encode(obj: Any) -> bytes:
 
 
 def decode(data: bytes | memoryview) -> Any:
-    """Decode bytes produced by :func:`encode`."""
-    return msgpack.unpackb(data, raw=False, strict_map_key=False, timestamp=3)
+    """Decode bytes produced by :func:`encode`; ``DecodeError`` for any other bytes."""
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=False, timestamp=3)
+    except (ValueError, TypeError, OverflowError) as exc:
+        # msgpack raises ValueError subclasses for malformed input, TypeError for a map
+        # key Python cannot hash, OverflowError or ValueError for an out-of-range timestamp
+        raise DecodeError(
+            f"{len(data)} bytes that are not a value the codec encoded: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _first_bad(obj: Any) -> str:

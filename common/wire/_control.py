@@ -5,7 +5,9 @@ stream manager, and between stream managers (backpressure). On the wire each
 is a msgpack map with a ``type`` key and the message's fields, so a message
 is readable in a capture and old and new processes agree. Every sender builds
 one of these classes and every receiver gets one back from
-``decode_control``; the ``type`` strings live here alone.
+``decode_control``; the ``type`` strings live here alone. ``decode_control``
+raises ``ControlError`` for anything else: bytes that are not msgpack, an
+unknown ``type``, a missing field or a field of another type.
 
 Who sends what:
 
@@ -32,6 +34,7 @@ BackpressureReset      stmgr -> stmgr         forget every key of ``origin``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -198,8 +201,27 @@ _BY_TYPE: dict[str, type[Any]] = {
         BackpressureReset,
     )
 }
-_FIELDS: dict[type[Any], frozenset[str]] = {
-    cls: frozenset(f.name for f in fields(cls)) for cls in _BY_TYPE.values()
+
+# What a field's value must be, by its annotation (as written: this module postpones them).
+# A payload comes from another process, so a field of another type is refused here rather
+# than raising later in whatever reads it (a list for a task id is unhashable).
+_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "int": lambda v: type(v) is int,
+    "str": lambda v: type(v) is str,
+    "bool": lambda v: type(v) is bool,
+    "str | None": lambda v: v is None or type(v) is str,
+    "bytes | None": lambda v: v is None or type(v) is bytes,
+    "dict[str, int]": lambda v: (
+        type(v) is dict and all(type(k) is str and type(x) is int for k, x in v.items())
+    ),
+    "dict[str, str]": lambda v: (
+        type(v) is dict and all(type(k) is str and type(x) is str for k, x in v.items())
+    ),
+    "tuple[str, ...]": lambda v: type(v) is tuple and all(type(x) is str for x in v),
+}
+# a message class with a field of a new type fails here, at import, until _CHECKS has it
+_FIELDS: dict[type[Any], dict[str, Callable[[Any], bool]]] = {
+    cls: {f.name: _CHECKS[str(f.type)] for f in fields(cls)} for cls in _BY_TYPE.values()
 }
 
 
@@ -217,17 +239,29 @@ def decode_control(payload: bytes | memoryview) -> ControlMessage:
         raise ControlError(f"a control payload that is not msgpack: {exc}") from exc
     if not isinstance(body, dict):
         raise ControlError(f"a control payload that is not a map: {type(body).__name__}")
-    cls = _BY_TYPE.get(body.pop("type", None))
+    kind = body.pop("type", None)
+    cls = _BY_TYPE.get(kind) if type(kind) is str else None
     if cls is None:
-        raise ControlError(f"an unknown control message: {body!r:.200}")
+        raise ControlError(f"an unknown control message: {kind!r:.80} {body!r:.200}")
     known = _FIELDS[cls]
     if cls is Backpressure and isinstance(body.get("spouts"), list):
         body["spouts"] = tuple(body["spouts"])  # msgpack gives lists back
+    args = {k: v for k, v in body.items() if k in known}
+    for name, value in args.items():
+        if not known[name](value):
+            raise ControlError(
+                f"a {cls.TYPE!r} control message whose {name!r} is not "
+                f"{_annotation(cls, name)}: {value!r:.80}"
+            )
     try:
-        msg: ControlMessage = cls(**{k: v for k, v in body.items() if k in known})
+        msg: ControlMessage = cls(**args)
     except TypeError as exc:
         raise ControlError(f"a {cls.TYPE!r} control message without its fields: {exc}") from exc
     return msg
+
+
+def _annotation(cls: type[Any], name: str) -> str:
+    return next(str(f.type) for f in fields(cls) if f.name == name)
 
 
 def control_frame(msg: ControlMessage, dest: int = STMGR, src: int = STMGR) -> bytes:

@@ -4,6 +4,11 @@ A stmgr routes a frame by its header alone (``kind`` and ``dest_task``), so
 relaying never decodes tuples. On local IPC each frame is preceded by its
 length as a little-endian u32; between stmgrs frames ride in a protobuf
 ``Frames`` message.
+
+Frames come from other processes, so decoding one never trusts it:
+``parse_frame`` raises ``FrameError`` (a ``ValueError``) for bytes that are not a
+frame, and ``FrameReader`` holds no more than it was fed, whatever length a prefix
+declares (at most 4 GiB, the u32's range, and only as the bytes arrive).
 """
 
 from __future__ import annotations
@@ -16,6 +21,11 @@ FRAME_HEADER = struct.Struct("<BiiIB")
 _KIND_DEST = struct.Struct("<Bi")
 _LEN = struct.Struct("<I")
 STMGR = -1  # dest_task for frames the stmgr consumes itself
+
+
+class FrameError(ValueError):
+    """Bytes that are not a frame: shorter than the header, a stream name past the end or
+    not UTF-8."""
 
 
 class Kind(IntEnum):
@@ -63,19 +73,38 @@ def uplink_frame(task: int, agent: str, seq: int, prev: int, rows: bytes) -> byt
 
 
 def frame_kind(frame: bytes | memoryview) -> int:
-    return frame[0]
+    """The frame's ``Kind`` (read from its first byte alone); ``FrameError`` if it is empty."""
+    try:
+        return frame[0]
+    except IndexError:
+        raise FrameError("an empty frame") from None
 
 
 def frame_dest(frame: bytes | memoryview) -> int:
-    return _KIND_DEST.unpack_from(frame)[1]  # type: ignore[no-any-return]
+    """The frame's ``dest_task`` (read from the header alone); ``FrameError`` if too short."""
+    try:
+        return _KIND_DEST.unpack_from(frame)[1]  # type: ignore[no-any-return]
+    except struct.error:
+        raise FrameError(f"a frame of {len(frame)} bytes: too short for its header") from None
 
 
 def parse_frame(frame: bytes | memoryview) -> Frame:
-    """Split a frame into header fields and a zero-copy payload view."""
-    kind, dest, src, count, slen = FRAME_HEADER.unpack_from(frame)
+    """Split a frame into header fields and a zero-copy payload view; ``FrameError`` if
+    ``frame`` is not one."""
+    try:
+        kind, dest, src, count, slen = FRAME_HEADER.unpack_from(frame)
+    except struct.error:
+        raise FrameError(
+            f"a frame of {len(frame)} bytes: shorter than the {FRAME_HEADER.size}-byte header"
+        ) from None
     view = memoryview(frame)
     start = FRAME_HEADER.size
-    stream = bytes(view[start : start + slen]).decode()
+    if start + slen > len(view):
+        raise FrameError(f"a frame whose stream name ({slen} bytes) runs past its end")
+    try:
+        stream = bytes(view[start : start + slen]).decode()
+    except UnicodeDecodeError as exc:
+        raise FrameError(f"a frame whose stream name is not UTF-8: {exc}") from None
     return Frame(kind, dest, src, count, stream, view[start + slen :])
 
 

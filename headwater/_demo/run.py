@@ -102,8 +102,10 @@ def dead_letters(out: Path) -> int:
     return sum(len(f.read_text().splitlines()) for f in d.glob("part-*.jsonl")) if d.exists() else 0
 
 
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as r:
+def get_json(url: str, token: str = "") -> Any:
+    """GET ``url``'s JSON, sending ``token`` (a master's REST API needs one) if given."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=5) as r:
         return json.loads(r.read())
 
 
@@ -119,6 +121,7 @@ class Demo:
         self.stop_sensors = threading.Event()
         self.sensors: threading.Thread | None = None
         self.http = self.grpc = ""
+        self.token = ""  # the admin token the master made: the demo submits with it
 
     def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.procs.append(
@@ -153,6 +156,7 @@ class Demo:
             lambda: ready.exists() and json.loads(ready.read_text()), "starting the master"
         )
         self.grpc, self.http = info["grpc"], info["http"]
+        self.token = (self.work / "master" / "admin.token").read_text().strip()
         self._daemon(
             "worker-1",
             "worker",
@@ -190,6 +194,7 @@ class Demo:
             f"{self.http}/api/v1/topologies?{urlencode({'entry': entry, 'containers': 1})}",
             data=data,
             method="POST",
+            headers={"Authorization": f"Bearer {self.token}"},
         )
         with urllib.request.urlopen(req, timeout=60) as r:
             json.loads(r.read())
@@ -209,6 +214,8 @@ class Demo:
             flush=True,
         )
         print(f"  agents and their backlogs: {self.http}/api/v1/nodes", flush=True)
+        admin = self.work / "master" / "admin.token"
+        print(f"  its token: export HEADWATER_TOKEN=$(cat {admin})", flush=True)
         print(
             f"  outputs (kept after the demo): {self.out / 'site_windows'} (per-site "
             f"windows), {self.out / 'dead_letters'}",
@@ -218,7 +225,7 @@ class Demo:
         print("  stop with Ctrl-C", flush=True)
 
     def nodes(self) -> list[dict[str, Any]]:
-        return get_json(f"{self.http}/api/v1/nodes")  # type: ignore[no-any-return]
+        return get_json(f"{self.http}/api/v1/nodes", self.token)  # type: ignore[no-any-return]
 
     def report(self) -> None:
         latest: dict[str, list[Any]] = {}
@@ -238,7 +245,7 @@ class Demo:
             for n in self.nodes()
             if n["kind"] == "agent"
         ]
-        cp = get_json(f"{self.http}/api/v1/topologies/iot/checkpoints")
+        cp = get_json(f"{self.http}/api/v1/topologies/iot/checkpoints", self.token)
         print(
             f"  dead letters so far: {dead_letters(self.out)} | {' | '.join(agents)} | "
             f"cloud checkpoints: latest complete {cp['latest_complete']}",

@@ -72,7 +72,10 @@ def _zip(files: dict[str, bytes]) -> bytes:
 def _run(tmp_path: Path, body: Call) -> None:
     async def scenario() -> None:
         master = Master(tmp_path / "state")
-        client = TestClient(TestServer(make_app(master)))
+        admin = (tmp_path / "state" / "admin.token").read_text().strip()
+        client = TestClient(
+            TestServer(make_app(master)), headers={"Authorization": f"Bearer {admin}"}
+        )
         await client.start_server()
         try:
             await body(client, master, tmp_path / "state")
@@ -94,7 +97,11 @@ async def _refused(resp: Any, status: int, says: str) -> None:
 async def _raw(client: TestClient[Any, Any], method: str, path: str) -> tuple[int, str]:
     """``method path`` as sent byte for byte (a client library would tidy '..' away)."""
     reader, writer = await asyncio.open_connection(client.host, client.port)
-    writer.write(f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    auth = client.session.headers["Authorization"]
+    writer.write(
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {auth}\r\n"
+        "Connection: close\r\n\r\n".encode()
+    )
     await writer.drain()
     answer = (await reader.read()).decode(errors="replace")
     writer.close()
@@ -239,7 +246,7 @@ def test_a_kept_deployment_whose_name_climbs_is_not_resumed(tmp_path: Path) -> N
 
     async def scenario() -> None:
         master = Master(state)
-        master.resume()
+        await master.resume()
         assert master.deployments == {}
         with pytest.raises(HeadwaterError, match="is not a topology name"):
             master.kill("..")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import io
+import struct
 import zipfile
 from pathlib import Path
 
@@ -141,3 +143,58 @@ def test_the_store_deletes_a_refused_package(tmp_path: Path) -> None:
     store.delete(digest)
     assert not store.has(digest)
     store.delete(digest)  # twice is fine
+
+
+def _patched(data: bytes, where: str, offset: int, fmt: str, value: int) -> bytes:
+    """``data`` with one field of its (one) central directory entry or end record set."""
+    at = data.rfind(b"PK\x01\x02" if where == "entry" else b"PK\x05\x06") + offset
+    out = bytearray(data)
+    struct.pack_into(fmt, out, at, value)
+    return bytes(out)
+
+
+_ONE = _zip({"t.py": b"print(1)\n"})
+# found by fuzz/fuzz_package.py: an entry whose name is empty in the directory
+_EMPTY_NAME = base64.b64decode(
+    "AHQucHkEFAAAAAAA43h3d10GHuE8CQAAAAkAAAAEAAAAAAAAAAAAAACAAQBwcmludCgxKQpQSwECFAMUAAAAAADj"
+    "eHddBh7hPAkAAAAJAQAAAAAAABYAAAAAAAAAgAkAAAAAdC5weVBLBQYAAAAAAQABADIAAAArAAAAAAA="
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        # RuntimeError (password required) at extraction
+        (_patched(_ONE, "entry", 8, "<H", 0x1), "is encrypted"),
+        # NotImplementedError ("zip file version 23.5") on reading the directory
+        (_patched(_ONE, "entry", 6, "<H", 235), "not a readable zip"),
+        # IndexError in ZipInfo.is_dir
+        (_EMPTY_NAME, "outside its folder"),
+        # IsADirectoryError, IsADirectoryError, NotADirectoryError at extraction
+        (_zip({".": b""}), "names its folder"),
+        (_zip({"a/./": b"", "a": b""}), "named twice or also as a folder"),
+        (_zip({"a": b"", "a/b.py": b""}), "both as a file and as a folder"),
+        (_zip({"a.py": b"1", "./a.py": b"2"}), "named twice"),  # the second overwrote the first
+    ],
+)
+def test_what_fuzzing_found_in_the_directory_is_refused(data: bytes, says: str) -> None:
+    """Each of these raised another exception than PackageRefusedError (in the comments)."""
+    with pytest.raises(PackageRefusedError, match=says):
+        check_package(data)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_only_stored_or_deflated_entries_are_taken(method: int) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", method) as zf:
+        zf.writestr("main.py", "x = 1\n")
+    with pytest.raises(PackageRefusedError, match=f"method {method}"):
+        check_package(buf.getvalue())
+
+
+def test_a_directory_that_points_before_the_zip_is_refused(tmp_path: Path) -> None:
+    """Found by fuzz/fuzz_package.py: ValueError (negative seek value -64) at extraction."""
+    data = _patched(_ONE, "end", 16, "<I", len(_ONE) - 22 - 50 + 64)  # the directory's offset
+    check_package(data)  # its directory reads
+    with pytest.raises(PackageRefusedError, match="does not unpack: negative seek"):
+        unpack_package(data, package_hash(data), tmp_path / "out")

@@ -25,7 +25,10 @@ pytestmark = pytest.mark.cluster
 
 def _forget(daemons: Daemons, node: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "headwater", "nodes", "--forget", node, "--master", daemons.http],
+        [
+            *(sys.executable, "-m", "headwater", "nodes", "--forget", node),
+            *("--master", daemons.http, "--token", daemons.token),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -53,7 +56,9 @@ def test_forget_an_offline_node_and_refuse_the_rest(
     assert unknown.returncode == 2, unknown
     assert "no node 'no-such-node' (known: gw-site0, w1)" in unknown.stderr
     assert "Traceback" not in unknown.stderr
-    req = urllib.request.Request(f"{daemons.http}/api/v1/nodes/no%2Fsuch", method="DELETE")
+    req = urllib.request.Request(
+        f"{daemons.http}/api/v1/nodes/no%2Fsuch", method="DELETE", headers=daemons.auth
+    )
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=10)
     assert err.value.code == 404

@@ -21,6 +21,7 @@ class Daemons:
         self.tmp = tmp
         self.procs: list[subprocess.Popen[bytes]] = []
         self.grpc = self.http = ""
+        self.token = ""  # the admin token the master made at its first start
         self.netns: str | None = None
 
     def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
@@ -45,6 +46,7 @@ class Daemons:
         self.netns = netns
         info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
         self.grpc, self.http = info["grpc"], info["http"]
+        self.token = (self.tmp / "master" / "admin.token").read_text().strip()
 
     def start_worker(
         self,
@@ -92,18 +94,34 @@ class Daemons:
 
     def cli(self, *args: str) -> str:
         return subprocess.run(
-            [sys.executable, "-m", "headwater", *args, "--master", self.http],
+            [
+                sys.executable,
+                "-m",
+                "headwater",
+                *args,
+                "--master",
+                self.http,
+                "--token",
+                self.token,
+            ],
             capture_output=True,
             text=True,
             timeout=60,
             check=True,
         ).stdout
 
+    @property
+    def auth(self) -> dict[str, str]:
+        """The header that carries the admin token."""
+        return {"Authorization": f"Bearer {self.token}"}
+
     def api(self, path: str) -> Any:
+        """GET ``path`` from the master's API with the admin token."""
         if getattr(self, "netns", None):  # the master lives in a namespace of its own
+            req = f"urllib.request.Request({self.http + path!r}, headers={self.auth!r})"
             code = (
                 f"import urllib.request,sys;"
-                f"sys.stdout.write(urllib.request.urlopen({self.http + path!r}).read().decode())"
+                f"sys.stdout.write(urllib.request.urlopen({req}).read().decode())"
             )
             out = subprocess.run(
                 ["ip", "netns", "exec", str(self.netns), sys.executable, "-c", code],
@@ -113,7 +131,8 @@ class Daemons:
                 check=True,
             ).stdout
             return json.loads(out)
-        with urllib.request.urlopen(f"{self.http}{path}", timeout=5) as r:
+        request = urllib.request.Request(f"{self.http}{path}", headers=self.auth)
+        with urllib.request.urlopen(request, timeout=5) as r:
             return json.loads(r.read())
 
     def stop(self) -> None:

@@ -53,7 +53,9 @@ def test_slow_bolt_throttles_only_its_own_spout() -> None:
         assert max(task_metric(c, "fast", "backpressure_ms").values()) > 1000
 
         req = urllib.request.Request(
-            f"{c.http_address}/api/v1/topologies/backpressure/deactivate", method="POST"
+            f"{c.http_address}/api/v1/topologies/backpressure/deactivate",
+            method="POST",
+            headers={"Authorization": f"Bearer {c.token}"},
         )
         assert json.loads(urllib.request.urlopen(req, timeout=5).read())["state"] == "PAUSED"
 

@@ -6,8 +6,11 @@ import json
 import os
 import runpy
 import signal
+import stat
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -37,10 +40,14 @@ def _record() -> dict[str, str] | None:
     return json.loads(files[0].read_text()) if files else None
 
 
-def _tasks(http: str, name: str) -> dict[str, dict[str, float]]:
-    import urllib.request
-
-    with urllib.request.urlopen(f"{http}/api/v1/topologies/{name}/metrics", timeout=5) as r:
+def _tasks(record: dict[str, str], name: str) -> dict[str, dict[str, float]]:
+    """Its tasks' metrics, asked with the token the run keeps beside its record."""
+    token = Path(record["token_file"]).read_text().strip()
+    req = urllib.request.Request(
+        f"{record['http']}/api/v1/topologies/{name}/metrics",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(req, timeout=5) as r:
         return json.loads(r.read())["tasks"]  # type: ignore[no-any-return]
 
 
@@ -60,7 +67,7 @@ def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Pat
         record = wait_for(_record, 30, "the run to record its topology master")
 
         def connected() -> dict[str, dict[str, float]] | None:
-            t = _tasks(record["http"], "wordcount")
+            t = _tasks(record, "wordcount")
             ok = all(m.get("connected") == 1.0 and "pid" in m for m in t.values())
             return t if ok else None
 
@@ -99,9 +106,7 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
     try:
         record = wait_for(_record, 30, "the run to start")
         wait_for(
-            lambda: all(
-                m.get("connected") == 1.0 for m in _tasks(record["http"], "wordcount").values()
-            ),
+            lambda: all(m.get("connected") == 1.0 for m in _tasks(record, "wordcount").values()),
             30,
             "every instance to connect",
         )
@@ -113,6 +118,21 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
             check=True,
         ).stdout
         assert "topology wordcount  state RUNNING" in status
+        # its topology master asks for a token; the run's (0600, beside its record) serves
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{record['http']}/api/v1/topologies", timeout=5)
+        refused.value.close()
+        assert refused.value.code == 401
+        assert stat.S_IMODE(os.stat(record["token_file"]).st_mode) == 0o600
+        for verb, state in (("deactivate", "PAUSED"), ("activate", "RUNNING")):
+            changed = subprocess.run(
+                [sys.executable, "-m", "headwater", verb],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            ).stdout
+            assert changed == f"wordcount: {state}\n"
         for column in ("emitted", "executed", "acked", "failed", "bp ms", "restarts"):
             assert column in status
         assert all(name in status for name in ("lines", "split", "count"))

@@ -479,7 +479,10 @@ def test_agents_find_the_master_by_zeroconf_and_by_address(
         assert "found the master at 10.250.0.1:" in (tmp_path / "gw-site0.log").read_text()
         in_ns = ["ip", "netns", "exec", master_ns, sys.executable]
         subprocess.run(
-            [*in_ns, "-m", "headwater", "submit", str(PIPELINE), "--master", daemons.http],
+            [
+                *(*in_ns, "-m", "headwater", "submit", str(PIPELINE)),
+                *("--master", daemons.http, "--token", daemons.token),
+            ],
             check=True,
             capture_output=True,
             timeout=60,

@@ -51,7 +51,10 @@ def _start(daemons: Daemons, tmp: Path, rate: float) -> dict[str, str]:
 
 def _edit(daemons: Daemons, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "headwater", *args, "--master", daemons.http],
+        [
+            *(sys.executable, "-m", "headwater", *args),
+            *("--master", daemons.http, "--token", daemons.token),
+        ],
         check=False,
         capture_output=True,
         text=True,
@@ -168,7 +171,10 @@ def test_twenty_random_live_edits_process_every_record_once(
 
 def _post(daemons: Daemons, query: str, data: bytes = b"") -> tuple[int, Any]:
     req = urllib.request.Request(
-        f"{daemons.http}/api/v1/topologies/editable/revisions?{query}", data=data, method="POST"
+        f"{daemons.http}/api/v1/topologies/editable/revisions?{query}",
+        data=data,
+        method="POST",
+        headers=daemons.auth,
     )
     try:
         with urllib.request.urlopen(req, timeout=60) as r:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from headwater.common._exceptions import HeadwaterError, SerializationError
-from headwater.common.wire import SUPPORTED_TYPES, decode, encode, is_supported_type
+from headwater.common.wire import SUPPORTED_TYPES, DecodeError, decode, encode, is_supported_type
 
 UTC = dt.UTC
 PLUS_TWO = dt.timezone(dt.timedelta(hours=2))
@@ -157,3 +157,26 @@ def test_unsupported_types(tp: type) -> None:
 @pytest.mark.parametrize("not_a_type", [1, "str", None, len])
 def test_is_supported_type_rejects_non_types(not_a_type: object) -> None:
     assert not is_supported_type(not_a_type)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        (b"", "incomplete input"),
+        (encode([1, 2, 3])[:-1], "incomplete input"),
+        (encode(1) + b"\x01", "extra data"),
+        (b"\xc1", "FormatError"),
+        (b"\x91" * 5000, "StackError"),  # nested deeper than msgpack's stack
+        (b"\xdd\xff\xff\xff\xff", "exceeds max_array_len"),  # declares 2**32 - 1 items
+        # found by fuzz/fuzz_codec.py: a map key Python cannot hash was a TypeError
+        (b"\x86\x85" + b"3" * 27, "unhashable"),
+        (b"\x81\x90\x01", "unhashable"),
+        # a timestamp whose nanoseconds are out of range was a ValueError of msgpack's
+        (b"\xc7\x0c\xff" + b"\xff" * 12, "nanoseconds"),
+    ],
+)
+def test_bytes_the_codec_did_not_write_are_a_decode_error(data: bytes, says: str) -> None:
+    with pytest.raises(DecodeError, match=says) as raised:
+        decode(data)
+    assert isinstance(raised.value, SerializationError)
+    assert isinstance(raised.value, ValueError)

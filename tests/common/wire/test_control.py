@@ -70,3 +70,30 @@ def test_a_bad_payload_is_a_control_error(payload: bytes, says: str) -> None:
 
 def test_unknown_fields_are_ignored_for_a_newer_sender() -> None:
     assert c.decode_control(encode({"type": "commit", "id": 2, "extra": 1})) == c.Commit(id=2)
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        # found by fuzz/fuzz_frames.py: a map for the type was a TypeError (unhashable)
+        ({"type": {"on": True}, "key": 4}, "unknown control message"),
+        ({"type": ["hello"]}, "unknown control message"),
+        # fields of another type decoded, then raised wherever they were read
+        ({"type": "hello", "task": [1], "pid": 2}, "'task' is not int"),
+        ({"type": "hello", "task": True, "pid": 2}, "'task' is not int"),
+        ({"type": "bp", "on": 1, "key": "k", "spouts": []}, "'on' is not bool"),
+        ({"type": "bp", "on": True, "key": "k", "spouts": [1]}, r"'spouts' is not tuple\[str"),
+        ({"type": "restore", "checkpoint": 1, "blob": "text"}, "'blob' is not bytes | None"),
+        (
+            {"type": "uplink_feedback", "component": "c", "agent": "a", "resync": {"a": "1"}},
+            "resync",
+        ),
+        ({"type": "prepare", "at": 1, "labels": {"site": 2}}, "'labels'"),
+        ({"type": "log_committed", "path": "/p", "offsets": []}, "'offsets'"),
+    ],
+)
+def test_a_message_with_a_field_of_another_type_is_a_control_error(
+    body: dict[object, object], says: str
+) -> None:
+    with pytest.raises(c.ControlError, match=says):
+        c.decode_control(encode(body))

@@ -6,6 +6,7 @@ import pytest
 
 from headwater.common.wire import (
     FRAME_HEADER,
+    FrameError,
     FrameReader,
     Kind,
     decode,
@@ -152,3 +153,31 @@ def test_reader_empty_feed_and_empty_frame() -> None:
 def test_length_prefix_is_little_endian_u32() -> None:
     assert length_prefix(b"abc") == b"\x03\x00\x00\x00"
     assert length_prefix(b"x" * 258) == b"\x02\x01\x00\x00"
+
+
+@pytest.mark.parametrize(
+    ("frame", "says"),
+    [
+        (b"", "shorter than the"),  # struct.error before
+        (bytes(FRAME_HEADER.size - 1), "shorter than the"),
+        (FRAME_HEADER.pack(Kind.DATA, 1, 2, 0, 200) + b"abc", "runs past its end"),  # was cut
+        (encode_frame(Kind.DATA, 1, 2, 0, b"\xff\xfe", b""), "not UTF-8"),  # UnicodeDecodeError
+    ],
+)
+def test_bytes_that_are_not_a_frame_are_a_frame_error(frame: bytes, says: str) -> None:
+    with pytest.raises(FrameError, match=says):
+        parse_frame(frame)
+    assert issubclass(FrameError, ValueError)
+
+
+def test_a_header_too_short_to_route_is_a_frame_error() -> None:
+    with pytest.raises(FrameError, match="empty"):
+        frame_kind(b"")  # IndexError before
+    with pytest.raises(FrameError, match="too short"):
+        frame_dest(b"\x01\x00")  # struct.error before
+
+
+def test_a_huge_declared_length_holds_only_what_arrived() -> None:
+    reader = FrameReader()
+    assert reader.feed(b"\xff\xff\xff\xff" + b"x" * 10) == []
+    assert reader.buffered == 14  # nothing allocated for the 4 GiB it declares
