@@ -48,6 +48,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from headwater._demo.linkproxy import LinkProxy
 from headwater._demo.run import _free_port, get_json, start_broker, wait_until
+from headwater.cloud.master import join_token_on_host
 from headwater.common._package import build_package
 from headwater.common.runtime._procs import spawn, terminate
 
@@ -147,6 +148,12 @@ def _tree_env(tree: str | None) -> dict[str, str]:
     return {"PYTHONPATH": str(Path(tree).resolve())} if tree else {}
 
 
+def _has_enrolment(tree: str | None) -> bool:
+    """Whether the tree's nodes enrol with ``--join`` (mutual TLS on every link)."""
+    cli = Path(tree or Path(__file__).resolve().parent.parent) / "headwater" / "_cli.py"
+    return "--join" in cli.read_text()
+
+
 def _has_ingress_proxy(tree: str | None) -> bool:
     """Whether the tree's agent takes ``--ingress-proxy`` (its uplink goes to the workers)."""
     cli = Path(tree or Path(__file__).resolve().parent.parent) / "headwater" / "_cli.py"
@@ -155,16 +162,25 @@ def _has_ingress_proxy(tree: str | None) -> bool:
 
 class EdgeCluster:
     def __init__(
-        self, work: Path, broker_port: int, interval: float, tree: str | None = None
+        self,
+        work: Path,
+        broker_port: int,
+        interval: float,
+        tree: str | None = None,
+        insecure: bool = False,
     ) -> None:
         self.work, self.out = work, work / "out"
         work.mkdir(parents=True)
         self.procs: list[Any] = []
         self.tree_env = _tree_env(tree)
         ready = work / "master.json"
+        enrols = _has_enrolment(tree)
+        links = ["--insecure"] if insecure else []
         self._spawn(
             "master",
             "master",
+            *links,
+            *(["--join-port", str(_free_port())] if enrols and not insecure else []),
             "--host",
             "127.0.0.1",
             "--port",
@@ -178,6 +194,12 @@ class EdgeCluster:
             "--no-advertise",
         )
         info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), 30)
+
+        def join(role: str) -> list[str]:
+            if insecure or not enrols:
+                return links
+            return ["--join", join_token_on_host(work / "master", role, info, ttl_s=3600)]
+
         self.http = info["http"]
         # the admin token its first start made (a tree from before tokens has none)
         admin = work / "master" / "admin.token"
@@ -195,6 +217,7 @@ class EdgeCluster:
             "w1",
             "--workdir",
             str(work / "w1"),
+            *join("worker"),
             env=env,
         )
         self.status_port = _free_port()
@@ -212,6 +235,7 @@ class EdgeCluster:
             "--status-port",
             str(self.status_port),
             *via,
+            *join("agent"),
             env=env,
         )
         _wait(

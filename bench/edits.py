@@ -32,6 +32,7 @@ from urllib.parse import urlencode
 
 from bench.edits_topology import source
 from headwater._demo.run import _free_port, get_json, wait_until
+from headwater.cloud.master import join_token_on_host
 from headwater.common._package import build_package
 from headwater.common.connectors._log_spout import append_records
 from headwater.common.runtime._procs import spawn, terminate
@@ -66,6 +67,8 @@ class Cluster:
             "--ready-file",
             str(ready),
             "--no-advertise",
+            "--join-port",
+            str(_free_port()),
         )
         info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), "master", 30)
         self.http = info["http"]
@@ -79,6 +82,8 @@ class Cluster:
             "w1",
             "--workdir",
             str(work / "w1"),
+            "--join",
+            join_token_on_host(work / "master", "worker", info, ttl_s=600),
             env=env,
         )
         wait_until(lambda: get_json(f"{self.http}/api/v1/nodes", self.token), "the worker", 30)

@@ -48,7 +48,7 @@ from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
 from headwater.common.node import Node
 from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
-from headwater.common.security import TRUSTED, Identity, JoinToken
+from headwater.common.security import TRUSTED, Identity, JoinToken, has_credentials
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -197,6 +197,11 @@ class Agent(Node):
         return nbytes, batches
 
     async def run(self) -> None:
+        if self.transport.secure and not has_credentials(self.tls_dir):
+            # first start: the local links need the certificate too (nothing to resume yet)
+            if not self.master:
+                self.master = await find_master()
+            await self.enrol()
         self._server = grpc.aio.server()
         pb_grpc.add_TopologyMasterServicer_to_server(
             TopologyDispatch(self.tms, self._own_container), self._server

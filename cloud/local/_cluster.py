@@ -34,7 +34,7 @@ from headwater.common.control import CrashLoopDetector, CrashLoopPolicy, check_s
 from headwater.common.control._crashloop import DEFAULT_POLICY
 from headwater.common.plan import PhysicalPlan, load_topology, pack_round_robin, validate
 from headwater.common.runtime._procs import spawn, terminate
-from headwater.common.security import TokenStore
+from headwater.common.security import ClusterCA, Identity, TokenStore
 from headwater.common.security._files import write_private
 
 log = logging.getLogger("headwater.local")
@@ -94,12 +94,19 @@ class LocalCluster:
         self.failed = False  # a crash loop ended the run: stop() keeps the logs
         self._next_silence_check = 0.0
 
+    @property
+    def tls_dir(self) -> Path:
+        return self.workdir / "tls"
+
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
         # a token for this run only: a new tokens file each start, so an old run's is void
         tokens = self.workdir / "tokens.json"
         tokens.unlink(missing_ok=True)
         self.token = TokenStore(tokens).create("operator", description="headwater run")
+        # and credentials for this run only: a throwaway CA and one certificate its topology
+        # master and containers all speak with (mutual TLS on every link, as in a cluster)
+        ClusterCA.create().issue(Identity("local", "run"), days=3650).save(self.tls_dir)
         self._start_tmaster(timeout)
         for c in range(self.containers):
             self._start_container(c)
@@ -123,6 +130,8 @@ class LocalCluster:
             str(self.workdir / "tmaster-state"),
             "--tokens",
             str(self.workdir / "tokens.json"),
+            "--tls-dir",
+            str(self.tls_dir),
         ]
         if self.grpc_address:  # a restart keeps the addresses the containers know
             args += [
@@ -163,6 +172,8 @@ class LocalCluster:
             str(self.workdir),
             "--state-dir",
             str(self.workdir / "state" / f"container-{c}"),
+            "--tls-dir",
+            str(self.tls_dir),
         ]
         if self.topology_name:
             args += ["--topology", self.topology_name]

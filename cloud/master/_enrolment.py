@@ -136,3 +136,12 @@ class EnrolmentService(pb_grpc.EnrolmentServicer):
         except EnrolmentRefused as exc:
             await context.abort(exc.code, str(exc))
         raise AssertionError("unreachable")
+
+
+def join_token_on_host(state_dir: str | Path, role: str, ready: dict[str, Any], ttl_s: float) -> str:
+    """A join token made on the master's host, from its state folder and its ready file (what
+    ``headwater demo`` and the benches do; an operator uses ``headwater token create``)."""
+    from headwater.common.security import JoinToken
+
+    raw = TokenStore(Path(state_dir) / "tokens.json").create(role, ttl_s, "made on the host")
+    return str(JoinToken(int(ready["join_port"]), raw, str(ready["ca_fingerprint"])))

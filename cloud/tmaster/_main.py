@@ -20,7 +20,7 @@ from aiohttp import web
 
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.plan import load_topology, pack_round_robin, validate
-from headwater.common.security import TokenStore
+from headwater.common.security import TokenStore, Transport
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._http import make_app
@@ -34,7 +34,8 @@ async def serve(args: argparse.Namespace) -> None:
     tm = TopologyMaster(topology, pack_round_robin(topology, args.containers), Path(args.state_dir))
     server = grpc.aio.server()
     pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch({topology.name: tm}), server)
-    grpc_port = server.add_insecure_port(f"{args.host}:{args.grpc_port}")
+    transport = Transport.insecure() if args.insecure else Transport(args.tls_dir)
+    grpc_port = transport.bind(server, f"{args.host}:{args.grpc_port}")
     await server.start()
     tokens = None if args.insecure else TokenStore(args.tokens)
     runner = web.AppRunner(make_app(tm, tokens), access_log=None)
@@ -76,10 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ready-file", required=True)
     p.add_argument("--state-dir", required=True, help="where the checkpoint catalogue persists")
     p.add_argument("--tokens", default=None, help="the tokens file its API accepts tokens of")
-    p.add_argument("--insecure", action="store_true", help="an API without tokens")
+    p.add_argument("--tls-dir", default=None, help="credentials: its gRPC port is mutual TLS")
+    p.add_argument("--insecure", action="store_true", help="an API without tokens, plain gRPC")
     args = p.parse_args(argv)
-    if not args.tokens and not args.insecure:
-        p.error("give --tokens FILE (the API accepts its tokens) or --insecure (no tokens)")
+    if not (args.tokens and args.tls_dir) and not args.insecure:
+        p.error(
+            "give --tokens FILE and --tls-dir DIR (tokens for its API, credentials for its "
+            "gRPC port) or --insecure (neither)"
+        )
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s tmaster %(name)s: %(message)s",

@@ -196,6 +196,19 @@ class Node:
             renewed.save(self.tls_dir)
             log.info("renewed this node's certificate (it expired at %s)", creds.not_after())
 
+    async def enrol(self) -> None:
+        """Enrol now if this node has no certificate yet, trying until it has one (said in its
+        health meanwhile); at once if it has one."""
+        retry = self.backoff.start()
+        while self.transport.secure and not has_credentials(self.tls_dir):
+            try:
+                await self._credentials()
+            except (HeadwaterError, grpc.RpcError, OSError) as exc:
+                why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+                self.health.set("master", FAILED, f"cannot enrol: {why}")
+                log.error("cannot enrol: %s", why)
+                await asyncio.sleep(retry.next_delay())
+
     async def _session(self) -> None:
         retry = self.backoff.start()
         while True:

@@ -128,6 +128,12 @@ class Demo:
             spawn(["-m", "headwater", *args], env=env, log_path=str(self.work / f"{name}.log"))
         )
 
+    def _join_token(self, role: str, info: dict[str, Any]) -> str:
+        """Throwaway credentials: each node of the demo enrols with a join token of its own."""
+        from headwater.cloud.master import join_token_on_host
+
+        return join_token_on_host(self.work / "master", role, info, ttl_s=600)
+
     def start(self) -> None:
         port, broker, kind = start_broker(self.work)
         self.procs.append(broker)
@@ -151,6 +157,8 @@ class Demo:
             "--ready-file",
             str(ready),
             "--no-advertise",
+            "--join-port",
+            str(_free_port()),
         )
         info = wait_until(
             lambda: ready.exists() and json.loads(ready.read_text()), "starting the master"
@@ -166,6 +174,8 @@ class Demo:
             "worker-1",
             "--workdir",
             str(self.work / "worker-1"),
+            "--join",
+            self._join_token("worker", info),
             env={"IOT_OUT": str(self.out)},
         )
         for site in self.SITES:
@@ -184,6 +194,8 @@ class Demo:
                 f"sensors/{site}/#",
                 "--workdir",
                 str(self.work / f"gw-{site}"),
+                "--join",
+                self._join_token("agent", info),
             )
         wait_until(
             lambda: len([n for n in self.nodes() if n["online"]]) == 3,

@@ -57,7 +57,7 @@ def _victim(tmp_path: Path) -> Path:
 )
 def test_an_order_naming_a_path_outside_the_workdir_is_refused(tmp_path: Path, order: Any) -> None:
     victim = _victim(tmp_path)
-    node = Node("127.0.0.1:1", tmp_path / "work" / "node")
+    node = Node("127.0.0.1:1", tmp_path / "work" / "node", insecure=True)
     stub = _Stub()
     command = order(victim)
 
@@ -75,7 +75,7 @@ def test_an_order_naming_a_path_outside_the_workdir_is_refused(tmp_path: Path, o
 
 
 def test_a_package_name_is_never_a_path(tmp_path: Path) -> None:
-    node = Node("127.0.0.1:1", tmp_path / "node")
+    node = Node("127.0.0.1:1", tmp_path / "node", insecure=True)
     with pytest.raises(PackageMismatchError, match="is not a package name"):
         node.code_dir(f"x:{tmp_path}")
     digest = "sha256:" + "ab" * 32

@@ -48,6 +48,8 @@ def _restart_master(daemons: Daemons) -> None:
             str(daemons.tmp / "master"),
             "--ready-file",
             str(ready),
+            "--join-port",
+            str(daemons.join_port),
         ],
         "master-again.log",
     )

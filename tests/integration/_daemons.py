@@ -12,6 +12,8 @@ from typing import Any
 
 import psutil
 
+from headwater.common.security import JoinToken, TokenStore
+
 from ..conftest import free_port
 from ._support import wait_for
 
@@ -22,6 +24,7 @@ class Daemons:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.grpc = self.http = ""
         self.token = ""  # the admin token the master made at its first start
+        self.join_port, self.ca_fingerprint = 0, ""  # where nodes enrol, the CA they trust
         self.netns: str | None = None
 
     def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
@@ -39,6 +42,8 @@ class Daemons:
                 str(self.tmp / "master"),
                 "--ready-file",
                 str(ready),
+                "--join-port",
+                str(free_port()),
             ],
             "master.log",
             netns=netns,
@@ -46,6 +51,7 @@ class Daemons:
         self.netns = netns
         info = wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "master")
         self.grpc, self.http = info["grpc"], info["http"]
+        self.join_port, self.ca_fingerprint = info["join_port"], info["ca_fingerprint"]
         self.token = (self.tmp / "master" / "admin.token").read_text().strip()
 
     def start_worker(
@@ -60,7 +66,16 @@ class Daemons:
         ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
         where = ["--host", host] if host else []
         proc = self._spawn(
-            ["worker", "--master", self.grpc, *ident, *where, "--workdir", str(self.tmp / name)],
+            [
+                "worker",
+                "--master",
+                self.grpc,
+                *ident,
+                *where,
+                "--workdir",
+                str(self.tmp / name),
+                *self.join("worker"),
+            ],
             f"{name}.log",
             env,
             netns=netns,
@@ -73,10 +88,22 @@ class Daemons:
         """An agent whose workdir is ``name``'s; ``with_id=False``: no ``--id`` (it keeps the
         one it generated in its workdir), as the systemd unit runs it. Logs append."""
         ident = ["--id", name] if with_id else []
+        if "--insecure" not in args and "--join" not in args:
+            args = (*args, *self.join("agent"))
         proc = self._spawn(
             ["agent", *ident, "--workdir", str(self.tmp / name), *args], f"{name}.log", netns=netns
         )
         return psutil.Process(proc.pid)
+
+    def join_token(self, role: str) -> str:
+        """A new join token of ``role`` (as `headwater token create` makes one)."""
+        raw = TokenStore(self.tmp / "master" / "tokens.json").create(role, ttl_s=3600)
+        return str(JoinToken(self.join_port, raw, self.ca_fingerprint))
+
+    def join(self, role: str) -> list[str]:
+        """``--join TOKEN`` for a node's first start (a node enrolled before ignores it);
+        none before the master has started."""
+        return ["--join", self.join_token(role)] if self.join_port else []
 
     def _spawn(
         self, args: list[str], log: str, env: dict[str, str] | None = None, netns: str | None = None
