@@ -49,6 +49,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/topologies"): "admin",
     ("DELETE", _TOPOLOGY): "admin",
     ("DELETE", "/api/v1/nodes/{id}"): "admin",
+    ("POST", "/api/v1/nodes/{id}/revoke"): "admin",
     ("GET", "/api/v1/tokens"): "admin",
     ("POST", "/api/v1/tokens"): "admin",
     ("DELETE", "/api/v1/tokens/{id}"): "admin",

@@ -239,6 +239,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="forget a node that is offline and holds no containers",
     )
+    nodes.add_argument(
+        "--revoke",
+        metavar="ID",
+        default=None,
+        help="cut a node off: its certificate is refused from now on (it must enrol afresh "
+        "under another id)",
+    )
     nodes.set_defaults(func=_cmd_nodes)
 
     kill = sub.add_parser("kill", help="stop a topology and remove it from the master")
@@ -776,6 +783,13 @@ def _cmd_nodes(args: argparse.Namespace) -> int:
 
         Client.from_args(args).call("DELETE", f"/api/v1/nodes/{quote(args.forget, safe='')}")
         print(f"forgot node {args.forget!r}")
+        return 0
+    if args.revoke is not None:
+        from urllib.parse import quote
+
+        path = f"/api/v1/nodes/{quote(args.revoke, safe='')}/revoke"
+        Client.from_args(args).call("POST", path)
+        print(f"revoked node {args.revoke!r}: its links are refused from now on")
         return 0
     nodes = Client.from_args(args).call("GET", "/api/v1/nodes")
     if args.json:

@@ -138,7 +138,9 @@ class EnrolmentService(pb_grpc.EnrolmentServicer):
         raise AssertionError("unreachable")
 
 
-def join_token_on_host(state_dir: str | Path, role: str, ready: dict[str, Any], ttl_s: float) -> str:
+def join_token_on_host(
+    state_dir: str | Path, role: str, ready: dict[str, Any], ttl_s: float
+) -> str:
     """A join token made on the master's host, from its state folder and its ready file (what
     ``headwater demo`` and the benches do; an operator uses ``headwater token create``)."""
     from headwater.common.security import JoinToken

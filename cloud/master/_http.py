@@ -6,6 +6,7 @@ POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&b
        [&entry=FILE][&components=A,B][&author=WHO][&to=REV]   edit it live (zip body or none)
 GET    /api/v1/nodes                                workers and agents, online or not
 DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
+POST   /api/v1/nodes/ID/revoke                      cut a node off (its certificate is refused)
 GET    /api/v1/traffic                              bytes the master's gRPC server took and gave
 POST   /api/v1/tokens                               create a token: {"role", "ttl", "description"}
 GET    /api/v1/tokens                               every token, without its secret
@@ -155,12 +156,21 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
             return web.json_response({"error": str(exc)}, status=409)
         return web.json_response({"forgotten": node_id})
 
+    async def revoke(request: web.Request) -> web.Response:
+        node_id = request.match_info["id"]
+        try:
+            master.revoke(node_id)
+        except HeadwaterError as exc:
+            return web.json_response({"error": str(exc)}, status=409)
+        return web.json_response({"revoked": node_id})
+
     async def traffic(request: web.Request) -> web.Response:
         return web.json_response(master.traffic.view())
 
     app.router.add_get("/api/v1/nodes", nodes)
     app.router.add_get("/api/v1/traffic", traffic)
     app.router.add_delete("/api/v1/nodes/{id}", forget)
+    app.router.add_post("/api/v1/nodes/{id}/revoke", revoke)
     _add_token_routes(app, master)
 
     async def document(request: web.Request) -> web.Response:

@@ -145,6 +145,17 @@ def _paths() -> dict[str, dict[str, Any]]:
                 refusals=("404", "409"),
             )
         },
+        "/api/v1/nodes/{id}/revoke": {
+            "post": _op(
+                "cut a node off: its certificate is refused from now on, everywhere",
+                "200",
+                _json("the revoked node"),
+                parameters=[
+                    {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+                ],
+                refusals=("409",),
+            )
+        },
         "/api/v1/traffic": {
             "get": _get("bytes the master's gRPC server took and gave, per method", topology=False)
         },

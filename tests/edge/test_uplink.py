@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 
 from headwater.common._retry import RetryPolicy
+from headwater.common.security import Transport
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 from headwater.edge._uplink import WINDOW, Uplink
@@ -60,6 +61,7 @@ class RecordingIngress(pb_grpc.IngressServicer):
 
 class StubStmgr:
     container = 0
+    transport = Transport.insecure()  # the link itself: tests/integration, with certificates
 
     def __init__(self) -> None:
         self.congested: set[str] = set()

@@ -25,6 +25,8 @@ def test_the_command_line_becomes_a_frozen_config() -> None:
             "/tmp/w",
             "--state-dir",
             "/tmp/s",
+            "--tls-dir",
+            "/tmp/tls",
         ]
     )
     assert config == ContainerConfig(
@@ -34,7 +36,9 @@ def test_the_command_line_becomes_a_frozen_config() -> None:
         tmaster="127.0.0.1:7000",
         workdir=Path("/tmp/w"),
         state_dir="/tmp/s",
+        tls_dir=Path("/tmp/tls"),
     )
+    assert config.transport.secure and config.tmaster_name == "headwater-master"
     assert (config.topology, config.host) == (None, "127.0.0.1")
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.container = 2  # type: ignore[misc]
