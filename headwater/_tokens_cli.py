@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 from urllib.parse import quote
@@ -65,8 +66,11 @@ def _cmd_create(args: argparse.Namespace) -> int:
     if args.ttl is not None:
         body["ttl"] = args.ttl
     made = Client.from_args(args).call("POST", "/api/v1/tokens", body=body)
-    print(made["token"])
-    print(f"id {made['id']}, role {made['role']}, expires {_when(made['expires'])}")
+    print(made["token"])  # alone on stdout: `--join $(headwater token create --role agent)`
+    print(
+        f"id {made['id']}, role {made['role']}, expires {_when(made['expires'])}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -359,7 +359,7 @@ def test_the_cli_sends_the_token_and_says_what_to_do_without_one(
     )
     assert made.returncode == 0, made
     viewer = made.stdout.splitlines()[0]
-    assert "role viewer" in made.stdout
+    assert made.stdout.strip() == viewer and "role viewer" in made.stderr
     listed = _cli("token", "list", "--master", url, env={"HEADWATER_TOKEN": admin_file.read_text()})
     assert listed.returncode == 0 and "dashboards" in listed.stdout, listed
     assert viewer.partition(".")[2] not in listed.stdout
