@@ -104,6 +104,7 @@ def lock_workdir(workdir: Path) -> int:
     return fd
 
 
+RENEW_CHECK_S = 3600.0  # how often a node looks at its certificate's age
 SILENT_AFTER_S = 15.0  # a container touches its beat file every second
 RECONNECT = RetryPolicy()
 """Attaching to the master again: 0.2 s to 10 s, with full jitter."""
@@ -171,6 +172,7 @@ class Node:
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self._session()), loop.create_task(self._supervise())]
+        tasks.append(loop.create_task(self._renewing()))
         await self.stopping.wait()
         for t in tasks:
             t.cancel()
@@ -208,6 +210,18 @@ class Node:
                 self.health.set("master", FAILED, f"cannot enrol: {why}")
                 log.error("cannot enrol: %s", why)
                 await asyncio.sleep(retry.next_delay())
+
+    async def _renewing(self) -> None:
+        """Renew the certificate in time on a session that lasts (a new session checks too)."""
+        while True:
+            await asyncio.sleep(RENEW_CHECK_S)
+            if not self.transport.secure or not has_credentials(self.tls_dir):
+                continue
+            try:
+                await self._credentials()
+            except (HeadwaterError, grpc.RpcError, OSError) as exc:
+                why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
+                log.warning("cannot renew this node's certificate yet: %s", why)
 
     async def _session(self) -> None:
         retry = self.backoff.start()

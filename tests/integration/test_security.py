@@ -21,8 +21,9 @@ from headwater.common.security import (
     Identity,
     JoinToken,
     TokenStore,
+    Transport,
 )
-from headwater.common.security._enrol import join
+from headwater.common.security._enrol import join, renew
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -194,3 +195,16 @@ def test_an_agent_refuses_a_master_found_by_zeroconf_that_its_token_does_not_nam
     assert "found the master at 10.250.0.1:" in log.read_text()
     assert daemons.api("/api/v1/nodes") == []
     assert not (daemons.tmp / "gw-south" / "tls" / "node.pem").exists()
+
+
+def test_a_node_renews_its_own_certificate_and_no_one_elses(daemons: Daemons) -> None:
+    daemons.start_master()
+    daemons.start_worker("w1")
+    wait_for(lambda: daemons.api("/api/v1/nodes"), 30, "w1 to attach")
+    transport = Transport(daemons.tmp / "w1" / "tls")
+    old = transport.credentials()
+    renewed = asyncio.run(renew(transport, daemons.grpc, "w1"))
+    assert renewed.identity == Identity("worker", "w1") and renewed.cert != old.cert
+    assert renewed.ca == old.ca
+    # whatever its CSR asks, the new certificate names the caller
+    assert asyncio.run(renew(transport, daemons.grpc, "w2")).identity == Identity("worker", "w1")
