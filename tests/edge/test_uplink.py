@@ -166,6 +166,20 @@ def test_over_budget_throttles_until_confirmed(tmp_path: Path) -> None:
         up.close()
 
 
+def test_feedback_that_confirms_what_was_never_written_deletes_nothing(tmp_path: Path) -> None:
+    """One forged message used to confirm everything and empty the outbox (issue 15)."""
+    up = Uplink("127.0.0.1:1", "gw", "iot", tmp_path / "outbox", 1 << 20, StubStmgr())  # type: ignore[arg-type]
+    try:
+        up.put(7, "anomaly", (1 << 20) | 1, b"x" * 60)
+        up.put(7, "anomaly", (2 << 20) | 1, b"x" * 60)
+        up._on_feedback(_feedback(agent="gw", confirmed=(9 << 20) | 1))  # never written
+        assert (up.backlog, up.nbytes, up.outboxes["anomaly"].confirmed) == (2, 120, 0)
+        up._on_feedback(_feedback(agent="gw", confirmed=(1 << 20) | 1))  # a real one still counts
+        assert (up.backlog, up.nbytes) == (1, 60)
+    finally:
+        up.close()
+
+
 def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path) -> None:
     """The agent's id changed (upgraded from process-id ids, or another --id): the cloud has
     nothing under it, but the outbox confirmed up to a batch; the next names the cloud's."""
