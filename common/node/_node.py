@@ -53,7 +53,14 @@ from .._retry import Backoff, RetryPolicy
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
 from ..runtime._procs import BeatWatch, beat_file, spawn, terminate
-from ..security import MASTER_NAME, JoinToken, Transport, has_credentials
+from ..security import (
+    MASTER_NAME,
+    Credentials,
+    Identity,
+    JoinToken,
+    Transport,
+    has_credentials,
+)
 from ..security._enrol import join, renew
 from ..security._files import write_private
 from ..security._identity import REVOKED_FILE, TLS_DIR
@@ -147,6 +154,17 @@ class Node:
         self.tls_dir = self.workdir / TLS_DIR
         self.transport = Transport.insecure() if insecure else Transport(self.tls_dir)
         self.join_token = join_token
+        if self.transport.secure and has_credentials(self.tls_dir):
+            held = Credentials.load(self.tls_dir).identity
+            if held != Identity(kind, self.node_id):
+                if join_token is None:
+                    raise HeadwaterError(
+                        f"the certificate in {self.tls_dir} names {held}, but this node is "
+                        f"{kind} {self.node_id!r}: give it the id it enrolled with, or enrol "
+                        "it again with --join TOKEN"
+                    )
+                log.warning("the certificate names %s, not this node: enrolling again", held)
+                shutil.rmtree(self.tls_dir)
         if self.transport.secure and join_token is None and not has_credentials(self.tls_dir):
             raise HeadwaterError(
                 f"this node is not enrolled (no certificate in {self.tls_dir}): start it once "
