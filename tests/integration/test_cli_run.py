@@ -184,11 +184,8 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
 
 def test_run_insecure_warns_and_runs_in_plaintext(out_dir: Path, tmp_path: Path) -> None:
     workdir = tmp_path / "run"
-    proc = _start(
-        [str(WORDCOUNT), "--containers", "2", "--duration", "15", "--insecure"]
-        + ["--workdir", str(workdir), "--quiet"],
-        {"WORDCOUNT_OUTPUT": str(out_dir)},
-    )
+    args = [str(WORDCOUNT), "--containers", "2", "--duration", "15", "--insecure", "--quiet"]
+    proc = _start([*args, "--workdir", str(workdir)], {"WORDCOUNT_OUTPUT": str(out_dir)})
     try:
         record = wait_for(_record, 30, "the run to record its topology master")
         # development only: its topology master's API asks for no token
