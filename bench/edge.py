@@ -30,6 +30,7 @@ master and, where its tree has ``--ingress-proxy``, for the data path too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -72,6 +73,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="run the daemons from this checkout (PYTHONPATH=PATH); repeat to compare trees "
         "side by side (default: this one)",
+    )
+    p.add_argument(
+        "--links",
+        default="tls",
+        help="comma-separated link modes to measure each tree in: tls, insecure",
+    )
+    p.add_argument(
+        "--repeat", type=int, default=1, help="runs of every tree and mode, interleaved (medians)"
     )
 
 
@@ -313,50 +322,98 @@ def _pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) > 1 else values[0]
 
 
+LINKS = ("tls", "insecure")
+
+
 def run(args: argparse.Namespace) -> int:
     trees: list[str | None] = list(args.tree) if args.tree else [None]
-    results: dict[str, Any] = {}
-    for tree in trees:
-        label = str(Path(tree).resolve()) if tree else "this tree"
-        print(f"== {label}", flush=True)
-        results[label] = run_tree(args, tree)
-    if len(trees) > 1:
-        print("\nside by side:")
-        for label, r in results.items():
+    modes = [m.strip() for m in args.links.split(",") if m.strip()]
+    if not modes or set(modes) - set(LINKS) or args.repeat < 1:
+        print(f"--links takes {', '.join(LINKS)} (comma-separated); --repeat 1 or more")
+        return 2
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for i in range(args.repeat):
+        for tree in trees:
+            # interleaved: tls first in odd repetitions, insecure first in even ones
+            for mode in modes if i % 2 == 0 else list(reversed(modes)):
+                label = str(Path(tree).resolve()) if tree else "this tree"
+                if len(modes) > 1 or mode != "tls":
+                    label = f"{label} ({mode})"
+                print(f"== {label}, run {i + 1} of {args.repeat}", flush=True)
+                runs.setdefault(label, []).append(run_tree(args, tree, mode == "insecure"))
+    results: dict[str, Any] = {
+        label: rs[0] if len(rs) == 1 else {"median": _median_run(rs), "runs": rs}
+        for label, rs in runs.items()
+    }
+    if len(results) > 1:
+        print("\nside by side" + (" (medians):" if args.repeat > 1 else ":"))
+        for label, res in results.items():
+            r = res.get("median", res)
             latency = {k: (v["p50_ms"], v["p99_ms"]) for k, v in r["latency"].items()}
             catch_up = r.get("catch_up", {}).get("catch_up_rows_per_s", "-")
             print(
                 f"  {label}: latency p50/p99 ms {latency}; catch-up {catch_up} rows/s; "
                 f"master CPU per 1,000 readings {r['master_cpu_ms_per_1000_readings']} ms; "
+                f"agent CPU {r['agent_cpu_ms_per_1000_readings']} ms; "
                 f"master I/O per reading {r['master_io_bytes_per_reading']} bytes"
             )
-    out: dict[str, Any] = results if len(trees) > 1 else results[next(iter(results))]
+    out: dict[str, Any] = results if len(results) > 1 else results[next(iter(results))]
     print(json.dumps(out, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 
-def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
+def _median_run(runs: list[Any]) -> Any:
+    """The median of every number in ``runs`` (results of one shape), key by key."""
+    first = runs[0]
+    if isinstance(first, dict):
+        return {k: _median_run([r[k] for r in runs if k in r]) for k in first}
+    numbers = [r for r in runs if isinstance(r, int | float) and not isinstance(r, bool)]
+    return round(statistics.median(numbers), 2) if numbers else first
+
+
+def agent_cpu_s(cluster: EdgeCluster) -> float:
+    """CPU seconds of the agent and its edge processes (container, instances) so far."""
+    proc = psutil.Process(cluster.agent.pid)
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            t = p.cpu_times()
+            total += t.user + t.system
+    return total
+
+
+def run_tree(args: argparse.Namespace, tree: str | None, insecure: bool = False) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="hw-bench-edge-"))
     port, broker, kind = start_broker(tmp)
-    results: dict[str, Any] = {"rate": args.rate, "broker": kind, "latency": {}}
+    results: dict[str, Any] = {
+        "rate": args.rate,
+        "broker": kind,
+        "links": "insecure" if insecure else "tls",
+        "latency": {},
+    }
     cpu: dict[str, float] = {}
+    agent_cpu: dict[str, float] = {}
     io: dict[str, float | None] = {}
     try:
         intervals = [float(x) for x in args.intervals.split(",")]
         for n, interval in enumerate(intervals):
-            cluster = EdgeCluster(tmp / f"run-{n}", port, interval, tree)
+            cluster = EdgeCluster(tmp / f"run-{n}", port, interval, tree, insecure)
             landing = Landing(cluster.out)
             try:
                 count = int(args.rate * args.duration)
                 first = n * 10_000_000
                 cpu_before = cpu_s(cluster.master_pid)
+                agent_before = agent_cpu_s(cluster)
                 io_before = grpc_bytes(cluster.http, cluster.token)
                 publish(port, args.rate, first, count)
                 _landed(landing, count, 120)
                 cpu[f"checkpoints every {interval:g} s"] = round(
                     (cpu_s(cluster.master_pid) - cpu_before) * 1000 / count * 1000, 1
+                )
+                agent_cpu[f"checkpoints every {interval:g} s"] = round(
+                    (agent_cpu_s(cluster) - agent_before) * 1000 / count * 1000, 1
                 )
                 io_after = grpc_bytes(cluster.http, cluster.token)
                 io[f"checkpoints every {interval:g} s"] = (
@@ -395,6 +452,7 @@ def run_tree(args: argparse.Namespace, tree: str | None) -> dict[str, Any]:
     finally:
         terminate([broker], 5.0)
     results["master_cpu_ms_per_1000_readings"] = cpu
+    results["agent_cpu_ms_per_1000_readings"] = agent_cpu
     results["master_io_bytes_per_reading"] = io
     return results
 

@@ -13,6 +13,12 @@ bolt's ``executed`` (sentences) between the end of the warmup and the end of
 the run, divided by the elapsed time between the two metric reads. Latency is
 end to end, spout emit to count bolt, from samples whose receive time falls
 in the same window. No speed is asserted anywhere: this only measures.
+
+``--links tls,insecure`` runs every configuration with the cluster's links in
+each mode (mutual TLS, as ``headwater run`` does by default, or ``headwater run
+--insecure`` plaintext), the modes interleaved within each repetition: with 2 or
+more containers the stream managers' peer links carry the tuples, so the two
+give the cost of TLS on the data plane.
 """
 
 from __future__ import annotations
@@ -63,6 +69,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--configs",
         default=",".join(CONFIGS),
         help=f"comma-separated subset of {', '.join(CONFIGS)}",
+    )
+    p.add_argument(
+        "--links",
+        default="tls",
+        help="comma-separated link modes to run every configuration in: tls, insecure",
     )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results file")
 
@@ -191,7 +202,9 @@ def _containers(m: dict[str, Any], key: str) -> float:
     return sum(float(c.get(key, 0.0)) for c in m["containers"].values())
 
 
-def run_one(args: argparse.Namespace, config: str, rate_per_spout: float) -> dict[str, Any]:
+def run_one(
+    args: argparse.Namespace, config: str, rate_per_spout: float, insecure: bool = False
+) -> dict[str, Any]:
     """Start a cluster, warm up, measure for ``args.duration``, stop. Always stops."""
     mode = "atleastonce" if config.endswith("alo") else "atmostonce"
     out_dir = Path(tempfile.mkdtemp(prefix="hwb-"))
@@ -209,7 +222,13 @@ def run_one(args: argparse.Namespace, config: str, rate_per_spout: float) -> dic
         env["BENCH_LINGER_MS"] = str(args.linger_ms)
     try:
         return _run_cluster(
-            args, config, mode=mode, rate_per_spout=rate_per_spout, env=env, out_dir=out_dir
+            args,
+            config,
+            mode=mode,
+            rate_per_spout=rate_per_spout,
+            env=env,
+            out_dir=out_dir,
+            insecure=insecure,
         )
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -223,8 +242,9 @@ def _run_cluster(
     rate_per_spout: float,
     env: dict[str, str],
     out_dir: Path,
+    insecure: bool = False,
 ) -> dict[str, Any]:
-    cluster = LocalCluster(TOPOLOGY_FILE, containers=args.containers, env=env)
+    cluster = LocalCluster(TOPOLOGY_FILE, containers=args.containers, env=env, insecure=insecure)
     try:
         cluster.start()
         cluster.wait_running(timeout=60.0)
@@ -250,6 +270,7 @@ def _run_cluster(
     result: dict[str, Any] = {
         "config": config,
         "mode": mode,
+        "links": "insecure" if insecure else "tls",
         "offered_sentences_per_s": round(rate_per_spout * args.parallelism, 1) or None,
         "elapsed_s": round(elapsed, 2),
         "sentences_per_s": rate("split", "executed"),
@@ -423,61 +444,111 @@ def print_table(summary: dict[str, Any], duration: float) -> None:
     out.write("\nratios: " + ", ".join(f"{k} = {v}" for k, v in summary["ratios"].items()) + "\n")
 
 
+LINKS = ("tls", "insecure")
+
+
+def _repetition(
+    args: argparse.Namespace,
+    configs: list[str],
+    runs: list[dict[str, dict[str, Any]]],
+    i: int,
+    links: str,
+) -> dict[str, dict[str, Any]]:
+    """Every configuration once, with the links in mode ``links``."""
+    this: dict[str, dict[str, Any]] = {}
+    for config in CONFIGS:
+        if config not in configs:
+            continue
+        rate = 0.0
+        if config.startswith("fixed-"):
+            base = this.get(f"max-{config[6:]}")
+            if base is None:  # no max run in this repetition: use the median so far
+                prev = [
+                    r[f"max-{config[6:]}"]["sentences_per_s"]
+                    for r in runs
+                    if f"max-{config[6:]}" in r
+                ]
+                if not prev:
+                    sys.stderr.write(f"{config} needs max-{config[6:]}; skipped\n")
+                    continue
+                base_rate = statistics.median(prev)
+            else:
+                base_rate = base["sentences_per_s"]
+            rate = args.rate_fraction * base_rate / args.parallelism
+        sys.stderr.write(
+            f"run {i + 1}/{args.runs} {config} ({links}) "
+            f"{'max rate' if not rate else f'{rate:.0f} sentences/s/spout'} ..."
+        )
+        sys.stderr.flush()
+        r = run_one(args, config, rate, insecure=links == "insecure")
+        this[config] = r
+        sys.stderr.write(
+            f" {r['words_per_s']:,.0f} words/s, "
+            f"p50 {r['latency'].get('p50_ms')} ms, "
+            f"p99 {r['latency'].get('p99_ms')} ms\n"
+        )
+    return this
+
+
+def _tls_cost(summaries: dict[str, dict[str, Any]]) -> dict[str, float | None]:
+    """tls / insecure of the medians: throughput, latency and stream-manager CPU."""
+    out: dict[str, float | None] = {}
+    tls, plain = summaries.get("tls", {}), summaries.get("insecure", {})
+    for c in CONFIGS:
+        a, b = tls.get(c), plain.get(c)
+        if a is None or b is None:
+            continue
+        pairs = {
+            "words_per_s": (a["words_per_s"], b["words_per_s"]),
+            "words_per_s_sampled": (a["words_per_s_sampled"], b["words_per_s_sampled"]),
+            "p50_ms": (a["latency_ms"]["p50_ms"], b["latency_ms"]["p50_ms"]),
+            "p99_ms": (a["latency_ms"]["p99_ms"], b["latency_ms"]["p99_ms"]),
+            "stmgr_cpu_window_s": (
+                a["procs"].get("container (stmgr)", {}).get("cpu_window_s"),
+                b["procs"].get("container (stmgr)", {}).get("cpu_window_s"),
+            ),
+        }
+        for k, (x, y) in pairs.items():
+            out[f"{c} {k} tls/insecure"] = round(x / y, 3) if x and y else None
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     unknown = sorted(set(configs) - set(CONFIGS))
     if unknown:
         sys.stderr.write(f"unknown configs {unknown}; choose from {', '.join(CONFIGS)}\n")
         return 2
+    modes = [m.strip() for m in args.links.split(",") if m.strip()]
+    if not modes or set(modes) - set(LINKS):
+        sys.stderr.write(f"--links takes {', '.join(LINKS)} (comma-separated)\n")
+        return 2
     info = machine()
-    runs: list[dict[str, dict[str, Any]]] = []
+    by_mode: dict[str, list[dict[str, dict[str, Any]]]] = {m: [] for m in modes}
     started = time.time()
     for i in range(args.runs):
-        this: dict[str, dict[str, Any]] = {}
-        for config in CONFIGS:
-            if config not in configs:
-                continue
-            rate = 0.0
-            if config.startswith("fixed-"):
-                base = this.get(f"max-{config[6:]}")
-                if base is None:  # no max run in this repetition: use the median so far
-                    prev = [
-                        r[f"max-{config[6:]}"]["sentences_per_s"]
-                        for r in runs
-                        if f"max-{config[6:]}" in r
-                    ]
-                    if not prev:
-                        sys.stderr.write(f"{config} needs max-{config[6:]}; skipped\n")
-                        continue
-                    base_rate = statistics.median(prev)
-                else:
-                    base_rate = base["sentences_per_s"]
-                rate = args.rate_fraction * base_rate / args.parallelism
-            sys.stderr.write(
-                f"run {i + 1}/{args.runs} {config} "
-                f"{'max rate' if not rate else f'{rate:.0f} sentences/s/spout'} ..."
-            )
-            sys.stderr.flush()
-            r = run_one(args, config, rate)
-            this[config] = r
-            sys.stderr.write(
-                f" {r['words_per_s']:,.0f} words/s, "
-                f"p50 {r['latency'].get('p50_ms')} ms, "
-                f"p99 {r['latency'].get('p99_ms')} ms\n"
-            )
-        runs.append(this)
-    summary = summarize(runs)
-    print_table(summary, args.duration)
-    doc = {
+        # interleaved: the modes take turns going first
+        for links in modes if i % 2 == 0 else list(reversed(modes)):
+            by_mode[links].append(_repetition(args, configs, by_mode[links], i, links))
+    summaries = {m: summarize(rs) for m, rs in by_mode.items()}
+    for m, summary in summaries.items():
+        if len(modes) > 1:
+            sys.stdout.write(f"\n== links: {m}")
+        print_table(summary, args.duration)
+    doc: dict[str, Any] = {
         "benchmark": "wordcount",
         "command": "python -m bench wordcount " + " ".join(sys.argv[2:]),
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_s": round(time.time() - started, 1),
         "machine": info,
         "params": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "summary": summary,
-        "runs": runs,
     }
+    if len(modes) == 1:
+        doc.update(summary=summaries[modes[0]], runs=by_mode[modes[0]])
+    else:
+        cost = _tls_cost(summaries)
+        sys.stdout.write("\ncost of TLS: " + ", ".join(f"{k} = {v}" for k, v in cost.items()))
+        doc.update(summary=summaries, tls_cost=cost, runs=by_mode)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     sys.stdout.write(f"\nwrote {args.out}\n")

@@ -69,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
         "an exactly-once topology from its last checkpoint",
     )
     run.add_argument("--quiet", action="store_true", help="no periodic status lines")
+    run.add_argument(
+        "--insecure",
+        action="store_true",
+        help="development only: plaintext links between its processes and an API without tokens",
+    )
     run.set_defaults(func=_cmd_run)
 
     master_help = (
@@ -329,8 +334,14 @@ def _positive_float(text: str) -> float:
 def _cmd_run(args: argparse.Namespace) -> int:
     from headwater.cloud.local import LocalCluster
 
+    if args.insecure:
+        _warn_insecure("run")
     cluster = LocalCluster(
-        args.file, containers=args.containers, topology=args.topology, workdir=args.workdir
+        args.file,
+        containers=args.containers,
+        topology=args.topology,
+        workdir=args.workdir,
+        insecure=args.insecure,
     )
     return _run_cluster(cluster, args.duration, args.quiet)
 

@@ -61,6 +61,7 @@ class LocalCluster:
         workdir: str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
         crash_loop: CrashLoopPolicy = DEFAULT_POLICY,
+        insecure: bool = False,
     ) -> None:
         if containers < 1:
             raise ClusterError(f"--containers must be 1 or more, got {containers}")
@@ -82,6 +83,8 @@ class LocalCluster:
             self.workdir / "tmaster-state" / "topology.json", self.topology, self.plan
         )
         self.env = dict(env or {})
+        # development only: plaintext gRPC links and a topology master API without tokens
+        self.insecure = insecure
         self.tmaster: subprocess.Popen[bytes] | None = None
         self.container_procs: dict[int, subprocess.Popen[bytes]] = {}
         self.grpc_address = ""
@@ -106,12 +109,19 @@ class LocalCluster:
         self.token = TokenStore(tokens).create("operator", description="headwater run")
         # and credentials for this run only: a throwaway CA and one certificate its topology
         # master and containers all speak with (mutual TLS on every link, as in a cluster)
-        ClusterCA.create().issue(Identity("local", "run"), days=3650).save(self.tls_dir)
+        if not self.insecure:
+            ClusterCA.create().issue(Identity("local", "run"), days=3650).save(self.tls_dir)
         self._start_tmaster(timeout)
         for c in range(self.containers):
             self._start_container(c)
         self._write_record()
         return self
+
+    def _links(self) -> list[str]:
+        """The topology master's credentials: tokens and TLS, or ``--insecure`` (neither)."""
+        if self.insecure:
+            return ["--insecure"]
+        return ["--tokens", str(self.workdir / "tokens.json"), "--tls-dir", str(self.tls_dir)]
 
     def _start_tmaster(self, timeout: float = 30.0) -> None:
         """Start (or restart, on the same ports and state) the topology master."""
@@ -128,10 +138,7 @@ class LocalCluster:
             str(ready),
             "--state-dir",
             str(self.workdir / "tmaster-state"),
-            "--tokens",
-            str(self.workdir / "tokens.json"),
-            "--tls-dir",
-            str(self.tls_dir),
+            *self._links(),
         ]
         if self.grpc_address:  # a restart keeps the addresses the containers know
             args += [
@@ -172,8 +179,7 @@ class LocalCluster:
             str(self.workdir),
             "--state-dir",
             str(self.workdir / "state" / f"container-{c}"),
-            "--tls-dir",
-            str(self.tls_dir),
+            *(["--insecure"] if self.insecure else ["--tls-dir", str(self.tls_dir)]),
         ]
         if self.topology_name:
             args += ["--topology", self.topology_name]

@@ -180,3 +180,41 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
     _, alive = psutil.wait_procs(everyone, timeout=5)
     assert not alive, f"left behind: {[p.pid for p in alive]}"
     assert _record() is None  # the status record is removed with the cluster
+
+
+def test_run_insecure_warns_and_runs_in_plaintext(out_dir: Path, tmp_path: Path) -> None:
+    workdir = tmp_path / "run"
+    args = [str(WORDCOUNT), "--containers", "2", "--duration", "15", "--insecure", "--quiet"]
+    proc = _start([*args, "--workdir", str(workdir)], {"WORDCOUNT_OUTPUT": str(out_dir)})
+    try:
+        record = wait_for(_record, 30, "the run to record its topology master")
+        # development only: its topology master's API asks for no token
+        url = f"{record['http']}/api/v1/topologies/wordcount/metrics"
+
+        def connected() -> bool:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                tasks = json.loads(r.read())["tasks"]
+            return len(tasks) == 6 and all(m.get("connected") == 1.0 for m in tasks.values())
+
+        wait_for(connected, 30, "every instance to connect over plaintext links")
+        children = psutil.Process(proc.pid).children(recursive=True)
+        daemons = [
+            p
+            for p in children
+            if {"headwater.cloud.tmaster", "headwater.common.runtime.container"} & set(p.cmdline())
+        ]
+        assert len(daemons) == 3  # the topology master and two containers
+        assert all("--insecure" in p.cmdline() for p in daemons)
+        assert not any("--tls-dir" in p.cmdline() for p in daemons)
+        expected = runpy.run_path(str(WORDCOUNT))["expected_counts"]()
+        wait_for(lambda: _counts(out_dir) == Counter(expected), 30, "the exact word counts")
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out
+    assert "headwater run: WARNING: --insecure: its links are plaintext" in out
+    assert "stopped" in out
+    assert not (workdir / "tls").exists()  # no credentials were made
+    assert _counts(out_dir) == Counter(expected)
