@@ -3,8 +3,9 @@
 A node enrols once with a join token (``Enrolment.join``): the token's role
 and the node's id go into the certificate the cluster CA signs. An id is
 enrolled once: a second node asking for it is refused until the first is
-forgotten (``headwater nodes --forget``, offline nodes only) — so no one
-takes over a worker's id. A node renews its own certificate over its mutual
+online: no one takes over a live node's id. An offline node's id may enrol
+again (a gateway whose disk was replaced comes back under its id); revoke
+the old one first if its disk was stolen. A node renews its own certificate over its mutual
 TLS link (``renew``). A revoked node (``headwater nodes --revoke``) is cut
 off: its link and calls are refused from then on, and every worker is told
 so that their stream managers refuse it too. All of it is kept in the
@@ -17,6 +18,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,13 @@ class EnrolmentRefused(HeadwaterError):
 
 
 class Enrolment:
-    def __init__(self, folder: str | Path, tokens: TokenStore) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        tokens: TokenStore,
+        online: Callable[[str], bool] = lambda node_id: False,
+    ) -> None:
+        self.online = online  # whether a node of this id is attached now
         self.folder = Path(folder)
         self.ca = ClusterCA.open(self.folder)
         self.tokens = tokens
@@ -77,13 +85,14 @@ class Enrolment:
                 raise EnrolmentRefused(
                     grpc.StatusCode.PERMISSION_DENIED, f"node {node_id!r} is revoked"
                 )
-            if node_id in self.enrolled:
+            if node_id in self.enrolled and self.online(node_id):
                 raise EnrolmentRefused(
                     grpc.StatusCode.ALREADY_EXISTS,
-                    f"node id {node_id!r} is enrolled already (its certificate is in its "
-                    "workdir's tls/ folder); give this node another --id, or forget the old one "
-                    f"first (`headwater nodes --forget {node_id}` once it is offline)",
+                    f"node id {node_id!r} is enrolled already and online; give this node "
+                    "another --id (a node enrols again under its id only while it is offline)",
                 )
+            if node_id in self.enrolled:
+                log.warning("node %s enrols again (it was offline)", node_id)
             cert = self._sign(csr, Identity(record.role, node_id))
             self.enrolled[node_id] = {"role": record.role, "at": time.time(), "token": record.id}
             self._write(NODES_FILE, self.enrolled)

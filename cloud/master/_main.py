@@ -65,6 +65,8 @@ async def serve(
     master = Master(state_dir, grpc_address=f"{host}:{bound}")
     master.traffic = traffic
     master.enrolment = enrolment
+    if enrolment is not None:
+        enrolment.online = master.online
     add_services(server, master, transport)
     await server.start()
     if enrolment is not None:  # the join port: TLS without a client certificate, Join only

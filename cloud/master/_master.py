@@ -643,6 +643,10 @@ class Master:
         for other in self._workers():
             self._send(other, self._revoked_command())
 
+    def online(self, node_id: str) -> bool:
+        record = self.nodes.get(node_id)
+        return record is not None and bool(record.view()["online"])
+
     def packages_of(self, node_id: str) -> set[str]:
         """The packages the master gave ``node_id`` to run (all it may fetch)."""
         out: set[str] = set()

@@ -121,10 +121,10 @@ def test_a_certificate_speaks_for_its_own_node_only(daemons: Daemons) -> None:
     # as itself it attaches (and is given nothing)
     node_ids = [n["id"] for n in daemons.api("/api/v1/nodes")]
     assert node_ids == ["w1"]
-    # a worker's id cannot be taken by enrolling again under it
+    # a live worker's id cannot be taken by enrolling again under it
     token = JoinToken.parse(daemons.join_token("worker"))
     host = daemons.grpc.rpartition(":")[0]
-    with pytest.raises(HeadwaterError, match="enrolled already"):
+    with pytest.raises(HeadwaterError, match="enrolled already and online"):
         asyncio.run(join(host, token, "w1"))
 
 
