@@ -68,6 +68,9 @@ async def serve(
     if enrolment is not None:
         enrolment.online = master.online
     add_services(server, master, transport)
+    # every deployment back before any node is heard: a node attaching to a master that
+    # has not resumed yet would be told to stop what it runs
+    await master.resume()
     await server.start()
     if enrolment is not None:  # the join port: TLS without a client certificate, Join only
         joins = grpc.aio.server()
@@ -78,7 +81,6 @@ async def serve(
         )
         master.ca_fingerprint = enrolment.ca.fingerprint
         await joins.start()
-    await master.resume()
     if insecure:
         log.warning(INSECURE_WARNING)
     tls = None
