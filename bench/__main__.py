@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from bench import (
+    compose,
+    console,
     dsl_fusion,
     edge,
     edits,
@@ -20,6 +22,10 @@ from bench import (
     peers,
     profile,
     relay,
+    spark_latency,
+    spark_rollout,
+    spark_rollup,
+    spark_train,
     wordcount,
 )
 
@@ -32,6 +38,8 @@ class Workload:
 
 
 MODULES: dict[str, ModuleType] = {
+    "compose": compose,
+    "console": console,
     "dsl-fusion": dsl_fusion,
     "edge": edge,
     "edits": edits,
@@ -40,6 +48,10 @@ MODULES: dict[str, ModuleType] = {
     "peers": peers,
     "profile": profile,
     "relay": relay,
+    "spark-latency": spark_latency,
+    "spark-rollout": spark_rollout,
+    "spark-rollup": spark_rollup,
+    "spark-train": spark_train,
     "wordcount": wordcount,
 }
 WORKLOADS: dict[str, Workload] = {

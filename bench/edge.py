@@ -157,16 +157,20 @@ def _tree_env(tree: str | None) -> dict[str, str]:
     return {"PYTHONPATH": str(Path(tree).resolve())} if tree else {}
 
 
+def _cli_text(tree: str | None) -> str:
+    """The tree's command line, all of its modules."""
+    folder = Path(tree or Path(__file__).resolve().parent.parent) / "headwater"
+    return "".join(p.read_text() for p in sorted(folder.glob("_*cli.py")))
+
+
 def _has_enrolment(tree: str | None) -> bool:
     """Whether the tree's nodes enrol with ``--join`` (mutual TLS on every link)."""
-    cli = Path(tree or Path(__file__).resolve().parent.parent) / "headwater" / "_cli.py"
-    return "--join" in cli.read_text()
+    return "--join" in _cli_text(tree)
 
 
 def _has_ingress_proxy(tree: str | None) -> bool:
     """Whether the tree's agent takes ``--ingress-proxy`` (its uplink goes to the workers)."""
-    cli = Path(tree or Path(__file__).resolve().parent.parent) / "headwater" / "_cli.py"
-    return "--ingress-proxy" in cli.read_text()
+    return "--ingress-proxy" in _cli_text(tree)
 
 
 class EdgeCluster:

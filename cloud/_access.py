@@ -5,10 +5,13 @@ request carries ``Authorization: Bearer ID.SECRET`` (a token of
 ``common/security/_tokens.py``); the roles are ordered, each may do what the
 ones before it may:
 
-- ``viewer``: every read (GET), tokens excepted;
+- ``viewer``: every read (GET), tokens excepted, ``/metrics`` included;
 - ``operator``: activate, deactivate, live edits (attach, replace, remove,
-  rollback);
-- ``admin``: submit, kill, forget a node, tokens.
+  rollback), model rollouts and rollbacks, and container logs (a log holds
+  whatever user code prints: records, paths, a careless secret; a viewer sees
+  the curated views only);
+- ``admin``: submit, kill, forget a node, tokens, model uploads (a model is
+  code-like data that reaches the edge).
 
 ``ACCESS`` is the whole policy. A route missing from it is refused (deny by
 default; ``tests/cloud/test_rest_auth.py`` checks that every route the apps
@@ -34,6 +37,10 @@ _TOPOLOGY = "/api/v1/topologies/{name}"
 
 ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/api/v1/openapi.json"): PUBLIC,
+    ("GET", "/"): PUBLIC,  # the web console's page and files (its data needs a token)
+    ("GET", "/console/{file}"): PUBLIC,
+    ("GET", "/api/v1/whoami"): "viewer",
+    ("GET", "/api/v1/events"): "viewer",
     ("GET", "/api/v1/topologies"): "viewer",
     ("GET", _TOPOLOGY): "viewer",
     ("GET", f"{_TOPOLOGY}/metrics"): "viewer",
@@ -43,9 +50,20 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", f"{_TOPOLOGY}/revisions"): "viewer",
     ("GET", "/api/v1/nodes"): "viewer",
     ("GET", "/api/v1/traffic"): "viewer",
+    ("GET", "/metrics"): "viewer",  # Prometheus: scrape with a viewer's bearer token
     ("POST", f"{_TOPOLOGY}/activate"): "operator",
     ("POST", f"{_TOPOLOGY}/deactivate"): "operator",
     ("POST", f"{_TOPOLOGY}/revisions"): "operator",
+    ("GET", f"{_TOPOLOGY}/logs"): "operator",
+    ("GET", f"{_TOPOLOGY}/containers/{{container}}/logs"): "operator",
+    ("GET", "/api/v1/nodes/{id}/logs"): "operator",
+    ("GET", "/api/v1/models"): "viewer",
+    ("GET", "/api/v1/models/{name}"): "viewer",
+    ("GET", "/api/v1/models/{name}/{version}"): "viewer",
+    ("GET", "/api/v1/models/{name}/rollouts"): "viewer",
+    ("POST", "/api/v1/models/{name}/rollouts"): "operator",
+    ("POST", "/api/v1/models/{name}/rollback"): "operator",
+    ("POST", "/api/v1/models/{name}"): "admin",
     ("POST", "/api/v1/topologies"): "admin",
     ("DELETE", _TOPOLOGY): "admin",
     ("DELETE", "/api/v1/nodes/{id}"): "admin",

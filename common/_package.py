@@ -24,6 +24,7 @@ import os
 import re
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
 from ._exceptions import PackageMismatchError, PackageRefusedError, TopologyLoadError
@@ -142,22 +143,37 @@ def build_package(topology_file: str | os.PathLike[str]) -> tuple[bytes, str]:
     if not file.is_file():
         raise TopologyLoadError(f"no topology file at {str(topology_file)!r}: check the path")
     root = file.parent
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(root.rglob("*.py")):
-            rel = path.relative_to(root)
-            if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
-                continue
-            info = zipfile.ZipInfo(rel.as_posix(), date_time=_EPOCH)
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
-    data = buf.getvalue()
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if any(part.startswith(".") or part == "__pycache__" for part in rel.parts):
+            continue
+        files[rel.as_posix()] = path.read_bytes()
+    data = zip_package(files)
     if len(data) > MAX_PACKAGE_BYTES:
         raise TopologyLoadError(
             f"the package of {file.name} is {len(data) >> 20} MiB; keep data files out of the "
             "topology's folder (the limit is 64 MiB)"
         )
     return data, file.name
+
+
+def zip_package(files: Mapping[str, bytes]) -> bytes:
+    """``files`` (name -> bytes) as a package: deterministic, sorted by name, with fixed
+    timestamps and modes, so that the same files give the same bytes and hash."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files):
+            info = zipfile.ZipInfo(name, date_time=_EPOCH)
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, files[name], zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
+
+
+def package_files(data: bytes) -> dict[str, bytes]:
+    """A checked package's files (name -> bytes), folders left out."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        return {i.filename: zf.read(i) for i in zf.infolist() if not i.filename.endswith("/")}
 
 
 def package_hash(data: bytes) -> str:

@@ -18,7 +18,9 @@ order (the newest revision; one that was offline gets it on re-attaching).
 The agent loads the revision's edge subgraph for its labels and, if it
 differs from the one running, has its topology master switch to it at a
 checkpoint barrier, exactly as the cloud does; it reports the revision its
-subgraph runs in its status (``revision:TOPOLOGY``).
+subgraph runs in its status (``revision:TOPOLOGY``), beside its edge
+domains' checkpoints (``checkpoint:TOPOLOGY:FIELD``, for the master's
+``/metrics``).
 
 The agent keeps its orders on its own disk (``_orders.py``) and on start
 resumes the edge subgraphs it was ordered to run from there, before it
@@ -45,6 +47,7 @@ from headwater.common._ids import name_problem
 from headwater.common._package import digest_problem, entry_problem, verify_package
 from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
+from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.control._revisions import RevisionRecord, diff, without
 from headwater.common.node import Node
 from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
@@ -52,6 +55,7 @@ from headwater.common.security import TRUSTED, Identity, JoinToken, has_credenti
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
+from ._component_status import component_metrics
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, PROXY_ENV, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource, describe_write_error
 from ._orders import OrderBook
@@ -108,6 +112,9 @@ class Agent(Node):
         self.revise_orders: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
         self.holding: set[str] = set()  # edge subgraphs paused until their switch
         self.revised: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
+        # topology -> the newest revision that left this agent's subgraph as it was: the agent
+        # runs that revision's edge part without switching (reported as its revision)
+        self.unchanged_by: dict[str, int] = {}
         self.book = OrderBook(self.workdir / "orders.json")
         # kept orders whose package is not on disk: kept until the master sends them again
         self.unresumed: dict[tuple[str, int], pb.RunContainer] = {}
@@ -354,6 +361,7 @@ class Agent(Node):
             log.info(
                 "revision %d of %r leaves this agent's subgraph as it is", order.revision, topology
             )
+            self.unchanged_by[topology] = order.revision
             return
         record = RevisionRecord(
             order.revision,
@@ -421,6 +429,7 @@ class Agent(Node):
         self.states.pop(topology, None)
         self.revise_orders.pop(topology, None)
         self.revised.pop(topology, None)
+        self.unchanged_by.pop(topology, None)
         for key in [k for k in self.unresumed if k[0] == topology]:
             del self.unresumed[key]
         self.disk_backlog.pop(topology, None)
@@ -521,7 +530,11 @@ class Agent(Node):
                     )
                 )
         for name, tm in list(self.tms.items()):
-            s.metrics[f"revision:{name}"] = float(tm.current)
+            s.metrics[f"revision:{name}"] = float(max(tm.current, self.unchanged_by.get(name, 0)))
+            s.metrics.update(component_metrics(name, tm, self.labels))
+            figures = CheckpointFigures.of(tm)  # the edge domain's, for the master's /metrics
+            if figures is not None:
+                s.metrics.update(figures.metrics(name))
             if tm.catalogue.error:  # checkpoints cannot be completed (a full disk)
                 self.health.set(f"checkpoints:{name}", FAILED, tm.catalogue.error)
             else:

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from headwater._master_client import Client, add_client_options
+from headwater.common._exceptions import HeadwaterError
 
 WAIT_S = 120.0
 
@@ -45,27 +46,42 @@ def add_parsers(sub: Any, master_help: str) -> None:
         ),
     ):
         p = sub.add_parser(action, help=help_)
-        p.add_argument("topology")
-        p.add_argument("file", help=file_help)
+        p.add_argument("topology", help="the running topology's name")
+        if action == "replace":
+            p.add_argument("file", nargs="?", default=None, help=f"{file_help} (or --parallelism)")
+            p.add_argument(
+                "--parallelism",
+                action="append",
+                default=[],
+                type=_scale,
+                metavar="COMPONENT=N",
+                help="run the current code with N instances of COMPONENT (repeatable; no file)",
+            )
+        else:
+            p.add_argument("file", help=file_help)
         p.add_argument("--components", default="", metavar="A,B", help=names_help)
         common(p)
         p.set_defaults(func=_cmd_edit, action=action)
 
     remove = sub.add_parser("remove", help="drain and stop components of a running topology")
-    remove.add_argument("topology")
-    remove.add_argument("components", nargs="+", metavar="COMPONENT")
+    remove.add_argument("topology", help="the running topology's name")
+    remove.add_argument(
+        "components", nargs="+", metavar="COMPONENT", help="the components to drain and stop"
+    )
     remove.add_argument("--file", default=None, help="the topology file without them (optional)")
     common(remove)
     remove.set_defaults(func=_cmd_edit, action="remove")
 
     rollback = sub.add_parser("rollback", help="run an earlier revision's code again, live")
-    rollback.add_argument("topology")
-    rollback.add_argument("to", type=int, metavar="REV")
+    rollback.add_argument("topology", help="the running topology's name")
+    rollback.add_argument(
+        "to", type=int, metavar="REV", help="an applied revision whose code to run again"
+    )
     common(rollback)
     rollback.set_defaults(func=_cmd_edit, action="rollback")
 
     revisions = sub.add_parser("revisions", help="list a topology's revisions")
-    revisions.add_argument("topology")
+    revisions.add_argument("topology", help="the running topology's name")
     revisions.add_argument("--json", action="store_true", help="print the raw JSON")
     add_client_options(revisions, master_help)
     revisions.set_defaults(func=_cmd_revisions)
@@ -78,8 +94,16 @@ def _cmd_edit(args: argparse.Namespace) -> int:
     query: dict[str, Any] = {"action": args.action, "base": args.base, "author": args.author}
     data = b""
     file = getattr(args, "file", None)
+    scale = dict(getattr(args, "parallelism", []))
+    if args.action == "replace" and bool(file) == bool(scale):
+        raise HeadwaterError(
+            "replace takes the topology file with the new code, or --parallelism COMPONENT=N "
+            "to run the current code at another parallelism (not both)"
+        )
     if file:
         data, query["entry"] = build_package(file)
+    if scale:
+        query["parallelism"] = ",".join(f"{name}:{n}" for name, n in scale.items())
     names = getattr(args, "components", "")
     if isinstance(names, str):
         names = names.split(",")
@@ -106,6 +130,13 @@ def _cmd_edit(args: argparse.Namespace) -> int:
             return 1
     print(f"revision {rev} is still being applied after {WAIT_S:.0f}s; see `headwater revisions`")
     return 1
+
+
+def _scale(text: str) -> tuple[str, int]:
+    name, sep, n = text.partition("=")
+    if not sep or not name or not n.isdigit() or int(n) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not COMPONENT=N with N 1 or more")
+    return name, int(n)
 
 
 def _describe(diff: dict[str, list[str]]) -> str:

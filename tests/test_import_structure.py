@@ -34,7 +34,8 @@ below; wire is the floor everything may stand on):
 3. ``runtime``: ``common/runtime``, ``common/state``, ``common/connectors``.
 4. ``control``: ``common/control``.
 5. ``daemons``: ``cloud/``, ``edge/``, ``common/node`` (the node daemon
-   shared by the cloud worker and the edge agent), ``headwater/_cli*``,
+   shared by the cloud worker and the edge agent), ``common/console`` (the web
+   console the master and the agents serve), ``headwater/_cli*``,
    ``headwater/_demo``, ``headwater/__main__``.
 
 And ``edge`` and ``cloud`` never import each other. Every violation is
@@ -60,9 +61,18 @@ _PREFIXES: dict[str, str] = {
     "headwater": "api",
     "headwater.__main__": "daemons",
     "headwater._cli": "daemons",
+    "headwater._run_cli": "daemons",
+    "headwater._daemon_cli": "daemons",
+    "headwater._cluster_cli": "daemons",
     "headwater._edits_cli": "daemons",
+    "headwater._train_cli": "daemons",
+    "headwater._spark_cli": "daemons",
+    "headwater._models_cli": "daemons",
+    "headwater._docker_cli": "daemons",
+    "headwater._read_cli": "daemons",
     "headwater._demo": "daemons",
     "headwater.placement": "api",
+    "headwater.connectors": "runtime",  # re-exports common/connectors (sinks run in the runtime)
     "headwater.dsl": "api",
     "headwater.heronpy": "api",
     "headwater.testing": "runtime",  # the in-memory test kit: the runtime's parts, one process
@@ -77,6 +87,7 @@ _PREFIXES: dict[str, str] = {
     "headwater.common.connectors": "runtime",
     "headwater.common.control": "control",
     "headwater.common.node": "daemons",
+    "headwater.common.console": "daemons",
     "headwater.cloud": "daemons",
     "headwater.edge": "daemons",
 }

@@ -42,6 +42,11 @@ def test_wheel_holds_only_the_headwater_namespace(tmp_path: Path) -> None:
         "headwater/_demo/broker.py",
         "headwater/py.typed",
         "headwater/common/py.typed",
+        "headwater/cloud/console/_routes.py",
+        "headwater/common/console/static/index.html",  # the console's files ship too
+        "headwater/common/console/static/console.css",
+        "headwater/common/console/static/main.js",
+        "headwater/common/console/static/dag.js",
     ):
         assert module in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))

@@ -62,6 +62,7 @@ class LocalCluster:
         env: dict[str, str] | None = None,
         crash_loop: CrashLoopPolicy = DEFAULT_POLICY,
         insecure: bool = False,
+        keep_logs: bool = False,
     ) -> None:
         if containers < 1:
             raise ClusterError(f"--containers must be 1 or more, got {containers}")
@@ -75,6 +76,8 @@ class LocalCluster:
         self.plan: PhysicalPlan = pack_round_robin(self.topology, containers)
         self.containers = containers
         self._own_workdir = workdir is None
+        # a temporary work directory is deleted at stop(), its ``*.log`` files kept if asked
+        self.keep_logs = keep_logs
         # short path: Unix socket paths must stay under 108 bytes
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="hw-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -299,7 +302,16 @@ class LocalCluster:
                 record.unlink(missing_ok=True)
         keep = self.failed or os.environ.get("HEADWATER_KEEP_WORKDIR")
         if self._own_workdir and not keep:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            if self.keep_logs:
+                _delete_all_but_logs(self.workdir)
+            else:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    @property
+    def logs_kept(self) -> bool:
+        """Whether the work directory's logs outlive ``stop()``."""
+        keep = self.failed or bool(os.environ.get("HEADWATER_KEEP_WORKDIR"))
+        return not self._own_workdir or keep or self.keep_logs
 
     def __enter__(self) -> LocalCluster:
         return self.start()
@@ -392,3 +404,12 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def _delete_all_but_logs(workdir: Path) -> None:
+    """Delete a finished run's state, sockets, credentials and tokens; keep its ``*.log``."""
+    for path in workdir.iterdir():
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.suffix != ".log":
+            path.unlink(missing_ok=True)

@@ -6,7 +6,8 @@ fetches only the packages of what the master gave it; an agent locates only
 the receivers of topologies whose edge subgraph it runs; a revoked node is
 refused everything. The topology masters' service (``TopologyDispatch``)
 is authorised here too: a worker speaks only for the containers the master
-gave it.
+gave it. A worker returns logs (``ReturnLogs``) only for a container the
+master gave it and only to a request the master made of that very worker.
 """
 
 from __future__ import annotations
@@ -79,6 +80,28 @@ class Gate:
                 return None
         return f"{identity} does not run {topology!r} container {container}"
 
+    def logs(self, context: Any, reply: pb.LogsReply) -> tuple[grpc.StatusCode, str] | None:
+        """Why the caller may not return ``reply`` (a status and a reason), or None; the
+        answer is taken when it may."""
+        identity = self.caller(context)
+        if identity is None:
+            return grpc.StatusCode.UNAUTHENTICATED, self._unknown(context)
+        if identity != TRUSTED:
+            if identity.role != "worker" or identity.name != reply.node_id:
+                return (
+                    grpc.StatusCode.PERMISSION_DENIED,
+                    f"{identity} cannot speak for {reply.node_id!r}",
+                )
+            refused = self.container(context, reply.topology, reply.container)
+            if refused is not None:
+                return grpc.StatusCode.PERMISSION_DENIED, refused
+        # under --insecure (TRUSTED) the reply's own node id stands for the caller
+        caller = reply.node_id if identity == TRUSTED else identity.name
+        problem = self.master.node_logs.answer(caller, reply)
+        if problem is not None:
+            return grpc.StatusCode.FAILED_PRECONDITION, problem
+        return None
+
 
 class ClusterService(pb_grpc.ClusterServicer):
     def __init__(self, master: Master, gate: Gate) -> None:
@@ -134,6 +157,12 @@ class ClusterService(pb_grpc.ClusterServicer):
         except PackageMismatchError as exc:
             await context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
         raise AssertionError("unreachable")
+
+    async def ReturnLogs(self, request: pb.LogsReply, context: Any) -> pb.Empty:
+        refused = self.gate.logs(context, request)
+        if refused is not None:
+            await context.abort(*refused)
+        return pb.Empty()
 
     async def Renew(self, request: pb.RenewRequest, context: Any) -> pb.Enrolled:
         identity = self.gate.caller(context)

@@ -4,18 +4,37 @@ POST   /api/v1/topologies?entry=FILE&containers=N   submit a package (zip body)
 DELETE /api/v1/topologies/NAME                      kill a topology
 POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&base=REV
        [&entry=FILE][&components=A,B][&author=WHO][&to=REV]   edit it live (zip body or none)
+       [&parallelism=A:N,B:M]                       (a replace without a body: the running
+                                                    code at that parallelism)
 GET    /api/v1/nodes                                workers and agents, online or not
 DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
 POST   /api/v1/nodes/ID/revoke                      cut a node off (its certificate is refused)
+GET    /api/v1/topologies/NAME/logs?tail=N          its containers' logs (either scheduler)
+GET    /api/v1/topologies/NAME/containers/C/logs?tail=N   one container's log
+GET    /api/v1/nodes/ID/logs?tail=N                 a Docker-scheduled node's log
 GET    /api/v1/traffic                              bytes the master's gRPC server took and gave
 POST   /api/v1/tokens                               create a token: {"role", "ttl", "description"}
 GET    /api/v1/tokens                               every token, without its secret
 DELETE /api/v1/tokens/ID                            revoke a token
+POST   /api/v1/models/NAME                          upload a model artifact: the next version
+GET    /api/v1/models                               every model with its latest version
+GET    /api/v1/models/NAME                          its versions and where they run
+GET    /api/v1/models/NAME/VERSION[?artifact=1]     a version's metadata (or its bytes)
+POST   /api/v1/models/NAME/rollouts                 roll a version out: {"version", "topology",
+                                                    "component", "canary", "watch_s",
+                                                    "max_anomaly_rate", "max_errors"}
+GET    /api/v1/models/NAME/rollouts                 its rollouts, each step with its time
+POST   /api/v1/models/NAME/rollback                 back to the version before: {"topology",
+                                                    "component"}
 GET    /api/v1/openapi.json                         all of this as an OpenAPI 3 document
+GET    /metrics                                     the cluster in the Prometheus text format
+                                                    (``_prometheus.py``)
+GET    /  /console/FILE  /api/v1/whoami  /api/v1/events   the web console (cloud/console/):
+                                                    its page and files need no token
 
-Every request but the last needs a token (``Authorization: Bearer TOKEN``) of
-a role high enough for it: the table is ``cloud/_access.py``; a master run
-``--insecure`` asks for none.
+Every request but the OpenAPI document and the console's page and files needs a token
+(``Authorization: Bearer TOKEN``) of a role high enough for it: the table is
+``cloud/_access.py``; a master run ``--insecure`` asks for none.
 
 Every refusal is a 4xx with a JSON body ``{"error": REASON}``: a malformed
 request or package is a 400, a package over a bound a 413 (the bounds are in
@@ -24,7 +43,11 @@ common/_package.py and ``MAX_CONTAINERS``).
 
 from __future__ import annotations
 
+import asyncio
+import re
 from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
 
 from aiohttp import web
 
@@ -34,11 +57,19 @@ from headwater.common.control._revisions import EditError, StaleRevisionError
 from headwater.common.security import JOIN_ROLES, JoinToken, parse_ttl
 
 from .._access import require_tokens
-from ..tmaster._http import add_topology_routes
+from ..console import add_console_routes
+from ..tmaster._http import add_metrics_route, add_topology_routes
 from ._master import Master, topology_name_problem
+from ._models import MAX_MODEL_BYTES, ModelRefusedError, UnknownModelError
 from ._openapi import openapi
+from ._prometheus import master_exposition
+from ._rollout import RolloutError
+from ._scheduler import LogsError
+from ._topology_view import edge_view
 
 MAX_UPLOAD = MAX_PACKAGE_BYTES
+_VERSION = re.compile(r"[1-9][0-9]{0,8}")
+"""A model version in a path: 1 to 999999999, ASCII digits only."""
 MAX_TOKEN_TTL_S = 3650 * 86400.0
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -58,10 +89,34 @@ async def _json_errors(request: web.Request, handler: _Handler) -> web.StreamRes
         return _error(exc.status, exc.text or exc.reason)
 
 
+async def _json_body(request: web.Request) -> Any:
+    """The request's JSON body; ValueError for one that is not JSON (not UTF-8, malformed, or
+    nested so deep that decoding it would exhaust the stack)."""
+    try:
+        return await request.json()
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+
+
 def _refused(exc: HeadwaterError) -> web.Response:
     """A refused submission: 413 for a package over a bound, else 400."""
     too_large = isinstance(exc, PackageRefusedError) and exc.too_large
     return _error(413 if too_large else 400, str(exc))
+
+
+def _parallelism(text: str) -> dict[str, int] | None:
+    """``?parallelism=A:2,B:3`` as {component: instances}; a 400 for anything else."""
+    if not text:
+        return None
+    out: dict[str, int] = {}
+    for pair in text.split(","):
+        name, sep, n = pair.partition(":")
+        if not sep or not name or not n.isascii() or not n.isdigit() or len(n) > 6:
+            raise web.HTTPBadRequest(
+                text=f"parallelism {pair[:40]!r}: give COMPONENT:N pairs, e.g. count:4,split:2"
+            )
+        out[name] = int(n)
+    return out
 
 
 def make_app(master: Master, insecure: bool = False) -> web.Application:
@@ -75,6 +130,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
         lambda: list(master.tms.values()),
         master.set_state,
         master.agent_revisions,
+        partial(edge_view, master),
     )
 
     async def submit(request: web.Request) -> web.Response:
@@ -109,6 +165,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
             raise web.HTTPBadRequest(text="base and to must be revision numbers") from None
         action = q.get("action", "")
         components = [c for c in q.get("components", "").split(",") if c]
+        parallelism = _parallelism(q.get("parallelism", ""))
         data = await request.read()
         try:
             record = await master.edit(
@@ -120,6 +177,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
                 components,
                 q.get("author", ""),
                 to,
+                parallelism,
             )
         except StaleRevisionError as exc:
             return web.json_response({"error": str(exc), "current": exc.current}, status=409)
@@ -172,6 +230,9 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     app.router.add_delete("/api/v1/nodes/{id}", forget)
     app.router.add_post("/api/v1/nodes/{id}/revoke", revoke)
     _add_token_routes(app, master)
+    _add_log_routes(app, master)
+    _add_model_routes(app, master)
+    add_metrics_route(app, master_exposition(master))
 
     async def document(request: web.Request) -> web.Response:
         from headwater import __version__
@@ -179,13 +240,14 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
         return web.json_response(openapi(__version__))
 
     app.router.add_get("/api/v1/openapi.json", document)
+    add_console_routes(app, master, insecure)
     return app
 
 
 def _add_token_routes(app: web.Application, master: Master) -> None:
     async def create(request: web.Request) -> web.Response:
         try:
-            body = await request.json()
+            body = await _json_body(request)
         except ValueError:
             return _error(400, 'send JSON: {"role": ROLE, "ttl": "1h", "description": TEXT}')
         if not isinstance(body, dict):
@@ -231,3 +293,184 @@ def _add_token_routes(app: web.Application, master: Master) -> None:
     app.router.add_post("/api/v1/tokens", create)
     app.router.add_get("/api/v1/tokens", listing)
     app.router.add_delete("/api/v1/tokens/{id}", revoke)
+
+
+def _add_log_routes(app: web.Application, master: Master) -> None:
+    """Container logs, as the scheduler reads them: the Docker scheduler through the Docker
+    API, the worker scheduler by asking the worker that runs the container."""
+    from ._docker import tail_lines
+
+    async def answer(request: web.Request, name: str, containers: list[int] | None) -> Any:
+        try:
+            tail = tail_lines(request.query.get("tail"))
+        except ValueError as exc:
+            return _error(400, str(exc))
+        dep = master.deployments.get(name)
+        if dep is None:
+            known = ", ".join(sorted(master.deployments)) or "none"
+            return _error(404, f"no topology named {name!r} (running: {known})")
+        if containers is not None and not all(0 <= c < dep.containers for c in containers):
+            return _error(
+                404,
+                f"topology {name!r} has containers 0 to {dep.containers - 1}, not {containers[0]}",
+            )
+        try:
+            views = await asyncio.gather(
+                *(
+                    master.scheduler.logs(dep, c, tail)
+                    for c in (containers if containers is not None else range(dep.containers))
+                )
+            )
+        except LogsError as exc:
+            return _error(exc.status, str(exc))
+        return web.json_response(views if containers is None else views[0])
+
+    async def of_topology(request: web.Request) -> web.StreamResponse:
+        return await answer(request, request.match_info["name"], None)  # type: ignore[no-any-return]
+
+    async def of_container(request: web.Request) -> web.StreamResponse:
+        text = request.match_info["container"]
+        if not text.isdigit() or not text.isascii() or len(text) > 4:
+            return _error(404, f"no container {text[:20]!r}: containers are numbers (0, 1, ...)")
+        return await answer(request, request.match_info["name"], [int(text)])  # type: ignore[no-any-return]
+
+    async def of_node(request: web.Request) -> web.StreamResponse:
+        node_id = request.match_info["id"]
+        runs = [
+            (dep.name, c)
+            for dep in master.deployments.values()
+            for c, node in sorted(dep.assignment.items())
+            if node == node_id
+        ]
+        if runs and master.scheduler.name == "docker":  # a node per container
+            return await answer(request, runs[0][0], [runs[0][1]])  # type: ignore[no-any-return]
+        if node_id in master.nodes:
+            held = ", ".join(f"{t}/{c}" for t, c in runs[:10]) or "none"
+            return _error(
+                409,
+                f"node {node_id!r} is a worker the master did not start (only the Docker "
+                "scheduler's nodes have a log here): its own log is where it was started; "
+                f"its containers' logs are TOPOLOGY/C's (it runs: {held})",
+            )
+        return _error(404, f"no node {node_id!r} (headwater nodes lists them)")
+
+    app.router.add_get("/api/v1/topologies/{name}/logs", of_topology)
+    app.router.add_get("/api/v1/topologies/{name}/containers/{container}/logs", of_container)
+    app.router.add_get("/api/v1/nodes/{id}/logs", of_node)
+
+
+def _add_model_routes(app: web.Application, master: Master) -> None:
+    registry, rollouts = master.models, master.rollouts
+
+    async def upload(request: web.Request) -> web.Response:
+        if (request.content_length or 0) > MAX_MODEL_BYTES:
+            return _error(413, f"the artifact is over {MAX_MODEL_BYTES} bytes")
+        data = await request.read()
+        try:
+            result = registry.upload(request.match_info["name"], data)
+        except ModelRefusedError as exc:
+            return _error(413 if exc.too_large else 400, str(exc))
+        return web.json_response(result, status=201)
+
+    async def listing(request: web.Request) -> web.Response:
+        return web.json_response(registry.names())
+
+    async def show(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        try:
+            versions = registry.versions(name)
+        except (ModelRefusedError, UnknownModelError) as exc:  # a bad name names no model
+            return _error(404, str(exc))
+        return web.json_response(
+            {"name": name, "versions": versions, "running": rollouts.running(name)}
+        )
+
+    async def version(request: web.Request) -> web.StreamResponse:
+        name, text = request.match_info["name"], request.match_info["version"]
+        if not _VERSION.fullmatch(text):
+            return _error(404, f"no version {text[:40]!r}: versions are numbers (1, 2, ...)")
+        try:
+            if request.query.get("artifact") not in (None, "", "0"):
+                data = registry.artifact(name, int(text))
+                return web.Response(body=data, content_type="application/json")
+            return web.json_response(registry.meta(name, int(text)))
+        except (ModelRefusedError, UnknownModelError) as exc:
+            return _error(404, str(exc))
+
+    async def body_of(request: web.Request) -> dict[str, Any] | web.Response:
+        try:
+            body = await _json_body(request)
+        except ValueError:
+            return _error(400, "send a JSON object")
+        if not isinstance(body, dict):
+            return _error(400, "send a JSON object")
+        for key in ("topology", "component"):
+            if not isinstance(body.get(key), str) or not body[key]:
+                return _error(400, f"{key} (a string) is needed")
+        return body
+
+    async def start(request: web.Request) -> web.Response:
+        body = await body_of(request)
+        if isinstance(body, web.Response):
+            return body
+        version, canary = body.get("version"), body.get("canary")
+        numbers = [body.get(k, 0) for k in ("watch_s", "max_anomaly_rate", "max_errors")]
+        if not isinstance(version, int) or isinstance(version, bool) or not 0 < version < 10**9:
+            return _error(400, "version must be a version number (1, 2, ...)")
+        if canary is not None and (
+            not isinstance(canary, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in canary.items())
+        ):
+            return _error(400, 'canary must be an object of label: value, e.g. {"site": "a"}')
+        if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+            return _error(400, "watch_s, max_anomaly_rate and max_errors are numbers")
+        if not float(numbers[2]).is_integer():
+            return _error(400, "max_errors is a whole number")
+        try:
+            view = rollouts.start(
+                request.match_info["name"],
+                version,
+                body["topology"],
+                body["component"],
+                canary,
+                float(body.get("watch_s", 30.0)),
+                float(body.get("max_anomaly_rate", 0.2)),
+                int(body.get("max_errors", 0)),
+            )
+        except RolloutError as exc:
+            return _error(exc.status, str(exc))
+        except UnknownModelError as exc:
+            return _error(404, str(exc))
+        except HeadwaterError as exc:
+            return _error(400, str(exc))
+        return web.json_response(view, status=202)
+
+    async def history(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        try:
+            registry.versions(name)
+        except (ModelRefusedError, UnknownModelError) as exc:
+            return _error(404, str(exc))
+        return web.json_response(rollouts.of(name))
+
+    async def rollback(request: web.Request) -> web.Response:
+        body = await body_of(request)
+        if isinstance(body, web.Response):
+            return body
+        try:
+            view = rollouts.rollback(
+                request.match_info["name"], body["topology"], body["component"]
+            )
+        except RolloutError as exc:
+            return _error(exc.status, str(exc))
+        except HeadwaterError as exc:
+            return _error(400, str(exc))
+        return web.json_response(view, status=202)
+
+    app.router.add_get("/api/v1/models", listing)
+    app.router.add_post("/api/v1/models/{name}", upload)
+    app.router.add_get("/api/v1/models/{name}", show)
+    app.router.add_get("/api/v1/models/{name}/rollouts", history)
+    app.router.add_post("/api/v1/models/{name}/rollouts", start)
+    app.router.add_post("/api/v1/models/{name}/rollback", rollback)
+    app.router.add_get("/api/v1/models/{name}/{version}", version)

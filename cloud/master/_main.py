@@ -17,6 +17,7 @@ from headwater.common.security import TokenStore, Transport
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._cluster import add_services
+from ._docker import DockerOptions, DockerScheduler, open_scheduler
 from ._enrolment import Enrolment, EnrolmentService
 from ._http import make_app
 from ._master import Master
@@ -42,10 +43,12 @@ async def serve(
     http_cert: Path | None = None,
     http_key: Path | None = None,
     insecure: bool = False,
+    docker: DockerOptions | None = None,
 ) -> None:
     """Serve until SIGTERM/SIGINT. The REST API listens on ``http_host`` (loopback by
     default: reaching it from elsewhere is a choice), over TLS with ``http_cert`` and
-    ``http_key``; it needs tokens unless ``insecure``."""
+    ``http_key``; it needs tokens unless ``insecure``. ``docker``: run cloud containers in
+    Docker containers (the Docker scheduler) instead of on attached workers."""
     traffic = TrafficCounter()
     server = grpc.aio.server(
         interceptors=[traffic],
@@ -68,9 +71,14 @@ async def serve(
     if enrolment is not None:
         enrolment.online = master.online
     add_services(server, master, transport)
+    scheduler: DockerScheduler | None = None
+    if docker is not None:
+        scheduler = open_scheduler(master, docker, f"{host}:{bound}")
+        master.scheduler = scheduler
     # every deployment back before any node is heard: a node attaching to a master that
     # has not resumed yet would be told to stop what it runs
     await master.resume()
+    master.rollouts.resume()  # an unfinished model rollout rolls back (fail safe)
     await server.start()
     if enrolment is not None:  # the join port: TLS without a client certificate, Join only
         joins = grpc.aio.server()
@@ -83,6 +91,9 @@ async def serve(
         await joins.start()
     if insecure:
         log.warning(INSECURE_WARNING)
+    reconciler = None
+    if scheduler is not None:  # after the join port is known: it mints join tokens
+        reconciler = asyncio.get_running_loop().create_task(scheduler.run())
     tls = None
     if http_cert is not None and http_key is not None:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -117,6 +128,8 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("master stopping")
+    if reconciler is not None:
+        reconciler.cancel()
     if zc is not None:
         await zc.async_close()
     await runner.cleanup()

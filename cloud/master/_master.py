@@ -22,8 +22,9 @@ is refused is not kept. The master never runs the submitted file itself: a
 child process loads it, bounded in time and memory (``load_isolated``,
 ``LoadLimits``), and the master keeps only the topology's description, as a
 skeleton, while its event loop goes on serving. Skeletons of the files a
-topology's revisions run are kept (``_described``) for its topology master,
-which may need an older revision's plan at any time.
+topology's revisions run are kept (``TopologyCode`` in ``_code.py``, which
+stores the packages too) for its topology master, which may need an older
+revision's plan at any time.
 """
 
 from __future__ import annotations
@@ -33,27 +34,21 @@ import json
 import logging
 import shutil
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headwater.common._exceptions import HeadwaterError, PackageMismatchError
+from headwater.common._exceptions import HeadwaterError, PackageMismatchError, TopologyLoadError
 from headwater.common._ids import name_problem, node_id_problem
 from headwater.common._package import (
-    PackageStore,
     check_package,
     entry_problem,
-    package_hash,
-    unpack_package,
 )
 from headwater.common.api import Placement, Topology
 from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import (
     EditError,
-    RevisionLog,
     RevisionRecord,
     StaleRevisionError,
     check_edit,
@@ -61,12 +56,18 @@ from headwater.common.control._revisions import (
     without,
 )
 from headwater.common.plan import cloud_part, pack_round_robin, validate
-from headwater.common.plan._child_loader import LoadLimits, load_isolated
+from headwater.common.plan._child_loader import LoadLimits
+from headwater.common.plan._package_parallelism import package_with_parallelism
 from headwater.common.security import TokenStore
 from headwater.common.security._files import write_private
 from headwater.common.wire.proto import runtime_pb2 as pb
 
+from ._code import TopologyCode
 from ._enrolment import Enrolment
+from ._models import ModelRegistry
+from ._node_logs import NodeLogs
+from ._rollout import Rollouts
+from ._scheduler import Scheduler, WorkerScheduler
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
@@ -131,6 +132,30 @@ class NodeRecord:
         }
 
 
+MAX_NODE_METRICS = 20_000
+"""The most metric entries kept of one node's status report (each key at most
+``MAX_METRIC_KEY`` characters): what a node reports reaches every /metrics scrape and
+console snapshot, so a careless or hostile one must not grow them without end."""
+MAX_METRIC_KEY = 300
+
+
+def _bound_metrics(status: pb.NodeStatus) -> None:
+    """Keep ``status``'s metrics within the bounds above (the rest is dropped, and said)."""
+    metrics = status.metrics
+    long = [k for k in metrics if len(k) > MAX_METRIC_KEY]
+    for key in long:
+        del metrics[key]
+    extra = len(metrics) - MAX_NODE_METRICS
+    if extra > 0:
+        for key in sorted(metrics)[MAX_NODE_METRICS:]:
+            del metrics[key]
+    if long or extra > 0:
+        dropped = len(long) + max(extra, 0)
+        status.reasons.append(f"the master dropped {dropped} of its metrics (over its bounds)")
+        if status.health in ("", "ok"):
+            status.health = "degraded"
+
+
 class Master:
     def __init__(
         self,
@@ -143,19 +168,18 @@ class Master:
         (``LoadLimits()``: 30 s and 1 GiB)."""
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.packages = PackageStore(self.state_dir / "packages")
+        self.code = TopologyCode(
+            self.state_dir,
+            load_limits or LoadLimits(),
+            lambda digest: any(d.package == digest for d in self.deployments.values()),
+        )
+        self.packages = self.code.packages
         self.grpc_address = grpc_address
         self.deployments: dict[str, Deployment] = {}
         self.tms: dict[str, TopologyMaster] = {}
         self._coordinators: dict[str, asyncio.Task[None]] = {}
         self.nodes: dict[str, NodeRecord] = {}
         self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
-        self.load_limits = load_limits or LoadLimits()
-        # (package, entry) -> the whole topology its file defines, as a skeleton: those of
-        # every running topology's revisions (its topology master may need any of them)
-        self._described: dict[tuple[str, str], Topology] = {}
-        self._loading: Counter[str] = Counter()  # packages a request is loading
-        self._orphans: set[str] = set()  # refused packages to delete once no request loads them
         # the REST API's tokens and the join tokens; the first start makes an admin token
         self.tokens = TokenStore(self.state_dir / "tokens.json")
         self.join_port: int = 0  # the enrolment port (0: insecure, nodes need no token)
@@ -165,6 +189,11 @@ class Master:
             write_private(self.state_dir / "admin.token", f"{admin}\n".encode())
             log.info("an admin token for the REST API is in %s", self.state_dir / "admin.token")
         self.enrolment: Enrolment | None = None  # None: insecure (serve() sets it)
+        self.models = ModelRegistry(self.state_dir / "models")
+        self.rollouts = Rollouts(self, self.models, self.state_dir / "rollouts.json")
+        # where cloud containers run: attached workers, unless serve() sets another
+        self.scheduler: Scheduler = WorkerScheduler(self)
+        self.node_logs = NodeLogs(self)  # container logs asked of the nodes that run them
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
@@ -214,51 +243,20 @@ class Master:
         if problem is not None:
             raise HeadwaterError(problem)
         check_package(data)
-        digest, fresh = self._store(data)
+        digest, fresh = self.code.store(data)
         try:
-            with self._holding(digest):
+            with self.code.holding(digest):
                 return await self._submit(digest, entry, containers)
         except BaseException:
             if fresh:
-                self._drop(digest)
+                self.code.drop(digest)
             raise
 
-    def _store(self, data: bytes) -> tuple[str, bool]:
-        """Store a checked package; return its name and whether it is new here."""
-        fresh = not self.packages.has(package_hash(data))
-        return self.packages.put(data), fresh
-
-    @contextmanager
-    def _holding(self, digest: str) -> Iterator[None]:
-        """While a request loads ``digest``, a refused twin does not delete it under it."""
-        self._loading[digest] += 1
-        try:
-            yield
-        finally:
-            self._loading[digest] -= 1
-            if not self._loading[digest]:
-                del self._loading[digest]
-                if digest in self._orphans:
-                    self._drop(digest)
-
-    def _drop(self, digest: str) -> None:
-        """Forget a package stored for a refused submission or edit (and its unpacked code)."""
-        if any(d.package == digest for d in self.deployments.values()):
-            self._orphans.discard(digest)
-            return  # taken after all (a refusal after the topology started)
-        if self._loading[digest]:
-            self._orphans.add(digest)  # another request loads it: the last one out drops it
-            return
-        self._orphans.discard(digest)
-        shutil.rmtree(self._code_dir(digest), ignore_errors=True)
-        self.packages.delete(digest)
-        log.info("deleted package %s of a refused request", digest[:19])
-
     async def _submit(self, digest: str, entry: str, containers: int) -> dict[str, Any]:
-        code = self._unpack(digest)
+        code = self.code.unpack(digest)
         if not (code / entry).is_file():
             raise HeadwaterError(f"the package has no file {entry!r}; submit the topology file")
-        topology = await load_isolated(code, entry, self.load_limits)
+        topology = await self.code.load(digest, entry)
         problem = topology_name_problem(topology.name) or next(
             filter(None, (name_problem(c.name, "component name") for c in topology.components)),
             None,
@@ -273,6 +271,7 @@ class Master:
                 "that end in the cloud; run an edge-only one with `headwater run`"
             )
         validate(cloud)
+        self.scheduler.check(topology)
         selectors = [dict(c.placement.selector) for c in topology.components if c.placement.is_edge]
         dep = Deployment(topology.name, digest, entry, containers, selectors=selectors)
         described = await self._revisions_described(dep, topology)
@@ -287,21 +286,6 @@ class Master:
         log.info("submitted %r (%s, %d containers)", dep.name, digest[:19], containers)
         return {"topology": dep.name, "package": digest, "containers": containers}
 
-    def _code_dir(self, digest: str) -> Path:
-        return self.state_dir / "code" / digest.split(":")[1]
-
-    def _unpack(self, digest: str) -> Path:
-        code = self._code_dir(digest)
-        if not (code / ".verified").exists():
-            shutil.rmtree(code, ignore_errors=True)
-            try:
-                unpack_package(self.packages.get(digest), digest, code)
-            except BaseException:
-                shutil.rmtree(code, ignore_errors=True)
-                raise
-            (code / ".verified").touch()
-        return code
-
     async def _start_topology(self, dep: Deployment) -> None:
         self._begin(dep, await self._revisions_described(dep))
 
@@ -309,31 +293,17 @@ class Master:
         self, dep: Deployment, whole: Topology | None = None
     ) -> dict[tuple[str, str], Topology]:
         """The skeletons of the files ``dep``'s revisions run (``whole``: its first file's)."""
-        first = (dep.package, dep.entry)
-        described = {first: whole or await self._load(*first)}
-        try:
-            history = RevisionLog(self.state_dir / "topologies" / dep.name / "revisions.json")
-        except (OSError, ValueError, TypeError):
-            return described  # its topology master says what is wrong with it
-        for rec in history.records:
-            key = (rec.package, rec.entry)
-            if key not in described:
-                try:
-                    described[key] = await self._load(*key)
-                except HeadwaterError as exc:
-                    log.warning("revision %d of %r does not load: %s", rec.revision, dep.name, exc)
-        return described
+        topologies = self.state_dir / "topologies"
+        return await self.code.of_revisions(dep.name, (dep.package, dep.entry), topologies, whole)
 
-    async def _load(self, package: str, entry: str) -> Topology:
-        """The whole topology a package's file defines, as a skeleton (loaded in a child)."""
-        cached = self._described.get((package, entry))
-        if cached is not None:
-            return cached
-        return await load_isolated(self._unpack(package), entry, self.load_limits)
+    def described(self, package: str, entry: str) -> Topology | None:
+        """The whole topology (package, entry) defines, as a skeleton, if it is kept: the
+        files of running topologies' revisions are."""
+        return self.code.described(package, entry)
 
     def _begin(self, dep: Deployment, described: dict[tuple[str, str], Topology]) -> None:
         """Start ``dep``'s topology master (no await: the caller checked its name just now)."""
-        self._described.update(described)  # its topology master may load any revision now
+        self.code.remember(described)  # its topology master may load any revision now
         topology = cloud_part(described[(dep.package, dep.entry)])
         plan = pack_round_robin(topology, dep.containers)
         try:
@@ -343,7 +313,7 @@ class Master:
                 self.state_dir / "topologies" / dep.name,
                 dep.package,
                 dep.entry,
-                self._load_revision,
+                self.code.load_revision,
             )
         except BaseException:
             self._forget_described()
@@ -355,30 +325,11 @@ class Master:
 
     def _forget_described(self) -> None:
         """Keep the skeletons of running topologies' revisions only."""
-        kept = {(r.package, r.entry) for t in self.tms.values() for r in t.revlog.records}
-        self._described = {k: v for k, v in self._described.items() if k in kept}
+        self.code.keep_only(
+            (r.package, r.entry) for t in self.tms.values() for r in t.revlog.records
+        )
 
     # -- live edits --------------------------------------------------------------
-    async def _logical(self, package: str, entry: str) -> Topology:
-        """The whole topology a package's file defines (every placement, nothing left out)."""
-        problem = entry_problem(entry)
-        if problem is not None:
-            raise EditError(problem)
-        code = self._unpack(package)
-        if not (code / entry).is_file():
-            raise EditError(f"the package has no file {entry!r}; send the topology file")
-        return await self._load(package, entry)
-
-    def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
-        """A revision's cloud part, from the skeletons loaded when it was made or resumed."""
-        whole = self._described.get((rec.package, rec.entry))
-        if whole is None:
-            raise EditError(
-                f"revision {rec.revision}'s file {rec.entry!r} did not load when the topology "
-                "started (see the master's log)"
-            )
-        return cloud_part(without(whole, rec.exclude)), self.packages.get(rec.package)
-
     async def edit(
         self,
         name: str,
@@ -389,12 +340,14 @@ class Master:
         components: list[str] | None = None,
         author: str = "",
         to: int | None = None,
+        parallelism: dict[str, int] | None = None,
     ) -> dict[str, Any]:
         """Validate an edit of a running topology and start applying it.
 
         ``action`` is attach, replace or remove (``data``: the package as it now
         is; a remove may leave it out and name the components) or rollback
-        (``to``: the revision whose code to run again). Raises
+        (``to``: the revision whose code to run again); a replace with ``parallelism``
+        (component -> instances) and no package runs the current code at that parallelism. Raises
         StaleRevisionError when ``base`` is not the current revision and
         EditError when the edit is not valid; either way nothing changes (a
         package sent for a refused edit alone is deleted again). The files are
@@ -403,19 +356,53 @@ class Master:
         problem = topology_name_problem(name)
         if problem is not None:
             raise EditError(problem)
+        if parallelism:
+            data, entry, components = await self._rescaled(name, action, base, data, parallelism)
         if data:
             check_package(data)
-            digest, fresh = self._store(data)
+            digest, fresh = self.code.store(data)
             try:
-                with self._holding(digest):
+                with self.code.holding(digest):
                     return await self._edit(
                         name, action, base, digest, entry, components, author, to
                     )
             except BaseException:
                 if fresh:
-                    self._drop(digest)
+                    self.code.drop(digest)
                 raise
         return await self._edit(name, action, base, None, entry, components, author, to)
+
+    async def _rescaled(
+        self, name: str, action: str, base: int, data: bytes | None, parallelism: dict[str, int]
+    ) -> tuple[bytes, str, list[str]]:
+        """A replace that changes only parallelism: the current package with those
+        components' parallelism set beside its file (``_package_parallelism``)."""
+        if action != "replace" or data:
+            raise EditError(
+                "parallelism goes with a replace that sends no file (a new file says its own)"
+            )
+        tm = self.tms.get(name)
+        if tm is None:
+            known = ", ".join(sorted(self.deployments)) or "none"
+            raise HeadwaterError(f"no topology named {name!r} (running: {known})")
+        if base != tm.current:
+            raise StaleRevisionError(base, tm.current)
+        cur = tm.revisions[tm.current].record
+        whole = self.code.described(cur.package, cur.entry)
+        running = {c.name: c.parallelism for c in whole.components} if whole is not None else {}
+        unknown = sorted(set(parallelism) - set(running))
+        if whole is not None and unknown:
+            raise EditError(f"topology {name!r} has no component {', '.join(unknown)}")
+        if whole is not None and all(running[c] == n for c, n in parallelism.items()):
+            runs = ", ".join(f"{c} {n}" for c, n in sorted(parallelism.items()))
+            raise EditError(f"that is the parallelism running now ({runs}): nothing to change")
+        try:  # a package may be tens of MiB: re-zipped off the event loop
+            data = await asyncio.to_thread(
+                package_with_parallelism, self.packages.get(cur.package), cur.entry, parallelism
+            )
+        except TopologyLoadError as exc:
+            raise EditError(str(exc)) from None
+        return data, cur.entry, sorted(parallelism)
 
     async def _edit(
         self,
@@ -452,8 +439,8 @@ class Master:
         else:
             raise EditError(f"{action} needs the topology file as it should now be")
         try:
-            old = without(await self._logical(cur.package, cur.entry), cur.exclude)
-            new_file = await self._logical(digest, entry)
+            old = without(await self.code.logical(cur.package, cur.entry), cur.exclude)
+            new_file = await self.code.logical(digest, entry)
         except HeadwaterError as exc:
             raise EditError(f"the edited topology does not load: {exc}") from exc
         if self.tms.get(name) is not tm:
@@ -471,7 +458,7 @@ class Master:
         )
         replaced = tuple(n for n in diff.replaced if n in cloud_names)
         tm.propose(record, cloud, self.packages.get(digest), base, replaced)
-        self._described[(digest, entry)] = new_file
+        self.code.remember({(digest, entry): new_file})
         if touches_edge(old, new, diff):
             dep = self.deployments[name]
             dep.edge_revision = {
@@ -511,6 +498,7 @@ class Master:
             raise HeadwaterError(f"no topology named {name!r} (running: {known})")
         self.tms.pop(name)
         self._coordinators.pop(name).cancel()
+        self.scheduler.removed(name)
         for container, node_id in dep.assignment.items():
             self._send(
                 node_id, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=container))
@@ -548,19 +536,7 @@ class Master:
         self._save()
 
     def _schedule_cloud(self, dep: Deployment) -> None:
-        workers = self._workers()
-        if not workers:
-            return
-        load = {w: 0 for w in workers}
-        for node in dep.assignment.values():
-            if node in load:
-                load[node] += 1
-        for c in range(dep.containers):
-            if c not in dep.assignment:
-                node = min(workers, key=lambda w: (load[w], w))
-                dep.assignment[c] = node
-                load[node] += 1
-                self._send(node, self._run_command(dep, c))
+        self.scheduler.place(dep)
 
     def _run_command(self, dep: Deployment, container: int, edge: bool = False) -> pb.NodeCommand:
         return pb.NodeCommand(
@@ -662,6 +638,7 @@ class Master:
     def report(self, status: pb.NodeStatus) -> None:
         record = self.nodes.get(status.node_id)
         if record is not None:
+            _bound_metrics(status)
             record.status = status
             record.last_seen = time.monotonic()
             record.error = status.error

@@ -90,13 +90,16 @@ def _paths() -> dict[str, dict[str, Any]]:
             ),
         },
         t: {
-            "get": _get("a topology's summary: state, containers, components"),
+            "get": _get(
+                "a topology's summary: state, containers, components (the cloud subgraph's), "
+                "edge (the edge subgraph: components, selectors, agents, uplink boundary)"
+            ),
             "delete": _op(
                 "kill a topology", "200", _json("the killed topology"), parameters=[_NAME]
             ),
         },
         f"{t}/metrics": {"get": _get("metrics per component, task and stream manager")},
-        f"{t}/plan": {"get": _get("the physical plan")},
+        f"{t}/plan": {"get": _get("the physical plan, with edge as in the summary")},
         f"{t}/checkpoints": {"get": _get("exactly-once checkpoints")},
         f"{t}/exceptions": {"get": _get("errors reported by instances", {"type": "array"})},
         f"{t}/revisions": {
@@ -117,6 +120,12 @@ def _paths() -> dict[str, dict[str, Any]]:
                     _query("components", "the components it touches: A,B", {"type": "string"}),
                     _query("author", "who made it", {"type": "string"}),
                     _query("to", "the revision a rollback runs again", {"type": "integer"}),
+                    _query(
+                        "parallelism",
+                        "a replace without a body: the running code with these components' "
+                        "parallelism, A:N,B:M",
+                        {"type": "string"},
+                    ),
                 ],
                 requestBody={
                     "required": False,
@@ -156,8 +165,21 @@ def _paths() -> dict[str, dict[str, Any]]:
                 refusals=("409",),
             )
         },
+        **_log_paths(t),
         "/api/v1/traffic": {
             "get": _get("bytes the master's gRPC server took and gave, per method", topology=False)
+        },
+        "/metrics": {
+            "get": _op(
+                "the cluster's metrics, for Prometheus (topologies, components, tasks, stream "
+                "managers, checkpoints, nodes, rollouts)",
+                "200",
+                {
+                    "description": "the Prometheus text format, version 0.0.4",
+                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                },
+                refusals=(),
+            )
         },
         "/api/v1/tokens": {
             "get": _get("every token, without its secret", {"type": "array"}, topology=False),
@@ -184,6 +206,7 @@ def _paths() -> dict[str, dict[str, Any]]:
                 refusals=("400", "409"),
             ),
         },
+        **_model_paths(),
         "/api/v1/tokens/{id}": {
             "delete": _op(
                 "revoke a token",
@@ -198,9 +221,190 @@ def _paths() -> dict[str, dict[str, Any]]:
     }
 
 
+def _log_paths(t: str) -> dict[str, dict[str, Any]]:
+    tail = _query(
+        "tail",
+        "the last N lines of each log (1 to 10000; default 200)",
+        {"type": "integer", "minimum": 1, "maximum": 10000},
+    )
+    file = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "task-T.log: instance T's log"},
+            "path": {"type": "string", "description": "where it is on the worker's machine"},
+            "text": {"type": "string"},
+            "truncated": {"type": "boolean", "description": "the byte cap cut lines asked for"},
+        },
+    }
+    view = {
+        "type": "object",
+        "description": "under the Docker scheduler: worker_log, docker_container and status; "
+        "under the worker scheduler: scheduler (worker), the instances' logs and truncation",
+        "properties": {
+            "topology": {"type": "string"},
+            "container": {"type": "integer"},
+            "docker_container": {"type": "string", "description": "its name, hostname, node id"},
+            "node": {"type": "string"},
+            "scheduler": {"type": "string", "enum": ["worker"]},
+            "status": {"type": "string", "description": "the Docker container's state"},
+            "tail": {"type": "integer"},
+            "worker_log": {"type": "string", "description": "the worker's Docker log"},
+            "container_log": {"type": "string", "description": "the container's log file"},
+            "container_log_path": {"type": "string"},
+            "container_log_truncated": {"type": "boolean"},
+            "instance_logs": {"type": "array", "items": file},
+        },
+    }
+    ident = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+    number = {"name": "container", "in": "path", "required": True, "schema": {"type": "string"}}
+    note = (
+        " (Docker scheduler: through the Docker API; worker scheduler: asked of the worker "
+        "running it, up to 256 KiB of each file); 409 when no node runs it yet or its node is "
+        "offline, 502 when the worker cannot read them, 504 when it does not answer in 5 s"
+    )
+    refusals = ("400", "404", "409", "502", "503", "504")
+    return {
+        f"{t}/logs": {
+            "get": _op(
+                "the last lines of the logs of every container of a topology" + note,
+                "200",
+                _json("one log view per container", {"type": "array", "items": view}),
+                parameters=[_NAME, tail],
+                refusals=refusals,
+            )
+        },
+        f"{t}/containers/{{container}}/logs": {
+            "get": _op(
+                "one container's logs: its own log file, then the worker's Docker log or its "
+                "instances' log files" + note,
+                "200",
+                _json("the log view", view),
+                parameters=[_NAME, number, tail],
+                refusals=refusals,
+            )
+        },
+        "/api/v1/nodes/{id}/logs": {
+            "get": _op(
+                "a Docker-scheduled node's logs (its container's); 409 for a worker the master "
+                "did not start (the answer names its containers)",
+                "200",
+                _json("the log view", view),
+                parameters=[ident, tail],
+                refusals=("400", "404", "409"),
+            )
+        },
+    }
+
+
+def _model_paths() -> dict[str, dict[str, Any]]:
+    m = "/api/v1/models/{name}"
+    name = {**_NAME, "description": "the model's name"}
+    target = {
+        "topology": {"type": "string", "description": "the running topology"},
+        "component": {"type": "string", "description": "its component that runs the model"},
+    }
+    rollout = {
+        "type": "object",
+        "properties": {
+            "version": {"type": "integer", "minimum": 1, "description": "the version to run"},
+            **target,
+            "canary": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": 'agents\' labels that take it first, e.g. {"site": "a"}',
+            },
+            "watch_s": {"type": "number", "description": "how long the canary is watched"},
+            "max_anomaly_rate": {"type": "number", "description": "its bound, 0 to 1"},
+            "max_errors": {"type": "integer", "description": "errors it may make"},
+        },
+        "required": ["version", "topology", "component"],
+    }
+
+    def body(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+    return {
+        "/api/v1/models": {
+            "get": _get("every model with its latest version", {"type": "array"}, topology=False)
+        },
+        m: {
+            "get": _op(
+                "a model's versions, and which topologies and agents run which",
+                "200",
+                _json("versions and where they run"),
+                parameters=[name],
+                refusals=("404",),
+            ),
+            "post": _op(
+                "upload an artifact: the model's next version",
+                "201",
+                _json("name, version, sha256"),
+                parameters=[name],
+                requestBody={
+                    "required": True,
+                    "content": {
+                        "application/octet-stream": {
+                            "schema": {"type": "string", "format": "binary"}
+                        }
+                    },
+                },
+                refusals=("400", "413"),
+            ),
+        },
+        f"{m}/{{version}}": {
+            "get": _op(
+                "a version's metadata, or with artifact=1 its bytes",
+                "200",
+                _json("the metadata (or the artifact)"),
+                parameters=[
+                    name,
+                    {
+                        "name": "version",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    },
+                    _query("artifact", "1: the artifact's bytes", {"type": "string"}),
+                ],
+                refusals=("404",),
+            )
+        },
+        f"{m}/rollouts": {
+            "get": _op(
+                "the model's rollouts, each step with its time",
+                "200",
+                _json("the rollouts", {"type": "array"}),
+                parameters=[name],
+                refusals=("404",),
+            ),
+            "post": _op(
+                "roll a version out to a running component, canary first if asked",
+                "202",
+                _json("the rollout"),
+                parameters=[name],
+                requestBody=body(rollout),
+                refusals=("400", "404", "409"),
+            ),
+        },
+        f"{m}/rollback": {
+            "post": _op(
+                "return a component to the version it ran before the latest rollout",
+                "202",
+                _json("the rollback (a rollout)"),
+                parameters=[name],
+                requestBody=body(
+                    {"type": "object", "properties": target, "required": list(target)}
+                ),
+                refusals=("400", "404", "409"),
+            )
+        },
+    }
+
+
 def openapi(version: str) -> dict[str, Any]:
     """The document, each operation with the role it needs (``x-role``)."""
     paths = _paths()
+    paths.update(_console_paths())
     for path, methods in paths.items():
         for method, op in methods.items():
             op["x-role"] = ACCESS.get((method.upper(), path), "none: refused")
@@ -218,4 +422,52 @@ def openapi(version: str) -> dict[str, Any]:
         "paths": paths,
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
+    }
+
+
+def _console_paths() -> dict[str, dict[str, Any]]:
+    """The web console's page, files and the two routes made for it (cloud/console/)."""
+
+    def page(summary: str, types: tuple[str, ...]) -> dict[str, Any]:
+        content = {t: {"schema": {"type": "string"}} for t in types}
+        return {
+            "summary": summary,
+            "security": [],
+            "responses": {"200": {"description": summary, "content": content}, "404": _ERROR},
+        }
+
+    file = {
+        "name": "file",
+        "in": "path",
+        "required": True,
+        "description": "a file of the console: console.css, main.js, ...",
+        "schema": {"type": "string"},
+    }
+    stream = {"text/event-stream": {"schema": {"type": "string"}}}
+    return {
+        "/": {"get": page("the web console", ("text/html",))},
+        "/console/{file}": {
+            "get": {
+                **page("a file of the web console", ("text/css", "text/javascript")),
+                "parameters": [file],
+            }
+        },
+        "/api/v1/whoami": {
+            "get": _get(
+                "the caller's role and token id (insecure: true on a master run --insecure), "
+                "and edits: whether this server makes live edits",
+                topology=False,
+            )
+        },
+        "/api/v1/events": {
+            "get": _op(
+                "snapshots for the console, one a second, as server-sent events",
+                "200",
+                {"description": "event: snapshot, data: JSON", "content": stream},
+                parameters=[
+                    _query("topology", "also the detail of this topology", {"type": "string"})
+                ],
+                refusals=("429",),
+            )
+        },
     }

@@ -5,13 +5,15 @@ Served by a standalone topology master process and by the master daemon.
 Routes, for every topology NAME the lookup knows:
 
     GET  /api/v1/topologies                     every topology's summary
-    GET  /api/v1/topologies/NAME                summary (state, containers, components)
+    GET  /api/v1/topologies/NAME                summary (state, containers, components;
+                                                on the master, ``edge``: its edge subgraph)
     GET  /api/v1/topologies/NAME/metrics        per component, task and stmgr
-    GET  /api/v1/topologies/NAME/plan           the physical plan
+    GET  /api/v1/topologies/NAME/plan           the physical plan (and ``edge``, as above)
     GET  /api/v1/topologies/NAME/checkpoints    exactly-once checkpoints
     GET  /api/v1/topologies/NAME/exceptions     errors reported by instances
     GET  /api/v1/topologies/NAME/revisions      live edits: current revision and history
     POST /api/v1/topologies/NAME/activate|deactivate
+    GET  /metrics                               all of it in the Prometheus text format
 
 Who may call which route is in ``cloud/_access.py`` (a viewer reads, an
 operator activates and deactivates).
@@ -20,14 +22,18 @@ operator activates and deactivates).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from aiohttp import web
 
+from headwater.common._prometheus import Exposition, FamilyCollector
 from headwater.common.control import TopologyMaster
+from headwater.common.control._prometheus import add_topologies
 from headwater.common.security import TokenStore
 from headwater.common.wire._states import TopologyState
 
 from .._access import require_tokens
+from ..console import add_topology_master_console
 
 Lookup = Callable[[str], TopologyMaster | None]
 
@@ -38,9 +44,14 @@ def add_topology_routes(
     every: Callable[[], Iterable[TopologyMaster]],
     on_state: Callable[[str, str], None] = lambda topology, state: None,
     agents_of: Callable[[str], dict[str, int]] = lambda topology: {},
+    edge_of: Callable[[TopologyMaster], dict[str, Any]] | None = None,
 ) -> None:
     """``on_state(topology, state)`` hears activate/deactivate (the master tells the agents);
-    ``agents_of(topology)`` gives the revision each agent's edge subgraph runs."""
+    ``agents_of(topology)`` gives the revision each agent's edge subgraph runs; ``edge_of``
+    (the master's) the edge subgraph, added as ``edge`` to summaries and plans."""
+
+    def with_edge(tm: TopologyMaster, view: dict[str, Any]) -> dict[str, Any]:
+        return view if edge_of is None else {**view, "edge": edge_of(tm)}
 
     def tm_of(request: web.Request) -> TopologyMaster:
         name = request.match_info["name"]
@@ -53,16 +64,18 @@ def add_topology_routes(
         return tm
 
     async def topologies(request: web.Request) -> web.Response:
-        return web.json_response([tm.summary() for tm in every()])
+        return web.json_response([with_edge(tm, tm.summary()) for tm in every()])
 
     async def topology(request: web.Request) -> web.Response:
-        return web.json_response(tm_of(request).summary())
+        tm = tm_of(request)
+        return web.json_response(with_edge(tm, tm.summary()))
 
     async def metrics(request: web.Request) -> web.Response:
         return web.json_response(tm_of(request).metrics_view())
 
     async def plan(request: web.Request) -> web.Response:
-        return web.json_response(tm_of(request).plan.to_dict())
+        tm = tm_of(request)
+        return web.json_response(with_edge(tm, tm.plan.to_dict()))
 
     async def checkpoints(request: web.Request) -> web.Response:
         return web.json_response(tm_of(request).checkpoints_view())
@@ -98,9 +111,24 @@ def add_topology_routes(
     app.router.add_post(f"{base}/deactivate", deactivate)
 
 
+def add_metrics_route(app: web.Application, exposition: Exposition) -> None:
+    """``GET /metrics``: ``exposition`` rendered at every scrape."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(
+            body=exposition.render(), headers={"Content-Type": exposition.content_type}
+        )
+
+    app.router.add_get("/metrics", metrics)
+
+
 def make_app(tm: TopologyMaster, tokens: TokenStore | None) -> web.Application:
     """The API of a single-topology master process (``headwater run``); every request
     needs a token of ``tokens`` (None: none, for a topology master run ``--insecure``)."""
     app = web.Application(middlewares=[] if tokens is None else [require_tokens(tokens)])
     add_topology_routes(app, lambda name: tm if name == tm.topology.name else None, lambda: [tm])
+    add_metrics_route(
+        app, Exposition(FamilyCollector(lambda families: add_topologies(families, [tm], "cloud")))
+    )
+    add_topology_master_console(app, tm, tokens)  # the web console, without live edits
     return app

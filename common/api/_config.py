@@ -27,6 +27,13 @@ STMGR_HIGH_WATER_BYTES = "headwater.stmgr.buffer.high.bytes"
 STMGR_LOW_WATER_BYTES = "headwater.stmgr.buffer.low.bytes"
 INSTANCE_HIGH_WATER_BYTES = "headwater.instance.queue.high.bytes"
 INSTANCE_LOW_WATER_BYTES = "headwater.instance.queue.low.bytes"
+# What one cloud container may use where a scheduler enforces it (the Docker scheduler's
+# CPU and memory limits), after Heron's topology.container.cpu and topology.container.ram,
+# which are read too when these are not set.
+CONTAINER_CPU = "headwater.container.cpu"
+CONTAINER_RAM_BYTES = "headwater.container.ram.bytes"
+HERON_CONTAINER_CPU = "topology.container.cpu"
+HERON_CONTAINER_RAM = "topology.container.ram"
 
 
 class Reliability(StrEnum):
@@ -131,3 +138,55 @@ def _number(
     if positive and value <= 0:  # type: ignore[operator]
         raise ValueError(f"{key} must be positive, got {raw!r}")
     return value
+
+
+MIN_CONTAINER_CPU = 0.01
+MIN_CONTAINER_RAM = 64 << 20  # a worker, its stream manager and one instance need about this
+MAX_CONTAINER_RAM = 1 << 40
+
+
+@dataclass(frozen=True)
+class ContainerResources:
+    """What each of a topology's cloud containers may use: ``cpu`` cores, ``ram_bytes`` bytes.
+
+    Read from the topology's config (``headwater.container.cpu``,
+    ``headwater.container.ram.bytes``, or Heron's ``topology.container.cpu`` and
+    ``topology.container.ram`` when those are not set). The Docker scheduler makes them
+    each container's limits; the worker scheduler does not enforce them."""
+
+    cpu: float = 1.0
+    ram_bytes: int = 1 << 30
+
+    @classmethod
+    def from_mapping(cls, conf: Mapping[str, Any]) -> ContainerResources:
+        """Read them; raise ValueError naming a key whose value is wrong."""
+        base = cls()
+        cpu_key = CONTAINER_CPU if conf.get(CONTAINER_CPU) is not None else HERON_CONTAINER_CPU
+        ram_key = (
+            CONTAINER_RAM_BYTES
+            if conf.get(CONTAINER_RAM_BYTES) is not None
+            else HERON_CONTAINER_RAM
+        )
+        cpu = _number(conf, cpu_key, float, base.cpu, positive=True)
+        raw_ram = conf.get(ram_key)
+        if isinstance(raw_ram, float) and not raw_ram.is_integer():
+            raise ValueError(f"{ram_key}={raw_ram!r} is not a whole number of bytes")
+        ram = _number(conf, ram_key, _whole, base.ram_bytes, positive=True)
+        if not cpu >= MIN_CONTAINER_CPU or cpu == float("inf"):
+            raise ValueError(f"{cpu_key} must be at least {MIN_CONTAINER_CPU} (cores), got {cpu}")
+        if not MIN_CONTAINER_RAM <= ram <= MAX_CONTAINER_RAM:
+            raise ValueError(
+                f"{ram_key} must be from {MIN_CONTAINER_RAM} (64 MiB) to {MAX_CONTAINER_RAM} "
+                f"(1 TiB) bytes, got {ram}"
+            )
+        return cls(cpu, ram)
+
+
+def _whole(raw: Any) -> int:
+    """An integer from an int, an integral float or a decimal string (heronpy passes strings)."""
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    try:
+        return int(raw)
+    except OverflowError:  # an infinite float
+        raise ValueError(raw) from None

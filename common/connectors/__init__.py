@@ -1,7 +1,16 @@
-"""Sources and sinks: the durable-log spout and transactional sinks."""
+"""Sources and sinks: the durable-log spout, transactional sinks and the landing zone."""
 
 from ._files import TransactionalFileSink
 from ._kv import KeyValueSink, read_key_value_sink
+from ._landing import LandingSink, manifests, read_landing
 from ._log_spout import LogSpout
 
-__all__ = ["KeyValueSink", "LogSpout", "TransactionalFileSink", "read_key_value_sink"]
+__all__ = [
+    "KeyValueSink",
+    "LandingSink",
+    "LogSpout",
+    "TransactionalFileSink",
+    "manifests",
+    "read_key_value_sink",
+    "read_landing",
+]

@@ -10,17 +10,13 @@ deletes what the rolled-back timeline wrote, so it never sees duplicates.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import IO, Any
 
 from ..api import Bolt, Context, Tuple
-
-_PENDING = re.compile(r"^\.part-(\d+)-(\d+)\.(jsonl|parquet)\.pending$")
-_FINAL = re.compile(r"^part-(\d+)-(\d+)\.(jsonl|parquet)$")
+from ._parts import fsync_dir, pending_name, publish, roll_back, write_durably
 
 
 class TransactionalFileSink(Bolt):
@@ -62,7 +58,7 @@ class TransactionalFileSink(Bolt):
 
     # -- checkpoints ----------------------------------------------------------------
     def on_checkpoint(self, checkpoint_id: int) -> None:
-        pending = self.dir / f".part-{checkpoint_id:08d}-{self.task}.{self.format}.pending"
+        pending = self.dir / pending_name(checkpoint_id, self.task, self.format)
         if self.format == "jsonl":
             if self._file is None:
                 return
@@ -80,43 +76,18 @@ class TransactionalFileSink(Bolt):
             table = pa.Table.from_pylist(
                 [dict(zip(self.columns, row, strict=False)) for row in self._rows]
             )
-            tmp = pending.with_suffix(".tmp")
-            pq.write_table(table, tmp)
-            tmp.replace(pending)
+            write_durably(pending, lambda f: pq.write_table(table, f))
             self._rows = []
-        _fsync_dir(self.dir)
+        fsync_dir(self.dir)
 
     def on_commit(self, checkpoint_id: int) -> None:
-        self._publish(up_to=checkpoint_id)
+        publish(self.dir, self.task, up_to=checkpoint_id)
 
     def on_restore(self, checkpoint_id: int) -> None:
         """Publish what completed checkpoints sealed; drop what the rollback undoes."""
         self._inprogress.unlink(missing_ok=True)
-        for path, ckpt, task in self._files(_PENDING):
-            if task == self.task and ckpt > checkpoint_id:
-                path.unlink()
-        for path, ckpt, task in self._files(_FINAL):
-            # only after falling back past a corrupt checkpoint: it will be replayed
-            if task == self.task and ckpt > checkpoint_id:
-                path.unlink()
-        self._publish(up_to=checkpoint_id)
-
-    def _publish(self, up_to: int) -> None:
-        moved = False
-        for path, ckpt, task in self._files(_PENDING):
-            if task == self.task and ckpt <= up_to:
-                path.replace(self.dir / path.name[1 : -len(".pending")])
-                moved = True
-        if moved:
-            _fsync_dir(self.dir)
-
-    def _files(self, pattern: re.Pattern[str]) -> list[tuple[Path, int, int]]:
-        out = []
-        for path in self.dir.iterdir():
-            m = pattern.match(path.name)
-            if m:
-                out.append((path, int(m.group(1)), int(m.group(2))))
-        return out
+        roll_back(self.dir, self.task, checkpoint_id)
+        publish(self.dir, self.task, up_to=checkpoint_id)
 
     def close(self) -> None:
         if self._file is not None:
@@ -127,12 +98,3 @@ def _text(value: Any) -> Any:
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", "backslashreplace")
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -291,7 +291,7 @@ class TopologyMaster:
         if not self.exactly_once:
             raise EditError(
                 "live edits switch at a checkpoint barrier, so they need an exactly-once "
-                "topology (topology.reliability.mode: exactly_once)"
+                "topology (topology.reliability.mode: EFFECTIVELY_ONCE)"
             )
         if self.edits.edit is not None:
             raise EditError(

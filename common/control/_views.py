@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._watchdog import OFFLINE_AFTER_S
 
 if TYPE_CHECKING:
+    from ..api import ComponentSpec
     from ._tmaster import TopologyMaster
 
 # the task metrics summed per component in ``metrics``
@@ -52,19 +53,21 @@ def summary(tm: TopologyMaster) -> dict[str, Any]:
             }
             for c, info in sorted(tm.containers.items())
         ],
-        "components": [
-            {
-                "name": c.name,
-                "kind": c.kind,
-                "parallelism": c.parallelism,
-                "inputs": [
-                    {"component": i.component, "stream": i.stream, "grouping": str(i.grouping)}
-                    for i in c.inputs
-                ],
-                "outputs": [{"stream": s.name, "fields": list(s.fields)} for s in c.outputs],
-            }
-            for c in tm.topology.components
+        "components": [component(c) for c in tm.topology.components],
+    }
+
+
+def component(c: ComponentSpec) -> dict[str, Any]:
+    """One component as the summary lists it: kind, parallelism, inputs and outputs."""
+    return {
+        "name": c.name,
+        "kind": c.kind,
+        "parallelism": c.parallelism,
+        "inputs": [
+            {"component": i.component, "stream": i.stream, "grouping": str(i.grouping)}
+            for i in c.inputs
         ],
+        "outputs": [{"stream": s.name, "fields": list(s.fields)} for s in c.outputs],
     }
 
 
@@ -90,7 +93,8 @@ def checkpoints(tm: TopologyMaster) -> dict[str, Any]:
 
 
 def metrics(tm: TopologyMaster) -> dict[str, Any]:
-    """The heartbeats' metrics per task, summed per component, and per container."""
+    """The heartbeats' metrics per task, summed per component (with the user counters,
+    ``user:<name>``, which heronpy's registered metrics are too), and per container."""
     tasks: dict[str, dict[str, Any]] = {}
     components: dict[str, dict[str, float]] = {}
     for inst in tm.plan.instances:
@@ -99,6 +103,9 @@ def metrics(tm: TopologyMaster) -> dict[str, Any]:
         agg = components.setdefault(inst.component, {})
         for k in SUMMED:
             agg[k] = agg.get(k, 0.0) + m.get(k, 0.0)
+        for k, v in m.items():
+            if k.startswith("user:"):
+                agg[k] = agg.get(k, 0.0) + v
     containers = {
         scope.split(":", 1)[1]: values
         for scope, values in tm.metrics.items()

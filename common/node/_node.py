@@ -7,6 +7,8 @@ hash, refuses it unless the bytes hash to that name, unpacks it once, and
 starts a container process, which it restarts if it dies. It reports
 status every few seconds, and reconnects with exponential backoff and
 jitter when the master is away; its containers keep running meanwhile.
+Asked (``SendLogs``), it sends the master the last lines of one of its
+containers' logs (``_logs.py``).
 
 A node's id (unless ``--id`` names one) is generated once and kept in its
 workdir (``node-id``): a restart with the same workdir is the same node, so
@@ -66,6 +68,7 @@ from ..security._files import write_private
 from ..security._identity import REVOKED_FILE, TLS_DIR
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
+from ._logs import read_logs
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -139,6 +142,7 @@ class Node:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.kind = kind
+        self.started = time.monotonic()
         self._lock = lock_workdir(self.workdir)
         self.node_id = node_identity(self.workdir, kind, node_id)
         self.labels = dict(labels or {})
@@ -151,6 +155,7 @@ class Node:
         self.health = Health(self.node_id)
         self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
         self._stub: pb_grpc.ClusterStub | None = None
+        self._answering: set[asyncio.Task[None]] = set()  # SendLogs orders being answered
         self.tls_dir = self.workdir / TLS_DIR
         self.transport = Transport.insecure() if insecure else Transport(self.tls_dir)
         self.join_token = join_token
@@ -325,6 +330,11 @@ class Node:
         if which == "revoked":
             self._revoked(list(command.revoked.node_ids))
             return
+        if which == "send_logs":  # answered aside: a slow disk does not hold up the orders
+            task = asyncio.get_running_loop().create_task(self._send_logs(stub, command.send_logs))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
+            return
         sub = getattr(command, which) if which else None
         problem = name_problem(sub.topology, "topology name") if sub is not None else None
         if sub is not None and problem is None and hasattr(sub, "package"):
@@ -366,6 +376,15 @@ class Node:
                 log.error("%s", exc)
                 return
             self.revise(r)
+
+    async def _send_logs(self, stub: pb_grpc.ClusterStub, order: pb.SendLogs) -> None:
+        """Answer the master's ``SendLogs``: the last lines of a container's logs here."""
+        running = set(self.orders)
+        reply = await asyncio.to_thread(read_logs, self.node_id, self.workdir, order, running)
+        try:
+            await stub.ReturnLogs(reply, timeout=10.0)
+        except grpc.RpcError as exc:  # the master gave up waiting, or the session ended
+            log.debug("logs for %r not delivered: %s", order.topology, exc.details())
 
     def _revoked(self, node_ids: list[str]) -> None:
         """Keep the cluster's revoked nodes where this node's stream managers read them."""
@@ -531,7 +550,7 @@ class Node:
             node_id=self.node_id,
             containers=[f"{t}/{c}" for (t, c), p in self.containers.items() if p.poll() is None],
             error=self.error,
-            metrics={"uptime_s": time.monotonic()},
+            metrics={"uptime_s": round(time.monotonic() - self.started, 1)},
             health=self.health.state,
             reasons=self.health.reasons(),
         )

@@ -25,10 +25,10 @@ from dataclasses import replace
 from ..api import Bolt, ComponentSpec, Input, Reliability, RuntimeConfig, Spout, Topology, global_
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
 from ..api._system import system_component
-from ._validate import SYSTEM
+from ._validate import RESERVED_OUTBOX_PREFIX, SYSTEM
 
 DOMAINS = ("cloud", "edge")
-OUTBOX_PREFIX = "__outbox__"
+OUTBOX_PREFIX = RESERVED_OUTBOX_PREFIX
 
 
 def has_edge(topology: Topology) -> bool:

@@ -5,11 +5,14 @@ A file may define one native ``headwater.Topology`` value, one heronpy-style
 call ``build_and_submit()`` under ``__main__``. The file runs as ``__main__``
 in every process that needs the components (launcher, containers,
 instances), exactly as Heron runs a Python topology's module on each
-container, so it must build the same topology every time.
+container, so it must build the same topology every time. ``sys.argv`` is
+the file then the arguments in ``HEADWATER_TOPOLOGY_ARGS`` (``headwater run
+FILE -- ARGS``), the same in every process.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import runpy
 import sys
@@ -21,6 +24,25 @@ from .._exceptions import TopologyLoadError
 from ..api import Topology
 from ..api._submit import capturing
 from ._domains import for_domain
+from ._package_models import with_models
+from ._package_parallelism import with_parallelism
+
+ARGS_ENV = "HEADWATER_TOPOLOGY_ARGS"
+"""A JSON list: the file sees it as ``sys.argv[1:]`` (``headwater run FILE -- ARGS``)."""
+
+
+def topology_args() -> list[str]:
+    """The arguments every process running the file gives it (``ARGS_ENV``, else none)."""
+    raw = os.environ.get(ARGS_ENV)
+    if not raw:
+        return []
+    try:
+        args = json.loads(raw)
+    except ValueError:
+        args = None
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise TopologyLoadError(f"{ARGS_ENV} must be a JSON list of strings, got {raw!r}")
+    return args
 
 
 def load_topology(
@@ -45,7 +67,7 @@ def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
     if not file.is_file():
         raise TopologyLoadError(f"no topology file at {str(path)!r}: check the path")
     old_argv, old_path = sys.argv[:], sys.path[:]
-    sys.argv = [str(file)]
+    sys.argv = [str(file), *topology_args()]
     sys.path.insert(0, str(file.parent))
     try:
         with capturing() as captured:
@@ -69,6 +91,9 @@ def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
     unique: dict[str, Topology] = {}
     for topo in found:
         unique.setdefault(topo.name, topo)
+    unique = {
+        k: with_parallelism(with_models(t, file.parent), file.parent) for k, t in unique.items()
+    }
     if name is not None:
         if name not in unique:
             raise TopologyLoadError(

@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from .._exceptions import InvalidTopologyError
-from ..api import ComponentSpec, RuntimeConfig, Topology
+from ..api import TICK_COMPONENT, ComponentSpec, RuntimeConfig, Topology
+from ..api._config import ContainerResources
 from ..api._stream import CustomGrouping
 from ..wire import SUPPORTED_TYPES, is_supported_type
 
 SYSTEM = "headwater.system"  # config flag of components the runtime adds
+RESERVED_OUTBOX_PREFIX = "__outbox__"  # the edge outboxes' names (plan/_domains.py)
+
+
+def _reserved(name: str) -> bool:
+    """A name the runtime gives its own components: the tick source, the edge outboxes.
+    Other names may start with ``__`` (heronpy's integration tests name components so)."""
+    return name == TICK_COMPONENT or name.startswith(RESERVED_OUTBOX_PREFIX)
+
+
 _GROUPINGS = {"shuffle", "fields", "all", "global", "none", "direct", "custom"}
 
 
@@ -27,11 +37,18 @@ def validate(topology: Topology) -> None:
         problems.append("the topology has no components: add at least one spout")
     elif not any(c.kind == "spout" for c in topology.components):
         problems.append("the topology has no spout: every DAG needs a source")
+    try:
+        ContainerResources.from_mapping(topology.config)
+    except ValueError as exc:
+        problems.append(f"topology {topology.name!r}: bad config: {exc}")
     by_name = {c.name: c for c in topology.components}
     for comp in topology.components:
         where = f"{comp.kind} {comp.name!r}"
-        if not comp.name or (comp.name.startswith("__") and not comp.config.get(SYSTEM)):
-            problems.append(f"{where}: names must be non-empty and must not start with '__'")
+        if not comp.name or (_reserved(comp.name) and not comp.config.get(SYSTEM)):
+            problems.append(
+                f"{where}: names must be non-empty and not {TICK_COMPONENT!r} or start with "
+                f"{RESERVED_OUTBOX_PREFIX!r} (the runtime's own components); rename it"
+            )
         if comp.parallelism < 1:
             problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
         try:

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from ._instance import Instance
 
 
+MAX_USER_COUNTERS = 256
+MAX_COUNTER_NAME = 100
+OTHER_COUNTER = "_other"  # the counts of names past MAX_USER_COUNTERS
+
+
 class InstanceContext:
     """The runtime as a component sees it.
 
@@ -95,7 +100,16 @@ class InstanceContext:
         self._i._send(frame)
 
     def incr(self, counter: str, by: int = 1) -> None:
+        """Add ``by`` to the user counter ``counter`` (reported with the task's metrics).
+
+        A task keeps at most ``MAX_USER_COUNTERS`` names (each cut to ``MAX_COUNTER_NAME``
+        characters); counts under further names go to ``OTHER_COUNTER``, so that a counter
+        per device or per key cannot grow every report, /metrics and the console without end.
+        """
         c = self._i.user_counters
+        counter = counter[:MAX_COUNTER_NAME]
+        if counter not in c and len(c) >= MAX_USER_COUNTERS:
+            counter = OTHER_COUNTER
         c[counter] = c.get(counter, 0) + by
 
     def retry_record(

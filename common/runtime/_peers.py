@@ -30,6 +30,14 @@ GRPC_OPTIONS = [
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.max_receive_message_length", 64 << 20),
 ]
+SERVER_OPTIONS = [
+    *GRPC_OPTIONS,
+    # agents' uplinks ping every 5 s to find a cut link (edge/_uplink.py); gRPC's server
+    # default (one ping per 5 min without data) answers that with GOAWAY too_many_pings,
+    # which dropped every idle uplink about every 20 s
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 4000),
+]
 PEER_ROLES = ("worker", "local")
 """Who may open a peer link: a worker's stream manager, or one of ``headwater run``'s."""
 BATCH_BYTES = 4 << 20  # the most data one Frames message carries
@@ -163,7 +171,7 @@ async def serve_peers(
 ) -> tuple[grpc.aio.Server, str]:
     """Start the server of ``Exchange`` (peers) and ``Uplink`` (agents, through ``ingress``)
     on ``host`` (any port); the server and its address."""
-    server = grpc.aio.server(options=GRPC_OPTIONS)
+    server = grpc.aio.server(options=SERVER_OPTIONS)
     pb_grpc.add_StreamManagerServicer_to_server(ExchangeServicer(stmgr), server)
     pb_grpc.add_IngressServicer_to_server(ingress, server)
     port = stmgr.transport.bind(server, f"{host}:0")

@@ -18,6 +18,13 @@ _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
+NO_GRPC_FORK_HANDLERS = {"GRPC_ENABLE_FORK_SUPPORT": "false"}
+"""Every child is fork-then-exec, never a forked gRPC user, so gRPC's fork handlers only do
+harm: with other threads inside gRPC they are skipped with a notice in the log, and a
+process that forked while its event engine polled was seen to abort (epoll_wait: Bad file
+descriptor) in a container of the compose cluster. Read when grpc is first imported."""
+
+
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec. SIGKILL on parent death means a
     # killed stmgr or launcher can never leave orphans behind.
@@ -37,7 +44,7 @@ def spawn(
     try:
         return subprocess.Popen(
             [executable or sys.executable, *args],
-            env={**os.environ, **(env or {})},
+            env={**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})},
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,
             stdin=subprocess.DEVNULL,

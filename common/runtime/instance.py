@@ -10,6 +10,7 @@ to restart it.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -23,6 +24,10 @@ from ..wire._frame import length_prefix
 from ._instance import Instance
 
 log = logging.getLogger("headwater.instance")
+TOPOLOGY_FILE_ENV = "HEADWATER_TOPOLOGY_FILE"
+"""Set in an instance process: the topology file it runs (inside its revision's package)."""
+LABELS_ENV = "HEADWATER_LABELS"
+"""Set in an instance process: the agent's labels as JSON (``{}`` outside an edge domain)."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plan-file", default=None, help="task ids (a revised topology's plan)")
     add_domain_arguments(p)
     args = p.parse_args(argv)
+    # what a component may read at open: its package's files (a model the master shipped
+    # with it) and the labels that pick among them (a canary's selector)
+    os.environ[TOPOLOGY_FILE_ENV] = os.path.abspath(args.topology_file)
+    os.environ[LABELS_ENV] = json.dumps(args.labels, sort_keys=True)
     logging.basicConfig(
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
         format=f"%(asctime)s %(levelname)s task={args.task} %(name)s: %(message)s",

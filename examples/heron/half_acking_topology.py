@@ -1,5 +1,7 @@
 """Heron's half-acking example: every other tuple fails and the spout hears of it."""
 
+import sys
+
 from heron_components import HalfAckBolt, WordSpout
 
 from headwater.heronpy.api import api_constants as constants
@@ -7,7 +9,10 @@ from headwater.heronpy.api.stream import Grouping
 from headwater.heronpy.api.topology import TopologyBuilder
 
 if __name__ == "__main__":
-    builder = TopologyBuilder("HalfAcking")
+    if len(sys.argv) != 2:
+        print("Topology's name is not specified")
+        sys.exit(1)
+    builder = TopologyBuilder(name=sys.argv[1])
     word_spout = builder.add_spout("word_spout", WordSpout, par=2)
     builder.add_bolt(
         "half_ack_bolt",

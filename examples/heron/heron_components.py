@@ -17,7 +17,9 @@ from typing import Any
 
 from headwater.heronpy.api import global_metrics
 from headwater.heronpy.api.bolt.bolt import Bolt
+from headwater.heronpy.api.bolt.window_bolt import SlidingWindowBolt
 from headwater.heronpy.api.custom_grouping import ICustomGrouping
+from headwater.heronpy.api.metrics import CountMetric
 from headwater.heronpy.api.spout.spout import Spout
 from headwater.heronpy.api.state.stateful_component import StatefulComponent
 from headwater.heronpy.api.stream import Stream
@@ -109,12 +111,30 @@ class StreamAggregateBolt(Bolt):
 
 
 class ConsumeBolt(Bolt):
+    """Counts what it consumes, in a global counter and in a metric it registers."""
+
     def initialize(self, config: dict[str, Any], context: Any) -> None:
         self.total = 0
+        self.consumed = CountMetric()
+        context.register_metric("consume_count", self.consumed, 10)
 
     def process(self, tup: Any) -> None:
         self.total += 1
+        self.consumed.incr()
         global_metrics.safe_incr("consumed")
+
+
+class WindowSizeBolt(SlidingWindowBolt):
+    """Heron's window size example: logs how many tuples each window holds.
+
+    The sliding window bolt acks each tuple once it has left its last window; the
+    windows seen and their sizes are published as user counters."""
+
+    def processWindow(self, window_info: Any, tuples: list[Any]) -> None:
+        self.logger.info("Window %s holds %d tuples", window_info, len(tuples))
+        if tuples:
+            global_metrics.safe_incr("windows")
+            global_metrics.safe_incr("windowed", len(tuples))
 
 
 class SampleCustomGrouping(ICustomGrouping):

@@ -1,5 +1,7 @@
 """Heron's stateful word count example (EFFECTIVELY_ONCE), ported."""
 
+import sys
+
 from heron_components import StatefulCountBolt, StatefulWordSpout
 
 from headwater.heronpy.api import api_constants as constants
@@ -7,7 +9,10 @@ from headwater.heronpy.api.stream import Grouping
 from headwater.heronpy.api.topology import TopologyBuilder
 
 if __name__ == "__main__":
-    builder = TopologyBuilder("StatefulWordCountTopology")
+    if len(sys.argv) != 2:
+        print("Topology's name is not specified")
+        sys.exit(1)
+    builder = TopologyBuilder(name=sys.argv[1])
     word_spout = builder.add_spout("word_spout", StatefulWordSpout, par=2)
     builder.add_bolt(
         "count_bolt",

@@ -1,5 +1,7 @@
 """Heron's word count example (TopologyBuilder style), ported."""
 
+import sys
+
 from heron_components import CountBolt, WordSpout
 
 from headwater.heronpy.api import api_constants as constants
@@ -7,7 +9,10 @@ from headwater.heronpy.api.stream import Grouping
 from headwater.heronpy.api.topology import TopologyBuilder
 
 if __name__ == "__main__":
-    builder = TopologyBuilder(name="WordCountTopology")
+    if len(sys.argv) != 2:
+        print("Topology's name is not specified")
+        sys.exit(1)
+    builder = TopologyBuilder(name=sys.argv[1])
     word_spout = builder.add_spout("word_spout", WordSpout, par=2)
     count_bolt = builder.add_bolt(
         "count_bolt",

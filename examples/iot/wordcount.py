@@ -3,7 +3,10 @@
     headwater run examples/iot/wordcount.py --containers 2 --duration 20
 
 The spout replays a fixed corpus of gateway log lines ``WORDCOUNT_REPEAT``
-times (default 500) and stops; ``split`` breaks lines into words (anchored,
+times (default 500) and stops, at most ``WORDCOUNT_RATE`` lines a second per
+spout task (default 50, so a 20 s run is still counting at its end and
+``headwater deactivate`` visibly pauses it; 0: as fast as it can);
+``split`` breaks lines into words (anchored,
 so a lost word replays its line) and ``count`` keeps per-word totals. With
 ``WORDCOUNT_OUTPUT=DIR`` each count task writes its totals to
 ``DIR/count-<task>.json`` every second and on shutdown.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +31,7 @@ CORPUS = [
     "gateway south reading temperature sensor ok",
 ]
 REPEAT = int(os.environ.get("WORDCOUNT_REPEAT", "500"))
+RATE = float(os.environ.get("WORDCOUNT_RATE", "50"))
 
 
 def expected_counts(repeat: int = REPEAT) -> dict[str, int]:
@@ -50,9 +55,15 @@ class Lines(Spout):
         self.todo = [(r, i) for r in share for i in range(len(CORPUS))]
         self.todo.reverse()
         self.retry: list[tuple[int, int]] = []
+        self.next_at = time.monotonic()
 
     def next_tuple(self) -> None:
         source = self.retry or self.todo
+        if source and RATE > 0:
+            now = time.monotonic()
+            if now < self.next_at:
+                return
+            self.next_at = max(self.next_at, now - 1.0) + 1.0 / RATE
         if source:
             msg_id = source.pop()
             self.ctx.emit([CORPUS[msg_id[1]]], tup_id=msg_id)

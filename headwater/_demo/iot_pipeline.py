@@ -5,11 +5,15 @@
       -> dedup      per sensor: drop repeats (MQTT QoS 1 may deliver a reading twice);
                     a seq implausibly far ahead -> dead letters
       -> smooth     per sensor: exponentially weighted mean
-      -> anomaly    per sensor: flag readings far from the running mean (Welford variance)
+      -> anomaly    per sensor: flag readings far from the running mean (Welford variance),
+                    or as the model rolled out to this agent says (``headwater models
+                    rollout``); each row names the model version ("" for the hand-set rule)
       -> windows    per sensor: 10 s event-time tumbling windows, closed by the sensor's clock
       -> site       per site: merge each sensor's closed windows into the site's window
       -> site_windows (KeyValueSink, latest row per site/window)
-    every component's dead letters -> dead_letters (files, in the cloud)
+    anomaly's readings, windows' closed windows, every component's dead letters
+      -> the landing zone, $IOT_OUT/landing/{readings,sensor_windows,dead_letters}
+         (Parquet by date and site, in the cloud: ``iot_landing``)
 
 Under a master, readings..anomaly run on every edge agent (``edge()``) and
 the windows onwards in the cloud; ``headwater run`` runs it all locally.
@@ -19,7 +23,7 @@ topology runs EFFECTIVELY_ONCE. A step refuses a reading by raising
 ``DeadLetter`` (any other exception is retried first): the runtime sends it,
 with the reason, to the topology's dead letters, ``[component, reason,
 traceback, record]`` rows, exactly once as any output. Configure with IOT_LOG (the ingest log) and
-IOT_OUT (output folder).
+IOT_OUT (output folder, default ./iot-out); see ``iot_paths``.
 """
 
 from __future__ import annotations
@@ -30,15 +34,15 @@ from functools import partial
 from typing import Any
 
 from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
+from headwater._demo import iot_landing as landing
 from headwater._demo import iot_steps as steps
-from headwater.common.connectors import KeyValueSink, LogSpout, TransactionalFileSink
+from headwater._demo.iot_paths import Readings, ingest_log, out_dir
+from headwater.common.connectors import KeyValueSink
 from headwater.placement import edge
 
-# on an agent, the ingest log is the agent's (HEADWATER_INGEST_LOG); IOT_LOG overrides
-LOG = os.environ.get("IOT_LOG") or os.environ.get(
-    "HEADWATER_INGEST_LOG", "/var/lib/headwater/agent/ingest"
-)
-OUT = os.environ.get("IOT_OUT", "/var/lib/headwater/iot")
+# IOT_LOG, else on an agent the agent's ingest log; IOT_OUT, else ./iot-out (see iot_paths)
+LOG = ingest_log()
+OUT = out_dir()
 PARTITIONS = int(os.environ.get("IOT_PARTITIONS", "1"))
 SENSOR_ROW = ("site", "sensor", "seq", "ts", "value")
 
@@ -84,6 +88,36 @@ class KeyedStep(Bolt):
             self.ctx.emit(row)
 
 
+class Anomaly(KeyedStep):
+    """``steps.anomaly`` with the model its package ships for this agent, if any.
+
+    Opening fails when that model does not load (a replace shipping it rolls back).
+    Counts ``scored`` and ``anomalies``: the rollout watches a canary's anomaly rate.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("welford", steps.anomaly, _sensor, None)
+
+    def open(self, ctx: Context) -> None:
+        from headwater._demo.iot_model import live_model
+
+        super().open(ctx)
+        model, version = live_model(ctx.config)
+        self.fn = partial(steps.anomaly, model=model, version=version)
+        if model is not None:
+            ctx.log.info("anomaly: model version %s", version)
+
+    def process(self, tup: Tuple) -> None:
+        key = self.key(tup.values)
+        new, rows = self.fn(self.state.get(key), list(tup.values))
+        self.state[key] = new
+        for row in rows:
+            self.ctx.incr("scored")
+            if row[6]:
+                self.ctx.incr("anomalies")
+            self.ctx.emit(row)
+
+
 def _sensor(row: list[Any]) -> Any:
     return row[1]
 
@@ -92,10 +126,6 @@ def _step(
     name: str, fn: Any, key: Callable[[list[Any]], Any] = _sensor, dropped: str | None = None
 ) -> Any:
     return partial(KeyedStep, name, fn, key, dropped)
-
-
-class Readings(LogSpout):
-    outputs = ("topic", "payload", "received_ms")
 
 
 topology = (
@@ -130,9 +160,9 @@ topology = (
     )
     .add_bolt(
         "anomaly",
-        _step("welford", steps.anomaly),
+        Anomaly,
         inputs={"smooth": fields("sensor")},
-        outputs=(*SENSOR_ROW, "smoothed", "anomaly"),
+        outputs=(*SENSOR_ROW, "smoothed", "anomaly", "model"),
         placement=edge(),
     )
     # cloud: per-site windows across every agent
@@ -153,7 +183,10 @@ topology = (
         partial(KeyValueSink, f"{OUT}/site_windows", key="key"),
         inputs={"site": fields("key")},
     )
+    # the landing zone, in the cloud: every reading with its flag, every closed window
+    .add_bolt("land_readings", landing.readings(OUT), inputs={"anomaly": fields("sensor")})
+    .add_bolt("land_windows", landing.sensor_windows(OUT), inputs={"windows": fields("sensor")})
     # every component's dead letters (malformed input, implausible readings, and records
     # user code kept raising on), in the cloud, with the reason
-    .with_dead_letters("dead_letters", partial(TransactionalFileSink, f"{OUT}/dead_letters"))
+    .with_dead_letters("dead_letters", landing.dead_letters(OUT))
 )

@@ -77,17 +77,34 @@ def smooth(ewma: float | None, row: Row) -> tuple[float, list[Row]]:
     return smoothed, [[*row, smoothed]]
 
 
-def anomaly(stats: tuple[int, float, float] | None, row: Row) -> tuple[Any, list[Row]]:
-    """Per sensor: flag readings far from the running mean (Welford's variance)."""
-    value = row[4]
-    n, mean, m2 = stats or (0, 0.0, 0.0)
-    std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
-    flagged = n >= 10 and abs(value - mean) > SIGMAS * std
+def anomaly(
+    state: list[Any] | tuple[int, float, float] | None,
+    row: Row,
+    model: Any = None,
+    version: str = "",
+) -> tuple[Any, list[Row]]:
+    """Per sensor: flag readings far from the running mean (Welford's variance), or as
+    ``model`` (``flag(sensor, prev, value)``) says when one is live.
+
+    The state is ``[n, mean, m2, prev]`` whatever flags the reading (``prev``: the
+    previous reading's ``[value, smoothed]``), so a replace that changes the model
+    carries it; a 3-tuple (an older revision's Welford stats) is read as no ``prev``.
+    Emits the row with ``anomaly`` and ``model`` (``version``; "" for the hand-set
+    detector).
+    """
+    value, smoothed = row[4], row[5]
+    n, mean, m2 = (state[0], state[1], state[2]) if state else (0, 0.0, 0.0)
+    prev = state[3] if state and len(state) > 3 else None
+    if model is None:
+        std = math.sqrt(m2 / (n - 1)) if n > 1 else 0.0
+        flagged = n >= 10 and abs(value - mean) > SIGMAS * std
+    else:
+        flagged = bool(model.flag(row[1], prev, value))
     n += 1
     delta = value - mean
     mean += delta / n
     m2 += delta * (value - mean)
-    return (n, mean, m2), [[*row, flagged]]
+    return [n, mean, m2, [value, smoothed]], [[*row, flagged, version if model else ""]]
 
 
 def sensor_window(acc: Row | None, row: Row) -> tuple[Row, list[Row]]:
@@ -96,7 +113,7 @@ def sensor_window(acc: Row | None, row: Row) -> tuple[Row, list[Row]]:
     A reading of a later window closes the open one (one sensor's readings
     arrive in order). Emits ``[site, sensor, window, count, sum, min, max, anomalies]``.
     """
-    site, sensor, _seq, ts, value, _smoothed, flagged = row
+    site, sensor, _seq, ts, value, _smoothed, flagged = row[:7]  # then the model column
     w = ts - ts % WINDOW_MS
     out: list[Row] = []
     if acc is not None and acc[0] != w:

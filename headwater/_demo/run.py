@@ -27,9 +27,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from headwater.common._package import build_package
-from headwater.common.connectors import read_key_value_sink
+from headwater.common.connectors import manifests, read_key_value_sink
 from headwater.common.runtime._procs import spawn, terminate
 
+from .loop import SparkLoop
 from .sensors import readings
 
 PIPELINE = Path(__file__).with_name("iot_pipeline.py")
@@ -74,6 +75,9 @@ def start_broker(workdir: Path) -> tuple[int, Any, str]:
             time.sleep(0.05)
 
 
+STEP_MS = 5_000  # the demo's clock runs fast: a reading is 5 s of event time, published 5 a second
+
+
 def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5.0) -> None:
     """Six sensors on two sites, ``rate_per_sensor`` readings/s each, and a broken one."""
     import paho.mqtt.client as mqtt
@@ -84,7 +88,7 @@ def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5
     client.loop_start()
     try:
         batch = 6
-        for i, (topic, reading) in enumerate(readings(2, 3, 1_000_000)):
+        for i, (topic, reading) in enumerate(readings(2, 3, 1_000_000, step_ms=STEP_MS)):
             if stop.is_set():
                 return
             client.publish(topic, json.dumps(reading), qos=1)
@@ -98,8 +102,8 @@ def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5
 
 
 def dead_letters(out: Path) -> int:
-    d = out / "dead_letters"
-    return sum(len(f.read_text().splitlines()) for f in d.glob("part-*.jsonl")) if d.exists() else 0
+    """How many dead letters the landing zone has committed (its manifests' row counts)."""
+    return sum(m["rows"] for m in manifests(out / "landing", "dead_letters"))
 
 
 def get_json(url: str, token: str = "") -> Any:
@@ -122,6 +126,7 @@ class Demo:
         self.sensors: threading.Thread | None = None
         self.http = self.grpc = ""
         self.token = ""  # the admin token the master made: the demo submits with it
+        self.loop: SparkLoop | None = None  # rollups, training and rollout, once it runs
 
     def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.procs.append(
@@ -230,11 +235,22 @@ class Demo:
         print(f"  its token: export HEADWATER_TOKEN=$(cat {admin})", flush=True)
         print(
             f"  outputs (kept after the demo): {self.out / 'site_windows'} (per-site "
-            f"windows), {self.out / 'dead_letters'}",
+            f"windows), {self.out / 'landing'} (readings, sensor_windows, dead_letters: Parquet)",
+            flush=True,
+        )
+        print(
+            f"  read them: headwater read {self.out / 'site_windows'}, "
+            f"headwater read --follow {self.out / 'landing' / 'readings'}",
             flush=True,
         )
         print(f"  logs: {self.work}", flush=True)
+        self.loop = SparkLoop(self.work, self.out, self.http, admin, _say)
+        self.loop.start()
         print("  stop with Ctrl-C", flush=True)
+
+    def tick(self) -> None:
+        if self.loop is not None:
+            self.loop.step()
 
     def nodes(self) -> list[dict[str, Any]]:
         return get_json(f"{self.http}/api/v1/nodes", self.token)  # type: ignore[no-any-return]
@@ -263,12 +279,20 @@ class Demo:
             f"cloud checkpoints: latest complete {cp['latest_complete']}",
             flush=True,
         )
+        if self.loop is not None:
+            self.loop.report()
 
     def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.stop()
         self.stop_sensors.set()
         if self.sensors is not None:
             self.sensors.join(5)
         terminate(list(reversed(self.procs)), 15.0)
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
 
 
 def wait_until(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:

@@ -23,42 +23,15 @@ from aiohttp.test_utils import TestClient, TestServer
 from headwater.cloud.master._http import make_app
 from headwater.cloud.master._master import MAX_CONTAINERS, Master
 from headwater.common._exceptions import HeadwaterError
-from headwater.common._package import MAX_PACKAGE_FILES, MAX_UNPACKED_BYTES, build_package
+from headwater.common._package import MAX_PACKAGE_FILES, MAX_UNPACKED_BYTES
 
-_TOPOLOGY = """
-from collections.abc import Sequence
-from typing import ClassVar
-
-from headwater import Bolt, Spout, Topology, Tuple, shuffle
-
-
-class Words(Spout):
-    outputs: ClassVar[Sequence[str]] = ("word",)
-
-    def next_tuple(self) -> None:
-        pass
-
-
-class Count(Bolt):
-    def process(self, tup: Tuple) -> None:
-        pass
-
-
-topology = (
-    Topology({name!r})
-    .add_spout({spout!r}, Words)
-    .add_bolt("count", Count, inputs={{{spout!r}: shuffle()}})
-)
-"""
+from ._packages import topology_package
 
 Call = Callable[[TestClient[Any, Any], Master, Path], Awaitable[None]]
 
 
 def _package(tmp_path: Path, name: str = "ok", spout: str = "words") -> bytes:
-    folder = tmp_path / f"src-{name.replace('/', '_')}-{spout.replace('/', '_')}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "topo.py").write_text(_TOPOLOGY.format(name=name, spout=spout))
-    return build_package(folder / "topo.py")[0]
+    return topology_package(tmp_path, name, spout)
 
 
 def _zip(files: dict[str, bytes]) -> bytes:

@@ -38,7 +38,8 @@ from headwater.common.security import JoinToken
 
 from .._wait import wait_for
 from ..conftest import free_port
-from .test_master_http import _TOPOLOGY, _package
+from ._packages import topology_source
+from .test_master_http import _package
 
 Call = Callable[[TestClient[Any, Any], Master, dict[str, str]], Awaitable[None]]
 
@@ -87,15 +88,21 @@ def _routes(app: web.Application) -> set[tuple[str, str]]:
 
 def test_every_route_of_both_apps_is_in_the_access_table(tmp_path: Path) -> None:
     """Deny by default is only safe if no route is forgotten: each one has a rule."""
-    from headwater.cloud.tmaster._http import add_topology_routes
+    from headwater.cloud.tmaster._http import add_metrics_route, add_topology_routes
+    from headwater.common._prometheus import Exposition
 
     master_routes = _routes(make_app(Master(tmp_path / "state")))
-    tmaster = web.Application()
+    tmaster = web.Application()  # what make_app adds, without a topology master
     add_topology_routes(tmaster, lambda name: None, lambda: [])
+    add_metrics_route(tmaster, Exposition())
     missing = (master_routes | _routes(tmaster)) - set(ACCESS)
     assert not missing, f"routes without an access rule: {sorted(missing)}"
     assert set(ACCESS) == master_routes  # and no rule for a route that is gone
-    assert {r for r, role in ACCESS.items() if role == PUBLIC} == {("GET", "/api/v1/openapi.json")}
+    assert {r for r, role in ACCESS.items() if role == PUBLIC} == {
+        ("GET", "/api/v1/openapi.json"),
+        ("GET", "/"),  # the web console's page and files: its data needs a token
+        ("GET", "/console/{file}"),
+    }
 
 
 def test_a_route_without_a_rule_is_refused(tmp_path: Path) -> None:
@@ -370,7 +377,7 @@ def test_the_cli_sends_the_token_and_says_what_to_do_without_one(
         killed.stderr
     ), killed
     assert "headwater token create --role" in killed.stderr and "Traceback" not in killed.stderr
-    (tmp_path / "topo.py").write_text(_TOPOLOGY.format(name="ok", spout="words"))
+    (tmp_path / "topo.py").write_text(topology_source("ok"))
     submit = _cli("submit", str(tmp_path / "topo.py"), "--master", url, "--token", viewer)
     assert submit.returncode == 2 and "needs the admin role" in submit.stderr, submit
     # --token beats HEADWATER_TOKEN, which beats --token-file
@@ -462,3 +469,19 @@ def test_rest_over_tls_with_the_cacert(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_status_says_what_runs_on_a_master(master: dict[str, Any]) -> None:
+    """With nothing running, or a topology that is not there (killed): what to do, not an
+    HTTP error."""
+    url, token = master["http"], (master["state"] / "admin.token").read_text().strip()
+    none = _cli("status", "--master", url, "--token", token)
+    assert (none.returncode, none.stdout) == (2, ""), none
+    assert none.stderr == (
+        f"headwater: error: no topology runs on {url}; submit one with `headwater submit FILE`\n"
+    )
+    ghost = _cli("status", "ghost", "--master", url, "--token", token)
+    assert ghost.returncode == 2, ghost
+    assert ghost.stderr == (
+        "headwater: error: no topology named 'ghost' (running: none); submit it first\n"
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..integration._support import EXAMPLES, committed_rows, running, wait_for
+from ..integration._support import EXAMPLES, landed_dead_letters, running, wait_for
 from ..integration.test_iot import SENSORS, _expected, _ingest, _site_rows
 from . import _report
 
@@ -49,7 +49,7 @@ def test_implausible_readings_are_dead_lettered_and_the_sensor_goes_on(
     env = {"IOT_LOG": str(log), "IOT_OUT": str(out), "IOT_PARTITIONS": "2"}
 
     def dead() -> list[Any]:
-        return committed_rows(out / "dead_letters")
+        return landed_dead_letters(out)
 
     def windows() -> dict[str, Any]:
         rows = _site_rows(out / "site_windows")

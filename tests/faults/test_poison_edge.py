@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..integration._daemons import Daemons
-from ..integration._support import committed_rows, wait_for
+from ..integration._support import landed_dead_letters, wait_for
 from ..integration.test_edge_cloud import Sensors, _start_cluster
 from ..integration.test_iot import SENSORS, _expected, _site_rows
 from . import _report
@@ -45,7 +45,7 @@ def test_a_poison_record_on_an_agent_is_dead_lettered_and_the_site_goes_on(
     expected = _expected([r for _, r in readings])
 
     def dead() -> list[list[Any]]:
-        return committed_rows(out / "dead_letters")
+        return landed_dead_letters(out)
 
     t0 = time.monotonic()
     sensors.publish(first)

@@ -16,7 +16,7 @@ import pytest
 
 from headwater.heronpy.streamlet.windowconfig import WindowConfig
 
-from ..integration._support import EXAMPLES, TOPOLOGIES, running, wait_for
+from ..integration._support import TOPOLOGIES, running, wait_for
 
 pytestmark = pytest.mark.cluster
 TOPOLOGY = TOPOLOGIES / "streamlets.py"
@@ -29,10 +29,21 @@ def _read(out: Path, name: str) -> list[Any]:
     return rows
 
 
+def _sides(joined: list[Any]) -> tuple[set[str], set[str]]:
+    return (
+        {a for _, (a, _b) in joined if a is not None},
+        {b for _, (_a, b) in joined if b is not None},
+    )
+
+
 def test_word_count_clone_repartition_and_outer_join(tmp_path: Path) -> None:
     spec = runpy.run_path(str(TOPOLOGY))
     words = [w for s in spec["SENTENCES"] for w in s.split()]
     out = tmp_path / "out"
+    # the two sources may fall into different 30 s windows (a boundary between them, or a
+    # loaded machine): wait for every record of both sides, not for the first window's joins
+    every_left = {v for _, v in spec["LEFT"]}
+    every_right = {v for _, v in spec["RIGHT"]}
     with running(TOPOLOGY, env={"STREAMLET_OUT": str(out)}) as c:
         plan = c.get("/plan")
         assert len([i for i in plan["instances"] if i["component"] == "repartition-3"]) == 3
@@ -40,10 +51,10 @@ def test_word_count_clone_repartition_and_outer_join(tmp_path: Path) -> None:
             lambda: (
                 sum(n for _, n in _read(out, "counts")) >= len(words)
                 and len(_read(out, "copies")) >= len(words)
-                and len(_read(out, "joined")) >= 12 + 4
+                and _sides(_read(out, "joined")) == (every_left, every_right)
             ),
-            60,
-            "the counts, the copies and the joins",
+            120,
+            "the counts, the copies and every record of both sides joined",
         )
     # an int tumbling window: summed over its windows, each word's count is exact
     totals: Counter[str] = Counter()
@@ -74,16 +85,6 @@ def test_word_count_clone_repartition_and_outer_join(tmp_path: Path) -> None:
     assert left and right
 
 
-@pytest.mark.parametrize("name", ["streamlet_word_count.py", "streamlet_join.py"])
-def test_heron_streamlet_examples_run(name: str) -> None:
-    with running(EXAMPLES / "heron" / name) as c:
-        wait_for(
-            lambda: any(m.get("executed", 0) > 0 for m in c.metrics()["components"].values() if m),
-            60,
-            "records moving",
-        )
-
-
 def test_window_config_takes_ints_and_timedeltas() -> None:
     import datetime
 
@@ -92,5 +93,5 @@ def test_window_config_takes_ints_and_timedeltas() -> None:
     assert (sliding._window_duration, sliding._slide_interval) == (10, 2)
     with pytest.raises(RuntimeError, match="positive int"):
         WindowConfig.create_tumbling_window(1.5)
-    with pytest.raises(RuntimeError, match="multiple of the slide"):
-        WindowConfig.create_sliding_window(10, 3)
+    uneven = WindowConfig.create_sliding_window(10, 3)  # as in Heron: no multiple needed
+    assert (uneven._window_duration, uneven._slide_interval) == (10, 3)

@@ -88,6 +88,15 @@ def committed_rows(directory: Path) -> list[Any]:
     return rows
 
 
+def landed_dead_letters(out: Path) -> list[list[Any]]:
+    """The IoT example's committed dead letters (``OUT/landing/dead_letters``, Parquet) as
+    ``[component, reason, traceback, record]``, the record parsed back from its JSON text."""
+    from headwater.common.connectors import read_landing
+
+    rows = read_landing(out / "landing", "dead_letters")
+    return [[r["component"], r["reason"], r["traceback"], json.loads(r["record"])] for r in rows]
+
+
 def read_records(out: Path, component: str) -> dict[int, list[list[Any]]]:
     """Per task: the value lists a RecordBolt wrote."""
     result: dict[int, list[list[Any]]] = {}

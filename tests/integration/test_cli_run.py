@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from headwater.cloud.local import state_dir
 
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.cluster
 def _start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "headwater", "run", *args],
-        env={**os.environ, **env},
+        env={**os.environ, "WORDCOUNT_RATE": "0", **env},  # the word count unpaced
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -49,6 +50,17 @@ def _tasks(record: dict[str, str], name: str) -> dict[str, dict[str, float]]:
     )
     with urllib.request.urlopen(req, timeout=5) as r:
         return json.loads(r.read())["tasks"]  # type: ignore[no-any-return]
+
+
+def _scrape(record: dict[str, str], token: str | None) -> tuple[int, str]:
+    """``GET /metrics`` of the run's topology master: (status, body)."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(f"{record['http']}/metrics", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
 
 
 def _counts(out: Path) -> Counter[str]:
@@ -84,6 +96,20 @@ def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Pat
             parent = p.parent()
             assert parent is not None
             assert parent.pid in {c.pid for c in containers}
+        # its /metrics, with the run's token: every task, labelled
+        assert _scrape(record, None)[0] == 401
+        status, text = _scrape(record, Path(record["token_file"]).read_text().strip())
+        assert status == 200
+        labelled = {
+            (s.labels["component"], s.labels["task"])
+            for f in text_string_to_metric_families(text)
+            for s in f.samples
+            if s.name == "headwater_task_connected"
+            and s.labels["topology"] == "wordcount"
+            and s.labels["domain"] == "cloud"
+            and s.value == 1.0
+        }
+        assert labelled == {(str(m["component"]), task) for task, m in tasks.items()}
         expected = runpy.run_path(str(WORDCOUNT))["expected_counts"]()
         wait_for(lambda: _counts(out_dir) == Counter(expected), 30, "the exact word counts")
         out, _ = proc.communicate(timeout=60)
@@ -218,3 +244,85 @@ def test_run_insecure_warns_and_runs_in_plaintext(out_dir: Path, tmp_path: Path)
     assert "stopped" in out
     assert not (workdir / "tls").exists()  # no credentials were made
     assert _counts(out_dir) == Counter(expected)
+
+
+LOGGED = """
+from headwater.dsl import Pipeline
+
+p = Pipeline("logged")
+p.from_collection("numbers", [1, 2, 3]).log("seen").sink("drop", lambda value: None)
+topology = p.build()
+"""
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_run_keeps_its_logs_and_says_where(keep: bool, tmp_path: Path) -> None:
+    """A streamlet's log() output outlives the run (in its work directory's task logs, as
+    Heron's and Flink's local modes keep theirs), unless --no-keep-logs; the run's state,
+    credentials and tokens go either way."""
+    (tmp_path / "logged.py").write_text(LOGGED)
+    proc = _start(
+        [str(tmp_path / "logged.py"), "--quiet", *([] if keep else ["--no-keep-logs"])], {}
+    )
+    try:
+        assert proc.stdout is not None
+        lines = iter(proc.stdout.readline, "")
+        workdir = Path(next(line for line in lines if line.startswith("  logs: "))[8:].strip())
+
+        def logged() -> bool:
+            return any(
+                "seen: 3" in p.read_text(errors="replace") for p in workdir.glob("task-*.log")
+            )
+
+        wait_for(logged, 30, "the log step's lines in a task log")
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, out
+    if keep:
+        assert out.endswith(f"stopped\nlogs kept in {workdir}\n")
+        kept = sorted(p.name for p in workdir.iterdir())
+        assert all(name.endswith(".log") for name in kept), kept
+        assert {"tmaster.log", "container-0.log"} <= set(kept)
+        assert logged()
+    else:
+        assert out.endswith("stopped\n")
+        assert not workdir.exists()
+
+
+@pytest.mark.parametrize("example", ["pipeline.py", "pipeline_dsl.py"])
+def test_the_iot_example_without_a_log_says_what_to_set(example: str, tmp_path: Path) -> None:
+    """Without IOT_LOG (and not on an agent) the IoT example says at once what to set, and
+    its readings spout refuses to open, so the run ends with that cause instead of idling on
+    a log that does not exist; without IOT_OUT it writes under ./iot-out, and says so."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("IOT_LOG", "IOT_OUT", "HEADWATER_INGEST_LOG")
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "headwater", "run", str(EXAMPLES / "iot" / example), "--quiet"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    need = (
+        "no ingest log to read: set IOT_LOG to the folder of a durable log of readings (an "
+        "agent's --ingest-log, or the folder an MqttIngest writes), or submit the topology to "
+        "a master with agents, whose edge half reads the agent's own log"
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = done.stderr.splitlines()
+    assert said[:2] == [
+        f"IOT_LOG is not set: {need}",
+        f"IOT_OUT is not set: the IoT example writes its outputs under {tmp_path / 'iot-out'}",
+    ]
+    assert "component 'readings' (task 1) is crash-looping" in said[2]
+    assert f"  ValueError: {need}" in said
+    assert "/var/lib/headwater" not in done.stdout + done.stderr

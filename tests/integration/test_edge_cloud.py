@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,12 +24,15 @@ import psutil
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
+from headwater._demo import iot_landing as landing
+from headwater._demo import iot_steps as steps
 from headwater._demo.linkproxy import LinkProxy
+from headwater.common.connectors import manifests, read_landing
 from headwater.common.plan import cloud_part, edge_part, load_topology, task_ids
 
 from ..conftest import free_port
 from ._daemons import Daemons
-from ._support import EXAMPLES, committed_rows, wait_for
+from ._support import EXAMPLES, landed_dead_letters, wait_for
 from .test_iot import MALFORMED, SENSORS, _expected, _site_rows
 
 pytestmark = pytest.mark.cluster
@@ -123,6 +127,58 @@ def _start_cluster(
     return worker, agents, out
 
 
+STEP_MS = 45 * 60_000
+
+
+def _check_landing(root: Path, readings: list[dict[str, Any]]) -> None:
+    """The landing zone holds every reading once, with the flag the pipeline gave it, and
+    every closed window once; manifests are contiguous and count exactly the files there."""
+    wait_for(
+        lambda: sum(m["rows"] for m in manifests(root, "readings")) >= len(readings),
+        60,
+        "every reading landed",
+    )
+    want_rows, want_windows = [], []
+    state: dict[str, list[Any]] = defaultdict(lambda: [None, None, None])
+    for r in readings:  # offline, with the pipeline's own step functions
+        ewma, stats, window = state[r["sensor"]]
+        row = [r["site"], r["sensor"], r["seq"], r["ts"], float(r["value"])]
+        ewma, [row] = steps.smooth(ewma, row)
+        stats, [row] = steps.anomaly(stats, row)
+        window, closed = steps.sensor_window(window, row)
+        state[r["sensor"]] = [ewma, stats, window]
+        day = time.strftime("%Y-%m-%d", time.gmtime(r["ts"] // 1000))
+        want_rows.append({**dict(zip(landing.READING, row, strict=True)), "date": day})
+        for c in closed:
+            wday = time.strftime("%Y-%m-%d", time.gmtime(c[2] // 1000))
+            want_windows.append({**dict(zip(landing.WINDOW, c, strict=True)), "date": wday})
+    wait_for(
+        lambda: sum(m["rows"] for m in manifests(root, "sensor_windows")) >= len(want_windows),
+        60,
+        "every closed window landed",
+    )
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["sensor"], r.get("seq", r.get("window")))
+
+    got = sorted(read_landing(root, "readings"), key=key)
+    assert len({key(r) for r in got}) == len(got) == len(readings)  # every (sensor, seq) once
+    assert got == sorted(want_rows, key=key)
+    assert len({r["date"] for r in got}) == 3
+    assert sorted(read_landing(root, "sensor_windows"), key=key) == sorted(want_windows, key=key)
+    for dataset in ("readings", "sensor_windows"):
+        ms = manifests(root, dataset)
+        assert [m["seq"] for m in ms] == list(range(1, len(ms) + 1))
+        assert len({(m["checkpoint"], m["task"]) for m in ms}) == len(ms)
+        listed = sorted(f["path"] for m in ms for f in m["files"])
+        on_disk = sorted(
+            str(p.relative_to(root / dataset)) for p in (root / dataset).rglob("part-*.parquet")
+        )
+        assert listed == on_disk
+        rows = len(read_landing(root, dataset))
+        assert sum(m["rows"] for m in ms) == sum(f["rows"] for m in ms for f in m["files"]) == rows
+
+
 def test_iot_example_runs_across_worker_and_two_agents(
     daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
 ) -> None:
@@ -133,26 +189,26 @@ def test_iot_example_runs_across_worker_and_two_agents(
     }
     worker, agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)
 
-    readings = list(SENSORS["readings"](2, 3, 40))
+    readings = list(SENSORS["readings"](2, 3, 40, step_ms=STEP_MS))  # 29 h 15 min: 3 dates
     messages = [(t, json.dumps(r).encode()) for t, r in readings]
     messages[50:50] = [("sensors/site1/bad", m) for m, _ in MALFORMED]
     sensors.publish(messages)
 
     expected = _expected([r for _, r in readings])
-    wait_for(
-        lambda: len(committed_rows(out / "dead_letters")) == len(MALFORMED), 90, "the dead letters"
-    )
+    wait_for(lambda: len(landed_dead_letters(out)) == len(MALFORMED), 90, "the dead letters")
     wait_for(
         lambda: _site_rows(out / "site_windows") == expected,
         90,
         "every closed window of both sites at the cloud sink",
     )
-    assert len(expected) == 2 * 3  # 2 sites x 3 closed windows
-    dead = committed_rows(out / "dead_letters")  # [component, reason, traceback, record]
+    assert len(expected) == 2 * 39  # 2 sites x 39 closed windows (a reading each)
+    dead = landed_dead_letters(out)  # [component, reason, traceback, record]
     reasons = sorted(d[1] for d in dead)
     for (_payload, reason), got in zip(sorted(MALFORMED, key=lambda m: m[1]), reasons, strict=True):
         assert reason in got
     assert all(d[0] == "parse" and d[3][0] == "sensors/site1/bad" for d in dead)
+
+    _check_landing(out / "landing", [r for _, r in readings])
 
     # where everything ran, by PID: edge components under each agent, cloud ones under the worker
     full = load_topology(PIPELINE)
@@ -177,7 +233,10 @@ def test_iot_example_runs_across_worker_and_two_agents(
     cloud_components = {t: c for c, ts in cloud_ids.items() for t in ts}
     on_worker = _instances(worker)
     assert sorted(cloud_components[t] for t in on_worker) == sorted(
-        ["parse", "dedup", "smooth", "anomaly", "windows", "site", "site_windows", "dead_letters"]
+        [
+            *["parse", "dedup", "smooth", "anomaly", "windows", "site", "site_windows"],
+            *["land_readings", "land_windows", "dead_letters"],
+        ]
     )  # the receivers stand in for the edge components (their dead letters too) by name
     master_pids = {
         int(m["pid"]) for m in daemons.api("/api/v1/topologies/iot/metrics")["tasks"].values()
@@ -357,7 +416,7 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
             "both outboxes confirmed and empty",
         )
         assert _status(status["site1"])["metrics"]["mqtt_appended"] >= 390
-        assert committed_rows(out / "dead_letters") == []
+        assert landed_dead_letters(out) == []
     finally:
         if publisher is not None:
             publisher.stop.set()

@@ -1,10 +1,22 @@
-"""Acceptance 4: Heron's Python examples, ported, run after the import-prefix change."""
+"""Heron's Python examples and its integration-test protocol, written fresh in heronpy
+style, run on real clusters with exact expected results (issue 19).
+
+Like Heron's, the examples take their topology's name as ``sys.argv[1]``
+(``headwater run FILE -- NAME``; here through ``HEADWATER_TOPOLOGY_ARGS``, which
+``headwater run`` sets).
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import runpy
 import signal
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,8 +35,14 @@ HERON = EXAMPLES / "heron"
 pytestmark = pytest.mark.cluster
 
 
+def _env(*args: str, **env: str) -> dict[str, str]:
+    return {"HEADWATER_TOPOLOGY_ARGS": json.dumps(list(args)), **env}
+
+
 def test_word_count_acks_every_tuple() -> None:
-    with running(HERON / "word_count_topology.py", env={"HERON_EXAMPLE_LIMIT": "600"}) as c:
+    env = _env("WordCountTopology", HERON_EXAMPLE_LIMIT="600")
+    with running(HERON / "word_count_topology.py", env=env) as c:
+        assert c.topology.name == "WordCountTopology"
         # 2 spout tasks x 600 words; "heron" (1 word in 6) counts 10
         wait_for(
             lambda: component_total(c, "count_bolt", "user:count") == 1000 + 200 * 10,
@@ -38,7 +56,8 @@ def test_word_count_acks_every_tuple() -> None:
 
 
 def test_half_acking_fails_half() -> None:
-    with running(HERON / "half_acking_topology.py", env={"HERON_EXAMPLE_LIMIT": "600"}) as c:
+    env = _env("HalfAcking", HERON_EXAMPLE_LIMIT="600")
+    with running(HERON / "half_acking_topology.py", env=env) as c:
         # every word arrives 200 times at one task, so each task acks and fails evenly
         wait_for(
             lambda: (
@@ -82,6 +101,12 @@ def test_custom_grouping() -> None:
         )
         per_task = task_metric(c, "consume_bolt", "user:consumed")
         assert per_task == {t: (600.0 if t == first else 0.0) for t in per_task}
+        # the metric the bolt registered, reported under the component's metrics
+        wait_for(
+            lambda: c.metrics()["components"]["consume_bolt"].get("user:consume_count") == 600,
+            30,
+            "the registered metric",
+        )
         # at-most-once with a tup_id: heronpy acks at once
         wait_for(lambda: component_total(c, "word_spout", "acked") == 600, 30, "immediate acks")
         assert component_total(c, "word_spout", "failed") == 0
@@ -89,7 +114,9 @@ def test_custom_grouping() -> None:
 
 def test_stateful_word_count_is_exact_after_a_kill() -> None:
     limit = 30_000  # words per spout task, paced so that the kill lands mid-run
-    env = {"HERON_EXAMPLE_LIMIT": str(limit), "HERON_EXAMPLE_RATE": "5000"}
+    env = _env(
+        "StatefulWordCountTopology", HERON_EXAMPLE_LIMIT=str(limit), HERON_EXAMPLE_RATE="5000"
+    )
     with running(HERON / "stateful_word_count_topology.py", env=env) as c:
         c.supervise()
         wait_for(lambda: c.get("/checkpoints")["latest_complete"] >= 2, 60, "two checkpoints")
@@ -112,3 +139,105 @@ def test_stateful_word_count_is_exact_after_a_kill() -> None:
 
         assert wait_for(checkpointed, 120, "exact counts in checkpointed state") == expected
         assert c.summary()["recoveries"] >= 1
+
+
+def test_window_size_acks_every_tuple_once_it_leaves_its_windows() -> None:
+    env = _env("WindowSize", HERON_EXAMPLE_LIMIT="300")
+    with running(HERON / "window_size_topology.py", env=env) as c:
+        # a tuple is acked when it expires: 10 s windows every 2 s
+        wait_for(lambda: component_total(c, "word_spout", "acked") == 600, 90, "all acks")
+        assert component_total(c, "word_spout", "failed") == 0
+        assert component_total(c, "window_size_bolt", "acked") == 600
+        assert component_total(c, "window_size_bolt", "user:windows") >= 1
+
+
+def _rows(out: Path, name: str) -> list[Any]:
+    rows: list[Any] = []
+    for f in sorted(out.glob(f"{name}-*.jsonl")):
+        rows += [json.loads(line) for line in f.read_text().splitlines() if line]
+    return rows
+
+
+def test_streamlet_word_count_counts_each_word_in_all_its_windows(tmp_path: Path) -> None:
+    sentences = 30
+    env = _env("WordCountStreamlet", HERON_EXAMPLE_LIMIT=str(sentences))
+    env["HERON_EXAMPLE_OUT"] = str(tmp_path)
+    spec = runpy.run_path(str(HERON / "streamlet_word_count.py"))
+    words: Counter[str] = Counter()
+    for i in range(sentences):
+        words.update(spec["SENTENCES"][i % 3].split())
+
+    def summed() -> Counter[str]:
+        total: Counter[str] = Counter()
+        for word, n in _rows(tmp_path, "counts"):
+            total[word] += n
+        return total
+
+    with running(HERON / "streamlet_word_count.py", env=env):
+        # 10 s windows every 2 s: every word is counted in exactly 5 windows
+        wait_for(lambda: sum(summed().values()) >= 5 * sum(words.values()), 90, "all windows")
+    assert summed() == Counter({w: 5 * n for w, n in words.items()})
+
+
+def test_streamlet_join_pairs_each_user_once(tmp_path: Path) -> None:
+    users = 20
+    env = _env("JoinStreamlet", HERON_EXAMPLE_LIMIT=str(users))
+    env["HERON_EXAMPLE_OUT"] = str(tmp_path)
+
+    def per_user() -> dict[str, list[list[Any]]]:
+        out: dict[str, list[list[Any]]] = {}
+        for user, pair in _rows(tmp_path, "joined"):
+            out.setdefault(user, []).append(pair)
+        return out
+
+    def sides_seen() -> int:
+        return sum(1 for pairs in per_user().values() for pair in pairs for v in pair if v)
+
+    with running(HERON / "streamlet_join.py", env=env):
+        wait_for(lambda: sides_seen() >= 2 * users, 90, "every impression and click")
+    joined = per_user()
+    assert sorted(joined) == sorted(f"user-{i}" for i in range(1, users + 1))
+    for user, pairs in joined.items():
+        i = user.split("-")[1]
+        together = [[f"impression-{i}", f"click-{i}"]]
+        apart = [[None, f"click-{i}"], [f"impression-{i}", None]]
+        assert sorted(pairs, key=str) in (together, sorted(apart, key=str)), (user, pairs)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("OneSpoutTwoBolts", Counter({(w,): 4 for w in "ABCDE"})),
+        ("FieldsGrouping", Counter({(w, n): 1 for w in "ABCDE" for n in range(1, 7)})),
+        ("BoltDoubleEmit", Counter({(w,): 4 for w in "ABCDE"})),
+    ],
+)
+def test_integration_protocol(
+    name: str, expected: Counter[tuple[Any, ...]], tmp_path: Path
+) -> None:
+    """Finite spouts, terminal markers, and __integration_test_aggregator_bolt's result."""
+    out = tmp_path / "result.json"
+    with running(HERON / "integration_topology.py", env=_env(name, str(out))) as c:
+        assert "__integration_test_aggregator_bolt" in [x.name for x in c.topology.components]
+        wait_for(out.exists, 90, "the aggregator's result")
+    assert Counter(tuple(row) for row in json.loads(out.read_text())) == expected
+
+
+def test_cli_run_passes_the_arguments_after_double_dash(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "headwater", "run", str(HERON / "word_count_topology.py")]
+    env = {**os.environ, "HERON_EXAMPLE_LIMIT": "60", "HEADWATER_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [*base, "--duration", "3", "--quiet", "--", "NamedOnTheCommandLine"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "running 'NamedOnTheCommandLine'" in done.stdout
+    unnamed = subprocess.run(
+        base, check=False, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert unnamed.returncode != 0
+    assert "exited with 1 while loading" in unnamed.stderr

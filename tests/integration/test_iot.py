@@ -17,7 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from headwater.common.connectors import read_key_value_sink
 from headwater.edge import MqttIngest, MqttSource
 
-from ._support import EXAMPLES, committed_rows, running, wait_for
+from ._support import EXAMPLES, landed_dead_letters, running, wait_for
 
 pytestmark = pytest.mark.cluster
 SENSORS = runpy.run_path(str(EXAMPLES / "iot" / "sensors.py"))
@@ -139,7 +139,7 @@ def test_iot_pipeline_windows_and_dead_letters(mosquitto: tuple[str, int], tmp_p
     expected = _expected([r for _, r in readings])
 
     def dead_letters() -> list[list[Any]]:
-        return committed_rows(out / "dead_letters")
+        return landed_dead_letters(out)
 
     with running(PIPELINE, env=env) as c:
         wait_for(lambda: len(dead_letters()) == len(MALFORMED), 60, "the dead letters")
@@ -172,7 +172,7 @@ def test_dsl_version_matches_the_component_version(
     expected = _expected([r for _, r in readings])
 
     def complete(out: Path) -> bool:
-        return len(committed_rows(out / "dead_letters")) == len(MALFORMED) and len(
+        return len(landed_dead_letters(out)) == len(MALFORMED) and len(
             _site_rows(out / "site_windows")
         ) >= len(expected)
 
@@ -184,7 +184,7 @@ def test_dsl_version_matches_the_component_version(
                 assert c.get("/plan")["fused"]["last_seq"] == ["last_seq", "ewma", "welford"]
             wait_for(partial(complete, out), 60, f"{name}: every window and dead letter")
         rows = _site_rows(out / "site_windows")
-        dead = committed_rows(out / "dead_letters")
+        dead = landed_dead_letters(out)
         if name == "dsl":  # records are [key, value]: the value is the row
             rows = {k: v[1] for k, v in rows.items()}
         outputs[name] = (rows, sorted(dead))

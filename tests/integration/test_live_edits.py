@@ -169,6 +169,36 @@ def test_twenty_random_live_edits_process_every_record_once(
     assert switch_seq  # some tap saw records
 
 
+def test_a_rescale_runs_the_same_code_on_other_tasks_and_keeps_every_count(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """``replace --parallelism``: no file, the running code on 3 counter tasks, then 1; every
+    record counted once, the keyed counts continuing across both switches."""
+    n = 6_000
+    _produce(tmp_path / "log", 0, n)
+    _start(daemons, tmp_path, rate=300)
+    daemons.cli("submit", str(_editable.write(tmp_path / "code", 1, [])), "--containers", "2")
+    wait_for(lambda: committed_rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
+
+    def counters() -> int:
+        plan = daemons.api("/api/v1/topologies/editable/plan")
+        return sum(1 for i in plan["instances"] if i["component"] == "counter")
+
+    assert counters() == 2
+    for rev, tasks in ((1, 3), (2, 1)):
+        res = _edit(
+            daemons, "replace", "editable", "--parallelism", f"counter={tasks}", "--base", str(rev)
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"revision {rev + 1} accepted: replaced counter" in res.stdout, res.stdout
+        assert f"revision {rev + 1} applied" in res.stdout, res.stdout
+        assert counters() == tasks
+    refused = _edit(daemons, "replace", "editable", "--parallelism", "counter=1", "--base", "3")
+    assert refused.returncode == 2 and "nothing to change" in refused.stderr, refused
+    wait_for(lambda: len(committed_rows(tmp_path / "out" / "counter")) >= n, 180, "every record")
+    assert _check_counter(tmp_path / "out", n) == [1]  # one version of the code throughout
+
+
 def _post(daemons: Daemons, query: str, data: bytes = b"") -> tuple[int, Any]:
     req = urllib.request.Request(
         f"{daemons.http}/api/v1/topologies/editable/revisions?{query}",

@@ -29,7 +29,7 @@ def test_submit_runs_on_workers_and_kill_stops_it(daemons: Daemons, tmp_path: Pa
     out = tmp_path / "out"
     out.mkdir()
     daemons.start_master()
-    env = {"WORDCOUNT_OUTPUT": str(out)}
+    env = {"WORDCOUNT_OUTPUT": str(out), "WORDCOUNT_RATE": "0"}  # unpaced
     workers = [daemons.start_worker(n, env) for n in ("w1", "w2")]
     wait_for(
         lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2,

@@ -418,18 +418,60 @@ class SetState(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
 
 class NodeCommand(_message.Message):
-    __slots__ = ("run", "stop", "set_state", "revise", "revoked")
+    __slots__ = ("run", "stop", "set_state", "revise", "revoked", "send_logs")
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     SET_STATE_FIELD_NUMBER: _ClassVar[int]
     REVISE_FIELD_NUMBER: _ClassVar[int]
     REVOKED_FIELD_NUMBER: _ClassVar[int]
+    SEND_LOGS_FIELD_NUMBER: _ClassVar[int]
     run: RunContainer
     stop: StopContainer
     set_state: SetState
     revise: Revise
     revoked: Revoked
-    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ..., revoked: _Optional[_Union[Revoked, _Mapping]] = ...) -> None: ...
+    send_logs: SendLogs
+    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ..., revoked: _Optional[_Union[Revoked, _Mapping]] = ..., send_logs: _Optional[_Union[SendLogs, _Mapping]] = ...) -> None: ...
+
+class SendLogs(_message.Message):
+    __slots__ = ("request_id", "topology", "container", "tail")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    TAIL_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    topology: str
+    container: int
+    tail: int
+    def __init__(self, request_id: _Optional[str] = ..., topology: _Optional[str] = ..., container: _Optional[int] = ..., tail: _Optional[int] = ...) -> None: ...
+
+class LogFile(_message.Message):
+    __slots__ = ("name", "path", "text", "truncated")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    TRUNCATED_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    path: str
+    text: str
+    truncated: bool
+    def __init__(self, name: _Optional[str] = ..., path: _Optional[str] = ..., text: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
+
+class LogsReply(_message.Message):
+    __slots__ = ("request_id", "node_id", "topology", "container", "files", "error")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    node_id: str
+    topology: str
+    container: int
+    files: _containers.RepeatedCompositeFieldContainer[LogFile]
+    error: str
+    def __init__(self, request_id: _Optional[str] = ..., node_id: _Optional[str] = ..., topology: _Optional[str] = ..., container: _Optional[int] = ..., files: _Optional[_Iterable[_Union[LogFile, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Revoked(_message.Message):
     __slots__ = ("node_ids",)

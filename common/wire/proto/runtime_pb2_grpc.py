@@ -596,6 +596,11 @@ class ClusterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.RenewRequest.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Enrolled.FromString,
                 _registered_method=True)
+        self.ReturnLogs = channel.unary_unary(
+                '/headwater.v1.Cluster/ReturnLogs',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.LogsReply.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
@@ -638,6 +643,14 @@ class ClusterServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReturnLogs(self, request, context):
+        """A worker's answer to a SendLogs order: only for a container the master
+        gave it, and only to a request the master made of it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -665,6 +678,11 @@ def add_ClusterServicer_to_server(servicer, server):
                     servicer.Renew,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.RenewRequest.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Enrolled.SerializeToString,
+            ),
+            'ReturnLogs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReturnLogs,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.LogsReply.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -802,6 +820,33 @@ class Cluster:
             '/headwater.v1.Cluster/Renew',
             headwater_dot_v1_dot_runtime__pb2.RenewRequest.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.Enrolled.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReturnLogs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.Cluster/ReturnLogs',
+            headwater_dot_v1_dot_runtime__pb2.LogsReply.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
             options,
             channel_credentials,
             insecure,

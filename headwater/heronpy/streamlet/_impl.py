@@ -16,25 +16,60 @@ tuples: after a hop to another component they arrive as plain lists.
 from __future__ import annotations
 
 import datetime
+import math
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from headwater.common.api import Context, Spout, Tuple, _submit
 from headwater.common.dsl import Pipeline, Sliding, Tumbling
 from headwater.common.dsl import Streamlet as DslStreamlet
 from headwater.common.dsl._ops import GeneratorSpout, Op
 
+from ..api.api_constants import (
+    TOPOLOGY_CONTAINER_CPU_REQUESTED,
+    TOPOLOGY_CONTAINER_RAM_REQUESTED,
+    TOPOLOGY_RELIABILITY_MODE,
+    TOPOLOGY_STMGRS,
+    TopologyReliabilityMode,
+)
+from ..api.topology import TopologyBuilder
+from .resources import Resources
+
 
 class Window(NamedTuple):
     start: float
     end: float
 
+    def __repr__(self) -> str:  # Heron's
+        return f"Window {{start_time: {_secs(self.start)}, end_time: {_secs(self.end)}}}"
+
 
 class KeyedWindow(NamedTuple):
     key: Any
     window: Window
+
+    def __repr__(self) -> str:  # Heron's
+        return f"KeyedWindow {{key: {self.key}, window: {Window(*self.window)!r}}}"
+
+
+def _secs(t: float) -> float | int:
+    return int(t) if float(t).is_integer() else t
+
+
+def _as_window_result(shape: str | None, element: Any) -> Any:
+    """A window operation's result again, after a hop between components made it lists."""
+    if shape is None or not isinstance(element, list | tuple) or len(element) != 2:
+        return element
+    head, value = element
+    if shape == "window" and isinstance(head, list | tuple) and len(head) == 2:
+        return Window(*head), value
+    if shape == "keyed" and isinstance(head, list | tuple) and len(head) == 2:
+        key, window = head
+        if isinstance(window, list | tuple) and len(window) == 2:
+            return KeyedWindow(key, Window(*window)), value
+    return element
 
 
 class WindowConfig:
@@ -43,8 +78,6 @@ class WindowConfig:
     def __init__(self, window_duration: Any, slide_interval: Any) -> None:
         self._window_duration = _seconds(window_duration, "window duration")
         self._slide_interval = _seconds(slide_interval, "slide interval")
-        if self._window_duration % self._slide_interval:
-            raise RuntimeError("the window duration must be a multiple of the slide interval")
 
     @staticmethod
     def create_tumbling_window(window_duration: Any) -> WindowConfig:
@@ -55,8 +88,22 @@ class WindowConfig:
         return WindowConfig(window_duration, slide_interval)
 
     def _assigner(self) -> Tumbling | Sliding:
+        """The DSL's windows; when the duration is no multiple of the slide, windows every
+        gcd(duration, slide) seconds, of which ``_on_slide`` keeps those on the slide."""
         size, slide = self._window_duration * 1000, self._slide_interval * 1000
-        return Tumbling(size) if size == slide else Sliding(size, slide)
+        if size == slide:
+            return Tumbling(size)
+        return Sliding(size, math.gcd(size, slide))
+
+    def _on_slide(self) -> Callable[[dict[str, Any]], bool] | None:
+        size, slide = self._window_duration * 1000, self._slide_interval * 1000
+        if size == slide or math.gcd(size, slide) == slide:
+            return None
+        return partial(_starts_on, slide)
+
+
+def _starts_on(slide_ms: int, w: dict[str, Any]) -> bool:
+    return int(w["start"]) % slide_ms == 0
 
 
 def _seconds(value: Any, what: str) -> int:
@@ -119,25 +166,79 @@ class StreamletContext:
         self._emit(values)
 
 
+class PacedGeneratorSpout(GeneratorSpout):
+    """Calls ``get()`` until it returns None, for at most ``BUDGET_S`` per ``next_tuple``
+    (and ``BATCH`` elements): a generator that takes its time (sleeps, polls) emits each
+    element as it comes, as under Heron's one ``get()`` per ``next_tuple``, while a quick
+    one still fills a batch."""
+
+    BUDGET_S = 0.005
+
+    def __init__(self, fn: Callable[[], Any], generator: Generator | None = None) -> None:
+        super().__init__(fn)
+        self.generator = generator
+
+    def open(self, ctx: Context) -> None:
+        if self.generator is not None:
+            self.generator.setup(StreamletContext(ctx))
+        super().open(ctx)
+
+    def next_tuple(self) -> bool | None:
+        fn, emit = self.fn, self.ctx.emit
+        deadline = time.monotonic() + self.BUDGET_S
+        for _ in range(self.BATCH):
+            value = fn()
+            if value is None:
+                return None
+            emit([value])
+            if time.monotonic() >= deadline:
+                return None
+        return None
+
+
 def _generator_spout(source: Generator | Callable[[], Any]) -> Spout:
     """A spout over a heronpy ``Generator`` (set up with the streamlet context) or a function."""
-    if not isinstance(source, Generator):
-        return GeneratorSpout(source)
-    generator = source
-
-    class _Spout(GeneratorSpout):
-        def open(self, ctx: Context) -> None:
-            generator.setup(StreamletContext(ctx))
-            super().open(ctx)
-
-    return _Spout(generator.get)
+    if isinstance(source, Generator):
+        return PacedGeneratorSpout(source.get, source)
+    return PacedGeneratorSpout(source)
 
 
 class Config:
-    """heronpy's streamlet ``Config``: topology configuration."""
+    """heronpy's streamlet ``Config``: topology configuration.
+
+    ``set_num_containers`` records ``topology.stmgrs``; ``headwater run --containers``
+    (or the master's placement) decides how many run."""
+
+    ATMOST_ONCE = 1
+    ATLEAST_ONCE = 2
+    EFFECTIVELY_ONCE = 3
+    _MODES = {
+        ATMOST_ONCE: TopologyReliabilityMode.ATMOST_ONCE,
+        ATLEAST_ONCE: TopologyReliabilityMode.ATLEAST_ONCE,
+        EFFECTIVELY_ONCE: TopologyReliabilityMode.EFFECTIVELY_ONCE,
+    }
 
     def __init__(self, config: dict[str, Any] | None = None) -> None:
+        if config is not None and not isinstance(config, dict):
+            raise RuntimeError("Config has to be of type dict")
         self._api_config: dict[str, Any] = dict(config or {})
+
+    def set_delivery_semantics(self, semantics: int) -> None:
+        if semantics not in self._MODES:
+            raise RuntimeError(f"Unknown Topology delivery semantics {semantics}")
+        self._api_config[TOPOLOGY_RELIABILITY_MODE] = self._MODES[semantics]
+
+    def set_num_containers(self, ncontainers: int) -> None:
+        self._api_config[TOPOLOGY_STMGRS] = int(ncontainers)
+
+    def set_container_resources(self, resources: Resources) -> None:
+        if not isinstance(resources, Resources):
+            raise RuntimeError("container resources have to be of type Resources")
+        self._api_config[TOPOLOGY_CONTAINER_CPU_REQUESTED] = resources.get_cpu()
+        self._api_config[TOPOLOGY_CONTAINER_RAM_REQUESTED] = resources.get_ram()
+
+    def set_user_config(self, key: str, value: Any) -> None:
+        self._api_config[key] = value
 
 
 class Streamlet:
@@ -261,8 +362,23 @@ class Builder:
             raise RuntimeError("Builder's new source has to be either a Generator or a function")
         return Streamlet(self, "generator", [], source=source)
 
-    def build(self, name: str, config: dict[str, Any] | None = None) -> Pipeline:
-        """The DSL pipeline of this graph (names: set ones, else ``<operation>-<n>``)."""
+    @overload
+    def build(self, name: str, config: dict[str, Any] | None = None) -> Pipeline: ...
+    @overload
+    def build(self, name: TopologyBuilder, config: None = None) -> TopologyBuilder: ...
+
+    def build(
+        self, name: str | TopologyBuilder, config: dict[str, Any] | None = None
+    ) -> Pipeline | TopologyBuilder:
+        """Heron's form, ``build(topology_builder)``: add this graph's components to that
+        ``TopologyBuilder`` and return it. ``build(name, config)``: the DSL pipeline of
+        this graph. Streamlets are named as set, else ``<operation>-<n>``."""
+        if isinstance(name, TopologyBuilder):
+            name._add_native(self._pipeline(name.topology_name, None).build())
+            return name
+        return self._pipeline(name, config)
+
+    def _pipeline(self, name: str, config: dict[str, Any] | None) -> Pipeline:
         pipeline = Pipeline(name, config=config)
         names: set[str] = set()
         for s in self._all:
@@ -305,33 +421,34 @@ def _to_dsl(p: Pipeline, s: Streamlet, parents: list[DslStreamlet | None]) -> Ds
     if op == "transform":
         return first.apply(name, partial(_TransformOp, name, kw["operator"]), parallelism=n)
     if op == "log":
-        first.log(name)
+        shape = _WINDOWED.get(s._parents[0]._op)
+        first.apply(name, partial(_LogOp, name, shape), parallelism=n)
         return None
     if op == "consume":
         first.sink(name, kw["fn"], parallelism=n)
         return None
     window: WindowConfig = kw["window"]
     if op == "reducebywindow":
-        return (
+        reduced = (
             first.key_by(f"{name}-key", _all_one, parallelism=1)
             .window(name, window._assigner(), timestamp=None)
             .reduce(f"{name}-reduce", kw["fn"])
-            .map(f"{name}-out", _window_result)
         )
+        return _on_slide(reduced, name, window).map(f"{name}-out", _window_result)
     if op == "reducebykeyandwindow":
-        return (
+        reduced = (
             first.key_by(f"{name}-key", _first, parallelism=n)
             .map(f"{name}-value", _second)
             .window(name, window._assigner(), timestamp=None)
             .reduce(f"{name}-reduce", kw["fn"])
-            .map(f"{name}-out", _keyed_window_result)
         )
+        return _on_slide(reduced, name, window).map(f"{name}-out", _keyed_window_result)
     if op == "join":
         right = parents[1]
         assert right is not None
         left = first.key_by(f"{name}-lkey", _first).map(f"{name}-lvalue", _second)
         rkey = right.key_by(f"{name}-rkey", _first).map(f"{name}-rvalue", _second)
-        return left.join(
+        joined = left.join(
             name,
             rkey,
             window._assigner(),
@@ -340,8 +457,15 @@ def _to_dsl(p: Pipeline, s: Streamlet, parents: list[DslStreamlet | None]) -> Ds
             how=kw["how"],
             parallelism=n,
             with_window=True,
-        ).map(f"{name}-out", _keyed_window_result)
+        )
+        return _on_slide(joined, name, window).map(f"{name}-out", _keyed_window_result)
     raise AssertionError(op)
+
+
+def _on_slide(windows: DslStreamlet, name: str, window: WindowConfig) -> DslStreamlet:
+    """Keep only the windows that start on the slide (see ``WindowConfig._assigner``)."""
+    keep = window._on_slide()
+    return windows if keep is None else windows.filter(f"{name}-slide", keep)
 
 
 def _all_one(element: Any) -> int:
@@ -368,6 +492,21 @@ def _window_result(w: dict[str, Any]) -> tuple[Window, Any]:
 
 def _keyed_window_result(w: dict[str, Any]) -> tuple[KeyedWindow, Any]:
     return KeyedWindow(w["key"], Window(w["start"] / 1000, w["end"] / 1000)), w["value"]
+
+
+_WINDOWED = {"reducebywindow": "window", "reducebykeyandwindow": "keyed", "join": "keyed"}
+
+
+class _LogOp(Op):
+    """heronpy's log: each element as ``str(element)`` at INFO, on the component's logger
+    (a window operation's results as Heron prints them, even after a hop)."""
+
+    def __init__(self, name: str, shape: str | None = None) -> None:
+        super().__init__(name)
+        self.shape = shape
+
+    def process(self, key: Any, value: Any, out: Callable[[Any, Any], None], side: Any) -> None:
+        self.ctx.log.info("%s", _as_window_result(self.shape, value))
 
 
 class _TransformOp(Op):

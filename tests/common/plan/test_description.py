@@ -7,6 +7,7 @@ description that is not one is refused, never trusted.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -73,16 +74,20 @@ def _shape(c: ComponentSpec) -> tuple[object, ...]:
     return (c.name, c.kind, c.parallelism, c.placement, c.inputs, streams, config)
 
 
+HELPERS = ("heron_components.py", "sensors.py", "integration_core.py", "integration_components.py")
+# heronpy-style examples take their topology's name (and more) as arguments, as Heron's do
+ARGS = {"integration_topology.py": ["FieldsGrouping", "result.json"]}
+
+
 @pytest.mark.parametrize(
     "file",
-    [
-        p
-        for p in sorted(EXAMPLES.rglob("*.py"))
-        if p.name not in ("heron_components.py", "sensors.py")
-    ],
+    [p for p in sorted(EXAMPLES.rglob("*.py")) if p.name not in HELPERS],
     ids=lambda p: p.name,
 )
-def test_a_skeleton_plans_as_the_file_does(file: Path) -> None:
+def test_a_skeleton_plans_as_the_file_does(file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if file.parent.name == "heron":
+        args = ARGS.get(file.name, [file.stem])
+        monkeypatch.setenv("HEADWATER_TOPOLOGY_ARGS", json.dumps(args))
     real = load_topology(file)
     skeleton = from_description(describe(real))
     validate(skeleton)

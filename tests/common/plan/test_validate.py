@@ -302,10 +302,13 @@ def test_duplicate_names_found_by_validate() -> None:
 
 
 def test_bad_parallelism_and_reserved_name() -> None:
-    topo = Topology("t").add_spout("__sys", Words, parallelism=0)
+    topo = Topology("t").add_spout("__system", Words, parallelism=0)
     problems = _problems(topo)
-    assert any("parallelism is 0" in p and "spout '__sys'" in p for p in problems)
-    assert any("must not start with '__'" in p for p in problems)
+    assert any("parallelism is 0" in p and "spout '__system'" in p for p in problems)
+    assert any("the runtime's own components" in p for p in problems)
+    outbox = Topology("t").add_spout("__outbox__words", Words)
+    assert any("the runtime's own components" in p for p in _problems(outbox))
+    validate(Topology("t").add_spout("__words", Words))  # other `__` names are the user's
 
 
 def test_bad_config_is_reported_per_component() -> None:

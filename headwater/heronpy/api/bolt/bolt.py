@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,8 +23,25 @@ class Bolt(BaseComponent, NativeBolt):
     def open(self, ctx: Context) -> None:
         self._attach(ctx)
 
+    def _wrap(self, context: TopologyContext) -> None:
+        super()._wrap(context)
+        user_process = self.process
+
+        def process(tup: Tuple) -> None:
+            if not context.hook_exists:
+                user_process(tup)
+            else:
+                started = time.perf_counter_ns()
+                user_process(tup)
+                context.invoke_hook_bolt_execute(tup, time.perf_counter_ns() - started)
+            context.poll_metrics()
+
+        self.process = process  # type: ignore[method-assign]
+
     def on_tick(self, tup: Tuple) -> None:
         self.process_tick(tup)
+        if self._topology_context is not None:
+            self._topology_context.poll_metrics()
 
     # -- heronpy API -------------------------------------------------------------
     def initialize(self, config: dict[str, Any], context: TopologyContext) -> None:
@@ -43,15 +61,42 @@ class Bolt(BaseComponent, NativeBolt):
         direct_task: int | None = None,
         need_task_ids: bool = False,
     ) -> list[int] | None:
-        return self._ctx.emit(
-            tup, stream, anchors=anchors, direct_task=direct_task, need_task_ids=need_task_ids
+        if self.delegate is not None:
+            return self.delegate.emit(  # type: ignore[no-any-return]
+                tup,
+                stream=stream,
+                anchors=anchors,
+                direct_task=direct_task,
+                need_task_ids=need_task_ids,
+            )
+        context = self._topology_context
+        if context is None or not context.hook_exists:
+            return self._ctx.emit(
+                tup, stream, anchors=anchors, direct_task=direct_task, need_task_ids=need_task_ids
+            )
+        tasks = self._ctx.emit(
+            tup, stream, anchors=anchors, direct_task=direct_task, need_task_ids=True
         )
+        context.invoke_hook_emit(tup, stream, tasks)
+        return tasks if need_task_ids else None
 
     def ack(self, tup: Tuple) -> None:
+        if self.delegate is not None:
+            self.delegate.ack(tup)
+            return
         self._ctx.ack(tup)
+        context = self._topology_context
+        if context is not None and context.hook_exists:
+            context.invoke_hook_bolt_ack(tup, _since_created_ns(tup))
 
     def fail(self, tup: Tuple) -> None:
+        if self.delegate is not None:
+            self.delegate.fail(tup)
+            return
         self._ctx.fail(tup)
+        context = self._topology_context
+        if context is not None and context.hook_exists:
+            context.invoke_hook_bolt_fail(tup, _since_created_ns(tup))
 
     @staticmethod
     def is_tick(tup: Tuple) -> bool:
@@ -70,3 +115,8 @@ class Bolt(BaseComponent, NativeBolt):
         if optional_outputs is not None:
             outputs.extend(optional_outputs)
         return HeronComponentSpec(name, cls, False, par, inputs, outputs, config)
+
+
+def _since_created_ns(tup: Tuple) -> float:
+    """How long ago the tuple was made (Heron: since it arrived; here: since it was emitted)."""
+    return max(0.0, (time.time() - tup.creation_time) * 1e9)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,13 +22,40 @@ class Spout(BaseComponent, NativeSpout):
 
     # -- native contract -> heronpy methods ---------------------------------------
     def open(self, ctx: Context) -> None:
+        self._emitted_at: dict[Any, deque[int]] = {}
         self._attach(ctx)
+
+    def _wrap(self, context: TopologyContext) -> None:
+        super()._wrap(context)
+        user_next = self.next_tuple
+
+        def next_tuple() -> Any:
+            worked = user_next()
+            context.poll_metrics()
+            return worked
+
+        self.next_tuple = next_tuple  # type: ignore[method-assign]
+
+    def _latency_ns(self, tup_id: Any) -> int:
+        times = self._emitted_at.get(tup_id)
+        if not times:
+            return 0
+        started = times.popleft()
+        if not times:
+            del self._emitted_at[tup_id]
+        return time.perf_counter_ns() - started
 
     def on_ack(self, tup_id: Any) -> None:
         self.ack(tup_id)
+        context = self._topology_context
+        if context is not None and context.hook_exists:
+            context.invoke_hook_spout_ack(tup_id, self._latency_ns(tup_id))
 
     def on_fail(self, tup_id: Any) -> None:
         self.fail(tup_id)
+        context = self._topology_context
+        if context is not None and context.hook_exists:
+            context.invoke_hook_spout_fail(tup_id, self._latency_ns(tup_id))
 
     # -- heronpy API -------------------------------------------------------------
     def initialize(self, config: dict[str, Any], context: TopologyContext) -> None:
@@ -49,9 +78,26 @@ class Spout(BaseComponent, NativeSpout):
         direct_task: int | None = None,
         need_task_ids: bool = False,
     ) -> list[int] | None:
-        return self._ctx.emit(
-            tup, stream, tup_id=tup_id, direct_task=direct_task, need_task_ids=need_task_ids
+        if self.delegate is not None:
+            return self.delegate.emit(  # type: ignore[no-any-return]
+                tup,
+                tup_id=tup_id,
+                stream=stream,
+                direct_task=direct_task,
+                need_task_ids=need_task_ids,
+            )
+        context = self._topology_context
+        if context is None or not context.hook_exists:
+            return self._ctx.emit(
+                tup, stream, tup_id=tup_id, direct_task=direct_task, need_task_ids=need_task_ids
+            )
+        if tup_id is not None:
+            self._emitted_at.setdefault(tup_id, deque()).append(time.perf_counter_ns())
+        tasks = self._ctx.emit(
+            tup, stream, tup_id=tup_id, direct_task=direct_task, need_task_ids=True
         )
+        context.invoke_hook_emit(tup, stream, tasks)
+        return tasks if need_task_ids else None
 
     @classmethod
     def spec(

@@ -1,0 +1,111 @@
+"""What the console shows, as one JSON-ready snapshot of the master, built once a second.
+
+Each topology's row and detail as ``common/console/_snapshot.py`` makes them
+(from the producers the REST API serves), with what only the master knows:
+the whole topology (edge components included), its agents' figures, the
+nodes, the model registry and rollouts.
+
+Reading only: nothing here changes the master. Runs on the event loop (the
+structures it reads are the loop's), and costs one pass over the plan.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from headwater.common.api._topology import Topology
+from headwater.common.console import KEEP, topology_detail, topology_row
+from headwater.common.control import TopologyMaster
+from headwater.common.control._prometheus import CheckpointFigures
+from headwater.common.control._revisions import without
+
+if TYPE_CHECKING:
+    from headwater.cloud.master._master import Master
+
+_EDGE_SUMMED = ("emitted", "executed", "exceptions", "dead_letters")
+
+
+def snapshot(master: Master, topology: str | None = None) -> dict[str, Any]:
+    """The whole console's data; ``topology``: also the detail of that one (None if unknown)."""
+    out: dict[str, Any] = {
+        "time": time.time(),
+        "topologies": [topology_row(tm) for _, tm in sorted(master.tms.items())],
+        "nodes": [r.view() for _, r in sorted(master.nodes.items())],
+        "models": _models(master),
+    }
+    if topology is not None:
+        tm = master.tms.get(topology)
+        out["topology"] = None if tm is None else detail(master, tm)
+    return out
+
+
+def whole_topology(master: Master, tm: TopologyMaster) -> Topology:
+    """The current revision's whole topology, edge components included (the topology master
+    holds the cloud part only); the cloud part when its skeleton is not at hand."""
+    rec = tm.revlog.find(tm.current)
+    whole = None if rec is None else master.described(rec.package, rec.entry)
+    if rec is None or whole is None:
+        return tm.topology
+    return without(whole, rec.exclude)
+
+
+def detail(master: Master, tm: TopologyMaster) -> dict[str, Any]:
+    """One topology of the master: its detail with its agents' edge figures."""
+    name = tm.topology.name
+    dep = master.deployments.get(name)
+    return topology_detail(
+        tm,
+        whole_topology(master, tm),
+        _agents(master, name, dep.agents if dep is not None else []),
+        master.agent_revisions(name),
+    )
+
+
+def _agents(master: Master, name: str, agents: list[str]) -> dict[str, Any]:
+    """Agent -> its edge subgraph of ``name``: online, uplink, backlog, per-component counts."""
+    out: dict[str, Any] = {}
+    prefix = f"component:{name}/"
+    for agent in sorted(agents):
+        record = master.nodes.get(agent)
+        if record is None:
+            continue
+        view = record.view()
+        counts: dict[str, dict[str, float]] = {}
+        for key, value in view["metrics"].items():
+            if not key.startswith(prefix):
+                continue
+            component, _, metric = key[len(prefix) :].rpartition(":")
+            if metric in _EDGE_SUMMED:
+                counts.setdefault(component, {})[metric] = value
+        out[agent] = {
+            "online": view["online"],
+            "health": view["health"],
+            "reasons": view["reasons"],
+            "backlog_bytes": view["backlog_bytes"],
+            "uplink": view["uplinks"].get(name, {}),
+            "revision": int(view["metrics"].get(f"revision:{name}", 0)),
+            "components": counts,
+            # its edge domain's newest checkpoint, as it reports it (exactly-once only)
+            "checkpoint": _checkpoint(view["metrics"], name),
+        }
+    return out
+
+
+def _checkpoint(metrics: dict[str, float], name: str) -> dict[str, Any] | None:
+    figures = CheckpointFigures.parse(metrics).get(name)
+    return None if figures is None else figures._asdict()
+
+
+def _models(master: Master) -> list[dict[str, Any]]:
+    out = []
+    for entry in master.models.names():
+        versions = master.models.versions(entry["name"])
+        out.append(
+            {
+                **entry,
+                "versions": versions[-KEEP:],
+                "rollouts": master.rollouts.of(entry["name"])[-KEEP:],
+            }
+        )
+    return out

@@ -1,0 +1,509 @@
+"""The Docker scheduler: one Docker container per cloud container of each topology.
+
+``headwater master --scheduler docker`` starts each cloud container of a
+submitted topology in a Docker container of its own, from the cluster's image.
+What runs inside is an ordinary ``headwater worker``: its node id, hostname
+and Docker container name are one name (``container_name``), its stream
+manager listens on that name on the cluster's Docker network (peers and agents
+reach it there), and it enrols with a join token the master mints for it (a
+worker token with a short life, revoked once the node has attached), then
+speaks mutual TLS like any worker. The master pins container ``c`` of a
+topology to that node id instead of dealing it to the least loaded worker, so
+the worker side is the one every worker runs.
+
+Each Docker container carries the labels ``io.headwater.cluster`` (the
+cluster id, made once and kept in the master's state folder),
+``io.headwater.topology``, ``io.headwater.container`` (its index) and
+``io.headwater.revision`` (the topology's revision when it was created); CPU
+and memory limits from the topology's ``headwater.container.cpu`` and
+``headwater.container.ram.bytes``; the restart policy ``unless-stopped``; and
+an anonymous volume for the worker's folder (its certificate, packages and
+state survive a restart of the container, and go with it when it is removed).
+
+The scheduler is level-triggered: a reconciler (``run``) lists the containers
+that carry the cluster's label every few seconds, and at once after a submit
+or a kill, and makes them what the deployments say: it removes orphans (a
+topology killed or unknown, an index past the topology's containers, a
+duplicate of an index, a container whose labels are not ours), starts a
+container of ours that stopped (``docker kill``, a crash), and creates what is
+missing. After the master's own restart the first pass does the same, so
+nothing is left behind and nothing runs twice. Docker is called from a thread
+(the SDK blocks); passes never overlap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from headwater.common._exceptions import HeadwaterError
+from headwater.common.api import Topology
+from headwater.common.api._config import ContainerResources
+from headwater.common.security import JoinToken
+from headwater.common.wire.proto import runtime_pb2 as pb
+
+from ._scheduler import LogsError
+
+if TYPE_CHECKING:
+    from ._master import Deployment, Master
+
+log = logging.getLogger("headwater.master")
+
+CLUSTER = "io.headwater.cluster"
+TOPOLOGY = "io.headwater.topology"
+CONTAINER = "io.headwater.container"
+REVISION = "io.headwater.revision"
+LABELS = (CLUSTER, TOPOLOGY, CONTAINER, REVISION)
+WORKDIR = "/var/lib/headwater/worker"
+"""The worker's folder inside the container (the image's, owned by its user)."""
+RESTART_POLICY = {"Name": "unless-stopped"}
+RECONCILE_S = 5.0
+TOKEN_TTL_S = 900.0
+MAX_TAIL = 10_000
+MAX_LOG_BYTES = 4 << 20
+CLUSTER_FILE = "cluster-id"
+
+
+def cluster_id(state_dir: str | Path) -> str:
+    """The cluster's id: made once (12 hex digits) and kept in ``STATE/cluster-id``."""
+    path = Path(state_dir) / CLUSTER_FILE
+    try:
+        kept = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        kept = ""
+    if re.fullmatch(r"[0-9a-f]{12}", kept):
+        return kept
+    new = secrets.token_hex(6)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(new + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return new
+
+
+def listed(client: Any, filters: dict[str, str]) -> list[Any]:
+    """Every container, running or not, that matches ``filters``. The SDK inspects each
+    container it lists, so one removed in between (by this master's own pass, or by hand) is
+    a 404: list again, a few times, rather than fail."""
+    for attempt in range(5):
+        try:
+            return list(client.containers.list(all=True, filters=filters))
+        except Exception as exc:
+            if getattr(getattr(exc, "response", None), "status_code", None) != 404:
+                raise
+            if attempt == 4:
+                raise
+    return []
+
+
+def container_name(cluster: str, topology: str, index: int) -> str:
+    """The Docker container's name, hostname and node id for ``topology``'s ``index``.
+
+    ``hw-CLUSTER8-TOPOLOGY-INDEX``: a DNS label (63 characters at most, lower-case
+    letters, digits and '-'), so peers resolve it on the Docker network. A topology name
+    that is not one already (upper case, '.', '_', too long) is folded and gets a hash of
+    the real name, so two topologies never share a name."""
+    slug = re.sub(r"[^a-z0-9-]", "-", topology.lower())
+    room = 63 - len(f"hw-{cluster[:8]}--{index}")
+    if slug != topology or len(slug) > room:
+        digest = hashlib.sha256(topology.encode()).hexdigest()[:8]
+        slug = f"{slug[: room - 9]}-{digest}"
+    return f"hw-{cluster[:8]}-{slug}-{index}"
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One Docker container the deployments call for."""
+
+    name: str
+    topology: str
+    index: int
+    revision: int
+    resources: ContainerResources
+
+    def labels(self, cluster: str) -> dict[str, str]:
+        return {
+            CLUSTER: cluster,
+            TOPOLOGY: self.topology,
+            CONTAINER: str(self.index),
+            REVISION: str(self.revision),
+        }
+
+
+@dataclass
+class PassResult:
+    """What one reconciling pass did (for logs and tests)."""
+
+    created: list[str]
+    started: list[str]
+    removed: list[str]
+
+
+class DockerScheduler:
+    """Run each cloud container in a Docker container of its own (see the module's doc).
+
+    ``client`` is a ``docker.DockerClient`` (or anything with the parts used here: a
+    test's fake). ``advertise`` is the master's gRPC address as the containers reach it;
+    the join port and CA fingerprint come from the master once it serves."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        master: Master,
+        client: Any,
+        *,
+        image: str,
+        network: str,
+        advertise: str,
+        cluster: str,
+        period_s: float = RECONCILE_S,
+        host_cpus: float | None = None,
+        host_memory: int | None = None,
+    ) -> None:
+        self.master = master
+        self.client = client
+        self.image = image
+        self.network = network
+        self.advertise = advertise
+        self.cluster = cluster
+        self.period_s = period_s
+        self.host_cpus = host_cpus
+        self.host_memory = host_memory
+        self._removing: set[str] = set()  # killed topologies whose containers go
+        self._tokens: dict[str, str] = {}  # node id -> the id of the join token minted for it
+        self._kick = asyncio.Event()
+        self._problems: dict[str, str] = {}  # container name -> why it cannot be created
+
+    # -- what the master calls (on its loop) --------------------------------------------
+    def node_id(self, topology: str, index: int) -> str:
+        return container_name(self.cluster, topology, index)
+
+    def check(self, topology: Topology) -> None:
+        """Refuse limits this Docker Engine cannot give (it would refuse every container)."""
+        res = ContainerResources.from_mapping(topology.config)
+        if self.host_cpus is not None and res.cpu > self.host_cpus:
+            raise HeadwaterError(
+                f"topology {topology.name!r} asks {res.cpu:g} CPUs per container "
+                f"(headwater.container.cpu), but the Docker host has {self.host_cpus:g}: lower it"
+            )
+        if self.host_memory is not None and res.ram_bytes > self.host_memory:
+            raise HeadwaterError(
+                f"topology {topology.name!r} asks {res.ram_bytes} bytes of memory per container "
+                f"(headwater.container.ram.bytes), but the Docker host has {self.host_memory}: "
+                "lower it"
+            )
+
+    def place(self, dep: Deployment) -> None:
+        """Pin each container of ``dep`` to its Docker node; the reconciler starts them."""
+        for c in range(dep.containers):
+            node = self.node_id(dep.name, c)
+            old = dep.assignment.get(c)
+            if old == node:
+                continue
+            if old is not None:  # it ran on a worker before (the master ran another scheduler)
+                self.master._send(
+                    old, pb.NodeCommand(stop=pb.StopContainer(topology=dep.name, container=c))
+                )
+            dep.assignment[c] = node
+            self.master._send(node, self.master._run_command(dep, c))
+        self._kick.set()
+
+    def removed(self, name: str) -> None:
+        self._removing.add(name)
+        self._kick.set()
+
+    # -- the reconciler ----------------------------------------------------------------
+    def wanted(self) -> dict[tuple[str, int], Wanted]:
+        """Every container the deployments call for, by (topology, index)."""
+        out: dict[tuple[str, int], Wanted] = {}
+        for dep in self.master.deployments.values():
+            tm = self.master.tms.get(dep.name)
+            if tm is None:
+                continue
+            try:
+                res = ContainerResources.from_mapping(tm.topology.config)
+            except ValueError:  # checked at submit; a file changed since is refused here
+                res = ContainerResources()
+            for c in range(dep.containers):
+                out[(dep.name, c)] = Wanted(self.node_id(dep.name, c), dep.name, c, tm.current, res)
+        return out
+
+    async def run(self) -> None:
+        """Reconcile every ``period_s`` and at once when kicked, until cancelled.
+
+        First every deployment is pinned to its Docker nodes (a master that ran another
+        scheduler before its restart dealt them to workers)."""
+        for dep in list(self.master.deployments.values()):
+            self.place(dep)
+        self.master._save()
+        while True:
+            self._kick.clear()
+            await self.reconcile()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), self.period_s)
+
+    async def reconcile(self) -> PassResult | None:
+        """One pass: Docker is made what the deployments say. None if Docker failed."""
+        wanted, removing = self.wanted(), set(self._removing)
+        try:
+            result = await asyncio.to_thread(self._pass, wanted, removing, self._mint)
+        except Exception as exc:  # the engine away, or refusing: said, and tried again
+            log.warning("the Docker scheduler cannot reconcile (will try again): %s", exc)
+            return None
+        self._removing -= removing
+        self._tidy(wanted)
+        return result
+
+    def _pass(
+        self,
+        wanted: dict[tuple[str, int], Wanted],
+        removing: set[str],
+        mint: Callable[[str], str | None],
+    ) -> PassResult:
+        result = PassResult([], [], [])
+        found = listed(self.client, {"label": f"{CLUSTER}={self.cluster}"})
+        keep: dict[tuple[str, int], Any] = {}
+        # Docker names are unique: the one of the expected name is kept, any other
+        # container with the same labels is a duplicate
+        for container in sorted(found, key=lambda c: str(c.name)):
+            key = _key(container)
+            want = wanted.get(key) if key is not None else None
+            if key is None or want is None or key[0] in removing or container.name != want.name:
+                why = "orphan"
+                if want is not None and key is not None and key[0] not in removing:
+                    why = "a duplicate"
+                self._remove(container, why)
+                result.removed.append(container.name)
+                continue
+            keep[key] = container
+        for key, want in sorted(wanted.items()):
+            container = keep.get(key)
+            if container is None:
+                if self._create(want, mint):
+                    result.created.append(want.name)
+            elif _status(container) in ("exited", "created"):
+                log.warning("Docker container %s is %s: starting it", want.name, _status(container))
+                container.start()
+                result.started.append(want.name)
+        return result
+
+    def _remove(self, container: Any, why: str) -> None:
+        log.info("removing Docker container %s (%s)", container.name, why)
+        try:
+            container.remove(force=True, v=True)
+        except Exception as exc:
+            if getattr(getattr(exc, "response", None), "status_code", None) != 404:
+                raise  # a container gone already is what was asked
+
+    def _create(self, want: Wanted, mint: Callable[[str], str | None]) -> bool:
+        token = mint(want.name)
+        command = [
+            "headwater",
+            "worker",
+            "--master",
+            self.advertise,
+            "--id",
+            want.name,
+            "--workdir",
+            WORKDIR,
+            "--host",
+            want.name,
+            *(["--join", token] if token is not None else ["--insecure"]),
+        ]
+        try:
+            self.client.containers.run(
+                self.image,
+                command,
+                name=want.name,
+                hostname=want.name,
+                labels=want.labels(self.cluster),
+                network=self.network,
+                nano_cpus=round(want.resources.cpu * 1e9),
+                mem_limit=want.resources.ram_bytes,
+                restart_policy=dict(RESTART_POLICY),
+                mounts=[{"Target": WORKDIR, "Type": "volume", "ReadOnly": False}],
+                detach=True,
+            )
+        except Exception as exc:
+            if getattr(getattr(exc, "response", None), "status_code", None) != 409:
+                why = f"{type(exc).__name__}: {exc}"
+                if self._problems.get(want.name) != why:  # once per new reason
+                    log.error("cannot create Docker container %s: %s", want.name, why)
+                self._problems[want.name] = why
+                return False
+            # 409: the name is taken (a removal still under way): the next pass sees it
+            return False
+        self._problems.pop(want.name, None)
+        log.info(
+            "created Docker container %s (%s container %d, %g CPUs, %d bytes)",
+            want.name,
+            want.topology,
+            want.index,
+            want.resources.cpu,
+            want.resources.ram_bytes,
+        )
+        return True
+
+    def _mint(self, node_id: str) -> str | None:
+        """A join token for one container's worker (None: the master runs --insecure)."""
+        if self.master.enrolment is None or not self.master.join_port:
+            return None
+        raw = self.master.tokens.create(
+            "worker", TOKEN_TTL_S, f"Docker scheduler: enrols node {node_id}"
+        )
+        self._tokens[node_id] = raw.partition(".")[0]
+        return str(JoinToken(self.master.join_port, raw, self.master.ca_fingerprint))
+
+    def _tidy(self, wanted: dict[tuple[str, int], Wanted]) -> None:
+        """Revoke the join tokens of nodes that attached; forget the nodes of removed ones."""
+        for node_id, token_id in list(self._tokens.items()):
+            if self.master.online(node_id):
+                self.master.tokens.revoke(token_id)
+                del self._tokens[node_id]
+        names = {w.name for w in wanted.values()}
+        prefix = f"hw-{self.cluster[:8]}-"
+        for node_id in list(self.master.nodes):
+            if node_id.startswith(prefix) and node_id not in names:
+                try:
+                    self.master.forget(node_id)
+                except (KeyError, HeadwaterError):
+                    continue  # still online (its container is going), or held: later
+
+    # -- logs --------------------------------------------------------------------------
+    async def logs(self, dep: Deployment, container: int, tail: int) -> dict[str, Any]:
+        """The worker's Docker log and the container's own log file (its last ``tail``
+        lines each), read through the Docker API."""
+        name = self.node_id(dep.name, container)
+        return await asyncio.to_thread(self._logs, dep.name, container, name, tail)
+
+    def _logs(self, topology: str, index: int, name: str, tail: int) -> dict[str, Any]:
+        found = listed(self.client, {"label": f"{CLUSTER}={self.cluster}", "name": name})
+        ours = [c for c in found if c.name == name]
+        if not ours:
+            raise LogsError(
+                404,
+                f"container {index} of {topology!r} has no Docker container (yet): "
+                f"{name} is created within a few seconds of the submission",
+            )
+        docker = ours[0]
+        worker_log = _text(docker.logs(tail=tail))
+        path = f"{WORKDIR}/{topology}/container-{index}/container.log"
+        if _status(docker) == "running":
+            code, out = docker.exec_run(["tail", "-n", str(tail), path], demux=False)
+            container_log = _text(out) if code == 0 else f"(no log yet at {path})\n"
+        else:
+            container_log = f"(the Docker container is {_status(docker)}: its log file is kept)\n"
+        return {
+            "topology": topology,
+            "container": index,
+            "docker_container": name,
+            "node": name,
+            "status": _status(docker),
+            "tail": tail,
+            "worker_log": worker_log,
+            "container_log": container_log,
+            "container_log_path": path,
+        }
+
+
+def _status(container: Any) -> str:
+    return str(container.attrs.get("State", {}).get("Status", "") or container.status)
+
+
+def _key(container: Any) -> tuple[str, int] | None:
+    labels = container.labels or {}
+    topology, index = labels.get(TOPOLOGY, ""), labels.get(CONTAINER, "")
+    if not topology or not index.isdigit() or not index.isascii():
+        return None
+    return topology, int(index)
+
+
+def _text(data: bytes | str | None) -> str:
+    raw = data.encode() if isinstance(data, str) else (data or b"")
+    if len(raw) > MAX_LOG_BYTES:
+        raw = raw[-MAX_LOG_BYTES:]
+    return raw.decode("utf-8", errors="replace")
+
+
+def tail_lines(text: str | None, default: int = 200) -> int:
+    """The ``tail`` query: 1 to ``MAX_TAIL`` lines (ValueError otherwise)."""
+    if text is None or text == "":
+        return default
+    if not text.isdigit() or not text.isascii() or not 1 <= int(text) <= MAX_TAIL:
+        raise ValueError(f"tail must be a number of lines from 1 to {MAX_TAIL}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class DockerOptions:
+    """``headwater master --scheduler docker``'s options."""
+
+    image: str = "headwater:latest"
+    network: str = "headwater"
+    advertise: str = ""
+    """The master's gRPC address as containers reach it (HOST:PORT); default: --host:--port."""
+
+
+_LOCAL_HOSTS = ("", "0.0.0.0", "::", "[::]", "localhost")
+
+
+def open_scheduler(
+    master: Master, options: DockerOptions, grpc_address: str, client: Any = None
+) -> DockerScheduler:
+    """The Docker scheduler of ``master``, after checking that the engine answers, the image
+    is there and the network is one (made, labelled with the cluster, if missing).
+
+    Raises HeadwaterError saying what to fix. Blocks (call it before serving)."""
+    advertise = options.advertise or grpc_address
+    host, _, port = advertise.rpartition(":")
+    if not port.isdigit() or host in _LOCAL_HOSTS or host.startswith("127."):
+        raise HeadwaterError(
+            f"the Docker scheduler's containers cannot reach the master at {advertise!r}: "
+            "listen on an address of the Docker network (--host GATEWAY_IP, e.g. the "
+            "network's gateway) or give --advertise HOST:PORT"
+        )
+    if client is None:
+        import docker
+
+        try:
+            client = docker.from_env()
+            client.ping()
+        except Exception as exc:
+            raise HeadwaterError(
+                f"--scheduler docker: cannot reach the Docker Engine ({exc}); is it running, "
+                "and may this user use its socket (DOCKER_HOST)?"
+            ) from None
+    try:
+        client.images.get(options.image)
+    except Exception as exc:
+        raise HeadwaterError(
+            f"--docker-image {options.image!r} is not on this Docker Engine ({exc}); build it "
+            "(deploy/compose/build makes headwater:latest) or name another"
+        ) from None
+    cluster = cluster_id(master.state_dir)
+    try:
+        client.networks.get(options.network)
+    except Exception as exc:
+        if getattr(getattr(exc, "response", None), "status_code", None) != 404:
+            raise HeadwaterError(f"--docker-network {options.network!r}: {exc}") from None
+        client.networks.create(options.network, driver="bridge", labels={CLUSTER: cluster})
+        log.info("made the Docker network %s", options.network)
+    info = client.info()
+    return DockerScheduler(
+        master,
+        client,
+        image=options.image,
+        network=options.network,
+        advertise=advertise,
+        cluster=cluster,
+        host_cpus=float(info.get("NCPU") or 0) or None,
+        host_memory=int(info.get("MemTotal") or 0) or None,
+    )

@@ -1,0 +1,153 @@
+"""The master's model registry: model artifacts by name, versions 1, 2, 3... on upload.
+
+A model is code-like data that reaches the edge, so its artifact is
+untrusted input: bounded (``MAX_MODEL_BYTES``), loaded with
+``headwater.common.models.load_model`` before it is kept (an artifact that
+does not load is refused), named by a safe name, and stored as uploaded::
+
+    STATE/models/<name>/<version>.json        the artifact's bytes
+    STATE/models/<name>/<version>.meta.json   sha256, size, created_at and the
+                                              artifact's kind, trained, evaluation
+
+Versions are assigned in upload order and never reused; the bytes file is in
+place (by atomic rename) before its metadata, and a version exists once its
+metadata does, so a crash mid-upload leaves no half version. Everything is
+read from disk on each request: the registry has no state in memory and
+survives a restart as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from headwater.common._exceptions import HeadwaterError
+from headwater.common._ids import name_problem
+from headwater.common.models import AnomalyModel, load_model
+
+MAX_MODEL_BYTES = 1 << 20
+"""The largest artifact the registry keeps."""
+_VERSION = re.compile(r"([1-9][0-9]{0,8})\.meta\.json")
+
+
+class ModelRefusedError(HeadwaterError):
+    """An upload the registry does not keep (``too_large``: over ``MAX_MODEL_BYTES``)."""
+
+    def __init__(self, message: str, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.too_large = too_large
+
+
+class UnknownModelError(HeadwaterError):
+    """No such model or version."""
+
+
+def model_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name a model (it names a folder), or None if it can."""
+    return name_problem(name, "model name")
+
+
+def load_artifact(data: bytes) -> AnomalyModel:
+    """The loaded model; ModelRefusedError saying why when it does not load."""
+    try:
+        return load_model(data)
+    except HeadwaterError as exc:
+        raise ModelRefusedError(f"the artifact does not load: {exc}") from None
+
+
+class ModelRegistry:
+    """Model artifacts under ``root`` (``STATE/models``). Event-loop thread only."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _folder(self, name: str) -> Path:
+        problem = model_name_problem(name)
+        if problem is not None:
+            raise ModelRefusedError(problem)
+        return self.root / name
+
+    def upload(self, name: str, data: bytes) -> dict[str, Any]:
+        """Keep ``data`` as the next version of ``name``; ``{"name", "version", "sha256"}``."""
+        folder = self._folder(name)
+        if not data:
+            raise ModelRefusedError("the artifact is empty: send its bytes as the body")
+        if len(data) > MAX_MODEL_BYTES:
+            raise ModelRefusedError(
+                f"the artifact is {len(data)} bytes; the limit is {MAX_MODEL_BYTES}",
+                too_large=True,
+            )
+        model = load_artifact(data)
+        doc = model.doc
+        sha = hashlib.sha256(data).hexdigest()
+        folder.mkdir(exist_ok=True)
+        version = max(self._versions(folder), default=0) + 1
+        meta = {
+            "name": name,
+            "version": version,
+            "sha256": sha,
+            "size": len(data),
+            "created_at": time.time(),
+            "kind": doc.get("kind", ""),
+            "trained": doc.get("trained"),
+            "evaluation": doc.get("evaluation"),
+        }
+        _write(folder / f"{version}.json", data)
+        _write(folder / f"{version}.meta.json", json.dumps(meta).encode())
+        return {"name": name, "version": version, "sha256": sha}
+
+    @staticmethod
+    def _versions(folder: Path) -> list[int]:
+        if not folder.is_dir():
+            return []
+        return sorted(int(m[1]) for p in folder.iterdir() if (m := _VERSION.fullmatch(p.name)))
+
+    def names(self) -> list[dict[str, Any]]:
+        """Every model with its latest version."""
+        out = []
+        for folder in sorted(self.root.iterdir()):
+            versions = self._versions(folder)
+            if versions and model_name_problem(folder.name) is None:
+                out.append({"name": folder.name, "latest": versions[-1]})
+        return out
+
+    def versions(self, name: str) -> list[dict[str, Any]]:
+        folder = self._folder(name)
+        versions = self._versions(folder)
+        if not versions:
+            raise UnknownModelError(f"no model named {name!r} (`headwater models list`)")
+        return [self.meta(name, v) for v in versions]
+
+    def meta(self, name: str, version: int) -> dict[str, Any]:
+        folder = self._folder(name)
+        if not 0 < version < 10**9:  # no such file (and a name too long to ask the disk)
+            raise UnknownModelError(f"model {name!r} has no version that large or small")
+        path = folder / f"{version}.meta.json"
+        try:
+            return dict(json.loads(path.read_bytes()))
+        except FileNotFoundError:
+            raise UnknownModelError(
+                f"model {name!r} has no version {version} (`headwater models show {name}`)"
+            ) from None
+
+    def artifact(self, name: str, version: int) -> bytes:
+        """The bytes of a version, checked against the SHA-256 kept for it."""
+        meta = self.meta(name, version)
+        data = (self._folder(name) / f"{version}.json").read_bytes()
+        if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+            raise HeadwaterError(
+                f"model {name!r} version {version} no longer hashes to its sha256: the "
+                "registry's files were altered; upload it again"
+            )
+        return data
+
+
+def _write(path: Path, data: bytes) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

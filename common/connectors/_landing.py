@@ -1,0 +1,531 @@
+"""The landing zone: a stream landed as a Parquet dataset, exactly once, with manifests.
+
+    ROOT/<dataset>/
+      date=YYYY-MM-DD/site=<site>/part-<checkpoint:08d>-<task>.parquet
+      _manifests/<seq:012d>.json
+      _schema.json
+
+Hive partitions: ``date`` (the UTC day of the row's event time, epoch ms), then
+``site``, then the extra keys the user names; partition columns live in the
+path only. Per checkpoint and task: rows are buffered per partition and, at
+the barrier (``on_checkpoint``), sealed as hidden pending parts plus a
+pending manifest (``_manifests/.pending-<checkpoint>-<task>.json``); when
+the checkpoint completes everywhere (``on_commit``) the parts are renamed to
+their final names, then the manifest is published under the next free
+sequence number: written as ``.commit-<checkpoint>-<task>.json``, then
+hard-linked to ``<seq>.json`` (``os.link`` fails if the name is taken: try
+the next one), so numbers are contiguous and unique across tasks and
+processes. A crash anywhere in between is finished by ``on_restore``: the
+commit file's link count says whether its manifest was published, so it is
+published exactly once. A rollback deletes the task's parts of the undone
+checkpoints (see ``_parts``).
+
+Column types are fixed per dataset in ``_schema.json`` (the first task to
+seal creates it): int64, double, bool or string, from the first non-None
+value (a column only ever None: string); a value that is neither is written
+as JSON text in a string column.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from ..api import Bolt, Context, Tuple
+from ._parts import fsync_dir, pending_name, roll_back, write_durably
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Spark's and pyarrow's name for a null key
+KINDS = ("int64", "double", "bool", "string")
+EventTime = str | Callable[[dict[str, Any]], int | None] | None
+_MANIFEST = re.compile(r"^(\d{12})\.json$")
+_SEALED = re.compile(r"^\.(pending|commit)-(\d+)-(\d+)\.json$")
+_DAY_MS = 86_400_000
+_EPOCH = dt.date(1970, 1, 1)
+_MIN_MS = (dt.date.min - _EPOCH).days * _DAY_MS
+_MAX_MS = (dt.date.max - _EPOCH).days * _DAY_MS + _DAY_MS
+_MAX_SEGMENT = 255  # a folder name's bytes (NAME_MAX); escaped values are ASCII
+
+
+class LandingSink(Bolt):
+    """Lands its input stream as a partitioned Parquet dataset, committed per checkpoint.
+
+    Needs an exactly-once topology. ``event_time`` is the column of epoch-ms event
+    time that dates each row (or a function of the row, as a ``{field: value}``
+    dict, returning epoch ms or None); without it, or when it is None for a row, the
+    row goes under ``date=__HIVE_DEFAULT_PARTITION__`` (read as a null date): a
+    date from the wall clock would differ on replay. ``site`` and ``partition_by``
+    name further partition columns. ``schema`` (a pyarrow schema of the non-partition
+    columns) fixes the types instead of inferring them. ``fields`` names the values of a
+    row that arrives as one value, the last of the tuple (a DSL stream's ``[key, value]``
+    records, the value a list or tuple); without it, the columns are the input stream's.
+
+    >>> sink = LandingSink("/tmp/landing", "readings", event_time="ts", site="site")
+    >>> sink.partitions
+    ('site',)
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        dataset: str,
+        *,
+        event_time: EventTime = None,
+        site: str | None = None,
+        partition_by: Sequence[str] = (),
+        schema: pa.Schema | None = None,
+        fields: Sequence[str] | None = None,
+    ) -> None:
+        if not isinstance(root, str | os.PathLike) or not str(root):
+            raise ValueError(f"LandingSink root must be a folder path, got {root!r}")
+        if not isinstance(dataset, str) or not re.fullmatch(r"[A-Za-z0-9][\w.-]*", dataset):
+            raise ValueError(
+                f"LandingSink dataset must be a folder name (letters, digits, '_', '-', '.', "
+                f"not starting with '.' or '_'), got {dataset!r}"
+            )
+        if not (event_time is None or callable(event_time) or _name(event_time)):
+            raise ValueError(
+                f"LandingSink event_time must be a column name or a function, got {event_time!r}"
+            )
+        if site is not None and not _name(site):
+            raise ValueError(f"LandingSink site must be a column name, got {site!r}")
+        if isinstance(partition_by, str) or not all(_name(c) for c in partition_by):
+            raise ValueError(
+                f"LandingSink partition_by must be a list of column names, got {partition_by!r}"
+            )
+        if fields is not None and (
+            isinstance(fields, str)
+            or not all(_name(c) for c in fields)
+            or len(set(fields)) != len(fields)
+        ):
+            raise ValueError(f"LandingSink fields must be distinct column names, got {fields!r}")
+        keys = ("date", *([site] if site else []), *partition_by)
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"LandingSink partition columns repeat: {list(keys)}")
+        if isinstance(event_time, str) and event_time in keys:
+            raise ValueError(f"LandingSink event_time {event_time!r} cannot be a partition column")
+        if schema is not None:
+            import pyarrow as pa
+
+            if not isinstance(schema, pa.Schema):
+                raise ValueError(f"LandingSink schema must be a pyarrow.Schema, got {schema!r}")
+        self.root = Path(root)
+        self.dataset = dataset
+        self.dir = self.root / dataset
+        self.event_time = event_time
+        self.partitions: tuple[str, ...] = keys[1:]
+        self.schema = schema
+        self.row_fields = tuple(fields) if fields is not None else None
+        self.rows = 0
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self, ctx: Context) -> None:
+        self.task = ctx.task_id
+        spec = ctx.topology.component(ctx.component)
+        first = spec.inputs[0]
+        stream = ctx.topology.component(first.component).stream(first.stream)
+        fields = list(stream.fields) if stream else []
+        if self.row_fields is not None:
+            fields = list(self.row_fields)
+        needed = [
+            *self.partitions,
+            *([self.event_time] if isinstance(self.event_time, str) else []),
+        ]
+        missing = [c for c in needed if c not in fields]
+        if missing:
+            raise ValueError(
+                f"LandingSink {self.dataset!r}: {missing} not among the input fields {fields}"
+            )
+        self.fields = fields
+        self.columns = [c for c in fields if c not in self.partitions]
+        self._part_idx = [fields.index(c) for c in self.partitions]
+        self._col_idx = [fields.index(c) for c in self.columns]
+        self._time_idx = fields.index(self.event_time) if isinstance(self.event_time, str) else -1
+        self._kinds: dict[str, str | None] = dict.fromkeys(self.columns)
+        if self.schema is not None:
+            absent = [c for c in self.columns if c not in self.schema.names]
+            if absent:
+                raise ValueError(f"LandingSink {self.dataset!r}: schema lacks columns {absent}")
+            self._kinds = {c: _kind_of(self.schema.field(c).type) for c in self.columns}
+            self._settled = True
+        else:
+            stored = _read_schema(self.dir)
+            self._kinds.update({c: k for c, k in stored.items() if c in self._kinds})
+            self._settled = all(self._kinds.values())
+        self.manifests_dir = self.dir / "_manifests"
+        self.manifests_dir.mkdir(parents=True, exist_ok=True)
+        self._next_seq = max(_seqs(self.manifests_dir), default=0) + 1
+        self._groups: dict[str, list[list[Any]]] = {}
+        self._times: list[int] = []  # min, max event time of the open checkpoint
+        self._sealed: dict[int, dict[str, Any]] = {}  # checkpoint -> its pending manifest
+        self._days: dict[int, str] = {}
+
+    def process(self, tup: Tuple) -> None:
+        values: Any = tup.values
+        if self.row_fields is not None:
+            values = values[-1] if values else None
+            if not isinstance(values, list | tuple) or len(values) != len(self.fields):
+                raise ValueError(
+                    f"LandingSink {self.dataset!r} expects rows of {len(self.fields)} values "
+                    f"({', '.join(self.fields)}), got {values!r}"
+                )
+        kinds = self._kinds
+        inferred: dict[str, str] = {}  # kept only once the whole row is accepted
+        row = []
+        for c, i in zip(self.columns, self._col_idx, strict=True):
+            v = values[i]
+            kind = kinds[c]
+            if kind is None and v is not None:
+                kind = inferred[c] = _infer(v)
+            row.append(_convert(kind, v, c) if kind is not None else v)
+        if self._time_idx >= 0:
+            ms = values[self._time_idx]
+        elif self.event_time is not None:
+            assert callable(self.event_time)
+            ms = self.event_time(dict(zip(self.fields, values, strict=False)))
+        else:
+            ms = None
+        path = [f"date={self._date(ms)}"]
+        path += [
+            f"{k}={_segment(values[i])}"
+            for k, i in zip(self.partitions, self._part_idx, strict=False)
+        ]
+        if max(map(len, path)) > _MAX_SEGMENT:  # refused here (a dead letter), not at the seal
+            k, _, v = max(path, key=len).partition("=")
+            raise ValueError(
+                f"partition {k} value {v[:40]!r}... is {len(v)} characters as a folder name "
+                f"(escaped); a folder name is at most {_MAX_SEGMENT - len(k) - 1} for {k}"
+            )
+        if inferred:
+            kinds.update(inferred)
+        self._groups.setdefault("/".join(path), []).append(row)
+        if ms is not None:
+            ms = int(ms)
+            t = self._times
+            if not t:
+                t += [ms, ms]
+            elif ms < t[0]:
+                t[0] = ms
+            elif ms > t[1]:
+                t[1] = ms
+        self.rows += 1
+
+    def _date(self, ms: Any) -> str:
+        if ms is None:
+            return NULL_PARTITION
+        if isinstance(ms, bool) or not isinstance(ms, int | float):
+            raise ValueError(f"event time must be epoch ms (a number), got {ms!r}")
+        if not _MIN_MS <= ms < _MAX_MS:  # NaN too: no day to partition it by
+            raise ValueError(f"event time {ms!r} is not epoch ms of a day in years 1 to 9999")
+        day = int(ms) // _DAY_MS
+        text = self._days.get(day)
+        if text is None:
+            if len(self._days) > 10_000:
+                self._days.clear()
+            text = self._days[day] = (_EPOCH + dt.timedelta(days=day)).isoformat()
+        return text
+
+    # -- checkpoints --------------------------------------------------------------------
+    def on_checkpoint(self, checkpoint_id: int) -> None:
+        """Seal the checkpoint's rows: a hidden part per partition, then a pending manifest."""
+        if not self._groups:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = self._arrow_schema()
+        name = pending_name(checkpoint_id, self.task, "parquet")
+        files: list[dict[str, Any]] = []
+        for rel, rows in sorted(self._groups.items()):
+            folder = self.dir / rel
+            folder.mkdir(parents=True, exist_ok=True)
+            table = pa.Table.from_pylist(
+                [dict(zip(self.columns, r, strict=True)) for r in rows], schema=schema
+            )
+            write_durably(folder / name, partial(pq.write_table, table))
+            fsync_dir(folder)
+            files.append({"path": f"{rel}/{name[1 : -len('.pending')]}", "rows": len(rows)})
+        doc = {
+            "checkpoint": checkpoint_id,
+            "task": self.task,
+            "files": files,
+            "rows": sum(f["rows"] for f in files),
+            "event_time": {"min": self._times[0], "max": self._times[1]}
+            if self._times
+            else {"min": None, "max": None},
+        }
+        pending = self.manifests_dir / f".pending-{checkpoint_id:08d}-{self.task}.json"
+        write_durably(pending, partial(_write_json, doc))
+        fsync_dir(self.manifests_dir)
+        self._sealed[checkpoint_id] = doc
+        self._groups, self._times = {}, []
+
+    def on_commit(self, checkpoint_id: int) -> None:
+        self._publish(up_to=checkpoint_id)
+
+    def on_restore(self, checkpoint_id: int) -> None:
+        """Publish what completed checkpoints sealed (their manifests once); drop what the
+        rollback undoes: the task's parts and manifests-to-be of later checkpoints."""
+        self._groups, self._times, self._sealed = {}, [], {}
+        for folder, dirs, _files in os.walk(self.dir):
+            if folder == str(self.dir):
+                dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
+            roll_back(Path(folder), self.task, checkpoint_id)
+        commits = []
+        for path in list(self.manifests_dir.iterdir()):
+            name = path.name
+            if name.startswith((".pending-", ".commit-")) and name.endswith(
+                f"-{self.task}.json.tmp"
+            ):
+                path.unlink()
+                continue
+            m = _SEALED.match(name)
+            if not m or int(m.group(3)) != self.task:
+                continue
+            ckpt = int(m.group(2))
+            if m.group(1) == "commit":
+                commits.append((path, ckpt))
+            elif ckpt > checkpoint_id:
+                path.unlink()
+            else:
+                self._sealed[ckpt] = json.loads(path.read_bytes())
+        for path, ckpt in commits:  # published (its pending form gone already) or undone
+            if ckpt not in self._sealed:
+                path.unlink()
+        fsync_dir(self.manifests_dir)
+        self._next_seq = max(_seqs(self.manifests_dir), default=0) + 1
+        self._publish(up_to=checkpoint_id)
+
+    def _publish(self, up_to: int) -> None:
+        for ckpt in sorted(c for c in self._sealed if c <= up_to):
+            doc = self._sealed[ckpt]
+            name = pending_name(ckpt, self.task, "parquet")
+            folders = set()
+            for f in doc["files"]:
+                final = self.dir / f["path"]
+                pending = final.with_name(name)
+                if pending.exists():
+                    pending.replace(final)
+                    folders.add(final.parent)
+            for folder in folders:
+                fsync_dir(folder)
+            self._write_manifest(ckpt, doc)
+            self._forget(ckpt)
+
+    def _write_manifest(self, ckpt: int, doc: dict[str, Any]) -> None:
+        """Publish ``doc`` as ``_manifests/<seq>.json``, the next free seq, once."""
+        commit = self.manifests_dir / f".commit-{ckpt:08d}-{self.task}.json"
+        if commit.exists() and _links(commit) > 1:
+            return  # published before a crash: ``commit`` is its other name
+        seq = self._next_seq
+        while True:
+            while (self.manifests_dir / f"{seq:012d}.json").exists():
+                seq += 1
+            full = {"seq": seq, **doc, "committed_at": round(time.time(), 3)}
+            write_durably(commit, partial(_write_json, full))
+            try:
+                os.link(commit, self.manifests_dir / f"{seq:012d}.json")
+                break
+            except FileExistsError:  # another task took it in between
+                seq += 1
+        fsync_dir(self.manifests_dir)
+        self._next_seq = seq + 1
+
+    def _forget(self, ckpt: int) -> None:
+        """The manifest is published: drop its pending form, then the commit file."""
+        del self._sealed[ckpt]
+        (self.manifests_dir / f".pending-{ckpt:08d}-{self.task}.json").unlink(missing_ok=True)
+        (self.manifests_dir / f".commit-{ckpt:08d}-{self.task}.json").unlink(missing_ok=True)
+
+    # -- schema -------------------------------------------------------------------------
+    def _arrow_schema(self) -> pa.Schema:
+        import pyarrow as pa
+
+        if self.schema is not None:
+            return pa.schema([self.schema.field(c) for c in self.columns])
+        if not self._settled:
+            self._settle()
+        return pa.schema([(c, _arrow_type(k or "string")) for c, k in self._kinds.items()])
+
+    def _settle(self) -> None:
+        """Fix the dataset's column types in ``_schema.json`` (the first writer's win)."""
+        mine = {c: k or "string" for c, k in self._kinds.items()}
+        path = self.dir / "_schema.json"
+        stored = _read_schema(self.dir)
+        if not stored or not mine.keys() <= stored.keys():
+            merged = {**mine, **stored}
+            tmp = self.dir / f".schema-{self.task}.json.tmp"
+            tmp.write_text(json.dumps({"columns": merged}, indent=1))
+            if stored:
+                tmp.replace(path)  # the stream grew a column
+            else:
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, path)
+                tmp.unlink()
+            stored = _read_schema(self.dir)
+        changed = [c for c in mine if stored[c] != self._kinds[c]]
+        kinds = {c: stored[c] for c in mine}
+        if changed:  # another task settled first, differently: convert what is buffered
+            for rows in self._groups.values():
+                for r in rows:
+                    for i, c in enumerate(self.columns):
+                        if c in changed:
+                            r[i] = _convert(kinds[c], r[i], c)
+        self._kinds = dict(kinds)
+        self._settled = True
+
+
+# -- values ---------------------------------------------------------------------------------
+def _name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _infer(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "double"
+    return "string"
+
+
+def _convert(kind: str, value: Any, column: str) -> Any:
+    """``value`` as a ``kind`` column holds it; ValueError if it cannot be."""
+    if value is None:
+        return None
+    if kind == "string":
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bytes | bytearray):
+            return bytes(value).decode("utf-8", "backslashreplace")
+        return json.dumps(value, default=_text)
+    if kind == "int64":
+        if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+            return value
+    elif kind == "double":
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif kind == "bool":
+        if isinstance(value, bool):
+            return value
+    else:
+        return value  # a type the user's schema gave: pyarrow converts it
+    raise ValueError(f"column {column!r} holds {kind}, got {value!r}")
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, tuple | set | frozenset):
+        return list(value)
+    return repr(value)
+
+
+def _segment(value: Any) -> str:
+    """A partition value as a path segment (escaped as Hive does; None: the null key)."""
+    if value is None:
+        return NULL_PARTITION
+    if isinstance(value, bytes | bytearray):
+        value = bytes(value).decode("utf-8", "backslashreplace")
+    return quote(str(value), safe="") or NULL_PARTITION
+
+
+def _kind_of(t: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_int64(t):
+        return "int64"
+    if pa.types.is_float64(t):
+        return "double"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_string(t):
+        return "string"
+    return "other"
+
+
+def _arrow_type(kind: str) -> Any:
+    import pyarrow as pa
+
+    return {"int64": pa.int64, "double": pa.float64, "bool": pa.bool_}.get(kind, pa.string)()
+
+
+def _write_json(doc: Any, f: Any) -> None:
+    f.write(json.dumps(doc).encode())
+
+
+def _read_schema(directory: Path) -> dict[str, str]:
+    try:
+        doc = json.loads((directory / "_schema.json").read_text())
+    except FileNotFoundError:
+        return {}
+    columns = doc.get("columns") if isinstance(doc, dict) else None
+    if not isinstance(columns, dict) or not all(k in KINDS for k in columns.values()):
+        raise ValueError(f"{directory / '_schema.json'} is not a landing schema: {doc!r}")
+    return columns
+
+
+def _links(path: Path) -> int:
+    try:
+        return path.stat().st_nlink
+    except FileNotFoundError:
+        return 0
+
+
+def _seqs(directory: Path) -> Iterator[int]:
+    for name in os.listdir(directory):
+        m = _MANIFEST.match(name)
+        if m:
+            yield int(m.group(1))
+
+
+# -- readers --------------------------------------------------------------------------------
+def manifests(
+    root: str | os.PathLike[str], dataset: str | None = None, *, after: int = 0
+) -> list[dict[str, Any]]:
+    """The published manifests of ``root/dataset`` (or of the dataset folder ``root``) with
+    ``seq > after``, in order. Every file a manifest lists exists (until a rollback past a
+    corrupt checkpoint)."""
+    folder = Path(root) / dataset if dataset else Path(root)
+    try:
+        seqs = sorted(s for s in _seqs(folder / "_manifests") if s > after)
+    except FileNotFoundError:
+        return []
+    out = []
+    for s in seqs:
+        out.append(json.loads((folder / "_manifests" / f"{s:012d}.json").read_bytes()))
+    return out
+
+
+def read_landing(
+    root: str | os.PathLike[str], dataset: str | None = None, columns: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every published row of the dataset, partition columns included (as strings, a null
+    key as None), via ``pyarrow.dataset`` (hidden pending files are ignored)."""
+    import pyarrow.dataset as ds
+
+    folder = Path(root) / dataset if dataset else Path(root)
+    if not folder.exists():
+        return []
+    first = next(folder.rglob("part-*.parquet"), None)  # its path names the partition keys
+    if first is None:
+        return []
+    keys = [seg.split("=", 1)[0] for seg in first.relative_to(folder).parts[:-1]]
+    import pyarrow as pa
+
+    partitioning = ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive")
+    data = ds.dataset(folder, format="parquet", partitioning=partitioning)
+    rows: list[dict[str, Any]] = data.to_table(columns=columns).to_pylist()
+    return rows

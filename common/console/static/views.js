@@ -1,0 +1,469 @@
+// The console's views, one per hash route. Each mounts once into `root` and answers
+// {update(snap, rates)}, called on every snapshot; parts that hold a user's input (the
+// edit form) are built once and only fed new data.
+
+import { renderDag, fmtRate } from "./dag.js";
+import { editPanel, postEdit, EditResult } from "./edits.js";
+import { call } from "./api.js";
+import { logsPanel } from "./logs.js";
+import { el, table, ago, duration, bytes } from "./dom.js";
+
+function link(hash, text) {
+  return el("a", { href: hash }, text);
+}
+
+// Re-render `node`'s children only when `data` changed (keeps focus and clicks steady).
+function refresh(node, data, build) {
+  const key = JSON.stringify(data);
+  if (node.dataset.key === key) return;
+  node.dataset.key = key;
+  node.replaceChildren(...[build()].flat());
+}
+
+export function topologies(root) {
+  const body = el("div", { id: "topologies" });
+  root.append(el("h1", {}, "Topologies"), body);
+  return {
+    update(snap, rates) {
+      const rows = snap.topologies.map((t) =>
+        el(
+          "tr",
+          { "data-topology": t.name },
+          el("td", {}, link(`#/topology/${encodeURIComponent(t.name)}`, t.name)),
+          el("td", { class: `state ${t.state.toLowerCase()}` }, t.state),
+          el("td", {}, t.reliability),
+          el("td", {}, String(t.revision)),
+          el("td", {}, duration(t.uptime_s)),
+          el("td", { class: "rate" }, fmtRate(rates.topologies[t.name])),
+          el("td", { class: t.errors ? "error" : "" }, String(t.errors)),
+          el("td", { class: `health ${t.status.health}` }, t.status.health),
+        ),
+      );
+      body.replaceChildren(
+        rows.length
+          ? table(
+              ["name", "state", "reliability", "revision", "uptime", "rate", "errors", "health"],
+              rows,
+            )
+          : el("p", {}, "No topology runs: submit one with headwater submit."),
+      );
+    },
+  };
+}
+
+export function topology(root, ctx, name) {
+  let selected = null;
+  let current = null; // the newest snapshot's topology, for the logs of a clicked component
+  const head = el("div", { class: "head" });
+  const dag = el("div", { class: "dag-box", id: "dag" });
+  const detail = el("section", { class: "detail", id: "component-detail" });
+  const edit = ctx.canEdit ? editPanel(name) : null;
+  const logs = ctx.canReadLogs ? logsPanel(name) : null;
+  root.append(
+    el("h1", {}, `Topology ${name}`),
+    el(
+      "p",
+      { class: "tabs" },
+      link(`#/checkpoints/${encodeURIComponent(name)}`, "Checkpoints"),
+      " · ",
+      link(`#/revisions/${encodeURIComponent(name)}`, "Revisions"),
+    ),
+    head,
+    dag,
+    detail,
+    ...(logs ? [logs.node] : []),
+    ...(edit ? [edit.node] : []),
+  );
+  function select(component) {
+    selected = component;
+    if (logs) logs.show(current, component); // fetched on click, not with every snapshot
+    ctx.redraw();
+  }
+  return {
+    topology: name,
+    update(snap, rates) {
+      const t = snap.topology;
+      current = t;
+      if (!t) {
+        head.replaceChildren(el("p", { class: "error" }, `No topology named ${name} runs.`));
+        dag.replaceChildren();
+        return;
+      }
+      refresh(head, [t.state, t.revision, t.reliability, t.status.health, t.status.reasons], () =>
+        el(
+          "p",
+          {},
+          el("span", { class: `state ${t.state.toLowerCase()}` }, t.state),
+          ` · revision ${t.revision} · ${t.reliability} · health ${t.status.health} `,
+          ...(t.status.reasons || []).map((r) => el("span", { class: "warn" }, r)),
+        ),
+      );
+      dag.replaceChildren(renderDag(t, rates, select, selected));
+      detail.replaceChildren(...(selected ? componentDetail(t, selected) : []));
+      if (edit) edit.update(t);
+    },
+  };
+}
+
+function componentDetail(t, name) {
+  const spec = t.components.find((c) => c.name === name);
+  if (!spec) return [];
+  const out = [el("h2", {}, `${name} (${spec.side}, ${spec.kind}, ×${spec.parallelism})`)];
+  if (spec.side === "cloud") {
+    const rows = Object.entries(t.tasks)
+      .filter(([, m]) => m.component === name)
+      .map(([task, m]) =>
+        el(
+          "tr",
+          {},
+          el("td", {}, task),
+          el("td", {}, String(m.container)),
+          el("td", {}, String(m.executed || 0)),
+          el("td", {}, String(m.emitted || 0)),
+          el("td", {}, String(m.pending || 0)),
+          el("td", {}, `${((m.execute_latency_us || 0) / 1000).toFixed(2)} ms`),
+          el("td", {}, `${Math.round(m.backpressure_ms || 0)} ms`),
+          el("td", {}, String((m.exceptions || 0) + (m.dead_letters || 0))),
+        ),
+      );
+    out.push(
+      table(
+        ["task", "container", "executed", "emitted", "queue", "latency", "backpressure", "errors"],
+        rows,
+        { id: "instances" },
+      ),
+    );
+  } else {
+    const rows = Object.entries(t.agents).map(([agent, a]) => {
+      const m = a.components[name] || {};
+      return el(
+        "tr",
+        {},
+        el("td", {}, agent),
+        el("td", {}, a.online ? "online" : "offline"),
+        el("td", {}, String(m.executed || 0)),
+        el("td", {}, String(m.emitted || 0)),
+        el("td", {}, String((m.exceptions || 0) + (m.dead_letters || 0))),
+      );
+    });
+    out.push(table(["agent", "", "executed", "emitted", "errors"], rows, { id: "instances" }));
+  }
+  const errors = t.exceptions.filter((e) => e.component === name).slice(-10).reverse();
+  out.push(el("h3", {}, `Exceptions (${errors.length})`));
+  for (const e of errors) {
+    out.push(
+      el(
+        "details",
+        { class: "exception" },
+        el("summary", {}, `task ${e.task} · ${new Date(e.time_ms).toLocaleTimeString()} · ${e.message}`),
+        el("pre", {}, e.traceback || "(no traceback)"),
+      ),
+    );
+  }
+  return out;
+}
+
+export function nodes(root) {
+  const body = el("div", { id: "nodes" });
+  root.append(el("h1", {}, "Nodes"), body);
+  return {
+    update(snap) {
+      const rows = snap.nodes.map((n) => {
+        const uplinks = Object.entries(n.uplinks)
+          .map(([t, u]) => `${t}: ${u.connected ? "connected" : "down"}`)
+          .join(", ");
+        const revisions = Object.entries(n.metrics)
+          .filter(([k]) => k.startsWith("revision:"))
+          .map(([k, v]) => `${k.slice(9)} r${v}`)
+          .join(", ");
+        return el(
+          "tr",
+          { "data-node": n.id, class: n.online ? "online" : "offline" },
+          el("td", {}, n.id),
+          el("td", {}, n.kind),
+          el("td", { class: `online-state ${n.online ? "online" : "offline"}` }, n.online ? "online" : "offline"),
+          el(
+            "td",
+            { class: `health ${n.health}` },
+            [n.online ? n.health : `${n.health} (its last report)`, ...n.reasons].join(": "),
+          ),
+          el("td", { class: "backlog" }, `${bytes(n.backlog_bytes)} (${n.backlog_batches} batches)`),
+          el("td", { class: "uplink" }, uplinks || "–"),
+          el("td", {}, revisions || "–"),
+          el("td", {}, ago(n.last_heartbeat_s_ago)),
+        );
+      });
+      body.replaceChildren(
+        table(
+          ["node", "kind", "state", "health", "backlog", "uplink", "revision", "last heartbeat"],
+          rows,
+        ),
+      );
+    },
+  };
+}
+
+export function checkpoints(root, ctx, name) {
+  const body = el("div", { id: "checkpoints" });
+  root.append(
+    el("h1", {}, `Checkpoints of ${name}`),
+    el("p", {}, link(`#/topology/${encodeURIComponent(name)}`, "back to the DAG")),
+    body,
+  );
+  return {
+    topology: name,
+    update(snap) {
+      const t = snap.topology;
+      if (!t) return;
+      const c = t.checkpoints;
+      refresh(body, c, () => [
+        el(
+          "p",
+          {},
+          c.exactly_once
+            ? `cloud domain · every ${c.interval_s}s · epoch ${c.epoch} · latest complete ${c.latest_complete ?? "none"}`
+            : "This topology is not exactly-once: it takes no checkpoints.",
+        ),
+        ...edgeCheckpoints(t.agents || {}),
+        el("h2", {}, "Cloud domain"),
+        table(
+          ["id", "state", "started", "duration", "acked", "size"],
+          c.checkpoints
+            .slice()
+            .reverse()
+            .map((k) =>
+              el(
+                "tr",
+                {},
+                el("td", {}, String(k.id)),
+                el("td", { class: `cp-state ${k.state}` }, k.state),
+                el("td", {}, new Date(k.started * 1000).toLocaleTimeString()),
+                el("td", {}, k.duration_ms === null ? "–" : `${Math.round(k.duration_ms)} ms`),
+                el("td", {}, String(k.acked)),
+                el("td", {}, bytes(k.size_bytes)),
+              ),
+            ),
+          { id: "checkpoint-table" },
+        ),
+      ]);
+    },
+  };
+}
+
+// each agent's edge domain: its newest checkpoint as the agent last reported it
+function edgeCheckpoints(agents) {
+  const rows = Object.entries(agents)
+    .filter(([, a]) => a.checkpoint)
+    .map(([agent, a]) => {
+      const k = a.checkpoint;
+      return el(
+        "tr",
+        {},
+        el("td", {}, agent),
+        el("td", {}, a.online ? "online" : "offline (its last report)"),
+        el("td", {}, k.latest ? String(k.latest) : "none"),
+        el("td", {}, k.latest ? `${Math.round(k.duration_ms)} ms` : "–"),
+        el("td", {}, k.latest ? bytes(k.size_bytes) : "–"),
+        el("td", {}, String(k.started)),
+        el("td", {}, k.in_progress ? "yes" : "no"),
+      );
+    });
+  if (!rows.length) return [];
+  return [
+    el("h2", {}, "Edge domains"),
+    table(
+      ["agent", "state", "latest complete", "duration", "size", "started", "in progress"],
+      rows,
+      { id: "edge-checkpoint-table" },
+    ),
+  ];
+}
+
+export function revisions(root, ctx, name) {
+  const body = el("div", { id: "revisions" });
+  const result = new EditResult(() => {
+    body.dataset.key = "";
+    result.show("reloaded");
+  });
+  root.append(
+    el("h1", {}, `Revisions of ${name}`),
+    el("p", {}, link(`#/topology/${encodeURIComponent(name)}`, "back to the DAG")),
+    body,
+    result.node,
+  );
+  return {
+    topology: name,
+    update(snap) {
+      const t = snap.topology;
+      if (!t) return;
+      const r = t.revisions;
+      result.update(r);
+      refresh(body, [r, ctx.canEdit], () => {
+        const shown = r.current; // the revision a rollback from this table is made against
+        const rows = r.revisions
+          .slice()
+          .reverse()
+          .map((rec) => {
+            const diff = Object.entries(rec.diff || {})
+              .filter(([, v]) => v.length)
+              .map(([k, v]) => `${k}: ${v.join(", ")}`)
+              .join("; ");
+            let control = "";
+            if (ctx.canEdit && rec.status === "applied" && rec.revision !== shown) {
+              control = el(
+                "button",
+                { type: "button", class: "rollback", "data-revision": rec.revision },
+                `Roll back to ${rec.revision}`,
+              );
+              control.addEventListener("click", async () => {
+                const query = { action: "rollback", base: String(shown), to: String(rec.revision), author: "console" };
+                await result.answer(await postEdit(name, query));
+              });
+            }
+            return el(
+              "tr",
+              { "data-revision": rec.revision },
+              el("td", {}, String(rec.revision)),
+              el("td", {}, rec.action),
+              el("td", {}, rec.author || "–"),
+              el("td", {}, new Date(rec.time * 1000).toLocaleString()),
+              el("td", {}, diff || "–"),
+              el("td", { class: `status ${rec.status}` }, rec.status),
+              el("td", { class: "error" }, rec.error || ""),
+              el("td", {}, control),
+            );
+          });
+        return [
+          el("p", {}, `current: revision ${r.current}`, r.applying ? ` · applying ${r.applying}` : ""),
+          table(["rev", "action", "author", "time", "diff", "status", "error", ""], rows, {
+            id: "revision-table",
+          }),
+        ];
+      });
+    },
+  };
+}
+
+export function models(root, ctx) {
+  const empty = el("p", { id: "no-models" }, "No model: headwater models upload adds one.");
+  const body = el("div", { id: "models" }, empty);
+  const shown = new Map(); // model -> its tables (refreshed) beside its rollout form (kept)
+  root.append(el("h1", {}, "Models"), body);
+  return {
+    update(snap) {
+      empty.hidden = snap.models.length > 0;
+      for (const m of snap.models) {
+        if (!shown.has(m.name)) {
+          const tables = el("div", { class: "model-tables" });
+          const section = el("section", { class: "model", "data-model": m.name });
+          section.append(el("h2", {}, m.name), tables);
+          if (ctx.canEdit) section.append(rolloutForm(m.name, m.latest));
+          body.append(section);
+          shown.set(m.name, tables);
+        }
+        refresh(shown.get(m.name), [m.versions, m.rollouts], () => modelTables(m));
+      }
+    },
+  };
+}
+
+function modelTables(m) {
+  return [
+    table(
+      ["version", "kind", "created", "size", "evaluation"],
+      m.versions.map((v) =>
+        el(
+          "tr",
+          {},
+          el("td", {}, String(v.version)),
+          el("td", {}, v.kind || "–"),
+          el("td", {}, v.created_at ? new Date(v.created_at * 1000).toLocaleString() : "–"),
+          el("td", {}, bytes(v.size)),
+          el("td", {}, figures(v.evaluation) || "–"),
+        ),
+      ),
+    ),
+    table(
+      ["rollout", "kind", "version", "topology/component", "phase", "figures", "error"],
+      m.rollouts
+        .slice()
+        .reverse()
+        .map((r) =>
+          el(
+            "tr",
+            { "data-rollout": r.id },
+            el("td", {}, String(r.id)),
+            el("td", {}, r.kind),
+            el("td", {}, String(r.version || "previous")),
+            el("td", {}, `${r.topology}/${r.component}`),
+            el("td", { class: `phase ${r.phase}` }, r.phase),
+            el("td", {}, figures(r.figures)),
+            el("td", { class: "error" }, r.error || ""),
+          ),
+        ),
+      { class: "rollouts" },
+    ),
+  ];
+}
+
+// Roll a version out (canary first when a label is given) or back, as the CLI does.
+function rolloutForm(name, latest) {
+  const input = (field, attrs) => el("input", { name: field, ...attrs });
+  const version = input("version", { type: "number", min: 1, value: latest });
+  const topology = input("topology", { type: "text", placeholder: "topology" });
+  const component = input("component", { type: "text", placeholder: "component" });
+  const canary = input("canary", { type: "text", placeholder: "site=a (optional)" });
+  const watch = input("watch_s", { type: "number", min: 0, value: 30 });
+  const rate = input("max_anomaly_rate", { type: "number", min: 0, max: 1, step: 0.05, value: 0.2 });
+  const out = el("button", { type: "button", class: "rollout" }, "Roll out");
+  const back = el("button", { type: "button", class: "rollback-model" }, "Roll back");
+  const result = el("p", { class: "rollout-result", "aria-live": "polite" });
+  async function send(path, body) {
+    const res = await call(`/api/v1/models/${encodeURIComponent(name)}/${path}`, {
+      method: "POST",
+      body: JSON.stringify(body),
+      type: "application/json",
+    });
+    result.className = `rollout-result ${res.ok ? "progress" : "error"}`;
+    result.textContent = res.ok
+      ? `${res.data.kind} ${res.data.id}: ${res.data.phase}`
+      : `refused: ${(res.data && res.data.error) || res.status}`;
+  }
+  out.addEventListener("click", () => {
+    const body = {
+      version: Number(version.value),
+      topology: topology.value,
+      component: component.value,
+      watch_s: Number(watch.value),
+      max_anomaly_rate: Number(rate.value),
+    };
+    if (canary.value.includes("=")) {
+      const [k, ...v] = canary.value.split("=");
+      body.canary = { [k.trim()]: v.join("=").trim() };
+    }
+    send("rollouts", body);
+  });
+  back.addEventListener("click", () =>
+    send("rollback", { topology: topology.value, component: component.value }),
+  );
+  return el(
+    "div",
+    { class: "rollout-form" },
+    el("label", {}, "Version ", version),
+    el("label", {}, "Topology ", topology),
+    el("label", {}, "Component ", component),
+    el("label", {}, "Canary ", canary),
+    el("label", {}, "Watch (s) ", watch),
+    el("label", {}, "Max anomaly rate ", rate),
+    out,
+    back,
+    result,
+  );
+}
+
+function figures(values) {
+  return Object.entries(values || {})
+    .filter(([k, v]) => typeof v === "number" && k !== "version")
+    .map(([k, v]) => `${k} ${Number.isInteger(v) ? v : v.toFixed(3)}`)
+    .join(", ");
+}

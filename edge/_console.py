@@ -1,0 +1,80 @@
+"""An agent's own console: the web console on its status port, for the subgraphs it runs.
+
+The page and routes of ``common/console/`` on ``127.0.0.1:STATUS_PORT`` beside
+``GET /status``, so that a gateway's operator sees the edge DAG, its rates and
+the backlog even while the link to the cloud is down. Like the rest of that
+port it is loopback only and asks no credentials, and it only reads: the page
+shows no edit control (edits come from the master).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from headwater.common.console import add_console, topology_detail, topology_row
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+_COUNTED = ("emitted", "executed", "exceptions", "dead_letters")
+
+
+def add_agent_console(app: web.Application, agent: Agent) -> None:
+    """Add the console's routes to ``agent``'s status ``app``."""
+    add_console(
+        app, partial(snapshot, agent), lambda request: ("viewer", None), False, insecure=True
+    )
+
+
+def snapshot(agent: Agent, topology: str | None = None) -> dict[str, Any]:
+    """This agent's topologies (its edge subgraphs), itself as the one node, no models."""
+    s = agent.status()
+    uplinks = {
+        u.topology: {**dict(u.metrics), "connected": 1.0 if u.connected else 0.0} for u in s.uplinks
+    }
+    node = {
+        "id": agent.node_id,
+        "kind": "agent",
+        "labels": dict(agent.labels),
+        "online": agent.attached,  # to the master
+        "last_heartbeat_s_ago": 0.0,
+        "backlog_bytes": s.backlog_bytes,
+        "backlog_batches": s.backlog_batches,
+        "metrics": dict(s.metrics),
+        "uplinks": uplinks,
+        "health": s.health or "ok",
+        "reasons": list(s.reasons),
+    }
+    out: dict[str, Any] = {
+        "time": time.time(),
+        "topologies": [topology_row(tm) for _, tm in sorted(agent.tms.items())],
+        "nodes": [node],
+        "models": [],
+    }
+    if topology is not None:
+        tm = agent.tms.get(topology)
+        if tm is None:
+            out["topology"] = None
+        else:
+            counts = {
+                c: {k: v for k, v in values.items() if k in _COUNTED}
+                for c, values in tm.metrics_view()["components"].items()
+            }
+            own = {
+                "online": True,  # this page is the agent itself
+                "health": node["health"],
+                "reasons": node["reasons"],
+                "backlog_bytes": s.backlog_bytes,
+                "uplink": uplinks.get(topology, {}),
+                "revision": tm.current,
+                "components": counts,
+            }
+            detail = topology_detail(tm, tm.topology, {agent.node_id: own}, {})
+            for c in detail["components"]:  # its outbox sinks too: all of it runs here
+                c["side"] = "edge"
+            out["topology"] = detail
+    return out

@@ -1,0 +1,64 @@
+"""The model the IoT example's anomaly step runs on this agent, from its own package.
+
+At open the step reads its entry of the package's ``headwater_models.json``
+(its config carries it, see ``headwater.common.plan._package_models``), picks
+the default or the canary version by the agent's labels, reads
+``models/<sha256>.json`` beside the topology file, checks its SHA-256 and
+loads it. Anything wrong raises: the step does not open, so a replace that
+ships a model this edge cannot load fails and rolls back rather than falling
+back silently to the hand-set detector.
+
+The instance process says where its topology file is and the agent's labels
+(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``; ``common/runtime/instance.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from headwater.common._exceptions import HeadwaterError
+from headwater.common.models import AnomalyModel, load_model
+from headwater.common.plan._package_models import MODEL_CONFIG, model_bytes, pick
+from headwater.common.runtime.instance import LABELS_ENV, TOPOLOGY_FILE_ENV
+
+
+def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
+    """The model this instance runs and its version as text; ``(None, "")`` for none.
+
+    Raises HeadwaterError when the package names a model that cannot be read or loaded."""
+    entry = config.get(MODEL_CONFIG)
+    if not entry:
+        return None, ""
+    chosen = pick(json.loads(entry), _labels())
+    if chosen is None:
+        return None, ""
+    file = os.environ.get(TOPOLOGY_FILE_ENV)
+    if not file:
+        raise HeadwaterError(
+            "this component runs a model but its process does not know its package "
+            f"({TOPOLOGY_FILE_ENV} is not set)"
+        )
+    data = model_bytes(Path(file).parent, chosen["sha256"])
+    return load_model(data), str(chosen["version"])
+
+
+def _labels() -> dict[str, str]:
+    """The agent's labels (``LABELS_ENV``, JSON); HeadwaterError when they are not an
+    object of label: text (the process was started wrongly: no model is better than one
+    picked by labels misread)."""
+    text = os.environ.get(LABELS_ENV) or "{}"
+    try:
+        labels = json.loads(text)
+    except (ValueError, RecursionError):
+        labels = None
+    if not isinstance(labels, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+    ):
+        raise HeadwaterError(
+            f"{LABELS_ENV} must be a JSON object of label: text, not {text[:80]!r}"
+        )
+    return labels

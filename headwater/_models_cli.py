@@ -1,0 +1,262 @@
+"""`headwater models list|show|upload|rollout|rollback|rollouts`: the master's model registry.
+
+``rollout`` follows the rollout until it ends and prints each step with its
+time (request -> canary live -> all live, or the rollback and why); exit 0 when
+the version is live everywhere, 1 when it was rolled back or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from headwater._argtypes import number, whole
+from headwater._master_client import Client, add_client_options
+from headwater.common._exceptions import HeadwaterError
+
+VERSION = whole(1, what="a version number (1, 2, ...)")
+WATCH_SECONDS = number(0, 86_400, what="a number of seconds")
+RATE = number(0, 1, what="a rate (0 to 1)")
+COUNT = whole(0, what="a count (0, 1, 2, ...)")
+
+FINAL = ("done", "rolled_back", "failed")
+WAIT_MARGIN_S = 600.0  # on top of the watch: agents switching twice, and a rollback
+
+
+def add_parsers(sub: Any, master_help: str) -> None:
+    models = sub.add_parser("models", help="the model registry and model rollouts")
+    actions = models.add_subparsers(metavar="ACTION")
+
+    listing = actions.add_parser("list", help="every model with its latest version")
+    listing.add_argument("--json", action="store_true", help="print the raw JSON")
+    add_client_options(listing, master_help)
+    listing.set_defaults(func=_cmd_list)
+
+    show = actions.add_parser("show", help="a model's versions, or one version's metadata")
+    show.add_argument("name", help="the model's name")
+    show.add_argument(
+        "version", nargs="?", type=VERSION, default=None, help="one version (default: all of them)"
+    )
+    show.add_argument("--json", action="store_true", help="print the raw JSON")
+    add_client_options(show, master_help)
+    show.set_defaults(func=_cmd_show)
+
+    upload = actions.add_parser("upload", help="upload an artifact as the model's next version")
+    upload.add_argument("name", help="the model's name (a new one starts at version 1)")
+    upload.add_argument("file", help="the artifact (a headwater-model/1 JSON document)")
+    add_client_options(upload, master_help)
+    upload.set_defaults(func=_cmd_upload)
+
+    rollout = actions.add_parser(
+        "rollout", help="run a version on a running component, canary first if asked"
+    )
+    rollout.add_argument("name", help="the model's name")
+    rollout.add_argument("version", type=VERSION, help="the version to roll out")
+    _target(rollout)
+    rollout.add_argument(
+        "--canary",
+        default=None,
+        metavar="LABEL=VALUE[,...]",
+        help="agents whose labels match take it first (e.g. site=site0)",
+    )
+    rollout.add_argument(
+        "--watch",
+        type=WATCH_SECONDS,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long the canary is watched before all agents take it (default 30)",
+    )
+    rollout.add_argument(
+        "--max-anomaly-rate",
+        type=RATE,
+        default=0.2,
+        metavar="R",
+        help="roll back if the canary flags more than this share of readings (default 0.2)",
+    )
+    rollout.add_argument(
+        "--max-errors",
+        type=COUNT,
+        default=0,
+        metavar="N",
+        help="roll back if the canary's component errs more than N times (default 0)",
+    )
+    rollout.add_argument(
+        "--no-wait", action="store_true", help="return once accepted, without following it"
+    )
+    add_client_options(rollout, master_help)
+    rollout.set_defaults(func=_cmd_rollout)
+
+    rollback = actions.add_parser(
+        "rollback", help="return a component to the version before the latest rollout"
+    )
+    rollback.add_argument("name", help="the model's name")
+    _target(rollback)
+    rollback.add_argument("--no-wait", action="store_true", help="return once accepted")
+    add_client_options(rollback, master_help)
+    rollback.set_defaults(func=_cmd_rollback)
+
+    rollouts = actions.add_parser("rollouts", help="a model's rollouts and their steps")
+    rollouts.add_argument("name", help="the model's name")
+    rollouts.add_argument("--json", action="store_true", help="print the raw JSON")
+    add_client_options(rollouts, master_help)
+    rollouts.set_defaults(func=_cmd_rollouts)
+
+
+def _target(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", required=True, metavar="T", help="the running topology")
+    p.add_argument("--component", required=True, metavar="C", help="its component")
+
+
+def parse_selector(text: str) -> dict[str, str]:
+    """``site=a,tier=b`` -> ``{"site": "a", "tier": "b"}``; HeadwaterError if malformed."""
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        key, eq, value = part.strip().partition("=")
+        if not eq or not key or not value:
+            raise HeadwaterError(f"--canary {text!r}: use LABEL=VALUE[,LABEL=VALUE] (site=a)")
+        out[key] = value
+    return out
+
+
+def _path(name: str, rest: str = "") -> str:
+    return f"/api/v1/models/{quote(name, safe='')}{rest}"
+
+
+def _when(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    models = Client.from_args(args).call("GET", "/api/v1/models")
+    if args.json:
+        print(json.dumps(models, indent=2))
+    for m in [] if args.json else models:
+        print(f"{m['name']}  latest version {m['latest']}")
+    if not models and not args.json:
+        print("no models (upload one: headwater models upload NAME FILE)")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    client = Client.from_args(args)
+    if args.version is not None:
+        meta = client.call("GET", _path(args.name, f"/{args.version}"))
+        print(json.dumps(meta, indent=2))
+        return 0
+    view = client.call("GET", _path(args.name))
+    if args.json:
+        print(json.dumps(view, indent=2))
+        return 0
+    print(f"model {view['name']}")
+    for v in view["versions"]:
+        figures = (v.get("evaluation") or {}).get("model") or {}
+        extra = "  ".join(f"{k} {v}" for k, v in figures.items() if isinstance(v, int | float))
+        print(
+            f"  v{v['version']:<3} {_when(v['created_at'])}  {v['sha256'][:12]}  "
+            f"{v['size']} bytes  {v.get('kind', '')}  {extra}".rstrip()
+        )
+    for r in view["running"]:
+        canary = r["canary"]
+        where = f"{r['topology']}/{r['component']} (revision {r['revision']})"
+        line = f"  running on {where}: default v{r['default'] or '- (own logic)'}"
+        if canary:
+            line += f", canary v{canary['version']} on {canary['selector']}"
+        print(line)
+        for agent, version in sorted(r["agents"].items()):
+            print(f"    agent {agent}: v{version}" if version else f"    agent {agent}: own logic")
+    return 0
+
+
+def _cmd_upload(args: argparse.Namespace) -> int:
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise HeadwaterError(f"cannot read {args.file!r}: {exc.strerror}") from None
+    got = Client.from_args(args).call("POST", _path(args.name), data)
+    print(f"model {got['name']} version {got['version']} ({got['sha256'][:12]})")
+    return 0
+
+
+def _cmd_rollout(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {
+        "version": args.version,
+        "topology": args.topology,
+        "component": args.component,
+        "watch_s": args.watch,
+        "max_anomaly_rate": args.max_anomaly_rate,
+        "max_errors": args.max_errors,
+    }
+    if args.canary is not None:
+        body["canary"] = parse_selector(args.canary)
+    client = Client.from_args(args)
+    rollout = client.call("POST", _path(args.name, "/rollouts"), body=body)
+    return _follow(client, args.name, rollout, args.no_wait, args.watch)
+
+
+def _cmd_rollback(args: argparse.Namespace) -> int:
+    body = {"topology": args.topology, "component": args.component}
+    client = Client.from_args(args)
+    rollout = client.call("POST", _path(args.name, "/rollback"), body=body)
+    return _follow(client, args.name, rollout, args.no_wait, 0.0)
+
+
+def _follow(
+    client: Client, name: str, rollout: dict[str, Any], no_wait: bool, watch_s: float
+) -> int:
+    """Print each step as it comes; 0 if it ends done, 1 otherwise."""
+    printed = 0
+    start = rollout["steps"][0]["at"] if rollout["steps"] else time.time()
+    deadline = time.monotonic() + watch_s + WAIT_MARGIN_S
+    while True:
+        for step in rollout["steps"][printed:]:
+            note = f": {step['note']}" if step["note"] else ""
+            rev = f" (revision {step['revision']})" if step["revision"] else ""
+            print(f"+{step['at'] - start:7.1f}s  {step['phase']}{rev}{note}", flush=True)
+        printed = len(rollout["steps"])
+        if no_wait or rollout["phase"] in FINAL:
+            break
+        if time.monotonic() > deadline:
+            print(
+                f"rollout {rollout['id']} is still {rollout['phase']}; see "
+                f"`headwater models rollouts {name}`"
+            )
+            return 1
+        time.sleep(0.5)
+        every = client.call("GET", _path(name, "/rollouts"))
+        rollout = next(r for r in every if r["id"] == rollout["id"])
+    if no_wait:
+        print(
+            f"rollout {rollout['id']} accepted; follow it with `headwater models rollouts {name}`"
+        )
+        return 0
+    if rollout["figures"]:
+        f = rollout["figures"]
+        print(
+            f"watched: {f.get('scored', 0):.0f} readings scored, anomaly rate "
+            f"{f.get('anomaly_rate', 0):.3f}, {f.get('errors', 0):.0f} errors"
+        )
+    if rollout["error"]:
+        print(f"rollout {rollout['id']} {rollout['phase'].replace('_', ' ')}: {rollout['error']}")
+    return 0 if rollout["phase"] == "done" else 1
+
+
+def _cmd_rollouts(args: argparse.Namespace) -> int:
+    rollouts = Client.from_args(args).call("GET", _path(args.name, "/rollouts"))
+    if args.json:
+        print(json.dumps(rollouts, indent=2))
+        return 0
+    for r in rollouts:
+        what = f"v{r['version']}" if r["kind"] == "rollout" else "rollback"
+        canary = f" canary {r['canary']}" if r["canary"] else ""
+        print(f"#{r['id']} {what} on {r['topology']}/{r['component']}{canary}: {r['phase']}")
+        for step in r["steps"]:
+            print(f"    {_when(step['at'])}  {step['phase']:<12} {step['note']}")
+        if r["error"]:
+            print(f"    {r['error']}")
+    if not rollouts:
+        print(f"no rollouts of {args.name}")
+    return 0

@@ -1,0 +1,149 @@
+"""`headwater spark train`: fit the anomaly model on the landed readings, print its figures,
+write the artifact and/or register it with the master's model registry.
+
+    headwater spark train --landing $IOT_OUT/landing --out iot-anomaly.json
+    headwater spark train --landing DIR --master URL --token TOKEN   # admin: registers it
+
+The arguments are checked before Spark starts; a landing with too little
+history is a clear message and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from headwater._master_client import Client, add_client_options
+from headwater.common._exceptions import HeadwaterError
+
+DEFAULT_NAME = "iot-anomaly"
+
+
+def add_train_parser(sub: Any) -> None:
+    """The ``train`` subcommand, under ``headwater spark``'s subparsers ``sub``."""
+    p = sub.add_parser(
+        "train",
+        help="fit the anomaly model on the landed readings (Spark MLlib) and export it",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--landing", required=True, metavar="DIR", help="the landing zone's root")
+    p.add_argument(
+        "--name", default=DEFAULT_NAME, help=f"the model's name (default: {DEFAULT_NAME})"
+    )
+    p.add_argument("--out", default=None, metavar="FILE", help="write the artifact there")
+    p.add_argument(
+        "--holdout",
+        type=float,
+        default=0.25,
+        metavar="FRACTION",
+        help="the latest fraction of each sensor's event time held out to evaluate (default: 0.25)",
+    )
+    p.add_argument(
+        "--labels",
+        default="headwater._demo.sensors:injected",
+        metavar="MODULE:FUNCTION",
+        help="the truth per reading: a function taking some of site, sensor, seq, ts, value "
+        "(by name) and returning whether it is an anomaly (default: the example's rule, "
+        "headwater._demo.sensors:injected)",
+    )
+    p.add_argument(
+        "--spark-master",
+        default=None,
+        metavar="URL",
+        help="spark://HOST:PORT for a standalone cluster (default: local[*], embedded)",
+    )
+    add_client_options(
+        p, "register the model with this master (admin token); default: $HEADWATER_MASTER"
+    )
+    p.set_defaults(func=_cmd_train)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from headwater.cloud.spark import session
+    from headwater.cloud.spark._train import load_labels, readings_path, train
+    from headwater.common.models import NAME, dump_model, sha256
+
+    register = bool(args.url or os.environ.get("HEADWATER_MASTER"))
+    if not args.out and not register:
+        raise HeadwaterError("give --out FILE, --master URL (or HEADWATER_MASTER), or both")
+    if not NAME.fullmatch(args.name):
+        raise HeadwaterError(
+            f"--name {args.name!r}: 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    if not 0.0 < args.holdout < 1.0:
+        raise HeadwaterError(f"--holdout {args.holdout}: a fraction strictly between 0 and 1")
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise HeadwaterError(f"--out {args.out!r}: no folder {str(out.parent)!r}")
+    client = Client.from_args(args) if register else None
+    if client is not None and not client.token:
+        raise HeadwaterError(
+            "registering a model needs an admin token: --token TOKEN, HEADWATER_TOKEN=TOKEN "
+            "or --token-file FILE"
+        )
+    labels = load_labels(args.labels)
+    landing = Path(args.landing)
+    readings_path(landing)  # a clear message before Spark starts
+
+    started = time.monotonic()
+    try:
+        from pyspark.sql import SparkSession
+
+        ours = SparkSession.getActiveSession() is None  # else a caller's (a test's): leave it
+    except ImportError:
+        ours = True  # session() says what to install
+    spark = session("headwater-train", args.spark_master)
+    if ours:
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        ready = time.monotonic()
+        doc = train(spark, landing, name=args.name, holdout=args.holdout, labels=labels)
+        done = time.monotonic()
+    finally:
+        if ours:
+            spark.stop()
+    data = dump_model(doc)
+    _print_figures(doc, done - ready, ready - started)
+    print(f"artifact: {len(data)} bytes, sha256 {sha256(data)}")
+    if out is not None:
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(out)
+        print(f"wrote {out}")
+    if client is not None:
+        made = client.call("POST", f"/api/v1/models/{quote(args.name, safe='')}", data=data)
+        print(f"registered {made['name']} version {made['version']} (sha256 {made['sha256']})")
+    return 0
+
+
+def _print_figures(doc: dict[str, Any], seconds: float, startup: float) -> None:
+    trained, ev = doc["trained"], doc["evaluation"]
+    print(
+        f"trained {doc['name']} ({doc['kind']}) on {trained['rows']} readings of "
+        f"{trained['sensors']} sensors, ts {trained['from_ts']}..{trained['to_ts']}, "
+        f"in {seconds:.1f} s (Spark start {startup:.1f} s)"
+    )
+    print(
+        f"held out {ev['test_rows']} readings (the latest {ev['holdout']:g} of each sensor's "
+        f"event time); truth: {ev['labels']}"
+    )
+    head = ("rows", 6), ("precision", 9), ("recall", 7), ("f1", 6), ("tp", 5), ("fp", 5)
+    print(f"{'':10} " + " ".join(f"{h:>{w}}" for h, w in head) + f" {'fn':>5}")
+    for who, label in (("model", "model"), ("handset", "hand-set")):
+        f = ev[who]
+        print(
+            f"{label:10} {f['rows']:>6} {_ratio(f['precision']):>9} {_ratio(f['recall']):>7} "
+            f"{_ratio(f['f1']):>6} {f['tp']:>5} {f['fp']:>5} {f['fn']:>5}"
+        )
+    sys.stdout.flush()
+
+
+def _ratio(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"

@@ -1,0 +1,30 @@
+"""Sources and sinks for topologies: the durable-log spout, the transactional file and
+key-value sinks, the Parquet landing zone, and their readers.
+
+>>> from headwater.connectors import TransactionalFileSink
+>>> from functools import partial
+>>> sink = partial(TransactionalFileSink, "out/counts")  # a bolt factory, as add_bolt takes
+
+Exactly once: each sink commits what a checkpoint covered when that checkpoint completes
+(``headwater read PATH`` prints any of them).
+"""
+
+from headwater.common.connectors import (
+    KeyValueSink,
+    LandingSink,
+    LogSpout,
+    TransactionalFileSink,
+    manifests,
+    read_key_value_sink,
+    read_landing,
+)
+
+__all__ = [
+    "KeyValueSink",
+    "LandingSink",
+    "LogSpout",
+    "TransactionalFileSink",
+    "manifests",
+    "read_key_value_sink",
+    "read_landing",
+]

@@ -1,0 +1,110 @@
+"""A compose cluster of deploy/compose for a test: its own project name, its ports on the
+host's loopback only, and everything it made (containers, network, volumes) removed after."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "deploy" / "compose"
+_VERSION = re.search(r'^version = "(.*)"$', (ROOT / "pyproject.toml").read_text(), re.M)
+
+
+def build_image() -> str:
+    """``deploy/compose/build`` (layers already built are reused): the image's tag."""
+    done = subprocess.run(
+        [str(COMPOSE / "build")], capture_output=True, text=True, timeout=1800, check=False
+    )
+    assert done.returncode == 0, f"deploy/compose/build failed:\n{done.stderr[-4000:]}"
+    return done.stdout.strip()
+
+
+class ComposeCluster:
+    def __init__(self, project: str, env: dict[str, str] | None = None) -> None:
+        assert _VERSION is not None
+        self.project = project
+        self._ids: dict[str, str] = {}
+        self.env = {
+            **os.environ,
+            "HEADWATER_VERSION": _VERSION.group(1),
+            # every published port on the host's loopback, on a port Docker picks
+            "HEADWATER_API_PUBLISH": "127.0.0.1:",
+            "HEADWATER_GRPC_PUBLISH": "127.0.0.1:",
+            "HEADWATER_JOIN_PUBLISH": "127.0.0.1:",
+            **(env or {}),
+        }
+
+    def run(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [
+                "docker-compose",
+                "-p",
+                self.project,
+                "-f",
+                str(COMPOSE / "docker-compose.yml"),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.env,
+            cwd=COMPOSE,
+            check=False,
+        )
+
+    def compose(self, *args: str, timeout: float = 300) -> str:
+        """Run ``docker-compose ARGS`` on this project: its stdout; fails with its stderr."""
+        done = self.run(*args, timeout=timeout)
+        assert done.returncode == 0, f"docker-compose {' '.join(args)}:\n{done.stderr[-4000:]}"
+        return done.stdout
+
+    def container(self, service: str, index: int = 0) -> str:
+        """The id of ``service``'s container (the ``index``-th of a scaled one)."""
+        return self.compose("ps", "-q", service).split()[index]
+
+    def python(self, service: str, code: str) -> Any:
+        """Run ``code`` in ``service``'s container; what it prints, as JSON. (``docker exec``:
+        docker-compose v1 is a Python program that takes a second to start.)"""
+        if service not in self._ids:
+            self._ids[service] = self.container(service)
+        done = subprocess.run(
+            ["docker", "exec", self._ids[service], "python3", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode and "No such container" in done.stderr:
+            del self._ids[service]  # recreated: look it up again
+            return self.python(service, code)
+        assert done.returncode == 0, f"python in {service}:\n{done.stderr[-4000:]}"
+        return json.loads(done.stdout)
+
+    def logs(self, *services: str) -> str:
+        return self.compose("logs", "--no-color", *services)
+
+    def down(self) -> None:
+        self.run("down", "--volumes", "--remove-orphans", "--timeout", "5")
+
+
+@contextmanager
+def compose_cluster(project: str, env: dict[str, str] | None = None) -> Iterator[ComposeCluster]:
+    """``docker-compose up -d`` of deploy/compose; on failure the services' last log lines
+    are printed; ``down --volumes`` always."""
+    cluster = ComposeCluster(project, env)
+    cluster.down()  # a project of that name left by a killed run
+    try:
+        cluster.compose("up", "-d", timeout=600)
+        yield cluster
+    except BaseException:
+        print(cluster.run("logs", "--no-color", "--tail", "40").stdout)
+        raise
+    finally:
+        cluster.down()
