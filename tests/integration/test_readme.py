@@ -1,0 +1,240 @@
+"""The README's shell blocks, run as written, in order (a doc test).
+
+Every ```sh block of README.md is run here, or by the test named in ``ELSEWHERE`` (which
+reads the same block): a new block without a runner fails
+``test_every_readme_block_is_run``. Each block runs in a fresh home folder (so
+``~/.local/state/headwater`` is its own) from a folder holding a copy of ``examples/``; the
+daemons and runs it starts are stopped at its end. The master listens on its default ports,
+as the README has it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._readme import ROOT, ReadmeShell, block, command_of, readme_blocks
+from ._support import wait_for
+
+pytestmark = pytest.mark.cluster
+
+ELSEWHERE = {
+    # line 1's `headwater demo`: test_demo.py; line 2 is what .ci/run runs (checked below)
+    "Headwater #0": "tests/integration/test_demo.py",
+    "Change it while it runs #0": "tests/integration/test_readme_live_edits.py",
+    "Run it on Docker #0": "tests/integration/test_compose.py",
+}
+RUN_HERE = {
+    "Run a topology #0",
+    "Run a cluster of daemons #0",
+    "Run a cluster of daemons #1",
+    "The IoT example #0",
+    "The cloud loop on Spark #0",
+}
+COMPOSE = "deploy/compose/build && cd deploy/compose && docker-compose up -d"
+
+
+def test_every_readme_block_is_run() -> None:
+    keys = [b.key for b in readme_blocks()]
+    assert len(keys) == len(set(keys))
+    assert set(keys) == set(ELSEWHERE) | RUN_HERE, "a README sh block without a runner"
+    for test in ELSEWHERE.values():
+        assert (ROOT / test).exists(), test
+    # what test_compose.py runs (deploy/compose/build, then `up -d` in deploy/compose)
+    assert [command_of(c) for c in block("Run it on Docker #0").lines] == [COMPOSE]
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    demo, tests = block("Headwater #0").lines
+    assert command_of(demo) == "pip install -e '.[cloud]' && headwater demo"
+    ci = (ROOT / ".ci" / "run").read_text()
+    steps = [s.strip() for s in tests.split("#")[0].split("&&")]
+    assert steps == ["scripts/install-system-deps", "pip install -e '.[dev]'", "scripts/test"]
+    assert "\nscripts/install-system-deps\n" in ci
+    assert "\npython3 -m pip install -q -e '.[dev]'\n" in ci
+    assert ci.rstrip().endswith("\nscripts/test")
+
+
+@pytest.fixture
+def shell(tmp_path: Path) -> Iterator[ReadmeShell]:
+    home, work, logs = tmp_path / "home", tmp_path / "work", tmp_path / "logs"
+    for d in (home, work, logs):
+        d.mkdir()
+    shutil.copytree(ROOT / "examples", work / "examples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
+    env["HOME"] = str(home)
+    sh = ReadmeShell(work, env, logs)
+    try:
+        yield sh
+    finally:
+        sh.stop()
+
+
+def _ok(sh: ReadmeShell, cmd: str) -> str | None:
+    """``cmd``'s stdout if it exits 0, else None (a condition to wait for)."""
+    res = subprocess.run(
+        ["bash", "-c", cmd], cwd=sh.cwd, env=sh.env, capture_output=True, text=True, check=False
+    )
+    return res.stdout if res.returncode == 0 else None
+
+
+def test_run_a_topology(shell: ReadmeShell) -> None:
+    blk = block("Run a topology #0")
+    shell.run(blk, {"headwater run ": lambda: _ok(shell, "headwater status")})
+    status, deactivated = shell.outputs["headwater status"], shell.outputs["headwater deactivate"]
+    assert "wordcount" in status and "lines" in status and "split" in status
+    assert deactivated == "wordcount: PAUSED\n"
+    (run,) = shell.background
+    assert run.proc.wait(120) == 0, run.log.read_text()[-3000:]
+    out = run.log.read_text()
+    assert "logs kept in" in out.splitlines()[-1]
+    kept = Path(out.splitlines()[-1].split("logs kept in", 1)[1].strip())
+    assert sorted(p.name for p in kept.glob("container-*.log")) == [
+        "container-0.log",
+        "container-1.log",
+    ]
+
+
+def _nodes(sh: ReadmeShell) -> list[dict[str, object]]:
+    out = _ok(sh, "headwater nodes --json")
+    return json.loads(out) if out else []
+
+
+def _master_ready(sh: ReadmeShell) -> bool:
+    token = Path(sh.env["HOME"]) / ".local/state/headwater/master/admin.token"
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:7071/api/v1/openapi.json", timeout=5):
+            return token.exists()
+    except OSError:
+        return False
+
+
+def test_run_a_cluster_of_daemons_then_one_on_docker(shell: ReadmeShell) -> None:
+    daemons = block("Run a cluster of daemons #0")
+    shell.run(
+        daemons,
+        {
+            "headwater master": lambda: _master_ready(shell),
+            "headwater worker": lambda: any(n.get("online") for n in _nodes(shell)),
+        },
+        before={"headwater logs": lambda: _ok(shell, "headwater logs wordcount/0 --tail 1")},
+    )
+    out = shell.outputs
+    assert "wordcount" in out["headwater submit examples/iot/wordcount.py --containers 2"]
+    assert "wordcount" in out["headwater status wordcount"]
+    assert out["headwater logs wordcount/0 --tail 100"].strip()
+    assert "online" in out["headwater nodes"]
+    assert "killed 'wordcount'" in out["headwater kill wordcount"]
+    codes = shell.stop()
+    assert set(codes.values()) == {0}, codes
+
+    docker = block("Run a cluster of daemons #1")
+    subprocess.run(["docker", "network", "rm", "hw"], capture_output=True, check=False)
+    try:
+        shell.outputs.clear()
+        shell.run(
+            docker,
+            {"headwater master": lambda: _master_ready(shell)},
+            before={"headwater logs": lambda: _ok(shell, "headwater logs wordcount/0 --tail 1")},
+        )
+        assert shell.outputs["headwater logs wordcount/0 --tail 100"].strip()
+        assert "killed 'wordcount'" in shell.outputs["headwater kill wordcount"]
+        wait_for(
+            lambda: (
+                not subprocess.run(
+                    ["docker", "ps", "-aq", "--filter", "label=io.headwater.topology=wordcount"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.strip()
+            ),
+            60,
+            "its containers removed",
+        )
+    finally:
+        shell.stop()
+        subprocess.run(["docker", "network", "rm", "hw"], capture_output=True, check=False)
+
+
+def _online(sh: ReadmeShell, kind: str) -> bool:
+    return any(bool(n.get("online")) and n.get("kind") == kind for n in _nodes(sh))
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
+def _landed(sh: ReadmeShell) -> list[dict[str, Any]]:
+    out = _ok(sh, "headwater read iot-out/landing/readings --format landing")
+    return [json.loads(line) for line in (out or "").splitlines()]
+
+
+GRPC_FORK_NOTICES = ("fork_posix", "Other threads are currently calling into gRPC", "fork()")
+
+
+def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) -> None:
+    """A broker, a master, a worker and an agent; the IoT example submitted; sensors on the
+    agent's site; its windows read; then the Spark loop on what landed: rollups, a model
+    trained and registered, rolled out to the agent and back. Every reading the sensors had
+    acknowledged lands once."""
+    daemons = {
+        "mosquitto": lambda: _listening(1883),
+        "headwater master": lambda: _master_ready(shell),
+        "headwater worker": lambda: _online(shell, "worker"),
+        "headwater agent": lambda: _online(shell, "agent"),
+        "headwater sensors": lambda: True,
+    }
+    shell.run(
+        block("The IoT example #0"),
+        daemons,
+        before={"headwater read iot-out/site_windows": lambda: _ok(shell, READ_ONE)},
+    )
+    windows = shell.outputs["headwater read iot-out/site_windows --limit 5"].splitlines()
+    assert len(windows) == 5 and all(json.loads(w)["value"][1] == "site0" for w in windows)
+    assert "iot" in shell.outputs["headwater status iot"]
+
+    shell.run(
+        block("The cloud loop on Spark #0"),
+        {},
+        before={"headwater spark train": lambda: len(_landed(shell)) >= 300},
+    )
+    out = shell.outputs
+    assert (shell.cwd / "warehouse" / "hourly_site").is_dir()
+    assert "iot-anomaly" in out["headwater models list"]
+    assert json.loads((shell.cwd / "iot-anomaly.json").read_text())["name"] == "iot-anomaly"
+
+    sensors = next(bg for bg in shell.background if bg.line.startswith("headwater sensors"))
+    os.killpg(sensors.proc.pid, signal.SIGTERM)
+    assert sensors.proc.wait(30) == 0, sensors.log.read_text()[-2000:]
+    kept = json.loads(
+        (Path(shell.env["HOME"]) / ".local/state/headwater/sensors/site0.json").read_text()
+    )
+    published = sum(kept.values())  # each sensor's next seq: its readings from seq 0
+    assert published > 300
+
+    def landed_once() -> bool:
+        rows = _landed(shell)
+        return bool(len(rows) == published)
+
+    wait_for(landed_once, 120, "every acknowledged reading landed")
+    rows = _landed(shell)
+    assert len({(r["sensor"], r["seq"]) for r in rows}) == published, "a reading landed twice"
+    agent_log = shell.log_of("headwater agent")
+    assert not [n for n in GRPC_FORK_NOTICES if n in agent_log], agent_log[-2000:]
+
+
+READ_ONE = "headwater read iot-out/site_windows --limit 1 | grep -q site0"
