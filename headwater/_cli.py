@@ -54,8 +54,8 @@ def _parser() -> argparse.ArgumentParser:
         __version__,
         _cluster_cli,
         _daemon_cli,
-        _docker_cli,
         _edits_cli,
+        _logs_cli,
         _models_cli,
         _read_cli,
         _run_cli,
@@ -81,5 +81,5 @@ def _parser() -> argparse.ArgumentParser:
     _models_cli.add_parsers(sub, master_help)
     _read_cli.add_parsers(sub)
     _spark_cli.add_parsers(sub)
-    _docker_cli.add_parsers(sub, master_help)
+    _logs_cli.add_parsers(sub)
     return p

@@ -37,6 +37,8 @@ from headwater.common.runtime._procs import spawn, terminate
 from headwater.common.security import ClusterCA, Identity, TokenStore
 from headwater.common.security._files import write_private
 
+from ._logs import end_run, record_run
+
 log = logging.getLogger("headwater.local")
 SILENT_AFTER_S = 10.0  # a container heartbeats every second: stopped or hung past this
 
@@ -94,6 +96,7 @@ class LocalCluster:
         self.http_address = ""
         self._record: Path | None = None
         self._token_file: Path | None = None
+        self._logs_record: Path | None = None  # where `headwater logs` finds the logs
         self.token = ""  # an operator's token for its topology master's API (made by start())
         self._stopping = threading.Event()
         self.crash_loops = CrashLoopDetector(crash_loop)  # of the processes restarted here
@@ -106,6 +109,8 @@ class LocalCluster:
 
     # -- lifecycle ---------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> LocalCluster:
+        # first, so that `headwater logs` finds a run that fails to start too
+        self._logs_record = record_run(state_dir(), self.topology.name, self.workdir, self.plan)
         # a token for this run only: a new tokens file each start, so an old run's is void
         tokens = self.workdir / "tokens.json"
         tokens.unlink(missing_ok=True)
@@ -306,6 +311,9 @@ class LocalCluster:
                 _delete_all_but_logs(self.workdir)
             else:
                 shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._logs_record is not None:
+            end_run(self._logs_record, self.workdir, self.logs_kept)
+            self._logs_record = None
 
     @property
     def logs_kept(self) -> bool:

@@ -19,6 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from headwater.cloud.local import state_dir
+from headwater.cloud.local._logs import recorded_runs
 
 from ._support import EXAMPLES, wait_for
 
@@ -291,6 +292,14 @@ def test_a_run_keeps_its_logs_and_says_where(keep: bool, tmp_path: Path) -> None
     else:
         assert out.endswith("stopped\n")
         assert not workdir.exists()
+    # where `headwater logs` finds them: recorded, marked ended; or gone with them
+    runs = recorded_runs(state_dir())
+    if keep:
+        assert [(r.topology, r.workdir, r.running) for r in runs.values()] == [
+            ("logged", workdir, False)
+        ]
+    else:
+        assert runs == {}
 
 
 @pytest.mark.parametrize("example", ["pipeline.py", "pipeline_dsl.py"])
