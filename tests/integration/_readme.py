@@ -100,11 +100,13 @@ class ReadmeShell:
             elif cmd.startswith("cd "):
                 self.cwd = (self.cwd / self._expand(cmd[3:])).resolve()
             elif any(cmd.startswith(p) for p in long_running):
-                ready = next(r for p, r in long_running.items() if cmd.startswith(p))
                 self.start(cmd)
-                wait_for(lambda: self._alive() and ready(), 180, f"{cmd!r} ready")
+                self._ready(next(r for p, r in long_running.items() if cmd.startswith(p)), cmd)
             else:
                 self.outputs[cmd] = self.check(cmd, timeout)
+
+    def _ready(self, ready: Callable[[], object], cmd: str) -> None:
+        wait_for(lambda: self._alive() and ready(), 180, f"{cmd!r} ready")
 
     def check(self, cmd: str, timeout: float = 300) -> str:
         res = subprocess.run(
