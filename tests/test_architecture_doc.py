@@ -26,7 +26,7 @@ def _modules() -> list[Path]:
             rel = path.relative_to(ROOT).as_posix()
             if path.name in ("__init__.py", "__main__.py") or rel.startswith(WHOLE):
                 continue
-            if top == "headwater" and rel.split("/")[1] in ("common", "cloud", "edge"):
+            if top == "headwater" and rel.split("/")[1] in ("common", "cloud", "edge", "examples"):
                 continue  # the symlinks to the top-level folders
             out.append(path)
     return out

@@ -2,15 +2,121 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from headwater import Reliability, Topology
+from headwater.common.plan._loader import load_topology
 from headwater.testing import TestContext
 
 ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+FILES = sorted(EXAMPLES.rglob("*.py"))
+# files beside the topologies: their steps and connectors, and the sensors' script
+HELPERS = {
+    "heron": {"heron_components.py", "integration_components.py", "integration_core.py"},
+    "iot": {"iot_steps.py", "iot_io.py", "sensors.py"},
+}
+# heronpy-style examples take their topology's name (and more) as arguments, as Heron's do
+ARGS = {"integration_topology.py": ["FieldsGrouping", "result.json"]}
+
+
+def _headwater_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every ``headwater`` module path the file imports, with its line (``from headwater
+    import x`` names ``headwater.x``: x may be a module)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
+    return [(line, name) for line, name in out if name.split(".")[0] == "headwater"]
+
+
+@pytest.mark.parametrize("file", FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_examples_import_only_public_headwater_modules(file: Path) -> None:
+    """What a user reads first imports what a user may import: no module path with a part
+    starting with ``_`` (``headwater._demo``, ``headwater.common.dsl._ops``)."""
+    tree = ast.parse(file.read_text(), str(file))
+    private = [
+        f"{file.relative_to(ROOT)}:{line}: {name}"
+        for line, name in _headwater_imports(tree)
+        if any(part.startswith("_") for part in name.split("."))
+    ]
+    assert not private, private
+
+
+def test_the_import_check_sees_private_modules() -> None:
+    tree = ast.parse(
+        "import headwater._demo.x\nfrom headwater.common.dsl._ops import Op\n"
+        "from headwater import _cli, Topology\nfrom . import _local\nimport json\n"
+    )
+    names = [name for _, name in _headwater_imports(tree)]
+    assert names == [
+        "headwater._demo.x",
+        "headwater.common.dsl._ops.Op",
+        "headwater._cli",
+        "headwater.Topology",
+    ]
+
+
+def test_the_helper_lists_name_files_that_exist() -> None:
+    for folder, names in HELPERS.items():
+        assert names <= {p.name for p in (EXAMPLES / folder).glob("*.py")}
+
+
+@pytest.mark.parametrize(
+    "file",
+    [f for f in FILES if f.name not in HELPERS.get(f.parent.name, set())],
+    ids=lambda p: str(p.relative_to(EXAMPLES)),
+)
+def test_every_example_topology_loads(
+    file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each topology file defines its topology, as ``headwater run`` loads it (its folder
+    on ``sys.path`` for its siblings), without a broker or a cluster."""
+    monkeypatch.setenv("IOT_LOG", str(tmp_path / "log"))
+    monkeypatch.setenv("IOT_OUT", str(tmp_path / "out"))
+    if file.parent.name == "heron":
+        monkeypatch.setenv("HEADWATER_TOPOLOGY_ARGS", json.dumps(ARGS.get(file.name, [file.stem])))
+    topology = load_topology(file)
+    assert isinstance(topology, Topology) and topology.components
+    assert not (tmp_path / "out").exists()  # loading writes nothing
+
+
+@pytest.mark.parametrize("name", ["pipeline.py", "pipeline_dsl.py"])
+def test_the_iot_pipelines_run_parse_to_anomaly_on_the_edge(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both versions: exactly once, the edge half on every agent (no selector), the
+    windows, the site aggregates and the landing zone in the cloud."""
+    monkeypatch.setenv("IOT_LOG", str(tmp_path / "log"))
+    monkeypatch.setenv("IOT_OUT", str(tmp_path / "out"))
+    topology = load_topology(EXAMPLES / "iot" / name)
+    assert topology.config["topology.reliability.mode"] == Reliability.EXACTLY_ONCE.value
+    where = {c.name: (c.placement.where, c.placement.selector) for c in topology.components}
+    edge = {n for n, (w, selector) in where.items() if w == "edge" and not selector}
+    if name == "pipeline.py":
+        assert edge == {"readings", "parse", "dedup", "smooth", "anomaly"}
+        assert set(where) - edge == {
+            *("windows", "site", "site_windows"),
+            *("land_readings", "land_windows", "dead_letters"),
+        }
+    else:  # fused on the edge: readings..by_sensor, then the keyed steps on one key
+        steps = {c.name: c.config.get("headwater.dsl.steps") for c in topology.components}
+        assert {n: steps[n] for n in edge} == {
+            "readings": ("readings", "parse", "by_sensor"),
+            "last_seq": ("last_seq", "ewma", "welford"),
+        }
+        assert set(where) - edge == {
+            *("windows", "by_site_window", "site_windows", "sink"),
+            *("readings_out", "land_readings", "land_windows", "dead_letters"),
+        }
 
 
 def _load(path: Path, name: str) -> ModuleType:

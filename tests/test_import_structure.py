@@ -74,6 +74,7 @@ _PREFIXES: dict[str, str] = {
     "headwater._demo": "daemons",
     "headwater.placement": "api",
     "headwater.connectors": "runtime",  # re-exports common/connectors (sinks run in the runtime)
+    "headwater.models": "runtime",  # re-exports common/models and the runtime's live_model
     "headwater.dsl": "api",
     "headwater.heronpy": "api",
     "headwater.testing": "runtime",  # the in-memory test kit: the runtime's parts, one process
@@ -114,7 +115,8 @@ def _module_files() -> dict[str, Path]:
     files = [
         Path(folder, name)
         for folder, dirs, names in os.walk(ROOT, followlinks=True)
-        if not dirs.sort() and "__pycache__" not in folder
+        # headwater/examples links to examples/: topology files, not modules of the package
+        if not dirs.sort() and "__pycache__" not in folder and not _is_examples(folder)
         for name in names
         if name.endswith(".py")
     ]
@@ -125,6 +127,10 @@ def _module_files() -> dict[str, Path]:
             parts.pop()
         out[".".join(parts)] = path
     return out
+
+
+def _is_examples(folder: str) -> bool:
+    return Path(folder).relative_to(ROOT).parts[:1] == ("examples",)
 
 
 MODULES = _module_files()

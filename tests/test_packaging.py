@@ -38,7 +38,10 @@ def test_wheel_holds_only_the_headwater_namespace(tmp_path: Path) -> None:
         "headwater/edge/__init__.py",
         "headwater/common/control/_tmaster.py",
         "headwater/heronpy/api/spout/spout.py",
-        "headwater/_demo/iot_pipeline.py",
+        "headwater/examples/iot/pipeline.py",  # the examples ship: `headwater demo` runs it
+        "headwater/examples/iot/pipeline_dsl.py",
+        "headwater/examples/iot/iot_steps.py",
+        "headwater/examples/iot/iot_io.py",
         "headwater/_demo/broker.py",
         "headwater/py.typed",
         "headwater/common/py.typed",

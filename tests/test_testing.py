@@ -34,12 +34,13 @@ from headwater import (
     global_,
     shuffle,
 )
-from headwater._demo import iot_steps as steps
 from headwater.common.connectors import TransactionalFileSink
 from headwater.common.wire._control import Commit
 from headwater.dsl import Pipeline, Tumbling
 from headwater.placement import cloud, edge
 from headwater.testing import LocalRun, ManualClock, TestContext, TestSink, TestSource, run_main
+
+from ._iot import iot_steps as steps
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -398,9 +399,9 @@ def _parse(record: list[Any]) -> list[Any]:
 
 
 def test_the_iot_pipeline_steps_give_exact_site_windows_and_dead_letters() -> None:
-    """The IoT example's DSL pipeline (``_demo/iot_dsl.py``), its source and sinks swapped
-    for the kit's: duplicates dropped, a malformed reading dead-lettered, each sensor's
-    10 s window closed by its next reading and merged per site."""
+    """The IoT example's DSL pipeline (``examples/iot/pipeline_dsl.py``), its source and
+    sinks swapped for the kit's: duplicates dropped, a malformed reading dead-lettered,
+    each sensor's 10 s window closed by its next reading and merged per site."""
     records = [
         reading("s1", "a", 1, 1_000, 1.0),
         reading("s1", "b", 1, 2_000, 3.0),

@@ -1,11 +1,13 @@
 """The functional DSL over the runtime: pipelines of named steps, fused where they can be."""
 
-from ._ops import CollectionSpout
+from ._ops import CollectionSpout, KeyedFlatMapOp, Op
 from ._pipeline import Pipeline, Streamlet, WindowedStreamlet
 from ._windows import Session, Sliding, Tumbling
 
 __all__ = [
     "CollectionSpout",
+    "KeyedFlatMapOp",
+    "Op",
     "Pipeline",
     "Session",
     "Sliding",

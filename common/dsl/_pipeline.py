@@ -488,7 +488,8 @@ class Streamlet:
         )
 
     def apply(self, name: str, op: Callable[[], Op], **kw: Any) -> Streamlet:
-        """A step of your own: ``op()`` makes an ``Op`` (see ``headwater.common.dsl._ops``)."""
+        """A step of your own: ``op()`` makes an ``Op`` (``headwater.dsl.Op``; a keyed one
+        that opens something first may extend ``headwater.dsl.KeyedFlatMapOp``)."""
         return self._then(name, op, **kw)
 
     def log(self, name: str) -> Streamlet:

@@ -33,7 +33,8 @@ from headwater.common.runtime._procs import spawn, terminate
 from .loop import SparkLoop
 from .sensors import readings
 
-PIPELINE = Path(__file__).with_name("iot_pipeline.py")
+# the IoT example, shipped in the package (headwater/examples links to examples/)
+PIPELINE = Path(__file__).resolve().parents[1] / "examples" / "iot" / "pipeline.py"
 
 
 def _free_port() -> int:

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from headwater._demo.iot_model import live_model
 from headwater.cloud.master._master import Master
 from headwater.cloud.master._models import MAX_MODEL_BYTES, ModelRegistry
 from headwater.cloud.master._rollout import Phase, Rollout, Rollouts, models_of, package_with
@@ -37,6 +36,7 @@ from headwater.common.plan._package_models import (
 )
 from headwater.common.runtime.instance import LABELS_ENV, TOPOLOGY_FILE_ENV
 from headwater.common.wire._states import RevisionStatus
+from headwater.models import live_model
 from tests._artifacts import artifact
 
 from ._packages import topology_source

@@ -24,12 +24,12 @@ import psutil
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from headwater._demo import iot_landing as landing
-from headwater._demo import iot_steps as steps
 from headwater._demo.linkproxy import LinkProxy
 from headwater.common.connectors import manifests, read_landing
 from headwater.common.plan import cloud_part, edge_part, load_topology, task_ids
 
+from .._iot import iot_io as landing
+from .._iot import iot_steps as steps
 from ..conftest import free_port
 from ._daemons import Daemons
 from ._support import EXAMPLES, landed_dead_letters, wait_for

@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
-from headwater._demo import iot_steps as steps
 from headwater.common.connectors import read_landing
 from headwater.common.models import load_model
 from tests._artifacts import artifact
 
+from .._iot import iot_steps as steps
 from ._daemons import Daemons
 from ._support import EXAMPLES, wait_for
 from .test_edge_cloud import SITES, Sensors, SteadySensors, _agent_args, _node

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from headwater._demo import iot_steps as steps
 from headwater.common.connectors import manifests
 from headwater.common.models import load_model
 
+from .._iot import iot_steps as steps
 from ..cloud.spark._rollup_check import assert_warehouse, killed_twice
 from ..cloud.spark._train_check import assert_evaluation
 from ._daemons import Daemons

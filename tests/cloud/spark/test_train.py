@@ -24,7 +24,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from headwater._demo import iot_steps
 from headwater._demo.sensors import readings
 from headwater._train_cli import add_train_parser
 from headwater.cloud.spark import session
@@ -32,6 +31,7 @@ from headwater.cloud.spark._train import load_labels
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import dump_model, load_model, sha256
 
+from ..._iot import iot_steps
 from ._train_check import assert_evaluation, held_out
 
 pytestmark = [

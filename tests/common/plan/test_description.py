@@ -74,7 +74,10 @@ def _shape(c: ComponentSpec) -> tuple[object, ...]:
     return (c.name, c.kind, c.parallelism, c.placement, c.inputs, streams, config)
 
 
-HELPERS = ("heron_components.py", "sensors.py", "integration_core.py", "integration_components.py")
+HELPERS = (
+    *("heron_components.py", "integration_core.py", "integration_components.py"),
+    *("sensors.py", "iot_steps.py", "iot_io.py"),
+)
 # heronpy-style examples take their topology's name (and more) as arguments, as Heron's do
 ARGS = {"integration_topology.py": ["FieldsGrouping", "result.json"]}
 

@@ -1,6 +1,6 @@
 """A package's models tampered with, and an instance started with odd labels (issue 16).
 
-The anomaly step of the IoT example (``headwater/_demo/iot_model.live_model``)
+The anomaly step of the IoT example (``headwater.models.live_model``)
 must refuse to open with a HeadwaterError saying why, never run a model it
 misread and never read an unbounded file.
 """
@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from headwater._demo.iot_model import live_model
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import MAX_BYTES
 from headwater.common.plan._package_models import (
@@ -23,6 +22,7 @@ from headwater.common.plan._package_models import (
     read_models,
 )
 from headwater.common.runtime.instance import LABELS_ENV, TOPOLOGY_FILE_ENV
+from headwater.models import live_model
 from tests._artifacts import artifact
 
 

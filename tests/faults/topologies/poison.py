@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
-from headwater._demo import iot_steps as steps
 from headwater.common.connectors import LogSpout, TransactionalFileSink
 from headwater.dsl import Pipeline
+
+# the IoT example's steps (run locally only: the repository's examples/iot)
+sys.path.append(str(Path(__file__).resolve().parents[3] / "examples" / "iot"))
+import iot_steps as steps
 
 LOG = os.environ.get("IOT_LOG", "/nonexistent")
 OUT = os.environ.get("IOT_OUT", "/nonexistent")

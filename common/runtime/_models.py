@@ -1,7 +1,8 @@
-"""The model the IoT example's anomaly step runs on this agent, from its own package.
+"""The model a component runs on this node, from its own package: ``live_model``.
 
-At open the step reads its entry of the package's ``headwater_models.json``
-(its config carries it, see ``headwater.common.plan._package_models``), picks
+At open a component (the IoT example's anomaly step) reads its entry of the
+package's ``headwater_models.json`` (its config carries it, see
+``headwater.common.plan._package_models``), picks
 the default or the canary version by the agent's labels, reads
 ``models/<sha256>.json`` beside the topology file, checks its SHA-256 and
 loads it. Anything wrong raises: the step does not open, so a replace that
@@ -20,16 +21,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from headwater.common._exceptions import HeadwaterError
-from headwater.common.models import AnomalyModel, load_model
-from headwater.common.plan._package_models import MODEL_CONFIG, model_bytes, pick
-from headwater.common.runtime.instance import LABELS_ENV, TOPOLOGY_FILE_ENV
+from .._exceptions import HeadwaterError
+from ..models import AnomalyModel, load_model
+from ..plan._package_models import MODEL_CONFIG, model_bytes, pick
 
 
 def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
     """The model this instance runs and its version as text; ``(None, "")`` for none.
 
     Raises HeadwaterError when the package names a model that cannot be read or loaded."""
+    from .instance import TOPOLOGY_FILE_ENV  # the instance process's entry point: lazily
+
     entry = config.get(MODEL_CONFIG)
     if not entry:
         return None, ""
@@ -50,6 +52,8 @@ def _labels() -> dict[str, str]:
     """The agent's labels (``LABELS_ENV``, JSON); HeadwaterError when they are not an
     object of label: text (the process was started wrongly: no model is better than one
     picked by labels misread)."""
+    from .instance import LABELS_ENV
+
     text = os.environ.get(LABELS_ENV) or "{}"
     try:
         labels = json.loads(text)

@@ -1,4 +1,4 @@
-"""The IoT example's logic as plain functions, shared by its component and DSL versions.
+"""The IoT example's steps as plain functions, shared by ``pipeline.py``, ``pipeline_dsl.py``.
 
 Each keyed step is ``step(state, row) -> (new_state, rows_out)`` for one key
 (a sensor, or a site's window): the component version keeps the state in
