@@ -20,6 +20,7 @@ import os
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -116,7 +117,10 @@ def _until(cond: Any, what: str, timeout: float = 600, every: float = 0.5) -> fl
 
 
 def _sensors_args(site: str, count: int, first: int) -> list[str]:
-    return ["--site", site, "--count", str(count), "--first-seq", str(first)]
+    return [
+        *("--site", site, "--count", str(count), "--first-seq", str(first)),
+        *("--rate", "0", "--clock", "sim", "--state-dir", "/tmp/headwater-bench-sensors"),
+    ]
 
 
 def _publish(compose: Compose, count: int, first: int) -> None:
@@ -127,8 +131,8 @@ def _publish(compose: Compose, count: int, first: int) -> None:
             "--rm",
             "--no-deps",
             f"sensors-{site}",
-            "python3",
-            "/usr/share/headwater/examples/iot/sensors.py",
+            "headwater",
+            "sensors",
             "--broker",
             "mosquitto:1883",
             *_sensors_args(site, count, first),
@@ -316,8 +320,10 @@ class Bare:
         for site in SITES:
             subprocess.run(
                 [
-                    "python3",
-                    str(ROOT / "examples" / "iot" / "sensors.py"),
+                    sys.executable,
+                    "-m",
+                    "headwater",
+                    "sensors",
                     "--broker",
                     f"127.0.0.1:{self.port}",
                     *_sensors_args(site, count, first),

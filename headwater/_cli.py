@@ -1,7 +1,7 @@
 """The ``headwater`` command line: ``main`` and the commands' parsers, each family in a
 module of its own (``_run_cli``: run, status, demo; ``_daemon_cli``: master, worker, agent;
 ``_cluster_cli``: submit, kill, nodes; then live edits, tokens, models, reading sinks'
-outputs, Spark and logs)."""
+outputs, simulated sensors, Spark and logs)."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         _models_cli,
         _read_cli,
         _run_cli,
+        _sensors_cli,
         _spark_cli,
         _tokens_cli,
     )
@@ -80,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     _tokens_cli.add_parsers(sub, master_help)
     _models_cli.add_parsers(sub, master_help)
     _read_cli.add_parsers(sub)
+    _sensors_cli.add_parsers(sub)
     _spark_cli.add_parsers(sub)
     _logs_cli.add_parsers(sub)
     return p

@@ -152,3 +152,62 @@ def test_the_word_count_spout_is_paced_so_a_run_keeps_counting(
     for _ in range(1000):
         spout.next_tuple()
     assert len(ctx.emitted) == 101
+
+
+def test_the_sensor_example_imports_no_private_module() -> None:
+    """It shows what a device runs: no module path with a part starting with ``_``."""
+    private: list[str] = []
+    for path in [ROOT / "examples/iot/sensors.py"]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                if any(part.startswith("_") and part != "__future__" for part in name.split(".")):
+                    private.append(f"{path.relative_to(ROOT)}: {name}")
+    assert private == []
+
+
+def test_the_sensor_example_publishes_readings_whose_seq_goes_on_across_runs(
+    mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    from tests._wait import wait_for
+
+    got: list[dict[str, object]] = []
+    subscribed = threading.Event()
+    sub = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="test-example-subscriber")
+    sub.on_connect = lambda c, *_: c.subscribe("sensors/#", qos=1)
+    sub.on_subscribe = lambda *_: subscribed.set()
+    sub.on_message = lambda _c, _u, m: got.append({"topic": m.topic, **json.loads(m.payload)})
+    sub.connect(*mosquitto)
+    sub.loop_start()
+    try:
+        assert subscribed.wait(10)
+        run = [sys.executable, str(ROOT / "examples/iot/sensors.py"), "--broker"]
+        run += ["{}:{}".format(*mosquitto), "--count", "3", "--interval", "0", "--site", "north"]
+        for _ in range(2):
+            done = subprocess.run(
+                run, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+            )
+            assert done.returncode == 0, done.stderr
+        wait_for(lambda: len(got) >= 6, 20, "6 readings")
+    finally:
+        sub.disconnect()
+        sub.loop_stop()
+    assert done.stdout.splitlines()[0].startswith("sensors/north/t0 seq 3 value ")
+    assert [(r["topic"], r["site"], r["sensor"], r["seq"]) for r in got] == [
+        ("sensors/north/t0", "north", "t0", seq) for seq in range(6)
+    ]
+    assert all(set(r) == {"topic", "site", "sensor", "seq", "ts", "value", "unit"} for r in got)
+    assert (tmp_path / "north-t0.seq").read_text() == "6\n"

@@ -71,6 +71,7 @@ _PREFIXES: dict[str, str] = {
     "headwater._docker_cli": "daemons",
     "headwater._read_cli": "daemons",
     "headwater._logs_cli": "daemons",
+    "headwater._sensors_cli": "daemons",
     "headwater._demo": "daemons",
     "headwater.placement": "api",
     "headwater.connectors": "runtime",  # re-exports common/connectors (sinks run in the runtime)

@@ -181,8 +181,8 @@ class SparkLoop:
         self.say(f"  rollup: {len(hourly)} hourly and {len(daily)} daily site rows so far")
         for site, row in sorted(latest.items()):
             self.say(
-                f"    {site} hour {row['window_start']:%Y-%m-%d %H:00}: {row['count']} readings, "
-                f"mean {row['mean']:.2f}, p95 {row['p95']:.2f}, "
+                f"    {site} hour {row['window_start']:%Y-%m-%d %H:00} UTC: {row['count']} "
+                f"readings, mean {row['mean']:.2f}, p95 {row['p95']:.2f}, "
                 f"anomaly rate {row['anomaly_rate']:.1%}"
             )
 

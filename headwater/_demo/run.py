@@ -12,6 +12,7 @@ per-site aggregates, sinks) on what the agents' uplinks deliver.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -31,7 +32,7 @@ from headwater.common.connectors import manifests, read_key_value_sink
 from headwater.common.runtime._procs import spawn, terminate
 
 from .loop import SparkLoop
-from .sensors import readings
+from .sensors import reading
 
 # the IoT example, shipped in the package (headwater/examples links to examples/)
 PIPELINE = Path(__file__).resolve().parents[1] / "examples" / "iot" / "pipeline.py"
@@ -76,11 +77,48 @@ def start_broker(workdir: Path) -> tuple[int, Any, str]:
             time.sleep(0.05)
 
 
-STEP_MS = 5_000  # the demo's clock runs fast: a reading is 5 s of event time, published 5 a second
+STEP_MS = 5_000  # event time between two readings of a sensor
+SPEEDUP = 10  # the demo's clock runs 10 times as fast as the wall clock, until it catches up
+HEAD_START_H = 2  # it starts 2 to 3 hours back, at the top of an hour
+WINDOW_MS = 10_000  # the pipeline's windows (iot_steps.WINDOW_MS)
 
 
-def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5.0) -> None:
-    """Six sensors on two sites, ``rate_per_sensor`` readings/s each, and a broken one."""
+def utc(ms: int, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    return time.strftime(fmt, time.gmtime(ms / 1000))
+
+
+class DemoClock:
+    """The sensors' event time: from ``start_ms``, ``speedup`` times the wall clock from
+    ``wall0`` (epoch s) until it reaches the real time, then the real time (a reading's
+    ``ts`` is never ahead of when it is sent, so the pipeline never takes it for a clock
+    gone wrong)."""
+
+    def __init__(self, wall0: float, speedup: int = SPEEDUP, head_start_h: int = HEAD_START_H):
+        self.wall0, self.speedup = wall0, speedup
+        self.start_ms = (int(wall0) // 3600 - head_start_h) * 3_600_000
+
+    def ts(self, seq: int) -> int:
+        return self.start_ms + seq * STEP_MS
+
+    def due(self, seq: int) -> float:
+        """When (epoch s) reading ``seq`` of every sensor is sent."""
+        ts = self.ts(seq)
+        return max(self.wall0 + (ts - self.start_ms) / 1000 / self.speedup, ts / 1000)
+
+    def describe(self) -> str:
+        behind_s = self.wall0 - self.start_ms / 1000
+        catch_up_min = behind_s / (self.speedup - 1) / 60
+        per_s = self.speedup * 1000 / STEP_MS
+        return (
+            f"  clock: the sensors' event time starts at {utc(self.start_ms)} UTC "
+            f"({behind_s / 3600:.1f} h ago) and runs {self.speedup}x the wall clock (a reading "
+            f"per sensor every {STEP_MS // 1000} s of event time, {per_s:g} a second) until it "
+            f"reaches the real time, in about {catch_up_min:.0f} min; then it keeps real time"
+        )
+
+
+def publish_forever(port: int, stop: threading.Event, clock: DemoClock) -> None:
+    """Six sensors on two sites, paced by ``clock``, and a broken one."""
     import paho.mqtt.client as mqtt
     from paho.mqtt.enums import CallbackAPIVersion
 
@@ -88,18 +126,50 @@ def publish_forever(port: int, stop: threading.Event, rate_per_sensor: float = 5
     client.connect("127.0.0.1", port)
     client.loop_start()
     try:
-        batch = 6
-        for i, (topic, reading) in enumerate(readings(2, 3, 1_000_000, step_ms=STEP_MS)):
-            if stop.is_set():
+        for seq in itertools.count():
+            if stop.wait(max(0.0, clock.due(seq) - time.time())):
                 return
-            client.publish(topic, json.dumps(reading), qos=1)
-            if i % 97 == 42:  # a sensor with a broken firmware
+            for s, k in itertools.product(range(len(Demo.SITES)), range(PER_SITE)):
+                topic, body = reading(s, k, seq, clock.ts(seq))
+                client.publish(topic, json.dumps(body), qos=1)
+            if seq % 16 == 7:  # a sensor with a broken firmware
                 client.publish("sensors/site1/broken", b'{"site": "site1", "value": "hot"}', qos=1)
-            if i % batch == batch - 1:
-                stop.wait(1.0 / rate_per_sensor)
     finally:
         client.disconnect()
         client.loop_stop()
+
+
+PER_SITE = 3
+WINDOW_HEADER = (
+    f"  {'site':<7}{'window (UTC)':<31}{'sensors':>7}{'readings':>9}{'mean':>8}{'min':>8}"
+    f"{'max':>8}{'anomalies':>10}"
+)
+
+
+def closed_windows(rows: Iterable[list[Any]], shown: set[str], per_site: int) -> list[list[Any]]:
+    """The site windows (``site_windows`` rows) not in ``shown`` that are closed: every
+    sensor of the site merged in, or 3 windows older than the site's newest (a sensor
+    that fell silent), oldest first."""
+    rows = list(rows)
+    newest: dict[str, int] = {}
+    for row in rows:
+        newest[row[1]] = max(newest.get(row[1], row[2]), row[2])
+    done = [
+        row
+        for row in rows
+        if row[0] not in shown and (row[3] >= per_site or row[2] <= newest[row[1]] - 3 * WINDOW_MS)
+    ]
+    return sorted(done, key=lambda row: (row[2], row[1]))
+
+
+def window_line(row: list[Any]) -> str:
+    """A site window as a row of ``WINDOW_HEADER``'s table."""
+    _key, site, w, sensors, count, mean, lo, hi, anomalies = row[:9]
+    when = f"{utc(w)}-{utc(w + WINDOW_MS, '%H:%M:%S')}Z"
+    return (
+        f"  {site:<7}{when:<31}{sensors:>7}{count:>9}{mean:>8.2f}{lo:>8.2f}{hi:>8.2f}"
+        f"{anomalies:>10}"
+    )
 
 
 def dead_letters(out: Path) -> int:
@@ -128,6 +198,8 @@ class Demo:
         self.http = self.grpc = ""
         self.token = ""  # the admin token the master made: the demo submits with it
         self.loop: SparkLoop | None = None  # rollups, training and rollout, once it runs
+        self.clock: DemoClock | None = None
+        self.shown: set[str] = set()  # the site windows printed
 
     def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.procs.append(
@@ -216,11 +288,13 @@ class Demo:
         )
         with urllib.request.urlopen(req, timeout=60) as r:
             json.loads(r.read())
+        self.clock = DemoClock(time.time())  # from the first reading on
         self.sensors = threading.Thread(
-            target=publish_forever, args=(port, self.stop_sensors), daemon=True
+            target=publish_forever, args=(port, self.stop_sensors, self.clock), daemon=True
         )
         self.sensors.start()
         print("running 'iot' on a master, a cloud worker and 2 edge agents", flush=True)
+        print(self.clock.describe(), flush=True)
         print(
             "  edge (each agent, its own checkpoint domain): readings -> parse -> dedup -> "
             "smooth -> anomaly, uplinked from a durable outbox",
@@ -257,17 +331,14 @@ class Demo:
         return get_json(f"{self.http}/api/v1/nodes", self.token)  # type: ignore[no-any-return]
 
     def report(self) -> None:
-        latest: dict[str, list[Any]] = {}
-        for row in read_key_value_sink(self.out / "site_windows").values():
-            if row[1] not in latest or row[2] > latest[row[1]][2]:
-                latest[row[1]] = row
-        for site, row in sorted(latest.items()):
-            when = time.strftime("%H:%M:%S", time.gmtime(row[2] / 1000))
-            print(
-                f"  {site} window {when}: {row[3]} sensors, {row[4]} readings, mean "
-                f"{row[5]:.2f}, min {row[6]:.2f}, max {row[7]:.2f}, anomalies {row[8]}",
-                flush=True,
-            )
+        new = closed_windows(
+            read_key_value_sink(self.out / "site_windows").values(), self.shown, PER_SITE
+        )
+        if new:
+            print(WINDOW_HEADER, flush=True)
+        for row in new:
+            print(window_line(row), flush=True)
+            self.shown.add(row[0])
         agents = [
             f"{n['id']} {'online' if n['online'] else 'OFFLINE'} backlog "
             f"{n['backlog_batches']} batches"

@@ -7,15 +7,18 @@ sends SIGINT as Ctrl-C would and expects a clean stop.
 
 from __future__ import annotations
 
+import calendar
 import os
 import re
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
+from headwater._demo.run import WINDOW_HEADER
 from tests._wait import wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
@@ -23,6 +26,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
 def test_demo_runs_the_loop_and_stops() -> None:
     # the embedded broker: what a fresh machine without Mosquitto gets
+    began = time.time()
     proc = subprocess.Popen(
         [sys.executable, "-m", "headwater", "demo"],
         stdout=subprocess.PIPE,
@@ -57,14 +61,45 @@ def test_demo_runs_the_loop_and_stops() -> None:
     assert "running 'iot' on a master, a cloud worker and 2 edge agents" in out
     assert "master API: http://127.0.0.1:" in out
     assert "agents and their backlogs: http://127.0.0.1:" in out
-    assert "  site0 window " in out and "  site1 window " in out
-    assert "3 sensors, 6 readings" in out  # a closed 10 s window of 3 sensors (5 s a reading)
+    # the clock, honestly: where it starts (UTC), how fast it runs
+    clock = re.search(
+        r"^  clock: the sensors' event time starts at (\d{4}-\d\d-\d\d \d\d:00:00) UTC "
+        r"\([\d.]+ h ago\) and runs 10x the wall clock \(a reading per sensor every 5 s of "
+        r"event time, 2 a second\) until it reaches the real time, in about \d+ min; then it "
+        r"keeps real time$",
+        out,
+        re.M,
+    )
+    assert clock, out
+    start = calendar.timegm(time.strptime(clock[1], "%Y-%m-%d %H:%M:%S"))
+    assert 2 * 3600 <= began - start < 3 * 3600 + 60
+    # every closed window of each site, once, in a table: consecutive from the clock's start
+    assert WINDOW_HEADER in out.splitlines()
+    rows = re.findall(
+        r"^  (site[01]) +(\S+ \S+)-(\S+)Z +(\d+) +(\d+) +([\d.]+) +([\d.]+) +([\d.]+) +(\d+)$",
+        out,
+        re.M,
+    )
+    windows: dict[str, list[int]] = {"site0": [], "site1": []}
+    means: dict[tuple[str, int], float] = {}
+    for site, since, _until, sensors, count, mean, *_ in rows:
+        w = calendar.timegm(time.strptime(since, "%Y-%m-%d %H:%M:%S"))
+        windows[site].append(w)
+        means[site, w] = float(mean)
+        assert (sensors, count) == ("3", "6")  # 3 sensors, 2 readings each (5 s a reading)
+    for site, starts in windows.items():
+        assert len(starts) > 30, (site, out)
+        assert starts == list(range(start, start + 10 * len(starts), 10)), (site, starts)
+    # the sites differ: not site0's figures shifted by a constant
+    both = [w for w in windows["site0"] if ("site1", w) in means]
+    assert len({round(means["site1", w] - means["site0", w], 2) for w in both}) > 20
     assert "dead letters so far: " in out
     assert "gw-site0 online" in out and "gw-site1 online" in out
     last = [line for line in out.splitlines() if "latest complete" in line][-1]
     assert int(last.rsplit(" ", 1)[1]) > 0  # cloud checkpoints completed
     # the loop: rollups, a model trained and registered, rolled out to site0, then both
-    assert "    site0 hour " in out and "    site1 hour " in out
+    assert re.search(r"^    site0 hour \d{4}-\d\d-\d\d \d\d:00 UTC: ", out, re.M), out
+    assert re.search(r"^    site1 hour \d{4}-\d\d-\d\d \d\d:00 UTC: ", out, re.M), out
     assert "train: trained iot-anomaly" in out
     assert "train: registered iot-anomaly version 1" in out
     phases = re.findall(r"^  rollout: \+\s*[\d.]+s  ([a-z_]+)", out, re.M)

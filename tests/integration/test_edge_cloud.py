@@ -556,7 +556,10 @@ def test_agents_find_the_master_by_zeroconf_and_by_address(
             "both agents subscribed and their uplinks open",
         )
         subprocess.run(
-            [*in_ns, str(EXAMPLES / "iot" / "sensors.py"), "--broker", mqtt_at, "--count", "30"],
+            [
+                *(*in_ns, "-m", "headwater", "sensors", "--broker", mqtt_at, "--count", "30"),
+                *("--rate", "0", "--clock", "sim", "--state-dir", str(tmp_path / "sensors")),
+            ],
             check=True,
             capture_output=True,
             timeout=120,

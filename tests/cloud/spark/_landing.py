@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from headwater._demo.sensors import BASE_TS, readings
+from headwater._demo.sensors import BASE_TS, injected, readings
 
 COLUMNS = ("sensor", "seq", "ts", "value", "smoothed", "anomaly", "model")
 TYPES = (pa.string(), pa.int64(), pa.int64(), pa.float64(), pa.float64(), pa.bool_(), pa.string())
@@ -42,7 +42,7 @@ def demo_readings(
                 "ts": BASE_TS + r["seq"] * step_ms,
                 "value": value,
                 "smoothed": value,
-                "anomaly": r["seq"] % 37 == 11,
+                "anomaly": injected(r["site"], r["seq"]),
                 "model": "",
             }
         )

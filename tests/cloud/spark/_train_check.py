@@ -47,7 +47,7 @@ def assert_evaluation(doc: dict[str, Any], landing: Path, holdout: float, rows: 
     assert ev["labels"] == "headwater._demo.sensors:injected"
 
     def counts(flags: list[bool]) -> list[int]:
-        truth = [injected(r["seq"]) for r in test]
+        truth = [injected(r["site"], r["seq"]) for r in test]
         pairs = list(zip(flags, truth, strict=True))
         return [
             sum(p and t for p, t in pairs),

@@ -277,7 +277,7 @@ def test_bad_arguments_are_a_message_and_exit_2(
 
 
 def test_labels_name_a_function_of_the_readings_fields() -> None:
-    assert load_labels("headwater._demo.sensors:injected").fields == ("seq",)
+    assert load_labels("headwater._demo.sensors:injected").fields == ("site", "seq")
     with pytest.raises(HeadwaterError, match="MODULE:FUNCTION"):
         load_labels("injected")
     with pytest.raises(HeadwaterError, match="cannot import"):

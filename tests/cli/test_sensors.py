@@ -1,0 +1,170 @@
+"""`headwater sensors` against a real Mosquitto: what it says, and seq going on across runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+from headwater._demo.sensors import readings
+from tests._wait import wait_for
+
+
+class Subscriber:
+    """Every reading the broker delivers on ``sensors/#`` (QoS 1), in arrival order."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.got: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._subscribed = threading.Event()
+        self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="test-subscriber")
+        self.client.on_connect = lambda c, *_: c.subscribe("sensors/#", qos=1)
+        self.client.on_subscribe = lambda *_: self._subscribed.set()
+        self.client.on_message = self._on_message
+        self.client.connect(host, port)
+        self.client.loop_start()
+        assert self._subscribed.wait(10), "the subscription was not acknowledged"
+
+    def _on_message(self, _c: Any, _u: Any, msg: mqtt.MQTTMessage) -> None:
+        with self._lock:
+            self.got.append({"topic": msg.topic, **json.loads(msg.payload)})
+
+    def readings(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self.got)
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.fixture
+def subscriber(mosquitto: tuple[str, int]) -> Iterator[Subscriber]:
+    sub = Subscriber(*mosquitto)
+    try:
+        yield sub
+    finally:
+        sub.close()
+
+
+def _sensors(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "headwater", "sensors", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_a_second_run_goes_on_from_the_first_runs_seqs(
+    mosquitto: tuple[str, int], subscriber: Subscriber, tmp_path: Path
+) -> None:
+    broker = "{}:{}".format(*mosquitto)
+    state = tmp_path / "state"
+    common = ("--broker", broker, "--per-site", "2", "--rate", "0", "--clock", "sim")
+    first = _sensors(*common, "--count", "5", "--state-dir", str(state))
+    assert first.returncode == 0, first.stderr
+    lines = first.stdout.splitlines()
+    assert lines[0] == (
+        f"publishing 4 sensors (site0, site1) to {broker} on sensors/<site>/<sensor>, QoS 1, "
+        f"as fast as acknowledged, simulated clock, 1000 ms a step, 5 readings each; "
+        f"seq from 0 (state: {state})"
+    )
+    assert lines[-1] == (
+        f"published 20 readings (acknowledged by the broker); next seq 5, kept in {state}"
+    )
+    wait_for(lambda: len(subscriber.readings()) >= 20, 20, "the first run's 20 readings")
+    second = _sensors(*common, "--count", "3", "--state-dir", str(state))
+    assert second.returncode == 0, second.stderr
+    assert "seq from 5 " in second.stdout.splitlines()[0]
+    assert second.stdout.splitlines()[-1].startswith("published 12 readings")
+    wait_for(lambda: len(subscriber.readings()) >= 32, 20, "the second run's 12 readings")
+    got = subscriber.readings()
+    assert len(got) == 32
+    # exactly the simulated readings of seq 0-4, then 5-7: nothing repeated, nothing skipped
+    want = [{"topic": t, **r} for t, r in readings(2, 2, 8)]
+    key = lambda r: (r["sensor"], r["seq"])  # noqa: E731
+    assert sorted(got, key=key) == sorted(want, key=key)
+    assert [r["seq"] for r in got if r["sensor"] == "s1-1"] == list(range(8))
+    assert json.loads((state / "site0.json").read_text()) == {"s0-0": 8, "s0-1": 8}
+
+    # one site alone goes on where it stood; the other site's state stays as it was
+    third = _sensors(*common, "--count", "2", "--state-dir", str(state), "--site", "site1")
+    assert third.returncode == 0, third.stderr
+    wait_for(lambda: len(subscriber.readings()) >= 36, 20, "the third run's 4 readings")
+    assert sorted((r["sensor"], r["seq"]) for r in subscriber.readings()[32:]) == [
+        ("s1-0", 8),
+        ("s1-0", 9),
+        ("s1-1", 8),
+        ("s1-1", 9),
+    ]
+    assert json.loads((state / "site0.json").read_text()) == {"s0-0": 8, "s0-1": 8}
+    assert json.loads((state / "site1.json").read_text()) == {"s1-0": 10, "s1-1": 10}
+
+
+def test_the_state_lives_under_headwater_state_dir_by_default(
+    mosquitto: tuple[str, int], subscriber: Subscriber, tmp_path: Path
+) -> None:
+    args = ("--broker", "{}:{}".format(*mosquitto), "--sites", "1", "--per-site", "1")
+    # 12 readings at 2 a second: 5.5 s, so one progress line (one at most every 5 s)
+    env = {"HEADWATER_STATE_DIR": str(tmp_path)}
+    done = _sensors(*args, "--rate", "2", "--count", "12", env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3, lines
+    assert lines[0].endswith(
+        f"2 reading/s per sensor, wall clock, 12 readings each; seq from 0 "
+        f"(state: {tmp_path / 'sensors'})"
+    )
+    assert re.fullmatch(
+        r"  sent (\d+) readings, \1 acknowledged by the broker; next seq \1", lines[1]
+    ), lines[1]
+    assert lines[2].startswith("published 12 readings")
+    assert json.loads((tmp_path / "sensors" / "site0.json").read_text()) == {"s0-0": 12}
+    wait_for(lambda: len(subscriber.readings()) >= 12, 20, "the 12 readings")
+    got = subscriber.readings()
+    assert [r["seq"] for r in got] == list(range(12))
+    # the wall clock (the default): each ts is when it was sent, never before the last
+    ts = [r["ts"] for r in got]
+    assert ts == sorted(ts) and ts[0] > 1_700_000_000_000 + 365 * 86_400_000
+
+
+def test_an_unreachable_broker_is_said_plainly(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = _sensors("--broker", f"127.0.0.1:{port}", "--state-dir", str(tmp_path))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        f"headwater: error: cannot reach the MQTT broker at 127.0.0.1:{port}: [Errno 111] "
+        "Connection refused; is it running there? (--broker HOST:PORT)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--broker", "nohost"), "--broker must be HOST:PORT, got 'nohost'"),
+        (("--site", "site7"), "--site site7: not one of the 2 sites (site0, site1)"),
+    ],
+)
+def test_bad_arguments_are_said_plainly(
+    args: tuple[str, ...], message: str, tmp_path: Path
+) -> None:
+    done = _sensors(*args, "--state-dir", str(tmp_path))
+    assert (done.returncode, done.stderr) == (2, f"headwater: error: {message}\n")
