@@ -201,7 +201,7 @@ def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) ->
     shell.run(
         block("The IoT example #0"),
         daemons,
-        before={"headwater read iot-out/site_windows": lambda: _ok(shell, READ_ONE)},
+        before={"headwater read iot-out/site_windows": lambda: _ok(shell, READ_FIVE) is not None},
     )
     windows = shell.outputs["headwater read iot-out/site_windows --limit 5"].splitlines()
     assert len(windows) == 5 and all(json.loads(w)["value"][1] == "site0" for w in windows)
@@ -237,4 +237,4 @@ def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) ->
     assert not [n for n in GRPC_FORK_NOTICES if n in agent_log], agent_log[-2000:]
 
 
-READ_ONE = "headwater read iot-out/site_windows --limit 1 | grep -q site0"
+READ_FIVE = "headwater read iot-out/site_windows --limit 5 | grep -c site0 | grep -qx 5"
