@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from headwater._argtypes import POSITIVE_INT, SECONDS
+from headwater._argtypes import POSITIVE_INT, SECONDS, whole
 from headwater._master_client import Client, add_client_options, read_token
 from headwater.common._exceptions import HeadwaterError
 
@@ -90,6 +90,14 @@ def add_parsers(sub: Any, master_help: str) -> None:
         default=None,
         metavar="S",
         help="stop after S seconds (default: run until Ctrl-C or SIGTERM)",
+    )
+    demo.add_argument(
+        "--speedup",
+        type=whole(2, 100),
+        default=10,  # headwater._demo.run.SPEEDUP (a test checks), not imported: a slow import
+        metavar="N",
+        help="the sensors' clock runs N times the wall clock until it reaches the real time "
+        "(more history sooner: the model trains earlier; default: %(default)s)",
     )
     demo.set_defaults(func=_cmd_demo)
 
@@ -352,7 +360,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "Headwater demo: sensors -> MQTT -> edge agents (durable log, edge subgraph, "
         "outbox) -> uplink -> a cloud worker, every piece a real process."
     )
-    demo = Demo()
+    demo = Demo(speedup=args.speedup)
     return _run_until_stopped(
         demo.start, demo.stop, args.duration, demo.tick, demo.report, demo.report
     )

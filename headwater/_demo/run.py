@@ -189,8 +189,9 @@ class Demo:
 
     SITES = ("site0", "site1")
 
-    def __init__(self, workdir: Path | None = None) -> None:
+    def __init__(self, workdir: Path | None = None, speedup: int = SPEEDUP) -> None:
         self.work = workdir or Path(tempfile.mkdtemp(prefix="hw-demo-"))
+        self.speedup = speedup
         self.out = self.work / "out"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.stop_sensors = threading.Event()
@@ -288,7 +289,7 @@ class Demo:
         )
         with urllib.request.urlopen(req, timeout=60) as r:
             json.loads(r.read())
-        self.clock = DemoClock(time.time())  # from the first reading on
+        self.clock = DemoClock(time.time(), self.speedup)  # from the first reading on
         self.sensors = threading.Thread(
             target=publish_forever, args=(port, self.stop_sensors, self.clock), daemon=True
         )

@@ -88,3 +88,12 @@ def test_the_sites_readings_differ_and_stay_deterministic() -> None:
     }
     spikes = {site: {seq for seq in hot[site] if injected(site, seq)} for site in hot}
     assert spikes == {"site0": {6, 43, 80, 117, 154, 191}, "site1": {24, 61, 98, 135, 172}}
+
+
+def test_the_demo_cli_defaults_to_the_demos_own_speedup() -> None:
+    from headwater._cli import _parser as build_parser
+    from headwater._demo.run import SPEEDUP
+
+    args = build_parser().parse_args(["demo"])
+    assert args.speedup == SPEEDUP
+    assert build_parser().parse_args(["demo", "--speedup", "25"]).speedup == 25
