@@ -28,7 +28,7 @@ def test_demo_runs_the_loop_and_stops() -> None:
     # the embedded broker: what a fresh machine without Mosquitto gets
     began = time.time()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "headwater", "demo", "--speedup", "25"],  # trains sooner
+        [sys.executable, "-m", "headwater", "demo", "--speedup", "50"],  # trains sooner
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -64,8 +64,8 @@ def test_demo_runs_the_loop_and_stops() -> None:
     # the clock, honestly: where it starts (UTC), how fast it runs
     clock = re.search(
         r"^  clock: the sensors' event time starts at (\d{4}-\d\d-\d\d \d\d:00:00) UTC "
-        r"\([\d.]+ h ago\) and runs 25x the wall clock \(a reading per sensor every 5 s of "
-        r"event time, 5 a second\) until it reaches the real time, in about \d+ min; then it "
+        r"\([\d.]+ h ago\) and runs 50x the wall clock \(a reading per sensor every 5 s of "
+        r"event time, 10 a second\) until it reaches the real time, in about \d+ min; then it "
         r"keeps real time$",
         out,
         re.M,
