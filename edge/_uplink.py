@@ -217,8 +217,9 @@ class Uplink:
         """Ask the master where ``component``'s receiver runs, stream to it; again when it ends.
 
         While the link to the master is down this waits for its channel to be ready again
-        (gRPC reconnecting, at most ``RECONNECT_MAX_MS`` apart) instead of failing fast and
-        backing off, so the uplink's backoff does not grow through a cut."""
+        (gRPC reconnecting, ``RECONNECT_MAX_MS`` apart at most, give or take its jitter)
+        instead of failing fast and backing off, so the uplink's backoff does not grow
+        through a cut."""
         backoff = self.backoff[component] = self.retry.start()
         locator = pb_grpc.ClusterStub(master)
         while True:
