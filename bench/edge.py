@@ -11,8 +11,10 @@ in a transactional file sink, a part file per cloud checkpoint.
   (polled every 20 ms), for each checkpoint interval in ``--intervals``
   (both domains use it), side by side;
 * catch-up: the link is cut for ``--cut`` seconds while the sensors go on;
-  after it returns, the backlog (every reading published during the cut)
-  is timed until it has landed: rows per second;
+  after it returns, the time until the uplink is up again (``reconnect_s``:
+  to its first answer from the receiver, from the edge container's log), and
+  the backlog (every reading published during the cut) is timed from then
+  until it has landed: rows per second, and as a multiple of ``--rate``;
 * the agent's peak RSS: the daemon alone and with its edge processes
   (container and instances), sampled every 0.5 s through all of it;
 * the master's CPU time (user + system, from /proc/PID/stat) per 1,000
@@ -355,8 +357,10 @@ def run(args: argparse.Namespace) -> int:
             r = res.get("median", res)
             latency = {k: (v["p50_ms"], v["p99_ms"]) for k, v in r["latency"].items()}
             catch_up = r.get("catch_up", {}).get("catch_up_rows_per_s", "-")
+            reconnect = r.get("catch_up", {}).get("reconnect_s", "-")
             print(
-                f"  {label}: latency p50/p99 ms {latency}; catch-up {catch_up} rows/s; "
+                f"  {label}: latency p50/p99 ms {latency}; uplink up {reconnect} s after the "
+                f"link; catch-up {catch_up} rows/s; "
                 f"master CPU per 1,000 readings {r['master_cpu_ms_per_1000_readings']} ms; "
                 f"agent CPU {r['agent_cpu_ms_per_1000_readings']} ms; "
                 f"master I/O per reading {r['master_io_bytes_per_reading']} bytes"
@@ -471,23 +475,27 @@ def _catch_up(
     publish(port, args.rate, first, count)  # the sensors go on for the whole cut
     backlog = cluster.status()
     cluster.proxy.restore()
-    restored = time.monotonic()
-    # the agent retries with backoff (up to 10 s, jittered): time the reconnect apart (the
-    # agent's report of it lags by up to its 1 s heartbeat)
+    restored, restored_ms = time.monotonic(), time.time() * 1000
+    # time the reconnect apart: from the link's return to the uplink's first answer from the
+    # receiver (its "up" log line; batches follow on the same stream at once), and to the
+    # agent's report of it (which lags by up to its 1 s heartbeat)
     _wait(lambda: cluster.status()["metrics"].get("uplink_connected") == 1.0, 60)
-    reconnected = time.monotonic()
+    reported = time.monotonic()
     _landed(landing, before + count, 600)
-    last_row_ms = max(
-        seen for (_s, seq), (_sent, seen) in landing.arrived.items() if seq >= cut_from
-    )
-    drain_s = (last_row_ms - _uplink_up_ms(cluster)) / 1000
+    backlog_seen = [seen for (_s, seq), (_sent, seen) in landing.arrived.items() if seq >= cut_from]
+    up_ms = _uplink_up_ms(cluster)
+    drain_s = (max(backlog_seen) - up_ms) / 1000
+    rows_per_s = round(count / drain_s)
     return {
         "cut_s": args.cut,
         "backlog_rows": count,
         "backlog_batches_at_restore": backlog.get("backlog_batches"),
         "backlog_bytes_at_restore": backlog.get("backlog_bytes"),
-        "reconnect_s": round(reconnected - restored, 2),
+        "reconnect_s": round((up_ms - restored_ms) / 1000, 2),
+        "reconnect_reported_s": round(reported - restored, 2),
+        "first_backlog_row_s": round((min(backlog_seen) - restored_ms) / 1000, 2),
         "uplink_up_to_last_row_s": round(drain_s, 2),
-        "catch_up_rows_per_s": round(count / drain_s),
+        "catch_up_rows_per_s": rows_per_s,
+        "catch_up_x_ingest": round(rows_per_s / args.rate, 1),
         "duplicates": landing.duplicates,
     }

@@ -22,6 +22,14 @@ started with another ``--id``): everything up to the confirmed batch is in
 the cloud, so the next batch names the cloud's number as the one before it
 instead of resending for ever into a gap.
 
+A link that goes down is waited out on the channel to the master, not in the
+uplink's own backoff: gRPC retries the connection (its reconnect backoff capped
+at ``RECONNECT_MAX_MS``, so about once a second on a dead link) and the uplink
+goes on as soon as the channel is ready again, within a second of the link's
+return. Only failures past a ready link (the master answered, the receiver
+could not be reached or refused) grow the uplink's backoff (``RETRY``: up to
+2 s, full jitter).
+
 When the outboxes hold more than the byte budget, the stream manager
 throttles the spouts that feed the outbox sinks (scoped backpressure), and
 the agent stops acknowledging MQTT, so the broker holds what follows.
@@ -39,7 +47,7 @@ from pathlib import Path
 
 import grpc
 
-from headwater.common._retry import RetryPolicy
+from headwater.common._retry import Backoff, RetryPolicy
 from headwater.common.runtime._stmgr import StreamManager
 from headwater.common.security import MASTER_NAME, WORKER_NAME, Transport
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -52,7 +60,18 @@ WINDOW = 8  # unanswered batches per outbox
 STALL_S = 15.0  # no feedback for this long with batches out: resend from the last confirmed
 LOCATE_TIMEOUT_S = 10.0
 LOW_WATER = 0.9  # backpressure lifts below this share of the budget
+RETRY = RetryPolicy(initial=0.1, maximum=2.0)
+"""Trying a stream again after the master answered but the stream failed: 0.1 s to 2 s."""
+RECONNECT_MAX_MS = 800
+"""gRPC's reconnect backoff on the uplink's channels (its default grows to 120 s): with its
+20 % jitter a link that returns is reconnected to within a second, and a dead one is tried
+about once a second."""
+_RECONNECT_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", RECONNECT_MAX_MS),
+]
 _STREAM_OPTIONS = [
+    *_RECONNECT_OPTIONS,
     ("grpc.max_send_message_length", 64 << 20),
     ("grpc.keepalive_time_ms", 5000),
     ("grpc.keepalive_timeout_ms", 5000),
@@ -89,7 +108,8 @@ class Uplink:
         self.budget = budget_bytes
         self.stmgr = stmgr
         self.transport = stmgr.transport  # the agent's certificate, as its container has it
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or RETRY
+        self.backoff: dict[str, Backoff] = {}  # per component, while its link task runs
         self.outboxes: dict[str, Outbox] = {}
         for d in sorted(self.dir.glob("*")) if self.dir.exists() else []:
             if d.is_dir():
@@ -179,12 +199,13 @@ class Uplink:
         """One stream per boundary component, for as long as the container runs."""
         links: dict[str, asyncio.Task[None]] = {}
         loop = asyncio.get_running_loop()
-        async with self.transport.channel(self.master, to=MASTER_NAME) as master:
-            locator = pb_grpc.ClusterStub(master)
+        async with self.transport.channel(
+            self.master, to=MASTER_NAME, options=_RECONNECT_OPTIONS
+        ) as master:
             try:
                 while True:
                     for component in sorted(self.wanted - set(links)):
-                        links[component] = loop.create_task(self._link(locator, component))
+                        links[component] = loop.create_task(self._link(master, component))
                     self.links_changed.clear()
                     await self.links_changed.wait()
             finally:
@@ -192,12 +213,19 @@ class Uplink:
                     task.cancel()
                 await asyncio.gather(*links.values(), return_exceptions=True)
 
-    async def _link(self, locator: pb_grpc.ClusterStub, component: str) -> None:
-        """Ask the master where ``component``'s receiver runs, stream to it; again when it ends."""
-        backoff = self.retry.start()
+    async def _link(self, master: grpc.aio.Channel, component: str) -> None:
+        """Ask the master where ``component``'s receiver runs, stream to it; again when it ends.
+
+        While the link to the master is down this waits for its channel to be ready again
+        (gRPC reconnecting, ``RECONNECT_MAX_MS`` apart at most, give or take its jitter)
+        instead of failing fast and backing off, so the uplink's backoff does not grow
+        through a cut."""
+        backoff = self.backoff[component] = self.retry.start()
+        locator = pb_grpc.ClusterStub(master)
         while True:
             address = ""
             try:
+                await master.channel_ready()
                 where = await locator.LocateReceiver(
                     pb.ReceiverQuery(topology=self.topology, component=component),
                     timeout=LOCATE_TIMEOUT_S,

@@ -32,6 +32,7 @@ class LinkProxy:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.connections = 0
+        self.refused = 0  # connections turned away while cut
         self._thread = threading.Thread(target=self._run, name="link-proxy", daemon=True)
         self._thread.start()
 
@@ -93,6 +94,7 @@ class LinkProxy:
                         continue
                     if self._cut.is_set():
                         client.close()
+                        self.refused += 1
                         continue
                     try:
                         target, reply = self._target_of(client)

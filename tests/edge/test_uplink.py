@@ -4,17 +4,19 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from headwater._demo.linkproxy import LinkProxy
 from headwater.common._retry import RetryPolicy
 from headwater.common.security import Transport
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
-from headwater.edge._uplink import WINDOW, Uplink
+from headwater.edge._uplink import RECONNECT_MAX_MS, RETRY, WINDOW, Uplink
 
 
 class RecordingMaster(pb_grpc.ClusterServicer):
@@ -217,6 +219,65 @@ def test_a_cloud_that_knows_less_than_was_confirmed_is_chained_to(tmp_path: Path
             assert (master.batches[4].seq, master.batches[4].prev) == (seqs[1], seqs[0])
         finally:
             task.cancel()
+            await server.stop(0)
+            up.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_uplinks_own_backoff_is_short_and_capped() -> None:
+    """Issue 20: a stream that fails past a ready link is tried again within 2 s at most, and
+    gRPC's reconnect (20 % jitter on its cap) tries a dead link again within a second."""
+    backoff = RETRY.start(random.Random(20))
+    delays = [backoff.next_delay() for _ in range(200)]
+    assert all(0 <= d <= 2.0 for d in delays) and RETRY.maximum == 2.0
+    assert max(delays[-100:]) > 1.0  # it does grow to its cap, with full jitter
+    backoff.reset()
+    assert backoff.next_delay() <= RETRY.initial
+    assert RECONNECT_MAX_MS * 1.2 <= 1000
+
+
+def test_a_cut_link_is_waited_out_on_the_channel_and_the_backlog_follows(tmp_path: Path) -> None:
+    """Issue 20: through a cut (master and data path alike, as an agent's whole link) the
+    uplink waits for its channel to the master to be ready again, gRPC retrying the
+    connection, instead of failing fast and growing its own backoff; when the link returns it
+    opens a new stream and sends what it held and what was put meanwhile."""
+
+    async def scenario() -> None:
+        server, locator, ingress = await _cloud()
+        proxy = LinkProxy(locator.address)
+        up = Uplink(
+            proxy.address,
+            "gw",
+            "iot",
+            tmp_path / "outbox",
+            1 << 20,
+            StubStmgr(),  # type: ignore[arg-type]
+            proxy=proxy.address,  # the data path goes through the same link
+        )
+        before, during = (1 << 20) | 1, (2 << 20) | 1
+        up.put(7, "anomaly", before, b"before")
+        task = asyncio.get_running_loop().create_task(up.run())
+        try:
+            await _until(lambda: up.connected and len(ingress.batches) == 1)
+            proxy.cut()
+            await _until(lambda: not up.connected)
+            up.put(7, "anomaly", during, b"during")
+            # the link stays down while gRPC tries it again and again (turned away each time)
+            await _until(lambda: proxy.refused >= 5, timeout=30)
+            # ... and the uplink's own backoff did not grow with them: at most the stream's
+            # loss and a call or two that raced the cut counted
+            assert up.backoff["anomaly"].failures <= 3
+            assert ingress.streams == 1 and not up.connected
+            proxy.restore()
+            await _until(lambda: ingress.streams == 2 and len(ingress.batches) == 3, timeout=30)
+            # not confirmed, so the new stream starts again after the last confirmed (none)
+            assert [b.seq for b in ingress.batches] == [before, before, during]
+            assert (up.connected, up.backoff["anomaly"].failures) == (True, 0)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            proxy.close()
             await server.stop(0)
             up.close()
 
