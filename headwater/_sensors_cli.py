@@ -5,7 +5,8 @@ Each sensor publishes ``{"site", "sensor", "seq", "ts", "value", "unit"}`` to
 reading in flight at a time: a reading counts as sent once the broker has
 acknowledged it (PUBACK). Each sensor's ``seq`` goes on across runs: the next
 seq of every sensor is kept in a small state file per site (``--state-dir``), so a
-second run never repeats a seq the pipeline would drop as a redelivery. With the
+second run never repeats a seq the pipeline would drop as a redelivery (and two runs at
+once for a site with the same state are refused). With the
 wall clock (the default) a reading's ``ts`` is when it is sent; with ``--clock sim``
 it is ``BASE_TS + seq * --step-ms``, so a fresh state dir gives the same readings
 on every run (what tests recompute offline).
@@ -14,6 +15,7 @@ on every run (what tests recompute offline).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -27,6 +29,7 @@ from headwater.common._exceptions import HeadwaterError
 
 PROGRESS_S = 5.0  # at most one progress line this often
 CONNECT_S = 10.0  # how long the first connection (and its CONNACK) may take
+POLL_S = 0.1  # how often a wait for the broker looks whether the run was stopped
 
 
 def default_state_dir() -> Path:
@@ -122,9 +125,28 @@ class _State:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._locks: list[int] = []  # held until the process exits
 
     def _file(self, site: str) -> Path:
         return self.folder / f"{site}.json"
+
+    def lock(self, site: str) -> None:
+        """Hold the site's lock for this process's life: a second run publishing the site
+        with this state would send the same seqs, which the pipeline drops as redeliveries."""
+        path = self.folder / f".{site}.lock"
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise HeadwaterError(f"cannot open {path}: {exc.strerror}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise HeadwaterError(
+                f"{site} is being published by another `headwater sensors` with the state "
+                f"{self.folder}: stop it first, or publish other sites (--site)"
+            ) from None
+        self._locks.append(fd)
 
     def load(self, site: str, sensors: list[str]) -> dict[str, int]:
         path = self._file(site)
@@ -179,11 +201,17 @@ class _Acks:
             return self._cond.wait_for(lambda: self.connected or bool(self.refused), timeout)
 
     def wait(self, count: int, stop: threading.Event | None, timeout: float | None) -> bool:
-        """Until ``count`` are acknowledged (or ``stop`` is set, or ``timeout`` passes)."""
+        """Whether ``count`` are acknowledged, waiting until they are, ``stop`` is set (a
+        signal handler sets it without notifying: checked every ``POLL_S``) or ``timeout``
+        passes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            return self._cond.wait_for(
-                lambda: self.count >= count or (stop is not None and stop.is_set()), timeout
-            )
+            while self.count < count and not (stop is not None and stop.is_set()):
+                left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return self.count >= count
 
 
 def _sites(args: argparse.Namespace) -> list[int]:
@@ -221,6 +249,8 @@ def _cmd_sensors(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise HeadwaterError(f"cannot make the state dir {folder}: {exc.strerror}") from None
     state = _State(folder)
+    for s in sites:
+        state.lock(f"site{s}")
     names = {s: [f"s{s}-{k}" for k in range(args.per_site)] for s in sites}
     next_seq = {s: state.load(f"site{s}", names[s]) for s in sites}
     if args.first_seq is not None:
