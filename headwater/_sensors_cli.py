@@ -120,6 +120,11 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=_cmd_sensors)
 
 
+# removing a lost state would start every sensor at 0 again: the pipeline drops each seq at
+# or below a sensor's last as a redelivery, so those readings would be lost
+_RECOVER = "start past the seqs published before with --first-seq N (it replaces the state)"
+
+
 class _State:
     """Each sensor's next seq, one JSON file per site (``DIR/<site>.json``), kept atomically."""
 
@@ -155,11 +160,13 @@ class _State:
         except FileNotFoundError:
             kept = {}
         except (OSError, ValueError) as exc:
-            raise HeadwaterError(f"cannot read the sensors' state {path}: {exc}") from None
+            raise HeadwaterError(
+                f"cannot read the sensors' state {path}: {exc}; {_RECOVER}"
+            ) from None
         if not isinstance(kept, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in kept.values()
         ):
-            raise HeadwaterError(f"{path} is not a state `headwater sensors` wrote; remove it")
+            raise HeadwaterError(f"{path} is not a state `headwater sensors` wrote; {_RECOVER}")
         return {s: int(kept.get(s, 0)) for s in sensors}
 
     def save(self, site: str, next_seq: dict[str, int]) -> None:
@@ -167,6 +174,8 @@ class _State:
         try:
             kept = json.loads(path.read_text())
         except (OSError, ValueError):
+            kept = {}
+        if not isinstance(kept, dict):  # unreadable, replaced by --first-seq
             kept = {}
         kept.update(next_seq)  # sensors of the site this run did not publish stay as they were
         tmp = path.with_name(f".{path.name}.tmp")
@@ -252,9 +261,10 @@ def _cmd_sensors(args: argparse.Namespace) -> int:
     for s in sites:
         state.lock(f"site{s}")
     names = {s: [f"s{s}-{k}" for k in range(args.per_site)] for s in sites}
-    next_seq = {s: state.load(f"site{s}", names[s]) for s in sites}
-    if args.first_seq is not None:
+    if args.first_seq is not None:  # whatever the state says, even one unreadable
         next_seq = {s: dict.fromkeys(names[s], args.first_seq) for s in sites}
+    else:
+        next_seq = {s: state.load(f"site{s}", names[s]) for s in sites}
 
     client_id = args.client_id or "headwater-sensors-" + "-".join(f"site{s}" for s in sites)
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id)
@@ -272,9 +282,16 @@ def _cmd_sensors(args: argparse.Namespace) -> int:
         ) from None
     client.loop_start()  # paho reconnects after a loss; unacknowledged readings are resent
     try:
-        if not acks.wait_connected(CONNECT_S) or acks.refused:
-            why = acks.refused or f"no answer within {CONNECT_S:.0f}s"
-            raise HeadwaterError(f"the MQTT broker at {host}:{port} refused the connection: {why}")
+        acks.wait_connected(CONNECT_S)
+        if acks.refused:
+            raise HeadwaterError(
+                f"the MQTT broker at {host}:{port} refused the connection: {acks.refused}"
+            )
+        if not acks.connected:
+            raise HeadwaterError(
+                f"the MQTT broker at {host}:{port} did not answer within {CONNECT_S:.0f}s; "
+                "is it an MQTT broker, and running there? (--broker HOST:PORT)"
+            )
         _publish(client, acks, args, {s: next_seq[s] for s in sites}, state)
     finally:
         client.disconnect()

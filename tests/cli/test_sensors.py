@@ -174,10 +174,10 @@ class SilentBroker:
     """An MQTT 3.1.1 broker that acknowledges the first ``acked`` publishes, then never
     answers again (a broker hung, or a link gone quiet)."""
 
-    def __init__(self, acked: int) -> None:
+    def __init__(self, acked: int, connack: bool = True) -> None:
         import socket
 
-        self.acked = acked
+        self.acked, self.connack = acked, connack
         self.published = 0
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
@@ -203,7 +203,7 @@ class SilentBroker:
                     if len(buf) < i + 1 + size:
                         break
                     kind, body, buf = buf[0] >> 4, buf[i + 1 : i + 1 + size], buf[i + 1 + size :]
-                    if kind == 1:  # CONNECT: CONNACK, accepted
+                    if kind == 1 and self.connack:  # CONNECT: CONNACK, accepted
                         conn.sendall(b"\x20\x02\x00\x00")
                     elif kind == 3:  # PUBLISH, QoS 1: its packet id follows the topic
                         self.published += 1
@@ -282,3 +282,35 @@ def test_a_second_run_for_the_same_sites_and_state_is_refused(
         first.kill()
         first.wait()
     assert first.returncode == 0
+
+
+def test_an_unreadable_state_says_how_to_go_on_without_repeating_seqs(
+    mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    args = ("--broker", "{}:{}".format(*mosquitto), "--sites", "1", "--per-site", "1")
+    (tmp_path / "site0.json").write_text('["not", "a", "state"]')
+    refused = _sensors(*args, "--state-dir", str(tmp_path), "--count", "1")
+    # not "remove it": a sensor started at 0 again would have its readings dropped
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        f"headwater: error: {tmp_path / 'site0.json'} is not a state `headwater sensors` "
+        "wrote; start past the seqs published before with --first-seq N (it replaces the "
+        "state)\n",
+    )
+    done = _sensors(*args, "--state-dir", str(tmp_path), "--count", "2", "--first-seq", "500")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "site0.json").read_text()) == {"s0-0": 502}
+
+
+def test_a_broker_that_never_answers_is_not_said_to_refuse(tmp_path: Path) -> None:
+    broker = SilentBroker(acked=0, connack=False)
+    try:
+        done = _sensors("--broker", f"127.0.0.1:{broker.port}", "--state-dir", str(tmp_path))
+    finally:
+        broker.close()
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"headwater: error: the MQTT broker at 127.0.0.1:{broker.port} did not answer within "
+        "10s; is it an MQTT broker, and running there? (--broker HOST:PORT)\n",
+    )
