@@ -131,6 +131,7 @@ class _State:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._locks: list[int] = []  # held until the process exits
+        self._kept: dict[str, dict[str, Any]] = {}  # each site's state as last written
 
     def _file(self, site: str) -> Path:
         return self.folder / f"{site}.json"
@@ -171,16 +172,24 @@ class _State:
 
     def save(self, site: str, next_seq: dict[str, int]) -> None:
         path = self._file(site)
-        try:
-            kept = json.loads(path.read_text())
-        except (OSError, ValueError):
-            kept = {}
-        if not isinstance(kept, dict):  # unreadable, replaced by --first-seq
-            kept = {}
+        kept = self._kept.get(site)
+        if kept is None:  # read once: the site's lock keeps other runs from writing it
+            try:
+                kept = json.loads(path.read_text())
+            except (OSError, ValueError):
+                kept = {}
+            if not isinstance(kept, dict):  # unreadable, replaced by --first-seq
+                kept = {}
+            self._kept[site] = kept
         kept.update(next_seq)  # sensors of the site this run did not publish stay as they were
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(kept, sort_keys=True) + "\n")
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(kept, sort_keys=True) + "\n")
+            tmp.replace(path)
+        except OSError as exc:
+            raise HeadwaterError(
+                f"cannot keep the sensors' next seqs in {path}: {exc.strerror or exc}"
+            ) from None
 
 
 class _Acks:
@@ -332,6 +341,9 @@ def _publish(
     next_progress = began + PROGRESS_S
     try:
         while not stop.is_set() and (not args.count or rounds < args.count):
+            for s in sites:  # the round's seqs taken first: a run killed outright (SIGKILL,
+                # docker stop's grace over) never sends an acknowledged seq again next time
+                state.save(f"site{s}", {sensor: seq + 1 for sensor, seq in next_seq[s].items()})
             for s in sites:
                 for k, (sensor, seq) in enumerate(list(next_seq[s].items())):
                     if args.clock == "sim":
@@ -352,6 +364,7 @@ def _publish(
                         break
                     next_seq[s][sensor] = seq + 1  # one in flight at a time, acknowledged
             for s in sites:  # where the next run goes on: no seq twice, none skipped
+                # (an unacknowledged one is sent again)
                 state.save(f"site{s}", next_seq[s])
             if stop.is_set():
                 break

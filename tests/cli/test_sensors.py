@@ -314,3 +314,28 @@ def test_a_broker_that_never_answers_is_not_said_to_refuse(tmp_path: Path) -> No
         f"headwater: error: the MQTT broker at 127.0.0.1:{broker.port} did not answer within "
         "10s; is it an MQTT broker, and running there? (--broker HOST:PORT)\n",
     )
+
+
+def test_a_run_killed_outright_never_leaves_an_acknowledged_seq_to_send_again(
+    tmp_path: Path,
+) -> None:
+    broker = SilentBroker(acked=4)  # round 0 (seq 0 of 3 sensors), then s0-0's seq 1
+    try:
+        run = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "headwater", "sensors"),
+                *("--broker", f"127.0.0.1:{broker.port}", "--sites", "1", "--per-site", "3"),
+                *("--rate", "0", "--state-dir", str(tmp_path)),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(lambda: broker.published >= 5, 20, "s0-1's seq 1, never acknowledged")
+        finally:
+            run.kill()  # SIGKILL: no chance to say where it stood
+            run.wait()
+    finally:
+        broker.close()
+    # s0-0's seq 1 was acknowledged: the next run must not send it again (the pipeline
+    # would drop that new reading as a redelivery); the round's others are skipped
+    assert json.loads((tmp_path / "site0.json").read_text()) == {"s0-0": 2, "s0-1": 2, "s0-2": 2}
