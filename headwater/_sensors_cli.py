@@ -130,29 +130,28 @@ class _State:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self._locks: list[int] = []  # held until the process exits
+        self._lock_fd = -1  # its locks held until the process exits
         self._kept: dict[str, dict[str, Any]] = {}  # each site's state as last written
 
     def _file(self, site: str) -> Path:
         return self.folder / f"{site}.json"
 
-    def lock(self, site: str) -> None:
-        """Hold the site's lock for this process's life: a second run publishing the site
+    def lock(self, number: int) -> None:
+        """Hold site ``number``'s lock for this process's life (byte ``number`` of one lock
+        file: one descriptor for any number of sites): a second run publishing the site
         with this state would send the same seqs, which the pipeline drops as redeliveries."""
-        path = self.folder / f".{site}.lock"
+        path = self.folder / ".lock"
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise HeadwaterError(f"cannot open {path}: {exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+            if self._lock_fd < 0:
+                self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, number)
+        except BlockingIOError:
             raise HeadwaterError(
-                f"{site} is being published by another `headwater sensors` with the state "
-                f"{self.folder}: stop it first, or publish other sites (--site)"
+                f"site{number} is being published by another `headwater sensors` with the "
+                f"state {self.folder}: stop it first, or publish other sites (--site)"
             ) from None
-        self._locks.append(fd)
+        except OSError as exc:
+            raise HeadwaterError(f"cannot lock {path}: {exc.strerror or exc}") from None
 
     def load(self, site: str, sensors: list[str]) -> dict[str, int]:
         path = self._file(site)
@@ -268,7 +267,7 @@ def _cmd_sensors(args: argparse.Namespace) -> int:
         raise HeadwaterError(f"cannot make the state dir {folder}: {exc.strerror}") from None
     state = _State(folder)
     for s in sites:
-        state.lock(f"site{s}")
+        state.lock(s)
     names = {s: [f"s{s}-{k}" for k in range(args.per_site)] for s in sites}
     if args.first_seq is not None:  # whatever the state says, even one unreadable
         next_seq = {s: dict.fromkeys(names[s], args.first_seq) for s in sites}

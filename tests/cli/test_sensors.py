@@ -339,3 +339,15 @@ def test_a_run_killed_outright_never_leaves_an_acknowledged_seq_to_send_again(
     # s0-0's seq 1 was acknowledged: the next run must not send it again (the pipeline
     # would drop that new reading as a redelivery); the round's others are skipped
     assert json.loads((tmp_path / "site0.json").read_text()) == {"s0-0": 2, "s0-1": 2, "s0-2": 2}
+
+
+def test_many_sites_hold_their_locks_without_a_descriptor_each(
+    mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    # paho's select() takes no descriptor past 1023: a lock file per site left it none
+    args = ("--broker", "{}:{}".format(*mosquitto), "--sites", "1100", "--per-site", "1")
+    done = _sensors(*args, "--count", "1", "--rate", "0", "--state-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        f"published 1100 readings (acknowledged by the broker); next seq 1, kept in {tmp_path}"
+    )
