@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from headwater.cloud.local._logs import RunLogs
 
 MAX_TAIL = 10_000
+MAX_TAIL_BYTES = 16 << 20  # read back at most this much for the last lines of a log
 POLL_S = 0.2
 _TASK = re.compile(r"^task-(\d+)$")
 
@@ -214,12 +215,16 @@ def _tail(path: Path, n: int) -> tuple[bytes, int]:
         raise HeadwaterError(f"{path}: {exc.strerror or exc}") from None
     with f:
         size = f.seek(0, os.SEEK_END)
-        pos, data = size, b""
-        while pos > 0 and data.count(b"\n") <= n:
+        pos, chunks, newlines = size, [], 0
+        while pos > 0 and newlines <= n and size - pos < MAX_TAIL_BYTES:
             step = min(pos, 64 << 10)
             pos -= step
             f.seek(pos)
-            data = f.read(step) + data
+            chunks.append(f.read(step))
+            newlines += chunks[-1].count(b"\n")
+    data = b"".join(reversed(chunks))
+    if pos > 0 and newlines <= n:  # lines longer than MAX_TAIL_BYTES: from the next whole one
+        data = data[data.find(b"\n") + 1 :]
     end = size
     if not data.endswith(b"\n"):  # a line being written: followed once it ends
         cut = data.rfind(b"\n") + 1

@@ -5,7 +5,8 @@ Each sensor publishes ``{"site", "sensor", "seq", "ts", "value", "unit"}`` to
 reading in flight at a time: a reading counts as sent once the broker has
 acknowledged it (PUBACK). Each sensor's ``seq`` goes on across runs: the next
 seq of every sensor is kept in a small state file per site (``--state-dir``), so a
-second run never repeats a seq the pipeline would drop as a redelivery. With the
+second run never repeats a seq the pipeline would drop as a redelivery (and two runs at
+once for a site with the same state are refused). With the
 wall clock (the default) a reading's ``ts`` is when it is sent; with ``--clock sim``
 it is ``BASE_TS + seq * --step-ms``, so a fresh state dir gives the same readings
 on every run (what tests recompute offline).
@@ -14,6 +15,7 @@ on every run (what tests recompute offline).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import signal
@@ -27,6 +29,7 @@ from headwater.common._exceptions import HeadwaterError
 
 PROGRESS_S = 5.0  # at most one progress line this often
 CONNECT_S = 10.0  # how long the first connection (and its CONNACK) may take
+POLL_S = 0.1  # how often a wait for the broker looks whether the run was stopped
 
 
 def default_state_dir() -> Path:
@@ -117,14 +120,38 @@ def add_parsers(sub: Any) -> None:
     p.set_defaults(func=_cmd_sensors)
 
 
+# removing a lost state would start every sensor at 0 again: the pipeline drops each seq at
+# or below a sensor's last as a redelivery, so those readings would be lost
+_RECOVER = "start past the seqs published before with --first-seq N (it replaces the state)"
+
+
 class _State:
     """Each sensor's next seq, one JSON file per site (``DIR/<site>.json``), kept atomically."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._lock_fd = -1  # its locks held until the process exits
+        self._kept: dict[str, dict[str, Any]] = {}  # each site's state as last written
 
     def _file(self, site: str) -> Path:
         return self.folder / f"{site}.json"
+
+    def lock(self, number: int) -> None:
+        """Hold site ``number``'s lock for this process's life (byte ``number`` of one lock
+        file: one descriptor for any number of sites): a second run publishing the site
+        with this state would send the same seqs, which the pipeline drops as redeliveries."""
+        path = self.folder / ".lock"
+        try:
+            if self._lock_fd < 0:
+                self._lock_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            fcntl.lockf(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, number)
+        except BlockingIOError:
+            raise HeadwaterError(
+                f"site{number} is being published by another `headwater sensors` with the "
+                f"state {self.folder}: stop it first, or publish other sites (--site)"
+            ) from None
+        except OSError as exc:
+            raise HeadwaterError(f"cannot lock {path}: {exc.strerror or exc}") from None
 
     def load(self, site: str, sensors: list[str]) -> dict[str, int]:
         path = self._file(site)
@@ -133,23 +160,35 @@ class _State:
         except FileNotFoundError:
             kept = {}
         except (OSError, ValueError) as exc:
-            raise HeadwaterError(f"cannot read the sensors' state {path}: {exc}") from None
+            raise HeadwaterError(
+                f"cannot read the sensors' state {path}: {exc}; {_RECOVER}"
+            ) from None
         if not isinstance(kept, dict) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in kept.values()
         ):
-            raise HeadwaterError(f"{path} is not a state `headwater sensors` wrote; remove it")
+            raise HeadwaterError(f"{path} is not a state `headwater sensors` wrote; {_RECOVER}")
         return {s: int(kept.get(s, 0)) for s in sensors}
 
     def save(self, site: str, next_seq: dict[str, int]) -> None:
         path = self._file(site)
-        try:
-            kept = json.loads(path.read_text())
-        except (OSError, ValueError):
-            kept = {}
+        kept = self._kept.get(site)
+        if kept is None:  # read once: the site's lock keeps other runs from writing it
+            try:
+                kept = json.loads(path.read_text())
+            except (OSError, ValueError):
+                kept = {}
+            if not isinstance(kept, dict):  # unreadable, replaced by --first-seq
+                kept = {}
+            self._kept[site] = kept
         kept.update(next_seq)  # sensors of the site this run did not publish stay as they were
         tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps(kept, sort_keys=True) + "\n")
-        tmp.replace(path)
+        try:
+            tmp.write_text(json.dumps(kept, sort_keys=True) + "\n")
+            tmp.replace(path)
+        except OSError as exc:
+            raise HeadwaterError(
+                f"cannot keep the sensors' next seqs in {path}: {exc.strerror or exc}"
+            ) from None
 
 
 class _Acks:
@@ -179,11 +218,17 @@ class _Acks:
             return self._cond.wait_for(lambda: self.connected or bool(self.refused), timeout)
 
     def wait(self, count: int, stop: threading.Event | None, timeout: float | None) -> bool:
-        """Until ``count`` are acknowledged (or ``stop`` is set, or ``timeout`` passes)."""
+        """Whether ``count`` are acknowledged, waiting until they are, ``stop`` is set (a
+        signal handler sets it without notifying: checked every ``POLL_S``) or ``timeout``
+        passes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            return self._cond.wait_for(
-                lambda: self.count >= count or (stop is not None and stop.is_set()), timeout
-            )
+            while self.count < count and not (stop is not None and stop.is_set()):
+                left = POLL_S if deadline is None else min(POLL_S, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return self.count >= count
 
 
 def _sites(args: argparse.Namespace) -> list[int]:
@@ -221,10 +266,13 @@ def _cmd_sensors(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise HeadwaterError(f"cannot make the state dir {folder}: {exc.strerror}") from None
     state = _State(folder)
+    for s in sites:
+        state.lock(s)
     names = {s: [f"s{s}-{k}" for k in range(args.per_site)] for s in sites}
-    next_seq = {s: state.load(f"site{s}", names[s]) for s in sites}
-    if args.first_seq is not None:
+    if args.first_seq is not None:  # whatever the state says, even one unreadable
         next_seq = {s: dict.fromkeys(names[s], args.first_seq) for s in sites}
+    else:
+        next_seq = {s: state.load(f"site{s}", names[s]) for s in sites}
 
     client_id = args.client_id or "headwater-sensors-" + "-".join(f"site{s}" for s in sites)
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id)
@@ -242,9 +290,16 @@ def _cmd_sensors(args: argparse.Namespace) -> int:
         ) from None
     client.loop_start()  # paho reconnects after a loss; unacknowledged readings are resent
     try:
-        if not acks.wait_connected(CONNECT_S) or acks.refused:
-            why = acks.refused or f"no answer within {CONNECT_S:.0f}s"
-            raise HeadwaterError(f"the MQTT broker at {host}:{port} refused the connection: {why}")
+        acks.wait_connected(CONNECT_S)
+        if acks.refused:
+            raise HeadwaterError(
+                f"the MQTT broker at {host}:{port} refused the connection: {acks.refused}"
+            )
+        if not acks.connected:
+            raise HeadwaterError(
+                f"the MQTT broker at {host}:{port} did not answer within {CONNECT_S:.0f}s; "
+                "is it an MQTT broker, and running there? (--broker HOST:PORT)"
+            )
         _publish(client, acks, args, {s: next_seq[s] for s in sites}, state)
     finally:
         client.disconnect()
@@ -285,6 +340,9 @@ def _publish(
     next_progress = began + PROGRESS_S
     try:
         while not stop.is_set() and (not args.count or rounds < args.count):
+            for s in sites:  # the round's seqs taken first: a run killed outright (SIGKILL,
+                # docker stop's grace over) never sends an acknowledged seq again next time
+                state.save(f"site{s}", {sensor: seq + 1 for sensor, seq in next_seq[s].items()})
             for s in sites:
                 for k, (sensor, seq) in enumerate(list(next_seq[s].items())):
                     if args.clock == "sim":
@@ -305,6 +363,7 @@ def _publish(
                         break
                     next_seq[s][sensor] = seq + 1  # one in flight at a time, acknowledged
             for s in sites:  # where the next run goes on: no seq twice, none skipped
+                # (an unacknowledged one is sent again)
                 state.save(f"site{s}", next_seq[s])
             if stop.is_set():
                 break

@@ -1,6 +1,6 @@
 """Where a local run's logs are: the record ``headwater run`` leaves for ``headwater logs``.
 
-A run writes ``STATE/logs/NAME.json`` (STATE: ``state_dir()``) as it starts: its work
+A run writes ``STATE/logs/NAME.json`` (STATE: ``state_dir()``; NAME %-quoted) as it starts: its work
 directory, its process id, and which container runs which task. At its stop it marks the
 record ended if its logs outlive it (``--keep-logs``, the default, a ``--workdir`` of the
 user's, a crash loop), and removes it with them otherwise. A new run of a topology replaces
@@ -16,6 +16,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from headwater.common.plan import PhysicalPlan
 
@@ -67,7 +68,8 @@ def record_run(state: Path, topology: str, workdir: Path, plan: PhysicalPlan) ->
     tasks: dict[str, dict[str, str]] = {}
     for i in plan.instances:
         tasks.setdefault(str(i.container), {})[str(i.task_id)] = i.component
-    path = logs_dir(state) / f"{topology}.json"
+    # the name quoted: a topology a local run accepts may be named with a / or ..
+    path = logs_dir(state) / f"{quote(topology, safe='')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "topology": topology,

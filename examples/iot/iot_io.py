@@ -30,8 +30,8 @@ from headwater.connectors import LandingSink, LogSpout
 
 NO_LOG = (
     "no ingest log to read: set IOT_LOG to the folder of a durable log of readings (an "
-    "agent's --ingest-log, or the folder an MqttIngest writes), or submit the topology to a "
-    "master with agents, whose edge half reads the agent's own log"
+    "agent's ingest/ in its --workdir, or the folder an MqttIngest writes), or submit the "
+    "topology to a master with agents, whose edge half reads the agent's own log"
 )
 # the columns of a reading and of a closed window, as the steps emit them
 READING = ("site", "sensor", "seq", "ts", "value", "smoothed", "anomaly", "model")

@@ -9,7 +9,7 @@ import pytest
 
 from headwater import _cli
 from headwater.cloud.local import state_dir
-from headwater.cloud.local._logs import end_run, record_run, recorded_runs
+from headwater.cloud.local._logs import end_run, logs_dir, record_run, recorded_runs
 from headwater.common.plan import load_topology, pack_round_robin
 
 LOGGED = Path(__file__).parents[1] / "integration" / "topologies" / "logged.py"
@@ -140,3 +140,28 @@ def test_a_run_ending_leaves_a_later_runs_record_alone(tmp_path: Path) -> None:
     )
     end_run(second, tmp_path / "b", logs_kept=False)
     assert recorded_runs(state_dir()) == {}
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", "..", "with space"])
+def test_a_run_records_its_logs_inside_the_state_dir_whatever_its_name(
+    name: str, tmp_path: Path
+) -> None:
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    plan = pack_round_robin(load_topology(LOGGED), 1)
+    path = record_run(state_dir(), name, workdir, plan)
+    assert path.parent == logs_dir(state_dir())
+    assert {n: r.workdir for n, r in recorded_runs(state_dir()).items()} == {name: workdir}
+    end_run(path, workdir, logs_kept=False)
+    assert recorded_runs(state_dir()) == {}
+
+
+def test_the_last_lines_of_a_log_leave_out_a_line_longer_than_the_cap(tmp_path: Path) -> None:
+    from headwater._logs_cli import MAX_TAIL_BYTES, _tail
+
+    # a task printing without newlines (a progress bar's \r) makes such a line: read back
+    # whole, a log of hundreds of MB took minutes (each 64 KiB step copied all read so far)
+    log = tmp_path / "task-1.log"
+    log.write_bytes(b"first\n" + b"x" * (MAX_TAIL_BYTES + 1) + b"\nlast 1\nlast 2\n")
+    assert _tail(log, 5) == (b"last 1\nlast 2\n", log.stat().st_size)
+    assert _tail(log, 1) == (b"last 2\n", log.stat().st_size)

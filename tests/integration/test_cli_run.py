@@ -323,8 +323,8 @@ def test_the_iot_example_without_a_log_says_what_to_set(example: str, tmp_path: 
     )
     need = (
         "no ingest log to read: set IOT_LOG to the folder of a durable log of readings (an "
-        "agent's --ingest-log, or the folder an MqttIngest writes), or submit the topology to "
-        "a master with agents, whose edge half reads the agent's own log"
+        "agent's ingest/ in its --workdir, or the folder an MqttIngest writes), or submit the "
+        "topology to a master with agents, whose edge half reads the agent's own log"
     )
     assert done.returncode == 1, done.stdout + done.stderr
     said = done.stderr.splitlines()
