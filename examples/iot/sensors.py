@@ -24,6 +24,20 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 
+def publish(client: mqtt.Client, topic: str, payload: str) -> None:
+    """Returns once the broker has acknowledged the reading (QoS 1), however often the link
+    drops meanwhile: paho sends an unacknowledged reading again when it reconnects."""
+    while True:
+        while not client.is_connected():
+            time.sleep(0.1)  # the broker is away: paho's thread reconnects
+        info = client.publish(topic, payload, qos=1)
+        try:
+            info.wait_for_publish()
+            return
+        except RuntimeError:  # the link dropped as it was sent: send it again (same seq)
+            time.sleep(0.1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--broker", default="127.0.0.1:1883", help="HOST:PORT (default: %(default)s)")
@@ -38,8 +52,8 @@ def main() -> None:
     seq = int(state.read_text()) if state.exists() else 0
 
     client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"{args.site}-{args.sensor}")
-    client.connect(host, int(port))
-    client.loop_start()  # a thread of paho's: sends, receives the broker's acks, reconnects
+    client.connect_async(host, int(port))
+    client.loop_start()  # a thread of paho's: connects, sends, takes the broker's acks, reconnects
     topic = f"sensors/{args.site}/{args.sensor}"
     for n in range(args.count):
         value = 20 + 3 * math.sin(seq / 10) + random.gauss(0, 0.3)
@@ -51,8 +65,7 @@ def main() -> None:
             "value": round(value, 3),
             "unit": "C",
         }
-        # QoS 1: the broker acknowledges the reading (a lost one is sent again)
-        client.publish(topic, json.dumps(reading), qos=1).wait_for_publish(timeout=30)
+        publish(client, topic, json.dumps(reading))
         seq += 1
         state.write_text(f"{seq}\n")  # acknowledged: the next run goes on after it
         print(f"{topic} seq {reading['seq']} value {reading['value']}", flush=True)
