@@ -385,13 +385,29 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
 
         publisher.join(90)
         assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
+        # readings after the last edit (the edits may outlast the steady ones on a loaded
+        # machine): the newest version handles them on both sites
+        tail = 30
+        after = SteadySensors(
+            sensors,
+            [
+                (f"sensors/{site}/s{i % 3}", json.dumps({"seq": i}).encode())
+                for i in range(n, n + tail)
+                for site in SITES
+            ],
+            120,
+        )
+        after.run()
+        assert after.sent == {s: tail for s in SITES}
         wait_for(
-            lambda: len(committed_rows(out / "counts")) >= 2 * n, 120, "every reading in the cloud"
+            lambda: len(committed_rows(out / "counts")) >= 2 * (n + tail),
+            120,
+            "every reading in the cloud",
         )
         rows = committed_rows(out / "counts")
         for site in SITES:
             mine = sorted((r for r in rows if r[0].split("/")[1] == site), key=lambda r: r[1])
-            assert [r[1] for r in mine] == list(range(n)), f"{site}: gaps or duplicates"
+            assert [r[1] for r in mine] == list(range(n + tail)), f"{site}: gaps or duplicates"
             for topic in {r[0] for r in mine}:
                 counts = [r[2] for r in mine if r[0] == topic]
                 assert counts == list(range(1, len(counts) + 1)), f"{topic}: count broke"
