@@ -137,4 +137,8 @@ class SnapshotLog:
 
 def load_delta(blob: bytes) -> dict[str, Any]:
     data: dict[str, Any] = pickle.loads(blob)
+    if "reset" not in data:  # a whole snapshot (``dump_snapshot``, before deltas)
+        keyed = data["keyed"]
+        data = {"state": data["state"], "keyed": keyed, "deleted": {}, "full": list(keyed)}
+        data.update(base=0, reset=True)
     return data

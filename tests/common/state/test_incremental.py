@@ -14,6 +14,7 @@ from headwater.common.state._state import (
     KeyedState,
     SnapshotLog,
     State,
+    dump_snapshot,
     load_delta,
     load_snapshot,
 )
@@ -179,5 +180,16 @@ def test_fold_is_per_task_and_idempotent(tmp_path: Path) -> None:
         store.close()
         store = CheckpointStore(tmp_path / "ckpt")  # the base is durable
         assert _whole(store, 3, 1)[1] == {"count": dict(states[1])}
+    finally:
+        store.close()
+
+
+def test_a_whole_snapshot_of_before_deltas_still_restores(tmp_path: Path) -> None:
+    store = CheckpointStore(tmp_path / "ckpt")
+    try:
+        store.save(3, 1, dump_snapshot(State({"n": 1}), {"count": KeyedState({"a": 2})}))
+        assert _whole(store, 3, 1) == ({"n": 1}, {"count": {"a": 2}})
+        store.fold(3)
+        assert _whole(store, 3, 1) == ({"n": 1}, {"count": {"a": 2}})
     finally:
         store.close()
