@@ -37,6 +37,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warmup", type=float, default=4.0)
     p.add_argument("--records", type=int, default=3_000_000, help="records in the input log")
     p.add_argument("--state-keys", default="1000,10000,100000,1000000")
+    p.add_argument(
+        "--trickle",
+        type=float,
+        default=2000,
+        help="key updates a second into the state part's bolt once its keys are in",
+    )
     p.add_argument("--kills", type=int, default=5)
     p.add_argument(
         "--parts",
@@ -103,17 +109,37 @@ def throughput(args: argparse.Namespace, log: Path, tmp: Path) -> dict[str, Any]
     }
 
 
+def _pauses(path: Path) -> list[float]:
+    """The bolt's longest gap between two records, per second (``Hold``), in ms."""
+    return [float(x) for x in path.read_text().split()] if path.exists() else []
+
+
 def state_size(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows = []
     for keys in [int(k) for k in args.state_keys.split(",")]:
-        env = {"BENCH_SHAPE": "state", "BENCH_KEYS": str(keys), "BENCH_INTERVAL": "1"}
+        gaps = Path(tempfile.mkdtemp(prefix="hw-bench-gaps-")) / "gaps"
+        env = {
+            "BENCH_SHAPE": "state",
+            "BENCH_KEYS": str(keys),
+            "BENCH_INTERVAL": "1",
+            "BENCH_TRICKLE": str(args.trickle),
+            "BENCH_OUT": str(gaps),
+        }
         cluster = LocalCluster(TOPOLOGY, containers=2, env=env)
         cluster.start()
         try:
             cluster.wait_running(60)
             _wait(lambda k=keys, c=cluster: _executed(c, "hold") >= k, 300)
+            # the checkpoints during and just after the load carry the keys loaded since
+            # their base (incremental snapshots): measure once the state only trickles
+            loaded = cluster.get("/checkpoints")["latest_complete"]
+            _wait(
+                lambda f=loaded, c=cluster: c.get("/checkpoints")["latest_complete"] >= f + 4, 300
+            )
             first = cluster.get("/checkpoints")["latest_complete"]
+            seen = len(_pauses(gaps))
             _wait(lambda f=first, c=cluster: c.get("/checkpoints")["latest_complete"] >= f + 5, 300)
+            pauses = _pauses(gaps)[seen:]
             done = [
                 c
                 for c in cluster.get("/checkpoints")["checkpoints"]
@@ -124,11 +150,16 @@ def state_size(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "state_bytes": statistics.median(c["size_bytes"] for c in done),
                 "duration_ms": statistics.median(c["duration_ms"] for c in done),
                 "samples": len(done),
+                # per second (one checkpoint a second), the longest gap between records
+                "pause_ms": statistics.median(pauses) if pauses else None,
+                "pause_max_ms": max(pauses, default=None),
+                "pause_samples": len(pauses),
             }
             rows.append(row)
             print(
                 f"state {keys:,} keys: {row['state_bytes'] / 1e6:.2f} MB, "
-                f"checkpoint {row['duration_ms']:.0f} ms",
+                f"checkpoint {row['duration_ms']:.0f} ms, pause {row['pause_ms']} ms "
+                f"(max {row['pause_max_ms']} ms, {len(pauses)} s)",
                 flush=True,
             )
         finally:

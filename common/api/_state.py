@@ -59,8 +59,46 @@ class State(MutableMapping[Any, Any]):
         return enumerate(self._data)
 
 
+# values that cannot change in place (any other may be changed through a reference)
+_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozenset, complex})
+
+
 class KeyedState(State):
-    """Values scoped to the keys of a fields-grouped input (one ``KeyedState`` per name)."""
+    """Values scoped to the keys of a fields-grouped input (one ``KeyedState`` per name).
+
+    It notes the keys written or deleted since the runtime last took them
+    (``_dirty``), so that a checkpoint snapshots only what changed, and the keys
+    whose value is mutable (a list, a Counter: ``_mutable``), which every
+    snapshot carries, since their value may change in place.
+    """
+
+    def __init__(self, data: dict[Any, Any] | None = None) -> None:
+        super().__init__(data)
+        self._dirty: set[Any] = set()
+        self._mutable: set[Any] = {
+            k for k, v in self._data.items() if v.__class__ not in _IMMUTABLE
+        }
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+        self._dirty.add(key)
+        if value.__class__ not in _IMMUTABLE:
+            self._mutable.add(key)
+        elif self._mutable:
+            self._mutable.discard(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._data[key]
+        self._dirty.add(key)
+        self._mutable.discard(key)
+
+    def clear(self) -> None:
+        self._dirty.update(self._data)
+        self._data.clear()
+        self._mutable.clear()
 
 
 class StatefulComponent:

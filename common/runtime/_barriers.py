@@ -6,8 +6,9 @@ A bolt aligns on markers (Chandy-Lamport with alignment, as Flink's
 an input task, that input's frames are held back (``stash``) until markers
 came from every input; then the instance snapshots its state, sends a marker
 to every downstream task (after everything it emitted before) and its
-snapshot to the stmgr, and replays what it held. A spout snapshots when its
-stmgr says ``TakeCheckpoint``.
+snapshot to the stmgr, and replays what it held. A snapshot is incremental
+(``SnapshotLog``): the keys changed since a checkpoint the store has folded.
+A spout snapshots when its stmgr says ``TakeCheckpoint``.
 
 A staged revision (``Prepare``) takes effect at its switch checkpoint, right
 after the snapshot: an untouched instance routes with the new plan from
@@ -25,7 +26,7 @@ from ..api import Bolt, Spout, Topology
 from ..plan import load_topology, plan_from_json, restrict
 from ..plan._routing import Router
 from ..state import StatefulComponent
-from ..state._state import dump_snapshot, load_snapshot
+from ..state._state import SnapshotLog, load_snapshot
 from ..wire import Kind, encode_frame, parse_frame
 from ..wire._control import ControlError, Prepare, Restore, decode_control
 from ..wire._frame import STMGR
@@ -49,6 +50,7 @@ class Barriers:
         self.seen: set[int] = set()
         self.stash: list[bytes] = []
         self.checkpoints = 0
+        self.log = SnapshotLog()  # what each (incremental) snapshot carries
         # a staged revision: (switch checkpoint, topology, ids, router), or retire at one
         self.next: tuple[int, Topology, dict[str, list[int]], Router] | None = None
         self.retire_at = 0
@@ -100,7 +102,7 @@ class Barriers:
         if isinstance(comp, StatefulComponent):
             comp.pre_save(checkpoint)
         comp.on_checkpoint(checkpoint)
-        blob = dump_snapshot(inst.state, inst.keyed)
+        blob = self.log.dump(checkpoint, inst.state, inst.keyed)
         # everything emitted before the barrier leaves before the markers
         inst.emitter.flush_all()
         for task in inst.downstream:

@@ -1,7 +1,8 @@
 """Exactly-once recovery in a container: snapshots in, a restore, snapshots handed out.
 
-Snapshots in: each instance's snapshot for a checkpoint goes into the
-container's ``CheckpointStore`` (RocksDB, synced) and is acknowledged to the
+Snapshots in: each instance's snapshot (a delta) for a checkpoint goes into the
+container's ``CheckpointStore`` (RocksDB, synced; folded into each task's base
+once a commit says no older checkpoint can be restored) and is acknowledged to the
 topology master (declined if it could not be saved). A restore: the master
 begins a new epoch at the last complete checkpoint; the container kills its
 instances, forgets the previous epoch's frames, starts every local instance
@@ -97,6 +98,13 @@ class Snapshots:
             log.warning("cannot reopen the checkpoint store: %s", exc)
 
     def prune(self, keep_from: int) -> None:
+        """``keep_from`` is the oldest checkpoint a restore may ask for: fold the deltas
+        up to it into the tasks' bases, then drop the older ones."""
+        try:
+            self.store.fold(keep_from)
+        except Exception as exc:  # a missing delta, a full disk: the next commit folds again
+            log.warning("cannot fold checkpoint %d into the tasks' bases: %s", keep_from, exc)
+            return
         self.store.prune(keep_from)
 
     def close(self) -> None:
@@ -126,7 +134,7 @@ class Snapshots:
         tasks = self._revisions.local_tasks
         try:
             snapshots = {
-                t: self.store.load(order.checkpoint_id, t) if order.checkpoint_id else None
+                t: self.store.snapshot(order.checkpoint_id, t) if order.checkpoint_id else None
                 for t in tasks
             }
         except CorruptCheckpointError as exc:

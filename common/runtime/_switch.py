@@ -149,14 +149,14 @@ class EditSwitch:
         for component, tasks in sw.rescaled.items():  # their state goes to the new tasks
             for task in tasks:
                 if task in sw.retiring:
-                    blob = store.load(sw.at, task) or b""
+                    blob = store.snapshot(sw.at, task) or b""
                     await self._session.put_state(sw.revision, component, task, sw.at, blob)
         self.handover = {t for t, start in sw.starting.items() if start == "handover"}
         if not sw.starting:
             await self._session.ack_switch(sw.revision, ok=True)
         else:
             snapshots = {
-                t: store.load(sw.at, t) if start == "snapshot" else None
+                t: store.snapshot(sw.at, t) if start == "snapshot" else None
                 for t, start in sw.starting.items()
             }
             order = pb.Restore(checkpoint_id=sw.at, epoch=self._stmgr.epoch, revision=sw.revision)
