@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._exceptions import InvalidTopologyError
+from .._ids import name_problem
 from ..api import TICK_COMPONENT, ComponentSpec, RuntimeConfig, Topology
 from ..api._config import ContainerResources
 from ..api._stream import CustomGrouping
@@ -24,6 +25,10 @@ _GROUPINGS = {"shuffle", "fields", "all", "global", "none", "direct", "custom"}
 def validate(topology: Topology) -> None:
     """Raise InvalidTopologyError listing every problem; return quietly when it can run."""
     problems: list[str] = []
+    # the name names files (a local run's record and token, the master's state folders)
+    named = name_problem(topology.name, "topology name")
+    if named:
+        problems.append(f"{named}; rename the topology")
     names = [c.name for c in topology.components]
     seen: set[str] = set()
     for name in names:

@@ -138,5 +138,7 @@ class Barriers:
         self.next, self.retire_at = None, 0
 
     def committed(self, checkpoint: int) -> bool:
-        """True when a retired instance's last checkpoint is published: it is done."""
+        """``checkpoint`` is committed: later snapshots may build on it (``SnapshotLog``).
+        True when a retired instance's last checkpoint is published: it is done."""
+        self.log.committed(checkpoint)
         return self.inst.retired and checkpoint >= self.retire_at

@@ -44,7 +44,6 @@ def on_control(inst: Instance, msg: ControlMessage, comp: Spout | Bolt) -> None:
         case TakeCheckpoint(id=checkpoint) if isinstance(comp, Spout):
             inst.barriers.take_snapshot(checkpoint)
         case Commit(id=checkpoint):
-            inst.barriers.log.committed(checkpoint)
             comp.on_commit(checkpoint)
             if inst.barriers.committed(checkpoint):
                 inst.stopping = True  # its last checkpoint is published: done

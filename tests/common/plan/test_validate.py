@@ -349,3 +349,13 @@ def test_several_problems_reported_at_once() -> None:
     assert "bolt 'direct' uses direct grouping" in joined
     assert "bolt 'grouped' groups" in joined
     assert "bolt 'lonely' has no inputs" in joined
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", "", ".", "..", "my topology", "x" * 65])
+def test_a_topology_name_that_cannot_name_a_file_is_refused(name: str) -> None:
+    """The name names files (a local run's record and token): `..` or `/` would reach out."""
+    topo = Topology(name).add_spout("words", Words)
+    assert _one_problem(topo) == (
+        f"{name!r} is not a topology name: use 1 to 64 letters, digits, '.', '_' or '-', and "
+        "not '.' or '..' alone; rename the topology"
+    )

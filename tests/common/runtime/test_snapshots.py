@@ -13,6 +13,7 @@ from headwater.common.runtime._session import MasterSession
 from headwater.common.runtime._snapshots import Snapshots
 from headwater.common.runtime._supervisor import Supervisor
 from headwater.common.runtime._telemetry import Telemetry
+from headwater.common.state._state import KeyedState, State, dump_snapshot, load_snapshot
 from headwater.common.wire._control import Restore
 from headwater.common.wire.proto import runtime_pb2 as pb
 
@@ -54,8 +55,10 @@ def _recovery(tmp_path: Path) -> tuple[Snapshots, RecordingStreamManager, _Sessi
 
 def test_a_restore_hands_each_instance_its_snapshot_then_acknowledges(tmp_path: Path) -> None:
     recovery, stmgr, session, started = _recovery(tmp_path)
-    recovery.store.save(3, 1, b"one")
-    recovery.store.save(3, 2, b"two")
+    for task, word in ((1, "one"), (2, "two")):  # whole snapshots, as a first one after a start
+        recovery.store.save(3, task, dump_snapshot(State({"w": word}), {"k": KeyedState({})}))
+    one, two = recovery.store.snapshot(3, 1), recovery.store.snapshot(3, 2)
+    assert [load_snapshot(b)[0]["w"] for b in (one, two)] == ["one", "two"]
 
     async def run() -> None:
         await recovery.restore(pb.Restore(epoch=1, checkpoint_id=3))
@@ -69,8 +72,8 @@ def test_a_restore_hands_each_instance_its_snapshot_then_acknowledges(tmp_path: 
 
     asyncio.run(run())
     assert stmgr.sent == [
-        (1, Restore(checkpoint=3, blob=b"one")),
-        (2, Restore(checkpoint=3, blob=b"two")),
+        (1, Restore(checkpoint=3, blob=one)),
+        (2, Restore(checkpoint=3, blob=two)),
     ]
     assert session.acks == [(1, 3, True, ""), (1, 3, True, "")]
     recovery.close()
