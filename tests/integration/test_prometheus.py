@@ -89,6 +89,7 @@ def test_metrics_grow_between_scrapes_with_their_labels(
     scrape_agent = _scraper(f"http://127.0.0.1:{site.status_port}/metrics", None)
 
     land = ("headwater_component_executed_total", _at(CLOUD, component="land_readings"))
+    windows = ("headwater_component_executed_total", _at(CLOUD, component="windows"))
     parse = (
         "headwater_node_component_executed_total",
         _at({"node": AGENT, "topology": "iot"}, component="parse"),
@@ -100,7 +101,8 @@ def test_metrics_grow_between_scrapes_with_their_labels(
         def check() -> dict[Sample, float] | None:
             now = scrape()
             # the agent's figures come with its status report, every 2 s
-            landed = now.get(land, 0) >= n and now.get(parse, 0) >= n
+            # (each component's counters come with its own report: wait for every one read)
+            landed = all(now.get(k, 0) >= n for k in (land, windows, parse))
             return now if landed and now.get(cloud_cp, 0) and now.get(edge_cp, 0) else None
 
         return check
