@@ -108,8 +108,8 @@ class ReadmeShell:
     def _ready(self, ready: Callable[[], object], cmd: str) -> None:
         wait_for(lambda: self._alive() and ready(), 180, f"{cmd!r} ready")
 
-    def check(self, cmd: str, timeout: float = 300) -> str:
-        res = subprocess.run(
+    def bash(self, cmd: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             ["bash", "-c", cmd],
             cwd=self.cwd,
             env=self.env,
@@ -118,8 +118,16 @@ class ReadmeShell:
             timeout=timeout,
             check=False,
         )
+
+    def check(self, cmd: str, timeout: float = 300) -> str:
+        res = self.bash(cmd, timeout)
         assert res.returncode == 0, f"{cmd}: exit {res.returncode}\n{res.stdout}\n{res.stderr}"
         return res.stdout
+
+    def ok(self, cmd: str) -> str | None:
+        """``cmd``'s stdout if it exits 0, else None (a condition to wait for)."""
+        res = self.bash(cmd)
+        return res.stdout if res.returncode == 0 else None
 
     def start(self, cmd: str) -> Background:
         log = self.logs / f"bg-{len(self.background)}.log"

@@ -80,17 +80,9 @@ def shell(tmp_path: Path) -> Iterator[ReadmeShell]:
         sh.stop()
 
 
-def _ok(sh: ReadmeShell, cmd: str) -> str | None:
-    """``cmd``'s stdout if it exits 0, else None (a condition to wait for)."""
-    res = subprocess.run(
-        ["bash", "-c", cmd], cwd=sh.cwd, env=sh.env, capture_output=True, text=True, check=False
-    )
-    return res.stdout if res.returncode == 0 else None
-
-
 def test_run_a_topology(shell: ReadmeShell) -> None:
     blk = block("Run a topology #0")
-    shell.run(blk, {"headwater run ": lambda: _ok(shell, "headwater status")})
+    shell.run(blk, {"headwater run ": lambda: shell.ok("headwater status")})
     status, deactivated = shell.outputs["headwater status"], shell.outputs["headwater deactivate"]
     assert "wordcount" in status and "lines" in status and "split" in status
     assert deactivated == "wordcount: PAUSED\n"
@@ -106,7 +98,7 @@ def test_run_a_topology(shell: ReadmeShell) -> None:
 
 
 def _nodes(sh: ReadmeShell) -> list[dict[str, object]]:
-    out = _ok(sh, "headwater nodes --json")
+    out = sh.ok("headwater nodes --json")
     return json.loads(out) if out else []
 
 
@@ -127,7 +119,7 @@ def test_run_a_cluster_of_daemons_then_one_on_docker(shell: ReadmeShell) -> None
             "headwater master": lambda: _master_ready(shell),
             "headwater worker": lambda: any(n.get("online") for n in _nodes(shell)),
         },
-        before={"headwater logs": lambda: _ok(shell, "headwater logs wordcount/0 --tail 1")},
+        before={"headwater logs": lambda: shell.ok("headwater logs wordcount/0 --tail 1")},
     )
     out = shell.outputs
     assert "wordcount" in out["headwater submit examples/iot/wordcount.py --containers 2"]
@@ -145,7 +137,7 @@ def test_run_a_cluster_of_daemons_then_one_on_docker(shell: ReadmeShell) -> None
         shell.run(
             docker,
             {"headwater master": lambda: _master_ready(shell)},
-            before={"headwater logs": lambda: _ok(shell, "headwater logs wordcount/0 --tail 1")},
+            before={"headwater logs": lambda: shell.ok("headwater logs wordcount/0 --tail 1")},
         )
         assert shell.outputs["headwater logs wordcount/0 --tail 100"].strip()
         assert "killed 'wordcount'" in shell.outputs["headwater kill wordcount"]
@@ -179,7 +171,7 @@ def _listening(port: int) -> bool:
 
 
 def _landed(sh: ReadmeShell) -> list[dict[str, Any]]:
-    out = _ok(sh, "headwater read iot-out/landing/readings --format landing")
+    out = sh.ok("headwater read iot-out/landing/readings --format landing")
     return [json.loads(line) for line in (out or "").splitlines()]
 
 
@@ -201,7 +193,7 @@ def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) ->
     shell.run(
         block("The IoT example #0"),
         daemons,
-        before={"headwater read iot-out/site_windows": lambda: _ok(shell, READ_FIVE) is not None},
+        before={"headwater read iot-out/site_windows": lambda: shell.ok(READ_FIVE) is not None},
     )
     windows = shell.outputs["headwater read iot-out/site_windows --limit 5"].splitlines()
     assert len(windows) == 5 and all(json.loads(w)["value"][1] == "site0" for w in windows)
