@@ -26,6 +26,7 @@ from bench import (
     spark_rollout,
     spark_rollup,
     spark_train,
+    wc_bound,
     wordcount,
 )
 
@@ -52,6 +53,7 @@ MODULES: dict[str, ModuleType] = {
     "spark-rollout": spark_rollout,
     "spark-rollup": spark_rollup,
     "spark-train": spark_train,
+    "wc-bound": wc_bound,
     "wordcount": wordcount,
 }
 WORKLOADS: dict[str, Workload] = {

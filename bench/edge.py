@@ -9,14 +9,19 @@ in a transactional file sink, a part file per cloud checkpoint.
 
 * latency: publish -> the row visible in a committed part file at the cloud
   (polled every 20 ms), for each checkpoint interval in ``--intervals``
-  (both domains use it), side by side;
+  (both domains use it; ``EDGE/CLOUD`` sets them apart: the agent's topology
+  master runs the edge domain, the master's the cloud's), side by side; with
+  ``--trace``, where each reading's time went, leg by leg
+  (``where_the_time_went``);
 * catch-up: the link is cut for ``--cut`` seconds while the sensors go on;
   after it returns, the time until the uplink is up again (``reconnect_s``:
   to its first answer from the receiver, from the edge container's log), and
   the backlog (every reading published during the cut) is timed from then
   until it has landed: rows per second, and as a multiple of ``--rate``;
-* the agent's peak RSS: the daemon alone and with its edge processes
-  (container and instances), sampled every 0.5 s through all of it;
+* the agent's peak RSS: the daemon alone, its edge processes (container
+  and instances) and both together, sampled every 0.5 s through all of it,
+  and the most processes under it; ``--footprint normal,small,single`` measures
+  each tree with those agent footprints (``headwater agent --footprint``);
 * the master's CPU time (user + system, from /proc/PID/stat) per 1,000
   readings while they flow at the steady rate: what edge traffic costs the
   control plane; and, where the master counts them (``/api/v1/traffic``),
@@ -32,6 +37,7 @@ master and, where its tree has ``--ingress-proxy``, for the data path too.
 from __future__ import annotations
 
 import argparse
+import calendar
 import contextlib
 import json
 import os
@@ -63,7 +69,11 @@ SENSORS = 10
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rate", type=float, default=500.0, help="readings per second (all sensors)")
     p.add_argument("--duration", type=float, default=30.0, help="steady seconds per interval")
-    p.add_argument("--intervals", default="1,0.25", help="checkpoint intervals to compare (s)")
+    p.add_argument(
+        "--intervals",
+        default="1,0.25",
+        help="checkpoint intervals to compare (s), both domains; EDGE/CLOUD sets them apart",
+    )
     p.add_argument(
         "--cut", type=float, default=60.0, help="seconds the link is down (0: no cut, no catch-up)"
     )
@@ -82,6 +92,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="comma-separated link modes to measure each tree in: tls, insecure",
     )
     p.add_argument(
+        "--trace",
+        action="store_true",
+        help="rows carry when the ingest, the edge and the cloud saw them: where the time went",
+    )
+    p.add_argument(
+        "--footprint",
+        default="normal",
+        help="comma-separated agent footprints to measure each tree in: normal, small, single "
+        "(headwater agent --footprint)",
+    )
+    p.add_argument(
         "--repeat", type=int, default=1, help="runs of every tree and mode, interleaved (medians)"
     )
 
@@ -93,6 +114,8 @@ class Landing:
         self.out = out
         self.seen: set[str] = set()
         self.arrived: dict[tuple[str, int], tuple[int, float]] = {}  # -> (sent_ms, seen_ms)
+        # --trace: (received_ms, edge_ms, cloud_ms, cloud checkpoint of its part file)
+        self.traced: dict[tuple[str, int], tuple[float, float, float, int]] = {}
         self.duplicates = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -107,11 +130,15 @@ class Landing:
                     continue
                 now = time.time() * 1000
                 self.seen.add(f.name)
+                checkpoint = int(f.name.split("-")[1])
                 for line in f.read_text().splitlines():
-                    sensor, seq, sent = json.loads(line)
+                    sensor, seq, sent, *trace = json.loads(line)
                     if (sensor, seq) in self.arrived:
                         self.duplicates += 1
                     self.arrived[(sensor, seq)] = (sent, now)
+                    if trace:
+                        received, edge_ms, cloud_ms = trace
+                        self.traced[(sensor, seq)] = (received, edge_ms, cloud_ms, checkpoint)
 
 
 def publish(port: int, rate: float, first: int, count: int) -> None:
@@ -175,14 +202,21 @@ def _has_ingress_proxy(tree: str | None) -> bool:
     return "--ingress-proxy" in _cli_text(tree)
 
 
+def _has_footprint(tree: str | None) -> bool:
+    """Whether the tree's agent takes ``--footprint`` (issue 20)."""
+    return "--footprint" in _cli_text(tree)
+
+
 class EdgeCluster:
     def __init__(
         self,
         work: Path,
         broker_port: int,
-        interval: float,
+        interval: tuple[float, float],
         tree: str | None = None,
         insecure: bool = False,
+        trace: bool = False,
+        footprint: str = "normal",
     ) -> None:
         self.work, self.out = work, work / "out"
         work.mkdir(parents=True)
@@ -191,6 +225,12 @@ class EdgeCluster:
         ready = work / "master.json"
         enrols = _has_enrolment(tree)
         links = ["--insecure"] if insecure else []
+        # the cloud domain's topology master runs in the master, the edge's in the agent:
+        # each reads its interval from the topology file, so each daemon is given its own
+        edge_interval, cloud_interval = interval
+        env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(cloud_interval)}
+        env["BENCH_TRACE"] = "1" if trace else "0"
+        os.environ["BENCH_TRACE"] = env["BENCH_TRACE"]  # the package is built here
         self._spawn(
             "master",
             "master",
@@ -207,6 +247,7 @@ class EdgeCluster:
             "--ready-file",
             str(ready),
             "--no-advertise",
+            env=env,
         )
         info = _wait(lambda: ready.exists() and json.loads(ready.read_text()), 30)
 
@@ -222,7 +263,6 @@ class EdgeCluster:
         self.master_pid = int(info["pid"])
         self.proxy = LinkProxy(info["grpc"])
         via = ["--ingress-proxy", self.proxy.address] if _has_ingress_proxy(tree) else []
-        env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(interval)}
         self._spawn(
             "worker",
             "worker",
@@ -236,6 +276,7 @@ class EdgeCluster:
             env=env,
         )
         self.status_port = _free_port()
+        env = {**env, "BENCH_INTERVAL": str(edge_interval)}
         self.agent = self._spawn(
             "agent",
             "agent",
@@ -251,6 +292,7 @@ class EdgeCluster:
             str(self.status_port),
             *via,
             *join("agent"),
+            *(["--footprint", footprint] if footprint != "normal" else []),
             env=env,
         )
         _wait(
@@ -270,7 +312,8 @@ class EdgeCluster:
         )
         urllib.request.urlopen(req, timeout=60).close()
         _wait(lambda: self.status()["metrics"].get("uplink_connected") == 1.0, 60)
-        self.peak = {"daemon": 0, "tree": 0}
+        self.peak = {"daemon": 0, "tree": 0, "edge": 0}
+        self.processes = 0  # the most processes under the agent at a sample
         self._stop = threading.Event()
         threading.Thread(target=self._sample, daemon=True).start()
 
@@ -295,16 +338,75 @@ class EdgeCluster:
         while not self._stop.wait(0.5):
             try:
                 own = proc.memory_info().rss
-                tree = own + sum(c.memory_info().rss for c in proc.children(recursive=True))
+                under = proc.children(recursive=True)
+                edge = sum(c.memory_info().rss for c in under)
             except psutil.NoSuchProcess:
                 return
             self.peak["daemon"] = max(self.peak["daemon"], own)
-            self.peak["tree"] = max(self.peak["tree"], tree)
+            self.peak["edge"] = max(self.peak["edge"], edge)
+            self.peak["tree"] = max(self.peak["tree"], own + edge)
+            self.processes = max(self.processes, len(under))
 
     def stop(self) -> None:
         self._stop.set()
         terminate(list(reversed(self.procs)), 15.0)
         self.proxy.close()
+
+
+_DONE = re.compile(
+    r'ts=(\S+)Z .*logger=headwater.tmaster msg="checkpoint (\d+) complete in (\d+) ms'
+)
+
+
+def _checkpoints(log: Path) -> dict[int, tuple[float, float]]:
+    """A topology master's checkpoints from its log: id -> (started, completed), epoch ms."""
+    out: dict[int, tuple[float, float]] = {}
+    for m in _DONE.finditer(log.read_text()):
+        stamp, ms = m.group(1), int(m.group(3))
+        t = calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+        done = (t + float(stamp[19:] or 0)) * 1000
+        out[int(m.group(2))] = (done - ms, done)
+    return out
+
+
+def where_the_time_went(cluster: EdgeCluster, landing: Landing) -> dict[str, Any]:
+    """Medians and p99s of each leg of a traced reading's path (``--trace``), in ms.
+
+    ingest: publish to the agent's ingest writer taking it (MQTT); to_edge: from there to
+    the edge's ``stamp`` (synced append, the spout's read); edge_barrier: to the start of the
+    first edge checkpoint after it; edge_checkpoint: that checkpoint's round trip through the
+    edge topology master (the outbox sink publishes on its commit); uplink: from its
+    completion to the cloud seeing the row (outbox, uplink, ingress, receiver); cloud_barrier:
+    to the start of the cloud checkpoint whose part file holds it; cloud_checkpoint: that one's
+    round trip; publish_seen: from its completion to the bench seeing the part file (the
+    sink's rename on commit, the 20 ms poll)."""
+    edge = _checkpoints(cluster.work / "agent.log")
+    cloud = _checkpoints(cluster.work / "master.log")
+    starts = sorted((s, c) for c, (s, _) in edge.items())
+    legs: dict[str, list[float]] = {}
+    for key, (received, edge_ms, cloud_ms, cp) in landing.traced.items():
+        sent, seen = landing.arrived[key]
+        after = [(s, c) for s, c in starts if s >= edge_ms]
+        if not after or cp not in cloud:
+            continue
+        e_start, e_done = edge[after[0][1]]
+        c_start, c_done = cloud[cp]
+        for name, value in (
+            ("ingest", received - sent),
+            ("to_edge", edge_ms - received),
+            ("edge_barrier", e_start - edge_ms),
+            ("edge_checkpoint", e_done - e_start),
+            ("uplink", cloud_ms - e_done),
+            ("cloud_barrier", c_start - cloud_ms),
+            ("cloud_checkpoint", c_done - c_start),
+            ("publish_seen", seen - c_done),
+            ("total", seen - sent),
+        ):
+            legs.setdefault(name, []).append(value)
+    return {
+        name: {"p50": round(_pct(v, 50), 1), "p99": round(_pct(v, 99), 1)}
+        for name, v in legs.items()
+    }
 
 
 def _uplink_up_ms(cluster: EdgeCluster) -> float:
@@ -329,24 +431,35 @@ def _pct(values: list[float], q: float) -> float:
 
 
 LINKS = ("tls", "insecure")
+FOOTPRINTS = ("normal", "small", "single")
 
 
 def run(args: argparse.Namespace) -> int:
     trees: list[str | None] = list(args.tree) if args.tree else [None]
     modes = [m.strip() for m in args.links.split(",") if m.strip()]
+    footprints = [f.strip() for f in args.footprint.split(",") if f.strip()]
     if not modes or set(modes) - set(LINKS) or args.repeat < 1:
         print(f"--links takes {', '.join(LINKS)} (comma-separated); --repeat 1 or more")
+        return 2
+    if not footprints or set(footprints) - set(FOOTPRINTS):
+        print(f"--footprint takes {', '.join(FOOTPRINTS)} (comma-separated)")
         return 2
     runs: dict[str, list[dict[str, Any]]] = {}
     for i in range(args.repeat):
         for tree in trees:
             # interleaved: tls first in odd repetitions, insecure first in even ones
             for mode in modes if i % 2 == 0 else list(reversed(modes)):
-                label = str(Path(tree).resolve()) if tree else "this tree"
-                if len(modes) > 1 or mode != "tls":
-                    label = f"{label} ({mode})"
-                print(f"== {label}, run {i + 1} of {args.repeat}", flush=True)
-                runs.setdefault(label, []).append(run_tree(args, tree, mode == "insecure"))
+                for fp in footprints if i % 2 == 0 else list(reversed(footprints)):
+                    if fp != "normal" and not _has_footprint(tree):
+                        print(f"== {tree}: its agent has no --footprint; not measured {fp}")
+                        continue
+                    label = str(Path(tree).resolve()) if tree else "this tree"
+                    if len(modes) > 1 or mode != "tls":
+                        label = f"{label} ({mode})"
+                    if len(footprints) > 1 or fp != "normal":
+                        label = f"{label} (--footprint {fp})"
+                    print(f"== {label}, run {i + 1} of {args.repeat}", flush=True)
+                    runs.setdefault(label, []).append(run_tree(args, tree, mode == "insecure", fp))
     results: dict[str, Any] = {
         label: rs[0] if len(rs) == 1 else {"median": _median_run(rs), "runs": rs}
         for label, rs in runs.items()
@@ -363,7 +476,9 @@ def run(args: argparse.Namespace) -> int:
                 f"link; catch-up {catch_up} rows/s; "
                 f"master CPU per 1,000 readings {r['master_cpu_ms_per_1000_readings']} ms; "
                 f"agent CPU {r['agent_cpu_ms_per_1000_readings']} ms; "
-                f"master I/O per reading {r['master_io_bytes_per_reading']} bytes"
+                f"master I/O per reading {r['master_io_bytes_per_reading']} bytes; "
+                f"agent peak RSS MB {r.get('agent_peak_rss_mb')}; "
+                f"processes under the agent {r.get('agent_processes')}"
             )
     out: dict[str, Any] = results if len(results) > 1 else results[next(iter(results))]
     print(json.dumps(out, indent=2))
@@ -392,22 +507,29 @@ def agent_cpu_s(cluster: EdgeCluster) -> float:
     return total
 
 
-def run_tree(args: argparse.Namespace, tree: str | None, insecure: bool = False) -> dict[str, Any]:
+def run_tree(
+    args: argparse.Namespace, tree: str | None, insecure: bool = False, footprint: str = "normal"
+) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="hw-bench-edge-"))
     port, broker, kind = start_broker(tmp)
     results: dict[str, Any] = {
         "rate": args.rate,
         "broker": kind,
         "links": "insecure" if insecure else "tls",
+        "footprint": footprint,
         "latency": {},
     }
     cpu: dict[str, float] = {}
     agent_cpu: dict[str, float] = {}
     io: dict[str, float | None] = {}
     try:
-        intervals = [float(x) for x in args.intervals.split(",")]
-        for n, interval in enumerate(intervals):
-            cluster = EdgeCluster(tmp / f"run-{n}", port, interval, tree, insecure)
+        for n, spec in enumerate(args.intervals.split(",")):
+            edge_s, _, cloud_s = spec.partition("/")
+            pair = (float(edge_s), float(cloud_s or edge_s))
+            interval = f"{pair[0]:g} s" + (f" (cloud {pair[1]:g} s)" if pair[1] != pair[0] else "")
+            cluster = EdgeCluster(
+                tmp / f"run-{n}", port, pair, tree, insecure, args.trace, footprint
+            )
             landing = Landing(cluster.out)
             try:
                 count = int(args.rate * args.duration)
@@ -417,14 +539,14 @@ def run_tree(args: argparse.Namespace, tree: str | None, insecure: bool = False)
                 io_before = grpc_bytes(cluster.http, cluster.token)
                 publish(port, args.rate, first, count)
                 _landed(landing, count, 120)
-                cpu[f"checkpoints every {interval:g} s"] = round(
+                cpu[f"checkpoints every {interval}"] = round(
                     (cpu_s(cluster.master_pid) - cpu_before) * 1000 / count * 1000, 1
                 )
-                agent_cpu[f"checkpoints every {interval:g} s"] = round(
+                agent_cpu[f"checkpoints every {interval}"] = round(
                     (agent_cpu_s(cluster) - agent_before) * 1000 / count * 1000, 1
                 )
                 io_after = grpc_bytes(cluster.http, cluster.token)
-                io[f"checkpoints every {interval:g} s"] = (
+                io[f"checkpoints every {interval}"] = (
                     None
                     if io_before is None or io_after is None
                     else round((io_after - io_before) / count, 2)
@@ -433,7 +555,7 @@ def run_tree(args: argparse.Namespace, tree: str | None, insecure: bool = False)
                 span_ms = max(seen for _, seen in landing.arrived.values()) - min(
                     sent for sent, _ in landing.arrived.values()
                 )
-                row = {
+                row: dict[str, Any] = {
                     "rows": len(lat),
                     "rows_per_s": round(len(lat) / (span_ms / 1000)),
                     "p50_ms": round(_pct(lat, 50), 1),
@@ -441,19 +563,22 @@ def run_tree(args: argparse.Namespace, tree: str | None, insecure: bool = False)
                     "max_ms": round(max(lat), 1),
                     "duplicates": landing.duplicates,
                 }
-                results["latency"][f"checkpoints every {interval:g} s"] = row
+                if args.trace:
+                    row["where_ms"] = where_the_time_went(cluster, landing)
+                results["latency"][f"checkpoints every {interval}"] = row
                 print(
-                    f"interval {interval:g} s: {row}; master CPU "
-                    f"{cpu[f'checkpoints every {interval:g} s']} ms per 1,000 readings, I/O "
-                    f"{io[f'checkpoints every {interval:g} s']} bytes per reading",
+                    f"interval {interval}: {row}; master CPU "
+                    f"{cpu[f'checkpoints every {interval}']} ms per 1,000 readings, I/O "
+                    f"{io[f'checkpoints every {interval}']} bytes per reading",
                     flush=True,
                 )
                 if n == 0 and args.cut > 0:
                     results["catch_up"] = _catch_up(args, cluster, landing, port, first + count)
                     print(f"catch-up: {results['catch_up']}", flush=True)
-                results.setdefault("agent_peak_rss_mb", {})[f"{interval:g} s"] = {
+                results.setdefault("agent_peak_rss_mb", {})[interval] = {
                     k: round(v / 2**20, 1) for k, v in cluster.peak.items()
                 }
+                results.setdefault("agent_processes", {})[interval] = cluster.processes
             finally:
                 landing.stop.set()
                 cluster.stop()

@@ -3,13 +3,18 @@
     readings (LogSpout, edge) -> stamp (edge: JSON -> [sensor, seq, sent_ms])
       -> landing (cloud: TransactionalFileSink, a part file per cloud checkpoint)
 
-BENCH_OUT: output folder; BENCH_INTERVAL: checkpoint interval in seconds (both domains).
+BENCH_OUT: output folder; BENCH_INTERVAL: checkpoint interval in seconds (both domains: every
+daemon that loads this file must have it, the master too, whose topology master runs the cloud
+domain). BENCH_TRACE=1 (``python -m bench edge --trace``): each row also carries when the
+agent's ingest took it, when the edge's ``stamp`` handled it and when the cloud first saw it
+(a cloud ``arrive`` bolt before the sink), for the bench's account of where the time goes.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from functools import partial
 
 from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
@@ -19,21 +24,38 @@ from headwater.placement import edge
 LOG = os.environ.get("HEADWATER_INGEST_LOG", "/tmp/hw-bench-ingest")
 OUT = os.environ.get("BENCH_OUT", "/tmp/hw-bench-edge")
 INTERVAL = float(os.environ.get("BENCH_INTERVAL", "1"))
+TRACE = os.environ.get("BENCH_TRACE") == "1"
 
 
 class Readings(LogSpout):
     outputs = ("topic", "payload", "received_ms")
+    REFRESH_S = 0.01  # latency first: catch up with the ingest log every 10 ms (default 50)
 
 
 class Stamp(Bolt):
-    outputs = ("sensor", "seq", "sent_ms")
+    outputs = ("sensor", "seq", "sent_ms") + (("received_ms", "edge_ms") if TRACE else ())
 
     def open(self, ctx: Context) -> None:
         self.ctx = ctx
 
     def process(self, tup: Tuple) -> None:
         r = json.loads(tup.values[1])
-        self.ctx.emit([r["sensor"], r["seq"], r["sent_ms"]])
+        row = [r["sensor"], r["seq"], r["sent_ms"]]
+        if TRACE:
+            row += [tup.values[2], time.time() * 1000]
+        self.ctx.emit(row)
+
+
+class Arrive(Bolt):
+    """Trace only: when the cloud first saw the row."""
+
+    outputs = (*Stamp.outputs, "cloud_ms")
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def process(self, tup: Tuple) -> None:
+        self.ctx.emit([*tup.values, time.time() * 1000])
 
 
 topology = (
@@ -48,5 +70,12 @@ topology = (
         "readings", partial(Readings, LOG, partitions=1), outputs=Readings.outputs, placement=edge()
     )
     .add_bolt("stamp", Stamp, inputs={"readings": fields("topic")}, placement=edge())
-    .add_bolt("landing", partial(TransactionalFileSink, OUT), inputs={"stamp": fields("sensor")})
 )
+if TRACE:
+    topology = topology.add_bolt(
+        "arrive", Arrive, inputs={"stamp": fields("sensor")}, outputs=Arrive.outputs
+    ).add_bolt("landing", partial(TransactionalFileSink, OUT), inputs={"arrive": fields("sensor")})
+else:
+    topology = topology.add_bolt(
+        "landing", partial(TransactionalFileSink, OUT), inputs={"stamp": fields("sensor")}
+    )

@@ -1,7 +1,8 @@
 """What the peer runners of ``bench/peers.py`` share: the data, pacing, the start and end marks.
 
 Every runner reads ``BENCH_DATA`` (msgpack batches), writes ``BENCH_OUT.start``
-(wall clock) as it hands on the first record, and writes its results'
+(wall clock) as it hands on the first record (with one feed per partition, the
+first feed to start writes it and the others pace by it), and writes its results'
 summary with the end time to ``BENCH_OUT`` once its sink holds ``BENCH_EXPECT``
 records (Bytewax, one file per worker: ``BENCH_OUT.wN``, at the end of input).
 
@@ -21,6 +22,7 @@ that many seconds. Here: the feed, and the Headwater source and sink;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -31,6 +33,7 @@ from typing import Any
 import msgpack
 
 from headwater import Context, Reliability, Spout
+from headwater.dsl import Op
 
 DATA = os.environ.get("BENCH_DATA", "/nonexistent")
 OUT = os.environ.get("BENCH_OUT", "/nonexistent")
@@ -85,7 +88,14 @@ class Feed:
 
     def _start(self) -> None:
         self.t0 = time.time()
-        Path(OUT + ".start").write_text(repr(self.t0))
+        mark = Path(OUT + ".start")
+        try:  # the first to start marks it (one feed per partition: the earliest counts)
+            with open(mark, "x") as f:
+                f.write(repr(self.t0))
+        except FileExistsError:  # and the others pace by it: record i is due at t0 + i / rate
+            # (a mark still being written: this feed's own start, a few microseconds later)
+            with contextlib.suppress(ValueError):
+                self.t0 = min(self.t0, float(mark.read_text()))
 
     def take(self) -> list[Any] | None:
         if not self.t0:
@@ -155,12 +165,29 @@ class BatchSpout(Spout):
         self.state["taken"] = self.feed.taken
 
 
-class Collect:
-    """Headwater's sink step: keeps what arrives; writes the summary once it has EXPECT
-    (and, at a fixed rate, when each result arrived, by ``key``)."""
+class PartitionSpout(BatchSpout):
+    """``BatchSpout`` over task i's own file, ``BENCH_DATA.p<i>`` (the readings whose key
+    ``partition_of`` gives to task i, split before the run as Kafka partitions would
+    hold them), offered at ``BENCH_RATE`` over all the tasks."""
 
-    def __init__(self, summary: Summary, key: LatencyKey) -> None:
-        self.summary, self.key = summary, key
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.state = ctx.state
+        tasks = len(ctx.component_tasks(ctx.component))
+        self.feed = Feed(
+            f"{DATA}.p{ctx.component_index}", RATE / tasks, skip=int(self.state.get("taken", 0))
+        )
+        self.done = False
+
+
+class Collect:
+    """Headwater's sink step: keeps what arrives; writes the summary to ``out`` once it has
+    ``expect`` (and, at a fixed rate, when each result arrived, by ``key``)."""
+
+    def __init__(
+        self, summary: Summary, key: LatencyKey, out: str = OUT, expect: int = EXPECT
+    ) -> None:
+        self.summary, self.key, self.out, self.expect = summary, key, out, expect
         self.results: list[Any] = []
         self.times: list[float] = []
 
@@ -168,7 +195,25 @@ class Collect:
         self.results.append(tuple(result))
         if RATE:
             self.times.append(time.time())
-        if len(self.results) == EXPECT:
+        if len(self.results) == self.expect:
             if RATE:  # first: the result file is what the bench waits for
-                write_arrivals(OUT + ".lat", [self.key(r) for r in self.results], self.times)
-            write_result(OUT, self.summary(self.results))
+                write_arrivals(self.out + ".lat", [self.key(r) for r in self.results], self.times)
+            write_result(self.out, self.summary(self.results))
+
+
+class CollectPart(Op):
+    """``Collect`` in each task of a partitioned pipeline: task i writes ``BENCH_OUT.w<i>``
+    once it has its partition's results (``BENCH_EXPECT_PARTS``, comma-separated)."""
+
+    def __init__(self, name: str, summary: Summary, key: LatencyKey) -> None:
+        super().__init__(name)
+        self.summary, self.key = summary, key
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        i = ctx.component_index
+        expect = int(os.environ.get("BENCH_EXPECT_PARTS", "0").split(",")[i])
+        self.collect = Collect(self.summary, self.key, f"{OUT}.w{i}", expect)
+
+    def process(self, key: Any, value: Any, out: Any, side: Any) -> None:
+        self.collect(value)

@@ -19,6 +19,11 @@ functions:
   chain and the keyed chain fused into two instances, one stream-manager
   hop between them; headwater-eo: the same exactly once, with a checkpoint
   every ``--checkpoints`` seconds;
+* headwater-par (IoT only): data-parallel chains: the data split by sensor
+  before the run into one file per task (``split_data``, with
+  ``headwater.dsl.partition_of``), and two tasks of one component each running
+  the whole pipeline over its own file (``key_by(..., partitioned=True)``: no
+  hop); headwater-par-eo: the same exactly once;
 * bytewax: ``python -m bytewax.run`` of the flow, one worker (``bytewax``)
   and two worker processes (``bytewax-2``, the two cores Headwater uses);
 * pyspark: the workload as a PySpark Structured Streaming query in local mode
@@ -62,7 +67,18 @@ from bench.wc import functions as wc
 from headwater.cloud.local import LocalCluster
 
 RESULTS = Path(__file__).with_name("results")
-RUNNERS = ("floor", "headwater", "headwater-eo", "bytewax", "bytewax-2", "pyspark")
+RUNNERS = (
+    "floor",
+    "headwater",
+    "headwater-eo",
+    "headwater-par",
+    "headwater-par-eo",
+    "bytewax",
+    "bytewax-2",
+    "pyspark",
+)
+PARTITIONED = ("headwater-par", "headwater-par-eo")  # workloads with split_data only
+PARTITIONS = 2
 # workload -> (its functions, what the rate counts, what the source offers)
 WORKLOADS: dict[str, tuple[Any, str, str]] = {
     "iot": (iot, "readings", "readings"),
@@ -204,8 +220,12 @@ def _one(
         "BENCH_EXPECT": str(expect),
         "BENCH_RATE": repr(args.rate),
     }
-    if runner == "headwater-eo":
+    if runner.endswith("-eo"):
         env["BENCH_CHECKPOINTS"] = repr(args.checkpoints)
+    parts = getattr(args, "expect_parts", None)
+    if runner in PARTITIONED:
+        env["BENCH_EXPECT_PARTS"] = ",".join(map(str, parts or ()))
+        env["BENCH_PARTITIONS"] = str(PARTITIONS)
     # Bytewax's event clock moves the watermark on with the wall clock between readings, and
     # this data's event time runs hundreds of times faster than that: a stall of a few ms
     # (this shared machine has them) makes the next readings late, and they are dropped. One
@@ -216,7 +236,14 @@ def _one(
     sampler = Sampler()
     sampler.start()
     try:
-        if runner.startswith("headwater"):
+        if runner in PARTITIONED:
+            cluster = LocalCluster(topology, containers=1, env=env)
+            cluster.start()
+            try:
+                result = _merge([_wait_file(Path(f"{out}.w{i}"), 600) for i in range(PARTITIONS)])
+            finally:
+                cluster.stop()
+        elif runner.startswith("headwater"):
             cluster = LocalCluster(topology, containers=1, env=env)
             cluster.start()
             try:
@@ -279,7 +306,13 @@ def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> di
     for p in procs:
         if p.wait(600) != 0:
             raise RuntimeError(f"bytewax exited with {p.returncode}")
-    parts = [json.loads(f.read_text()) for f in sorted(out.parent.glob(f"{out.name}.w[0-9]"))]
+    return _merge(
+        [json.loads(f.read_text()) for f in sorted(out.parent.glob(f"{out.name}.w[0-9]"))]
+    )
+
+
+def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """The results of several workers or tasks: the last end, the figures summed."""
     merged: dict[str, Any] = {"end": max(p["end"] for p in parts)}
     for k in parts[0]:
         if k != "end":
@@ -304,12 +337,17 @@ def _agrees(runner: str, package: str, summary: dict[str, Any], floor: dict[str,
 
 
 def run(args: argparse.Namespace) -> int:
-    runners = args.runners or RUNNERS
     functions, unit, offered = WORKLOADS[args.pipeline]
+    splits = hasattr(functions, "split_data")
+    runners = args.runners or tuple(r for r in RUNNERS if splits or r not in PARTITIONED)
+    if not splits and any(r in PARTITIONED for r in runners):
+        raise SystemExit(f"{args.pipeline} has no partitioned variant ({', '.join(PARTITIONED)})")
     package = functions.__name__.split(".")[1]
     work = Path(tempfile.mkdtemp(prefix=f"hw-bench-{args.pipeline}-"))
     data = work / "data.msgpack"
     functions.make_data(data, args.size)
+    if any(r in PARTITIONED for r in runners):  # one file per task, before the run
+        args.expect_parts = functions.split_data(data, PARTITIONS)
     at_max = argparse.Namespace(**{**vars(args), "rate": 0.0})
     first = _one(package, "floor", data, work, 0, args.size, at_max)
     expect = first["summary"]["records"]
@@ -355,6 +393,16 @@ def run(args: argparse.Namespace) -> int:
             f"headwater / {k}": round(medians["headwater"] / m, 2)
             for k, m in medians.items()
             if k != "headwater"
+        }
+    if not args.rate and "floor" in medians:  # issue 20, target 1: / floor, / best Bytewax
+        best = max((m for k, m in medians.items() if k.startswith("bytewax")), default=None)
+        result["targets"] = {
+            k: {
+                "/ floor": round(medians[k] / medians["floor"], 2),
+                **({"/ best bytewax": round(medians[k] / best, 2)} if best else {}),
+            }
+            for k in medians
+            if k.startswith("headwater")
         }
     result["runs"] = runs
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))

@@ -1,6 +1,7 @@
 """Where Headwater's IoT pipeline spends its time per reading: py-spy on both instances.
 
-Runs the Headwater runner of ``bench peers --pipeline iot`` over ``--size``
+Runs the Headwater runner (``--runner``: ``headwater`` or ``headwater-par``) of
+``bench peers --pipeline iot`` over ``--size``
 readings and, ``--delay`` seconds in, samples each of its two instance
 processes with py-spy (``--duration`` s at ``--rate`` Hz, non-blocking).
 Prints, per instance, the share of samples whose stack passes through each
@@ -36,6 +37,8 @@ FRAMES = (
     ("window step (WindowedReduce.add)", "add (headwater/common/dsl/_windows.py"),
     ("window firing (advance)", "advance (headwater/common/dsl/_windows.py"),
     ("sink (Collect)", "__call__ (bench/peer_kit.py"),
+    ("source: read + decode batches (Feed.take)", "take (bench/peer_kit.py"),
+    ("spout loop (next_tuple)", "next_tuple (headwater/common/dsl/_fused.py"),
 )
 
 
@@ -44,6 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delay", type=float, default=6.0, help="seconds before sampling")
     p.add_argument("--duration", type=int, default=6, help="seconds of sampling")
     p.add_argument("--rate", type=int, default=200, help="samples a second")
+    p.add_argument(
+        "--runner",
+        default="headwater",
+        choices=("headwater", "headwater-par"),
+        help="headwater: two fused stages, one hop; headwater-par: two data-parallel chains",
+    )
 
 
 def shares(raw: str) -> tuple[int, dict[str, float]]:
@@ -79,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         "--runs",
         "1",
         "--runners",
-        "headwater",
+        args.runner,
         "--out",
         str(out),
     ]
@@ -130,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     for task in sorted(instances):
         total, pct = shares((work / f"task{task}.txt").read_text())
         result["instances"][f"instance {task}"] = {"samples": total, "percent": pct}
-    peers = json.loads(out.read_text())["runs"]["headwater"][0]
+    peers = json.loads(out.read_text())["runs"][args.runner][0]
     result["readings_per_s"] = peers["per_s"]
     result["cpu_us_per_reading"] = {
         p["process"]: round(p["cpu_s"] / args.size * 1e6, 2) for p in peers["processes"]

@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from zeroconf import IPVersion, ServiceStateChange
-from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
+if TYPE_CHECKING:  # zeroconf loads when used: an agent given --master never pays for it
+    from zeroconf import ServiceStateChange
+    from zeroconf.asyncio import AsyncZeroconf
 
 SERVICE = "_headwater._tcp.local."
 log = logging.getLogger("headwater.discovery")
@@ -22,6 +23,9 @@ log = logging.getLogger("headwater.discovery")
 
 async def advertise(host: str, grpc_port: int, http_url: str, version: str) -> AsyncZeroconf:
     """Register the master on the interface of ``host``; close the result to withdraw."""
+    from zeroconf import IPVersion
+    from zeroconf.asyncio import AsyncServiceInfo, AsyncZeroconf
+
     zc = AsyncZeroconf(interfaces=[host], ip_version=IPVersion.V4Only)
     info = AsyncServiceInfo(
         SERVICE,
@@ -37,6 +41,9 @@ async def advertise(host: str, grpc_port: int, http_url: str, version: str) -> A
 
 async def find_master(timeout: float | None = None) -> str:
     """Browse for a master; return its gRPC ``host:port``. Raises TimeoutError."""
+    from zeroconf import IPVersion, ServiceStateChange
+    from zeroconf.asyncio import AsyncServiceBrowser, AsyncServiceInfo, AsyncZeroconf
+
     found: asyncio.Queue[str] = asyncio.Queue()
     zc = AsyncZeroconf(ip_version=IPVersion.V4Only)
     resolving: set[asyncio.Task[None]] = set()  # keep references until each finishes

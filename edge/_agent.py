@@ -51,6 +51,9 @@ from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.control._revisions import RevisionRecord, diff, without
 from headwater.common.node import Node
 from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
+from headwater.common.runtime._container_config import FOOTPRINT_ENV
+from headwater.common.runtime._procs import Proc
+from headwater.common.runtime._threads import FOOTPRINTS
 from headwater.common.security import TRUSTED, Identity, JoinToken, has_credentials
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
@@ -82,6 +85,7 @@ class Agent(Node):
         ingress_proxy: str = "",
         insecure: bool = False,
         join_token: JoinToken | None = None,
+        footprint: str = "normal",
     ) -> None:
         super().__init__(
             master or "",
@@ -96,6 +100,10 @@ class Agent(Node):
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
         self.outbox_budget = outbox_budget
+        if footprint not in FOOTPRINTS:
+            raise ValueError(f"the footprint is one of {', '.join(FOOTPRINTS)}, got {footprint!r}")
+        # small: each edge container runs its instances on threads; single: and in this process
+        self.footprint = footprint
         self.ingress_proxy = ingress_proxy  # HOST:PORT of an HTTP CONNECT proxy to the cloud
         self.ingest_path = self.workdir / "ingest"
         self.ingest: MqttIngest | None = None
@@ -401,6 +409,13 @@ class Agent(Node):
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.edge.container"
 
+    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
+        if self.footprint != "single":
+            return super().launch_container(args, env, log_path)
+        from ._hosted import HostedContainer
+
+        return HostedContainer(args[2:], env)  # after "-m headwater.edge.container"
+
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.local_address
 
@@ -412,6 +427,7 @@ class Agent(Node):
             UPLINK_ENV: self.master,
             AGENT_ENV: self.node_id,
             BUDGET_ENV: str(self.outbox_budget),
+            FOOTPRINT_ENV: "normal" if self.footprint == "normal" else "small",
             INGEST_LOG_ENV: str(self.ingest_path.resolve()),
             **({PROXY_ENV: self.ingress_proxy} if self.ingress_proxy else {}),
         }

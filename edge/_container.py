@@ -17,6 +17,7 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from headwater.common._clock import SYSTEM_CLOCK, Clock
@@ -35,12 +36,22 @@ DEFAULT_OUTBOX_BUDGET = 256 << 20
 
 
 class EdgeContainer(Container):
-    def __init__(self, config: ContainerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
-        super().__init__(config, clock)
-        address, agent = os.environ.get(UPLINK_ENV), os.environ.get(AGENT_ENV)
+    def __init__(
+        self,
+        config: ContainerConfig,
+        clock: Clock = SYSTEM_CLOCK,
+        *,
+        env: Mapping[str, str] | None = None,
+        hosted: bool = False,
+    ) -> None:
+        """``env``: the settings above (default ``os.environ``); ``hosted``: inside the
+        agent's own process (``_hosted.py``)."""
+        super().__init__(config, clock, hosted=hosted)
+        env = os.environ if env is None else env
+        address, agent = env.get(UPLINK_ENV), env.get(AGENT_ENV)
         if not address or not agent:
             raise SystemExit(f"an edge container needs {UPLINK_ENV} and {AGENT_ENV} set")
-        budget = int(os.environ.get(BUDGET_ENV) or DEFAULT_OUTBOX_BUDGET)
+        budget = int(env.get(BUDGET_ENV) or DEFAULT_OUTBOX_BUDGET)
         outbox = Path(config.state_dir).parent / "outbox"
         boundary = [
             c.name[len(OUTBOX_PREFIX) :]
@@ -55,7 +66,7 @@ class EdgeContainer(Container):
             budget,
             self.stmgr,
             components=boundary,
-            proxy=os.environ.get(PROXY_ENV, ""),
+            proxy=env.get(PROXY_ENV, ""),
         )
         self.background.append(self.uplink.run)
 

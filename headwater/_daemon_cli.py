@@ -162,6 +162,15 @@ def add_parsers(sub: Any) -> None:
         "CONNECT proxy (default: dial the addresses the master gives)",
     )
     agent.add_argument(
+        "--footprint",
+        choices=("normal", "small", "single"),
+        default="normal",
+        help="normal: each edge instance in its own process (a crash takes one instance "
+        "down); small: an edge subgraph's instances on threads of its container's one "
+        "process, for small devices (a crash restarts them all, from the last checkpoint); "
+        "single: that container inside the agent's own process too; default normal",
+    )
+    agent.add_argument(
         "--workdir",
         default=None,
         metavar="DIR",
@@ -405,6 +414,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             ingress_proxy=args.ingress_proxy,
             insecure=args.insecure,
             join_token=args.join,
+            footprint=args.footprint,
         )
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):

@@ -6,13 +6,42 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
 from ._wait import wait_for
+
+# what a fixture shows when a test that uses it fails: pytest never throws the test's
+# exception into a fixture's generator, and what a fixture prints at its teardown is
+# shown nowhere, so the failing report carries it as a section of its own
+_LOGS = pytest.StashKey[list[tuple[str, Callable[[], str]]]]()
+
+
+def show_on_failure(
+    node: pytest.Item | pytest.Collector, title: str, text: Callable[[], str]
+) -> None:
+    """When a test under ``node`` (the test, or its module for a module's fixture) fails,
+    its report shows ``text()`` under ``title``."""
+    node.stash.setdefault(_LOGS, []).append((title, text))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.failed and report.when in ("setup", "call"):
+        for node in item.listchain():
+            for title, text in node.stash.get(_LOGS, []):
+                try:
+                    report.sections.append((title, text()))
+                except Exception as e:  # the logs are help, never the failure
+                    report.sections.append((title, f"(could not be read: {e!r})"))
+    return report
+
 
 _CLEARED = (
     "HEADWATER_STATE_DIR",

@@ -12,10 +12,13 @@ import json
 import math
 import random
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import msgpack
+
+from headwater.dsl import partition_of
 
 WINDOW_MS = 10_000
 BASE_TS = 1_700_000_000_000
@@ -118,3 +121,27 @@ def summary(results: list[tuple[str, int, int, float, bool]]) -> dict[str, Any]:
         "readings": sum(r[2] for r in results),
         "anomalies": sum(1 for r in results if r[4]),
     }
+
+
+def split_data(path: Path, parts: int) -> list[int]:
+    """Split the data by sensor into ``path.p0`` .. (``partition_of(sensor, parts)``, as a
+    key-partitioned log would hold it; a malformed reading goes by its position), keeping
+    each batch's order; returns each part's number of results (its sensors' windows)."""
+    windows: list[set[tuple[str, int]]] = [set() for _ in range(parts)]
+    pack = msgpack.Packer(use_bin_type=True).pack
+    with ExitStack() as stack, open(path, "rb") as f:
+        files = [stack.enter_context(open(f"{path}.p{i}", "wb")) for i in range(parts)]
+        for batch in msgpack.Unpacker(f, raw=False, use_list=True):
+            subs: list[list[bytes]] = [[] for _ in range(parts)]
+            for k, payload in enumerate(batch):
+                r = parse(payload)
+                if r is not None and valid(r):
+                    p = partition_of(sensor(r), parts)
+                    windows[p].add((sensor(r), event_ms(r) // WINDOW_MS))
+                else:
+                    p = k % parts
+                subs[p].append(payload)
+            for out, sub in zip(files, subs, strict=True):
+                if sub:
+                    out.write(pack(sub))
+    return [len(w) for w in windows]

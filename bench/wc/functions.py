@@ -40,6 +40,16 @@ def split(sentence: str) -> list[str]:
     return sentence.split()
 
 
+def one(word: str) -> tuple[str, int]:
+    """Headwater's pipeline: each word as a partial count..."""
+    return word, 1
+
+
+def add_counts(a: tuple[str, int], b: tuple[str, int]) -> tuple[str, int]:
+    """...summed per word by ``reduce_by_key``."""
+    return a[0], a[1] + b[1]
+
+
 def count(total: int | None, _word: str) -> int:
     return 1 if total is None else total + 1
 

@@ -7,7 +7,7 @@ the running count -> sink in another, one stream-manager hop between.
 from __future__ import annotations
 
 from bench.peer_kit import CONFIG, BatchSpout, Collect
-from bench.wc.functions import latency_key, split, summary
+from bench.wc.functions import add_counts, latency_key, one, split, summary
 from headwater.dsl import Pipeline
 
 pipeline = Pipeline("wcbench", CONFIG)
@@ -15,8 +15,8 @@ pipeline = Pipeline("wcbench", CONFIG)
     pipeline.source("sentences", BatchSpout)
     .flat_map("split", split)
     .key_by("word", lambda w: w)
-    .map("one", lambda w: (w, 1))
-    .reduce_by_key("count", lambda a, b: (a[0], a[1] + b[1]))
+    .map("one", one)
+    .reduce_by_key("count", add_counts)
     .sink("out", Collect(summary, latency_key))
 )
 topology = pipeline.build()

@@ -14,7 +14,7 @@ how they are snapshotted and stored is the runtime's (``headwater.common.state``
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 
@@ -89,6 +89,29 @@ class KeyedState(State):
 
     def put(self, key: Any, value: Any) -> None:
         self[key] = value
+
+    def accessors(self) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], None]]:
+        """``(get, put)`` for a record's hot path, bound once: the dict's own ``get``, and a
+        ``put`` that notes the key as ``__setitem__`` does, one call instead of two."""
+        # the dirty set is emptied in place (``take_changed``), never replaced: ``mark`` stays true
+        data, mutable, mark = self._data, self._mutable, self._dirty.add
+
+        def put(key: Any, value: Any) -> None:
+            data[key] = value
+            mark(key)
+            if value.__class__ not in _IMMUTABLE:
+                mutable.add(key)
+            elif mutable:
+                mutable.discard(key)
+
+        return data.get, put
+
+    def take_changed(self) -> set[Any]:
+        """The keys written or deleted since the last call (emptied in place: ``accessors``
+        holds the set)."""
+        changed = set(self._dirty)
+        self._dirty.clear()
+        return changed
 
     def __delitem__(self, key: Any) -> None:
         del self._data[key]

@@ -1,7 +1,9 @@
 """The functional DSL over the runtime: pipelines of named steps, fused where they can be."""
 
-from ._ops import CollectionSpout, KeyedFlatMapOp, Op
+from ._ops import KeyedFlatMapOp, Op
+from ._partition import partition_of
 from ._pipeline import Pipeline, Streamlet, WindowedStreamlet
+from ._sources import CollectionSpout
 from ._windows import Session, Sliding, Tumbling
 
 __all__ = [
@@ -14,4 +16,5 @@ __all__ = [
     "Streamlet",
     "Tumbling",
     "WindowedStreamlet",
+    "partition_of",
 ]

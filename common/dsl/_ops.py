@@ -1,4 +1,4 @@
-"""The DSL's steps at run time, and the fused components that run chains of them.
+"""The DSL's steps at run time (the fused components that run chains of them: ``_fused.py``).
 
 Every record is a ``(key, value)`` pair (key None until ``key_by``). A chain
 of steps with no repartition between them runs inside one instance: each
@@ -19,12 +19,13 @@ cells, paid on every record).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
-from ..api import Bolt, BoundedSource, Context, Spout, SystemContext, Tuple
-from ..api._stream import PUNCTUATION
+from .._exceptions import DeadLetter
+from ..api import Context
+from ._partition import partition_of
 from ._windows import Assigner, WindowedReduce
 
 Out = Callable[[Any, Any], None]
@@ -174,6 +175,74 @@ class KeyByOp(MapOp):
         return call
 
 
+_KEPT = frozenset({str, bytes, int, bool, type(None)})
+"""Key classes whose equal values have equal msgpack bytes (floats: 0.0 and -0.0 do not)."""
+
+
+class PartitionedKeyByOp(KeyByOp):
+    """``key_by(..., partitioned=True)``: sets the key and checks that it belongs here.
+
+    A key that ``partition_of`` gives to another task of this component goes to
+    the dead letters with the reason (never into this task's state, where it
+    would be counted apart from its key's other records). The answer for a key
+    of this task is kept with the key's class, so the check is one dict lookup
+    per record; only for classes whose equal values pack to the same bytes
+    (``_KEPT``): Python takes 2 and 2.0, 1 and True, 0.0 and -0.0, (1, "a") and
+    (1.0, "a") for one dict key, which the fields grouping routes apart.
+    """
+
+    MAX_KEYS = 1 << 16  # keys whose answer is kept (forgotten all at once past it)
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        self.tasks = len(ctx.component_tasks(ctx.component))
+        self.index = ctx.component_index
+        self.mine: dict[Any, bool] = {}
+
+    def check(self, key: Any) -> None:
+        """Raise ``DeadLetter`` if ``key`` is another task's."""
+        cls = key.__class__
+        ok = self.mine.get(key)  # (an unhashable key raises: dead-lettered, as keyed state would)
+        if ok is cls:
+            return
+        ok = partition_of(key, self.tasks) == self.index
+        if cls in _KEPT:
+            if len(self.mine) >= self.MAX_KEYS:
+                self.mine.clear()
+            self.mine[key] = cls if ok else False
+        if not ok:
+            raise DeadLetter(
+                f"key {key!r} belongs to partition {partition_of(key, self.tasks)} of "
+                f"{self.tasks}, not to task {self.index} of {self.name!r} (partitioned=True: "
+                "split the input with headwater.dsl.partition_of)"
+            )
+
+    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
+        k = self.fn(value)
+        self.check(k)
+        out(k, value)
+
+    def inline(self, out: Out, side: Side) -> Out:
+        fn, retry, name, mine, check = self.fn, self.retry, self.name, self.mine, self.check
+
+        def again(key: Any, value: Any) -> None:
+            k = fn(value)
+            check(k)
+            out(k, value)
+
+        def call(key: Any, value: Any) -> None:
+            try:
+                k = fn(value)
+                if mine.get(k) is not k.__class__:
+                    check(k)
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
+                return
+            out(k, value)
+
+        return call
+
+
 class SinkOp(MapOp):
     """Calls ``fn`` with each value; counts them (user metric ``records:<step>``)."""
 
@@ -228,7 +297,7 @@ class ReduceByKeyOp(Op):
         out(key, acc)
 
     def inline(self, out: Out, side: Side) -> Out:
-        fn, get, put = self.fn, self.totals.get, self.totals.__setitem__
+        fn, (get, put) = self.fn, self.totals.accessors()
         retry, name = self.retry, self.name
 
         def again(key: Any, value: Any) -> None:
@@ -439,322 +508,3 @@ def _concat_sides(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[Any]]
 
 
 OpFactory = Callable[[], Op]
-
-
-END_OF_TIME = 2**62  # the watermark of a source that has nothing more to send
-
-
-class Tap:
-    """Watermarks for a downstream windowed step: the highest timestamp this task has sent.
-
-    The chain sends it on the step's watermark stream (to every task of the
-    step), at most every ``EVERY`` records or ``EVERY_S`` seconds, and
-    ``END_OF_TIME`` when a bounded source is done. The step's watermark is
-    the lowest over all the tasks that feed it, so a task holding few keys
-    still sees time move.
-    """
-
-    EVERY = 64
-    EVERY_S = 0.1
-
-    def __init__(self, timestamp: Callable[[Any], int], stream: str) -> None:
-        self.timestamp, self.stream = timestamp, stream
-        self.max: int | None = None
-        self.sent: int | None = None
-        self.count = 0
-        self.at = 0.0
-
-    def see(self, value: Any) -> bool:
-        ts = int(self.timestamp(value))
-        if self.max is None or ts > self.max:
-            self.max = ts
-        self.count += 1
-        return self.count >= self.EVERY
-
-
-class _Chain:
-    """Runs ``ops`` in order: each op's output is the next op's input; the last emits."""
-
-    def __init__(self, ops: Sequence[Op], ctx: Context, taps: Sequence[Tap] = ()) -> None:
-        self.ctx = ctx
-        self.taps = list(taps)
-        for op in ops:
-            op.open(ctx)
-        emit = ctx.emitter()  # every record leaves by it: bound once
-
-        def last(key: Any, value: Any) -> None:
-            emit([key, value])
-
-        if len(self.taps) == 1:  # the common case, one windowed step downstream
-            see, send = self.taps[0].see, self.send_watermarks
-
-            def last(key: Any, value: Any) -> None:
-                emit([key, value])
-                if see(value):
-                    send()
-
-        elif self.taps:
-            plain = last
-
-            def last(key: Any, value: Any) -> None:
-                plain(key, value)
-                due = False
-                for tap in self.taps:
-                    due = tap.see(value) or due
-                if due:
-                    self.send_watermarks()
-
-        def side_of(op: Op) -> Side:
-            def side(tag: str, key: Any, value: Any) -> None:
-                ctx.emit([key, value], stream=f"{op.name}.{tag}")
-
-            return side
-
-        nxt: Out = last
-        for op in reversed(ops[1:]):
-            nxt = op.link(nxt, side_of(op))
-        # what the first step's output goes to (a join drives its first step itself)
-        self.after_first, self.side_of_first = nxt, side_of(ops[0]) if ops else None
-        self.first = ops[0].link(nxt, side_of(ops[0])) if ops else last
-
-    def send_watermarks(self, final: bool = False) -> None:
-        now = time.monotonic()
-        for tap in self.taps:
-            wm = END_OF_TIME if final else tap.max
-            if wm is not None and wm != tap.sent:
-                self.ctx.emit([None, wm], stream=tap.stream)
-                tap.sent, tap.count, tap.at = wm, 0, now
-
-    def watermarks_due(self) -> bool:
-        now = time.monotonic()
-        return any(t.max != t.sent and now - t.at >= Tap.EVERY_S for t in self.taps)
-
-
-TapSpec = tuple[Callable[[Any], int], str]  # (the downstream step's timestamp, stream)
-# streams named wm:<step> carry watermarks to <step>; the emitter keeps them behind the data
-# sent before them to the same task (they are its punctuation streams)
-WATERMARKS = PUNCTUATION
-
-
-class FusedBolt(Bolt):
-    """A chain of steps fed by one or more upstream components.
-
-    A chain that starts with a join gets ``sides``: (component, stream) of
-    each input -> 0 (left) or 1 (right). ``taps`` send watermarks to the
-    windowed steps downstream; a chain that starts with a windowed step takes
-    the watermarks of every task feeding it and moves on the lowest.
-    """
-
-    def __init__(
-        self,
-        ops: Callable[[], Sequence[Op]],
-        sides: dict[tuple[str, str], int] | None = None,
-        taps: Sequence[TapSpec] = (),
-    ) -> None:
-        self._ops, self._sides, self._taps = ops, sides, taps
-
-    def open(self, ctx: Context) -> None:
-        ops = self._ops()
-        chain = self._chain = _Chain(ops, ctx, [Tap(ts, stream) for ts, stream in self._taps])
-        self.chain = chain.first
-        self.head = ops[0]
-        self.out, self.side = chain.after_first, chain.side_of_first
-        self.join: Callable[[int, Any, Any], None] | None = None
-        if self._sides is not None:
-            head = ops[0]
-            assert isinstance(head, JoinOp)
-            out, side = self.out, self.side
-            assert side is not None
-
-            retry = head.retry
-
-            def join(s: int, key: Any, value: Any) -> None:
-                try:
-                    head.process_side(s, key, value, out, side)
-                except Exception as exc:
-                    retry(
-                        head.name, partial(head.process_side, s, key, value, out, side), exc, value
-                    )
-
-            self.join = join
-        me = ctx.topology.component(ctx.component)
-        self.wm_sources = sum(
-            len(ctx.component_tasks(i.component))
-            for i in me.inputs
-            if i.stream.startswith(WATERMARKS)
-        )
-        self.wm_in: dict[int, int] = {}  # upstream task -> its watermark
-
-    def process(self, tup: Tuple) -> None:
-        self.process_values(tup.component, tup.stream, tup.task, [tup.values])
-        # watermarks leave every Tap.EVERY records (in the chain) or on the tick
-
-    def process_values(
-        self, component: str, stream: str, task: int, entries: list[list[Any]]
-    ) -> None:
-        """``process`` for a frame's untracked tuples at once: the instance calls this
-        instead of making a ``Tuple`` per record."""
-        if self.wm_sources and stream.startswith(WATERMARKS):
-            for values in entries:
-                self._watermark(task, int(values[1]))
-            return
-        if self.join is not None:
-            assert self._sides is not None
-            join, side = self.join, self._sides[(component, stream)]
-            for key, value in entries:
-                join(side, key, value)
-            return
-        chain = self.chain
-        for key, value in entries:
-            chain(key, value)
-
-    def _watermark(self, task: int, wm: int) -> None:
-        if wm <= self.wm_in.get(task, -END_OF_TIME):
-            return
-        self.wm_in[task] = wm
-        if len(self.wm_in) == self.wm_sources and self.side is not None:
-            self.head.on_watermark(min(self.wm_in.values()), self.out, self.side)
-            if self._chain.taps and min(self.wm_in.values()) >= END_OF_TIME:
-                self._chain.send_watermarks(final=True)  # the end of input travels on
-
-    def on_tick(self, tup: Tuple) -> None:
-        if self.side is not None:
-            self.head.on_time(self.out, self.side)
-        if self._chain.taps and self._chain.watermarks_due():
-            self._chain.send_watermarks()
-
-
-class _SourceContext:
-    """The wrapped source's view: everything of the real context, but emit feeds the chain."""
-
-    def __init__(self, ctx: Context, feed: Callable[[Any], None]) -> None:
-        self._ctx, self._feed = ctx, feed
-        # the runtime's channel to the stmgr, as an attribute of its own: a source checks
-        # ``isinstance(ctx, SystemContext)``, which from Python 3.12 looks attributes up
-        # statically and so never sees what ``__getattr__`` forwards
-        if isinstance(ctx, SystemContext):
-            self.system = ctx.system
-
-    def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
-        self._feed(values[0] if len(values) == 1 else list(values))
-
-    def emitter(self, stream: str = "default") -> Callable[[list[Any]], None]:
-        return self.emit
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-
-class FusedSpout(Spout):
-    """A source spout whose records run through a chain of steps in the same instance.
-
-    A source with ``exhausted()`` (a bounded one) sends the end of time as its
-    watermark once it has nothing more.
-    """
-
-    def __init__(
-        self,
-        source: Callable[[], Spout],
-        ops: Callable[[], Sequence[Op]],
-        taps: Sequence[TapSpec] = (),
-    ) -> None:
-        self._source, self._ops, self._taps = source, ops, taps
-
-    def open(self, ctx: Context) -> None:
-        self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
-        chain = self._chain.first
-        self.source = self._source()
-        bounded = self.source if isinstance(self.source, BoundedSource) else None
-        self._bounded = bounded if bounded is not None and callable(bounded.exhausted) else None
-        self._fed = False
-
-        def feed(value: Any) -> None:
-            self._fed = True
-            chain(None, value)
-
-        self.source.open(cast(Context, _SourceContext(ctx, feed)))
-        self._ended = False
-
-    def next_tuple(self) -> bool:
-        self._fed = False
-        self.source.next_tuple()
-        if self._chain.taps:
-            self._watermarks()
-        return self._fed  # records that ended in the chain (a sink) are work too
-
-    def _watermarks(self) -> None:
-        bounded = self._bounded
-        if not self._ended and bounded is not None and bounded.exhausted():
-            self._chain.send_watermarks(final=True)
-            self._ended = True
-        elif self._chain.watermarks_due():
-            self._chain.send_watermarks()
-
-    def activate(self) -> None:
-        self.source.activate()
-
-    def deactivate(self) -> None:
-        self.source.deactivate()
-
-    def on_restore(self, checkpoint_id: int) -> None:
-        self.source.on_restore(checkpoint_id)
-
-    def on_checkpoint(self, checkpoint_id: int) -> None:
-        self.source.on_checkpoint(checkpoint_id)
-
-    def on_commit(self, checkpoint_id: int) -> None:
-        self.source.on_commit(checkpoint_id)
-
-    def close(self) -> None:
-        source = getattr(self, "source", None)  # None: open failed before building it
-        if source is not None:
-            source.close()
-
-
-class GeneratorSpout(Spout):
-    """Calls ``fn()`` for records (None: nothing now), up to 64 a call. Not replayable."""
-
-    BATCH = 64
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        self.fn = fn
-
-    def open(self, ctx: Context) -> None:
-        self.ctx = ctx
-
-    def next_tuple(self) -> bool | None:
-        for _ in range(self.BATCH):
-            value = self.fn()
-            if value is None:
-                return None
-            self.ctx.emit([value])
-        return None
-
-
-class CollectionSpout(Spout):
-    """Emits a fixed collection once, exactly once with checkpoints (its offset is state).
-
-    Task ``i`` of ``n`` emits the items whose index is ``i`` modulo ``n``, in order.
-    """
-
-    BATCH = 256
-
-    def __init__(self, items: Iterable[Any]) -> None:
-        self.items = list(items)
-
-    def open(self, ctx: Context) -> None:
-        self.ctx = ctx
-        n = len(ctx.component_tasks(ctx.component))
-        self.mine = self.items[ctx.component_index :: n]
-        self.state = ctx.state
-
-    def exhausted(self) -> bool:
-        return int(self.state.get("offset", 0)) >= len(self.mine)
-
-    def next_tuple(self) -> None:
-        offset = int(self.state.get("offset", 0))
-        batch = self.mine[offset : offset + self.BATCH]
-        for item in batch:
-            self.ctx.emit([item])
-        if batch:
-            self.state["offset"] = offset + len(batch)

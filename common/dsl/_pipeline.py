@@ -13,78 +13,38 @@
 [('readings', ('readings', 'valid', 'by_sensor')), ('per_10s', ('per_10s', 'total', 'show'))]
 
 Every step has a unique name, which is also the key of its state in
-checkpoints. Steps fuse into one component (one instance per task, no
-serialisation between them) unless something needs an exchange: a
-stateful step keyed by ``key_by`` (records must meet their key's task),
-``repartition``, a ``union``, a stream read by more than one step
-(``clone``), or a change of placement or parallelism. The topology's
+checkpoints. Steps fuse into one component unless something needs an
+exchange (``headwater.common.dsl._build`` says when). The topology's
 components list their steps in ``config["headwater.dsl.steps"]``, and the
 physical plan shows them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from typing import Any
 
 from .._exceptions import InvalidTopologyError
-from ..api import (
-    Bolt,
-    Grouping,
-    Input,
-    Placement,
-    Spout,
-    Stream,
-    Topology,
-    all_tasks,
-    custom,
-    fields,
-    shuffle,
-)
-from ..api._config import DSL_STEPS as STEPS
-from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
+from ..api import Bolt, Placement, Spout, Topology
 from ..api._system import system_component
+from ._build import DeadLetters, _Step, build
 from ._ops import (
-    CollectionSpout,
     FilterOp,
     FlatMapOp,
-    FusedBolt,
-    FusedSpout,
-    GeneratorSpout,
     JoinOp,
     KeyByOp,
     KeyedFlatMapOp,
     LogOp,
     MapOp,
     Op,
+    PartitionedKeyByOp,
     ReduceByKeyOp,
     SinkOp,
     WindowOp,
 )
+from ._sources import CollectionSpout, GeneratorSpout
 from ._windows import Assigner, Session
-
-RECORD = ("key", "value")
-
-
-@dataclass(eq=False)
-class _Step:
-    name: str
-    op: Callable[[], Op] | None  # None: a source or a plain component
-    parents: list[tuple[_Step, str]] = field(default_factory=list)  # (step, output tag)
-    parallelism: int = 1
-    placement: Placement = field(default_factory=Placement)
-    keyed: bool = False  # needs its input grouped by key
-    exchange: bool = False  # starts a new component whatever else holds
-    source: Callable[[], Spout] | None = None
-    component: Callable[[], Bolt] | None = None  # a plain bolt fed [key, value]
-    side_tags: tuple[str, ...] = ()
-    join: bool = False  # parents[0] is the left input, parents[1] the right
-    timestamps: tuple[Callable[[Any], int], ...] = ()  # event time, per parent (windowed steps)
-    rekeys: bool = False  # key_by: records leave with a new key
-    clock: bool = False  # processing time: needs ticks
-    partitioner: Callable[[Any, int], Any] | None = None  # repartition by a function
 
 
 class Pipeline:
@@ -98,7 +58,7 @@ class Pipeline:
         self.config = dict(config or {})
         self.fuse = fuse
         self._steps: dict[str, _Step] = {}
-        self._dead_letters: tuple[str, Callable[[], Bolt], int, Placement | None] | None = None
+        self._dead_letters: DeadLetters | None = None
 
     # -- sources ----------------------------------------------------------------
     def source(
@@ -214,140 +174,10 @@ class Pipeline:
 
     # -- compiling ----------------------------------------------------------------
     def build(self) -> Topology:
-        """The topology: chains of fusable steps become one component each."""
-        steps = list(self._steps.values())
-        consumers: dict[tuple[str, str], int] = {}
-        for s in steps:
-            for p, tag in s.parents:
-                consumers[(p.name, tag)] = consumers.get((p.name, tag), 0) + 1
-        head: dict[str, _Step] = {}  # step -> the first step of its component
-        chains: dict[str, list[_Step]] = {}
-        for s in steps:  # steps are added after their parents, so this is a topological order
-            parent: _Step | None = s.parents[0][0] if len(s.parents) == 1 else None
-            fuse = (
-                self.fuse
-                and parent is not None
-                and s.op is not None
-                and s.component is None
-                and s.parents[0][1] == "default"
-                and consumers[(parent.name, "default")] == 1
-                # a keyed step may stay where records already sit on their key's task
-                and (
-                    not s.keyed
-                    or (not s.timestamps and _partitioned_by_key(chains[head[parent.name].name]))
-                )
-                and not s.exchange
-                and parent.component is None
-                and s.parallelism == parent.parallelism
-                and s.placement == parent.placement
-            )
-            if fuse and parent is not None:
-                head[s.name] = head[parent.name]
-                chains[head[s.name].name].append(s)
-            else:
-                head[s.name] = s
-                chains[s.name] = [s]
-        # windowed steps take watermarks from every task of the components that feed them
-        taps: dict[str, list[tuple[Callable[[Any], int], str]]] = {}
-        wm_inputs: dict[str, list[str]] = {}
-        for s in steps:
-            for (parent, tag), stamp in zip(s.parents, s.timestamps, strict=False):
-                if tag == "default":
-                    taps.setdefault(head[parent.name].name, []).append((stamp, f"wm:{s.name}"))
-                    wm_inputs.setdefault(s.name, []).append(head[parent.name].name)
-        topology = Topology(self.name, config=self.config)
-        for name, chain in chains.items():
-            first = chain[0]
-            ops = [s.op for s in chain if s.op is not None]
-            outputs = [Stream(RECORD)] + [
-                Stream(RECORD, name=f"{s.name}.{tag}") for s in chain for tag in s.side_tags
-            ]
-            my_taps = taps.get(name, [])
-            outputs += [Stream(RECORD, name=stream) for _, stream in my_taps]
-            config: dict[str, Any] = {STEPS: tuple(s.name for s in chain)}
-            if (my_taps or first.clock) and first.source is None:
-                config[TICK_SECS] = 0.1  # watermarks leave, and clocks move, without records
-            if first.source is not None:
-                topology = topology.add_spout(
-                    name,
-                    partial(FusedSpout, first.source, partial(_make_ops, ops), my_taps),
-                    parallelism=first.parallelism,
-                    outputs=outputs,
-                    config=config,
-                    placement=first.placement,
-                )
-                continue
-            grouping: Grouping = (
-                custom(_PartitionGrouping(first.partitioner))
-                if first.partitioner is not None
-                else fields("key")
-                if first.keyed
-                else shuffle()
-            )
-            inputs = [
-                Input(
-                    head[p.name].name,
-                    "default" if tag == "default" else f"{p.name}.{tag}",
-                    grouping,
-                )
-                for p, tag in first.parents
-            ]
-            wm = [Input(h, f"wm:{first.name}", all_tasks()) for h in wm_inputs.get(name, [])]
-            sides = None
-            if first.join:
-                sides = {(i.component, i.stream): n for n, i in enumerate(inputs)}
-                if len(sides) != 2:
-                    raise InvalidTopologyError(
-                        self.name,
-                        [
-                            f"join {first.name!r} reads the same stream on both sides: clone it "
-                            "into two steps first"
-                        ],
-                    )
-            factory: Callable[[], Spout | Bolt] = (
-                first.component
-                if first.component is not None
-                else partial(FusedBolt, partial(_make_ops, ops), sides, my_taps)
-            )
-            topology = topology.add_bolt(
-                name,
-                factory,
-                inputs=[*inputs, *wm],
-                parallelism=first.parallelism,
-                outputs=outputs if first.component is None else (),
-                config=config,
-                placement=first.placement,
-            )
-        if self._dead_letters is not None:
-            name, sink, parallelism, placement = self._dead_letters
-            topology = topology.with_dead_letters(
-                name, sink, parallelism=parallelism, placement=placement
-            )
-        return topology
-
-
-def _partitioned_by_key(chain: list[_Step]) -> bool:
-    """Records in this chain are on their key's task: it starts with a keyed step and no
-    step after it changes the key (a keyed step may then run in the same chain)."""
-    return chain[0].keyed and not any(s.rekeys for s in chain[1:])
-
-
-class _PartitionGrouping:
-    """Routes each record to the partitions ``fn(value, n)`` names (modulo n)."""
-
-    def __init__(self, fn: Callable[[Any, int], Any]) -> None:
-        self.fn = fn
-        self.targets: list[int] = []
-
-    def prepare(
-        self, context: object, component: str, stream: str, target_tasks: list[int]
-    ) -> None:
-        self.targets = list(target_tasks)
-
-    def choose_tasks(self, values: list[Any]) -> list[int]:
-        chosen = self.fn(values[1], len(self.targets))
-        picks = chosen if isinstance(chosen, Iterable) else [chosen]
-        return [self.targets[int(i) % len(self.targets)] for i in picks]
+        """The topology: chains of fusable steps become one component each (``_build``)."""
+        return build(
+            self.name, self.config, self.fuse, list(self._steps.values()), self._dead_letters
+        )
 
 
 def _first_acc(zero: Callable[[], Any], add: Callable[[Any, Any], Any], value: Any) -> Any:
@@ -356,10 +186,6 @@ def _first_acc(zero: Callable[[], Any], add: Callable[[Any, Any], Any], value: A
 
 def _identity(value: Any) -> Any:
     return value
-
-
-def _make_ops(factories: Sequence[Callable[[], Op]]) -> list[Op]:
-    return [f() for f in factories]
 
 
 class Streamlet:
@@ -388,9 +214,21 @@ class Streamlet:
     def filter(self, name: str, fn: Callable[[Any], bool], **kw: Any) -> Streamlet:
         return self._then(name, partial(FilterOp, name, fn), **kw)
 
-    def key_by(self, name: str, fn: Callable[[Any], Any], **kw: Any) -> Streamlet:
-        """Set each record's key; the next stateful step sees each key on one task."""
-        return self._then(name, partial(KeyByOp, name, fn), rekeys=True, **kw)
+    def key_by(
+        self, name: str, fn: Callable[[Any], Any], *, partitioned: bool = False, **kw: Any
+    ) -> Streamlet:
+        """Set each record's key; the next stateful step sees each key on one task.
+
+        ``partitioned=True`` says the records already sit on their key's task: task
+        ``i`` of this step's ``n`` gets only keys with ``partition_of(key, n) == i``
+        (a source reading key-partitioned input, as Flink's
+        ``reinterpretAsKeyedStream``). The keyed steps after it, event-time windows
+        included, then run in the same chain: no exchange, no encoding per record.
+        A record whose key belongs to another task goes to the dead letters with
+        the reason, never into another task's state.
+        """
+        op = partial(PartitionedKeyByOp if partitioned else KeyByOp, name, fn)
+        return self._then(name, op, rekeys=True, partitioned=partitioned, key_fn=fn, **kw)
 
     def flat_map_by_key(
         self, name: str, fn: Callable[[Any, Any], tuple[Any, Iterable[Any]]], **kw: Any

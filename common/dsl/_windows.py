@@ -191,7 +191,10 @@ class WindowedReduce:
         windows = self.windows
         wins = windows.get(key)
         if wins is None:
-            wins = {}
+            # a key's first windows: keyed state notes the key, and that its value (a dict)
+            # changes in place, so every snapshot carries it from then on; later changes
+            # need no reassignment (which costs a call per record)
+            wins = windows[key] = {}
         entry = wins.get(start)
         if entry is None:
             self._open(key, wins, start, end, value)
@@ -199,7 +202,6 @@ class WindowedReduce:
             entry[1] = self.reduce(entry[1], value)
             if entry[2] and wm is not None and end <= wm:  # a late record: fire again
                 emit([key, start, end, entry[1]])
-        windows[key] = wins  # reassign: keyed state notices the change
         moved = ts - self.out_of_orderness
         if wm is None or moved > wm:
             if moved < self._due:

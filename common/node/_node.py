@@ -38,7 +38,6 @@ import os
 import re
 import shutil
 import socket
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -54,7 +53,7 @@ from .._package import digest_problem, entry_problem, unpack_package
 from .._retry import Backoff, RetryPolicy
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
-from ..runtime._procs import BeatWatch, beat_file, spawn, terminate
+from ..runtime._procs import BeatWatch, Proc, beat_file, spawn, terminate
 from ..security import (
     MASTER_NAME,
     Credentials,
@@ -148,7 +147,7 @@ class Node:
         self.labels = dict(labels or {})
         self.version = version
         self.backoff = backoff
-        self.containers: dict[tuple[str, int], subprocess.Popen[bytes]] = {}
+        self.containers: dict[tuple[str, int], Proc] = {}
         self.orders: dict[tuple[str, int], pb.RunContainer] = {}
         self.error = ""
         self.stopping = asyncio.Event()
@@ -448,10 +447,14 @@ class Node:
             self.host,
             *self.transport.args(),
         ]
-        self.containers[(run.topology, run.container)] = spawn(
-            args, env=self.container_env(run), log_path=str(home / "container.log")
+        self.containers[(run.topology, run.container)] = self.launch_container(
+            args, self.container_env(run), home / "container.log"
         )
         log.info("started container %d of %r", run.container, run.topology)
+
+    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
+        """Start a container (``python ARGS``): a process (an agent may host it instead)."""
+        return spawn(args, env=env, log_path=str(log_path))
 
     # what a container is started with; agents run edge containers instead
     def container_module(self, run: pb.RunContainer) -> str:
@@ -501,7 +504,7 @@ class Node:
     def _supervise_one(
         self,
         key: tuple[str, int],
-        proc: subprocess.Popen[bytes],
+        proc: Proc,
         beats: BeatWatch,
         backoff: dict[tuple[str, int], Backoff],
         due: dict[tuple[str, int], float],

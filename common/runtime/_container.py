@@ -7,6 +7,9 @@ alone (with backoff). Exactly-once: a dead instance is reported to the
 master, which rolls every container back to the last complete checkpoint;
 the container then restarts all its instances, hands each its snapshot from
 the checkpoint store, and acknowledges. SIGTERM stops everything in order.
+With ``--footprint small`` (an agent's edge container on a small device) the
+instances are threads of this process instead (``_threads.InstanceThread``),
+and where one would be killed this whole process exits (``_kill``).
 
 ``Container`` composes one part per concern and is the stream manager's
 ``StreamManagerHooks``:
@@ -27,10 +30,10 @@ Run as ``python -m headwater.common.runtime.container --help``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,20 +61,27 @@ from ..wire.proto import runtime_pb2 as pb
 from ._container_config import ContainerConfig, parse_config
 from ._hooks import Metric
 from ._loaded_revisions import LoadedRevisions, Revision
-from ._procs import beat_file, spawn, terminate
+from ._procs import Proc, beat_file, spawn, terminate
 from ._session import CommandHandler, MasterSession
 from ._snapshots import Snapshots
 from ._stmgr import StreamManager
 from ._supervisor import Supervisor
 from ._switch import EditSwitch
 from ._telemetry import Telemetry
+from ._threads import InstanceThread
+from .instance import LABELS_ENV, TOPOLOGY_FILE_ENV
 
 log = logging.getLogger("headwater.container")
+KILLED_EXIT = 75
+"""A small-footprint container's exit status when one of its tasks was to be killed."""
 
 
 class Container:
-    def __init__(self, config: ContainerConfig, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(
+        self, config: ContainerConfig, clock: Clock = SYSTEM_CLOCK, *, hosted: bool = False
+    ) -> None:
         self.config = config
+        self.hosted = hosted  # run on its node's own event loop (an agent's --footprint single)
         self.id = config.container
         self.topology = load_topology(
             config.topology_file, config.topology, config.domain, config.labels
@@ -127,8 +137,9 @@ class Container:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.stopping.set)
+        if not self.hosted:  # hosted, its node has the signals and stops it
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(sig, self.stopping.set)
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
         await self.stmgr.start_local_server(self.socket_path)
@@ -159,8 +170,17 @@ class Container:
     def local_tasks(self) -> list[int]:
         return self.revisions.local_tasks
 
-    def _launch(self, task: int) -> subprocess.Popen[bytes]:
+    def _launch(self, task: int) -> Proc:
         rev = self.revisions.running
+        if self.config.footprint == "small":
+            plan = rev.plan if rev.plan_file else None  # as the instance process reads it
+            # what a component reads at open (live_model), as an instance process has it
+            # (each thread has its own too: hosted, this environment is every container's)
+            package = (os.path.abspath(rev.file), json.dumps(self.config.labels, sort_keys=True))
+            os.environ[TOPOLOGY_FILE_ENV], os.environ[LABELS_ENV] = package
+            return InstanceThread(
+                task, self.socket_path, lambda: (rev.topology, plan), self._kill, package
+            )
         args = [
             "-m",
             "headwater.common.runtime.instance",
@@ -177,6 +197,26 @@ class Container:
             args += ["--plan-file", rev.plan_file]
         args += domain_args(self.config.domain, self.config.labels)
         return spawn(args, log_path=str(self.workdir / f"task-{task}.log"))
+
+    def _kill(self, thread: InstanceThread) -> None:
+        """The small footprint: a task on a thread is to be killed (a rollback's restore, a
+        silent one), and no thread can be. End this whole process at once, as a kill of
+        the container would: its node restarts it, and every task restores. Hosted in its
+        node's process (which must go on), abandon the thread instead."""
+        if self.hosted:
+            log.warning("task %d is to be killed: cutting its thread off", thread.task)
+            thread.abandon()
+            return
+        if self.stopping.is_set():
+            return  # stopping anyway: a thread that did not stop ends with the process
+        log.error(
+            "task %d is to be killed, and it runs on a thread (--footprint small): "
+            "container %d exits for its node to restart it; every task restores",
+            thread.task,
+            self.id,
+        )
+        logging.shutdown()
+        os._exit(KILLED_EXIT)
 
     # -- supervision ----------------------------------------------------------------
     async def _supervise(self) -> None:

@@ -9,11 +9,15 @@ that ``Container`` takes.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..plan import add_domain_arguments
 from ..security import AGENT_NAME, MASTER_NAME, Transport
+
+FOOTPRINT_ENV = "HEADWATER_FOOTPRINT"
+"""How a container runs its instances when ``--footprint`` is not given (an agent sets it)."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class ContainerConfig:
     domain: str | None = None  # the checkpoint domain it runs (None: the whole topology)
     labels: dict[str, str] = field(default_factory=dict)  # the agent's labels (edge)
     tls_dir: Path | None = None  # its node's credentials (None: plaintext, --insecure)
+    footprint: str = "normal"  # "small": its instances on threads of this process (_threads)
 
     @property
     def transport(self) -> Transport:
@@ -53,10 +58,20 @@ def parse_config(argv: list[str] | None = None) -> ContainerConfig:
     p.add_argument("--state-dir", required=True, help="where this container's checkpoints live")
     p.add_argument("--host", default="127.0.0.1")
     add_domain_arguments(p)
+    footprints = ("normal", "small")
+    p.add_argument(
+        "--footprint",
+        choices=footprints,
+        default=os.environ.get(FOOTPRINT_ENV) or "normal",
+        help="normal: an OS process per instance; small: every instance on threads of this "
+        f"process (default: ${FOOTPRINT_ENV}, else normal)",
+    )
     links = p.add_mutually_exclusive_group(required=True)
     links.add_argument("--tls-dir", help="its node's credentials: every link is mutual TLS")
     links.add_argument("--insecure", action="store_true", help="plaintext links (development)")
     a = p.parse_args(argv)
+    if a.footprint not in footprints:  # argparse checks what is given, not its default
+        p.error(f"${FOOTPRINT_ENV} is one of {', '.join(footprints)}, not {a.footprint!r}")
     return ContainerConfig(
         topology_file=a.topology_file,
         container=a.container,
@@ -69,4 +84,5 @@ def parse_config(argv: list[str] | None = None) -> ContainerConfig:
         domain=a.domain,
         labels=a.labels,
         tls_dir=Path(a.tls_dir) if a.tls_dir else None,
+        footprint=a.footprint,
     )

@@ -56,8 +56,8 @@ def run_spout(inst: Instance, spout: Spout) -> None:
         now = time.monotonic()
         inst.emitter.flush_due(now)
         if not emitted:
-            if not can_emit:
-                # at max pending (or paused): acks come back only for what has left
+            if inst.emitter.buffered:
+                # idle: what is buffered goes now (busy, batches fill to their size or linger)
                 inst.emitter.flush_all()
             idle = min(max(idle * 2, 0.0005), 0.05 if can_emit else 0.2)
             _wait_inbox(inst, min(idle, linger) if inst.emitter.buffered else idle)
@@ -82,6 +82,8 @@ def run_bolt(inst: Instance, bolt: Bolt) -> None:
             handle(frame, bolt)
             if not inst.gateway.reading and inst.inbox.nbytes <= inst.inbox.low:
                 inst.gateway.wake()  # it paused reading at the high mark: resume
+            if not len(inst.inbox) and inst.emitter.buffered:
+                inst.emitter.flush_all()  # nothing more to read: what is buffered goes now
         else:  # no input for a whole linger: everything buffered goes now
             if inst.gateway.eof.is_set():
                 log.info("stmgr went away; task %d exits", inst.task)

@@ -137,6 +137,10 @@ class Gateway(threading.Thread):
             self.inbox.close()
         finally:
             sel.close()
+            # an instance on a thread (the small footprint) must not leak them: a wake-up
+            # after this finds them closed (OSError, ignored)
+            self._wake_r.close()
+            self._wake_w.close()
 
     def _fill(self) -> None:
         if len(self._pending) >= _WRITE_CHUNK:

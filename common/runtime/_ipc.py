@@ -40,7 +40,11 @@ class InstanceConnection(asyncio.Protocol):
         self.task: int | None = None
         self.pid: int | None = None
         self.paused_reading = False
+        self.write_paused = False  # the write buffer passed the high mark, not yet the low
         self.stale = False
+        # the epoch it connected in: a dying instance of an epoch rolled back since, whose
+        # hello was not read before the reset, must not become its task's connection
+        self.epoch = stmgr.epoch
         self.heard = time.monotonic()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -57,7 +61,13 @@ class InstanceConnection(asyncio.Protocol):
         stmgr.bytes_in += len(data)
         on_frame = stmgr.on_local_frame
         for frame in self.reader.feed(data):
+            if self.refused():
+                return  # by a frame of this same read (its hello)
             on_frame(self, frame)
+
+    def refused(self) -> bool:
+        """Stale: an instance of a rolled-back epoch, or at the wrong container."""
+        return self.stale
 
     def write(self, frame: bytes) -> None:
         assert self.transport is not None
@@ -65,12 +75,14 @@ class InstanceConnection(asyncio.Protocol):
         self.stmgr.bytes_out += len(frame) + 4
 
     def pause_writing(self) -> None:
-        if self.task is not None:
-            self.stmgr.congestion_on(task_key(self.task), self.task)
+        # asyncio calls this once per crossing, so the state is kept here and the stmgr
+        # decides from it (and from what it parked for the task) whether the key is on
+        self.write_paused = True
+        self.stmgr.on_write_buffer(self)
 
     def resume_writing(self) -> None:
-        if self.task is not None:
-            self.stmgr.congestion_off(task_key(self.task))
+        self.write_paused = False
+        self.stmgr.on_write_buffer(self)
 
     def set_reading(self, on: bool) -> None:
         if self.transport is None or self.transport.is_closing():

@@ -10,7 +10,8 @@ ships a model this edge cannot load fails and rolls back rather than falling
 back silently to the hand-set detector.
 
 The instance process says where its topology file is and the agent's labels
-(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``; ``common/runtime/instance.py``).
+(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``; ``common/runtime/instance.py``); a task
+on a thread (the small footprints) has its own (``TASK_PACKAGE``), read first.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
     chosen = pick(json.loads(entry), _labels())
     if chosen is None:
         return None, ""
-    file = os.environ.get(TOPOLOGY_FILE_ENV)
+    file = _topology_file()
     if not file:
         raise HeadwaterError(
             "this component runs a model but its process does not know its package "
@@ -48,13 +49,20 @@ def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
     return load_model(data), str(chosen["version"])
 
 
+def _topology_file() -> str | None:
+    """The topology file of the task running on this thread (its package's), if known."""
+    from .instance import TASK_PACKAGE, TOPOLOGY_FILE_ENV
+
+    return getattr(TASK_PACKAGE, "file", None) or os.environ.get(TOPOLOGY_FILE_ENV)
+
+
 def _labels() -> dict[str, str]:
     """The agent's labels (``LABELS_ENV``, JSON); HeadwaterError when they are not an
     object of label: text (the process was started wrongly: no model is better than one
     picked by labels misread)."""
-    from .instance import LABELS_ENV
+    from .instance import LABELS_ENV, TASK_PACKAGE
 
-    text = os.environ.get(LABELS_ENV) or "{}"
+    text = getattr(TASK_PACKAGE, "labels", None) or os.environ.get(LABELS_ENV) or "{}"
     try:
         labels = json.loads(text)
     except (ValueError, RecursionError):

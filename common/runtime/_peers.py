@@ -3,8 +3,9 @@
 
 Each stmgr dials every peer once and only sends on that stream; what a peer
 sends arrives on the stream the peer dialled (``ExchangeServicer``). Frames
-ride in protobuf ``Frames`` messages stamped with the sender's epoch; a
-message of another epoch was sent before a rollback and is dropped.
+ride in protobuf ``Frames`` messages stamped with the sender's epoch; the data
+of a message of another epoch was sent before a rollback and is dropped, its
+backpressure control frames are not (they say what the peer's buffers hold now).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import grpc
 
 from .._retry import RetryPolicy
 from ..security import WORKER_NAME
+from ..wire import Kind
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -139,6 +141,16 @@ class PeerLink:
     def close(self) -> None:
         self.task.cancel()
 
+    def give_up(self) -> list[bytes]:
+        """Replaced by a link to the peer's new address: stop, and hand over the frames never
+        sent (emptied here, so a stream of this link not yet torn down sends none of them
+        and lifts no key)."""
+        self.close()
+        unsent = list(self.queue)
+        self.clear()
+        self.control.clear()
+        return unsent
+
 
 class ExchangeServicer(pb_grpc.StreamManagerServicer):
     """Takes the streams the peers dialled and routes every frame on them."""
@@ -156,7 +168,14 @@ class ExchangeServicer(pb_grpc.StreamManagerServicer):
         route = stmgr.route
         async for msg in request_iterator:
             if msg.epoch != stmgr.epoch:
-                continue  # sent before a rollback: that timeline is gone
+                # data of another epoch belongs to a timeline rolled back (or not yet begun
+                # here); the peer's backpressure is the state of its buffers now, whatever
+                # the epoch: dropped, a key lifted (or a stream's bp_reset sent) by a peer
+                # that reset before this stmgr, or restarted, stayed on here for good
+                for frame in msg.frames:
+                    if frame[0] == Kind.CONTROL:
+                        route(frame)
+                continue
             frames = msg.frames
             stmgr.frames_in += len(frames)
             for frame in frames:

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Protocol
 
 log = logging.getLogger("headwater.procs")
 _PR_SET_PDEATHSIG = 1
@@ -23,6 +24,25 @@ NO_GRPC_FORK_HANDLERS = {"GRPC_ENABLE_FORK_SUPPORT": "false"}
 harm: with other threads inside gRPC they are skipped with a notice in the log, and a
 process that forked while its event engine polled was seen to abort (epoll_wait: Bad file
 descriptor) in a container of the compose cluster. Read when grpc is first imported."""
+
+
+class Proc(Protocol):
+    """What supervises a child: a ``subprocess.Popen``, or an instance on a thread
+    (``_threads.InstanceThread``, the small footprint)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 def _die_with_parent() -> None:
@@ -56,7 +76,7 @@ def spawn(
             out.close()
 
 
-def terminate(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 5.0) -> None:
+def terminate(procs: Sequence[Proc], grace_s: float = 5.0) -> None:
     """SIGTERM, wait up to ``grace_s``, then SIGKILL whatever is left."""
     import time
 
@@ -89,7 +109,7 @@ class BeatWatch:
         self.clock = clock
         self._seen: dict[Path, tuple[float, float]] = {}  # beat file -> (mtime, when it changed)
 
-    def silent(self, proc: subprocess.Popen[bytes], beat: Path, limit_s: float) -> float:
+    def silent(self, proc: Proc, beat: Path, limit_s: float) -> float:
         """Seconds ``proc`` has not touched ``beat`` if over ``limit_s``, else 0.
 
         A file older than the process is a previous incarnation's: not yet beating, not
@@ -109,9 +129,7 @@ class BeatWatch:
         quiet = now - seen[1]
         return quiet if quiet > limit_s else 0.0
 
-    def kill_if_silent(
-        self, proc: subprocess.Popen[bytes], beat: Path, limit_s: float, what: str
-    ) -> None:
+    def kill_if_silent(self, proc: Proc, beat: Path, limit_s: float, what: str) -> None:
         """SIGKILL ``proc`` if it has been silent too long; its supervisor reaps it (``poll``)
         and restarts it as it restarts a dead one. Never waits: a process stuck in the
         kernel (a dying SD card) must not stall the caller's event loop."""

@@ -54,7 +54,7 @@ from ._backpressure import Backpressure as BackpressureState
 from ._hooks import Metric, NoHooks, StreamManagerHooks
 from ._ingress import Ingress
 from ._ipc import InstanceConnection, serve_instances, task_key
-from ._peers import PeerLink, serve_peers
+from ._peers import PeerLink, peer_key, serve_peers
 from ._staging import Staging, peer_slot
 from ._stmgr_metrics import TaskMetrics, snapshot
 
@@ -209,6 +209,24 @@ class StreamManager:
         if self.staging.park(task, frame) >= self.rc.stmgr_high_water:
             self.congestion_on(task_key(task), task)
 
+    def on_write_buffer(self, conn: InstanceConnection) -> None:
+        """``conn``'s write buffer crossed a water mark (ignored from a replaced one)."""
+        if conn.task is not None and self.conns.get(conn.task) is conn:
+            self._check_task_buffer(conn.task)
+
+    def _check_task_buffer(self, task: int) -> None:
+        """Set the key ``task:N`` from what waits for the task: its connection's write
+        buffer over the high mark (until it falls under the low one), or parked frames
+        over the high mark. One place decides, so no order of parking, connecting,
+        writing and replacing can leave a full buffer without its key (asyncio reports
+        each crossing once)."""
+        conn = self.conns.get(task)
+        parked = self.staging.nbytes.get(task, 0)
+        if (conn is not None and conn.write_paused) or parked >= self.rc.stmgr_high_water:
+            self.congestion_on(task_key(task), task)
+        else:
+            self.congestion_off(task_key(task))
+
     def retire(self, task: int) -> None:
         """The old instance of ``task`` is gone: frames wait for its successor (if any)."""
         self._retiring.pop(task, None)
@@ -216,6 +234,7 @@ class StreamManager:
         if conn is not None:
             conn.stale = True
             self.tasks.fold(task)
+            self._check_task_buffer(task)
 
     def _to_peer(self, dest: int, frame: bytes) -> None:
         container = self.task_container.get(dest)
@@ -224,7 +243,9 @@ class StreamManager:
             return
         link = self.peers.get(container)
         if link is None:  # plan not complete yet: park the frame until the peer is known
-            self.staging.park(peer_slot(container), frame)
+            if self.staging.park(peer_slot(container), frame) >= self.rc.stmgr_high_water:
+                # lifted by the link once it has sent what it took over (PeerLink._frames)
+                self.congestion_on(peer_key(container), None, container)
             return
         link.send(frame)
 
@@ -235,13 +256,21 @@ class StreamManager:
     def on_instance_hello(self, conn: InstanceConnection, task: int, pid: int) -> None:
         if task not in self.local_tasks:
             log.error("instance for task %d connected to the wrong container", task)
+            conn.stale = True
+            conn.close()
+            return
+        if conn.epoch != self.epoch:  # connected before a rollback: one being killed
+            log.info(
+                "task %d: an instance of epoch %d said hello after the rollback", task, conn.epoch
+            )
+            conn.stale = True
             conn.close()
             return
         conn.task, conn.pid = task, pid
         self.conns[task] = conn
         for frame in self.staging.take(task):
             conn.write(frame)
-        self.congestion_off(task_key(task))
+        self._check_task_buffer(task)  # what was parked may fill the new buffer at once
         if self.task_component[task] in self.spout_components:
             conn.set_reading(self.task_component[task] not in self.bp.throttled)
             if self.active:
@@ -254,7 +283,7 @@ class StreamManager:
         if task is None or self.conns.get(task) is not conn:
             return
         del self.conns[task]
-        self.congestion_off(task_key(task))
+        self._check_task_buffer(task)
         self.tasks.fold(task)
         if self.task_component[task] in self.spout_components:
             self.acks.forget_task(task)
@@ -305,10 +334,12 @@ class StreamManager:
             link = self.peers.get(container)
             if link is not None and link.address == address:
                 continue
-            if link is not None:
-                link.close()
+            # the peer moved (restarted): what the old link never sent goes on the new one,
+            # which lifts the key ``peer:N`` once it has sent it (dropped, the queue left the
+            # key on, and with the spouts throttled nothing more came to lift it)
+            unsent = link.give_up() if link is not None else []
             self.peers[container] = link = PeerLink(self, container, address)
-            for frame in self.staging.take(peer_slot(container)):
+            for frame in unsent + self.staging.take(peer_slot(container)):
                 link.send(frame)
         self.peer_addresses = dict(addresses)
 

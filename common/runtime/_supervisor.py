@@ -1,6 +1,7 @@
 """The instance processes of one container: start them, watch them, restart or report the dead.
 
-``Supervisor`` owns one OS process per local task. The container looks at
+``Supervisor`` owns one OS process per local task (or, in the small
+footprint, one thread: ``_threads.InstanceThread``). The container looks at
 them every 0.1 s (``check``). At-most-once and at-least-once: a dead instance
 is restarted alone, after a delay drawn from its own ``Backoff`` (reset once
 it has been up and connected for ``HEALTHY_AFTER_S``). Exactly-once: a dead
@@ -14,11 +15,11 @@ is then handled as a dead one. All methods run on the container's event loop.
 from __future__ import annotations
 
 import logging
-import subprocess
 from collections.abc import Callable, Iterable
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._retry import Backoff, RetryPolicy
+from ._procs import Proc
 from ._stmgr import StreamManager
 
 log = logging.getLogger("headwater.container")
@@ -28,7 +29,7 @@ RESTART_POLICY = RetryPolicy(initial=0.25, maximum=5.0)
 HEALTHY_AFTER_S = 10.0  # up and connected this long: the next crash starts the backoff anew
 SILENT_AFTER_S = 6.0  # an instance's gateway beats every second: stopped or hung past this
 
-Launch = Callable[[int], "subprocess.Popen[bytes]"]
+Launch = Callable[[int], Proc]
 
 
 class Supervisor:
@@ -46,7 +47,7 @@ class Supervisor:
         self._restart = restart  # False: a dead task waits for a rollback
         self._clock = clock
         self._policy = policy
-        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.procs: dict[int, Proc] = {}
         self.last_error: dict[int, str] = {}  # task -> its last exception, for failure reports
         self._started_at: dict[int, float] = {}
         self._restart_at: dict[int, float] = {}
@@ -111,11 +112,11 @@ class Supervisor:
             reason += f" ({self.last_error.pop(task)})"
         return reason
 
-    def take(self, tasks: Iterable[int]) -> list[subprocess.Popen[bytes]]:
+    def take(self, tasks: Iterable[int]) -> list[Proc]:
         """Stop supervising ``tasks``: their processes, for the caller to terminate."""
         return [self.procs.pop(t) for t in tasks if t in self.procs]
 
-    def kill_all(self) -> list[subprocess.Popen[bytes]]:
+    def kill_all(self) -> list[Proc]:
         """Kill every instance (a rollback) and return them, for the caller to reap."""
         procs = self.take(list(self.procs))
         for p in procs:

@@ -1,6 +1,14 @@
-"""The cluster's identity: its CA, the nodes' certificates, tokens, and how gRPC links use them."""
+"""The cluster's identity: its CA, the nodes' certificates, tokens, and how gRPC links use them.
 
-from ._ca import ClusterCA, fingerprint
+``ClusterCA`` and ``fingerprint`` load on first use (PEP 562): they need ``cryptography``,
+which a container (an edge one on a small device) that only dials with its node's
+credentials never loads.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from ._identity import (
     AGENT_NAME,
     MASTER_NAME,
@@ -21,6 +29,18 @@ from ._tokens import (
     parse_ttl,
     role_allows,
 )
+
+if TYPE_CHECKING:
+    from ._ca import ClusterCA, fingerprint
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ClusterCA", "fingerprint"):
+        from . import _ca
+
+        return getattr(_ca, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AGENT_NAME",

@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from cryptography import x509
-from cryptography.x509.oid import NameOID
 
 from .._exceptions import HeadwaterError
 from ._files import write_private
@@ -74,6 +72,9 @@ TRUSTED = Identity("insecure", "*")
 
 
 def cert_identity(cert_pem: bytes) -> Identity | None:
+    from cryptography import x509  # loaded when a certificate is read, not by every process
+    from cryptography.x509.oid import NameOID
+
     cert = x509.load_pem_x509_certificate(cert_pem)
     names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
     value = names[0].value if names else ""
@@ -92,9 +93,13 @@ class Credentials:
 
     def not_after(self) -> float:
         """When the certificate expires (epoch seconds)."""
+        from cryptography import x509
+
         return x509.load_pem_x509_certificate(self.cert).not_valid_after_utc.timestamp()
 
     def not_before(self) -> float:
+        from cryptography import x509
+
         return x509.load_pem_x509_certificate(self.cert).not_valid_before_utc.timestamp()
 
     @classmethod

@@ -105,6 +105,14 @@ class JoinToken:
         return cls(int(parts[1]), f"{parts[2]}.{parts[3]}", f"sha256:{parts[4]}")
 
 
+def _version(path: Path) -> tuple[int, int, int]:
+    """What tells one version of the file from another: its inode (every save replaces the
+    file) with its modification time and size; the time alone misses a second save within
+    the file system's clock tick (a few milliseconds)."""
+    st = path.stat()
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 class TokenStore:
     """The tokens of a cluster, kept in one JSON file (mode 0600) in the master's state."""
 
@@ -112,26 +120,26 @@ class TokenStore:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._tokens: dict[str, TokenRecord] = {}
-        self._mtime: float | None = None
+        self._version: tuple[int, int, int] | None = None  # the file's, when last read
         self._reload()
 
     def _reload(self) -> None:
         """Read the file again if it changed (a token made by another process: the CLI on
         the master's host, or a second store over the same file)."""
         try:
-            mtime = self.path.stat().st_mtime
+            version = _version(self.path)
         except FileNotFoundError:
             return
-        if mtime == self._mtime:
+        if version == self._version:
             return
         records = [TokenRecord(**raw) for raw in json.loads(self.path.read_text("utf-8"))]
         self._tokens = {r.id: r for r in records}
-        self._mtime = mtime
+        self._version = version
 
     def _save(self) -> None:
         data = json.dumps([asdict(r) for r in self._tokens.values()], indent=1)
         write_private(self.path, data.encode())
-        self._mtime = self.path.stat().st_mtime
+        self._version = _version(self.path)
 
     def create(self, role: str, ttl_s: float | None = None, description: str = "") -> str:
         """A new token of ``role`` (lasting ``ttl_s`` seconds, or for ever); its text, which

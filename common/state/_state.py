@@ -86,7 +86,7 @@ class SnapshotLog:
     def dump(self, checkpoint: int, state: State, keyed: dict[str, KeyedState]) -> bytes:
         changed = {}
         for name, ks in keyed.items():
-            changed[name], ks._dirty = ks._dirty, set()
+            changed[name] = ks.take_changed()
         if self.last:
             self.intervals.append((self.last, checkpoint, changed))
         self.last = checkpoint

@@ -36,6 +36,19 @@ def test_version() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, f"headwater {__version__}\n", "")
 
 
+def test_an_unknown_agent_footprint_is_refused_with_its_choices() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "headwater", "agent", "--insecure", "--footprint", "tiny"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--footprint: invalid choice: 'tiny' (choose from" in done.stderr, done.stderr
+    assert "'normal', 'small'" in done.stderr or "normal, small" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_reader_that_goes_away_ends_the_output_quietly() -> None:
     """``headwater status | head``: no BrokenPipeError traceback, the exit status a pipe's
     writer has when its reader is gone (128 + SIGPIPE)."""

@@ -61,6 +61,10 @@ class Site:
     def status(self) -> dict[str, Any]:
         return _status(self.status_port)
 
+    def appended(self, at_least: int, what: str) -> None:
+        """Wait until the agent acknowledged ``at_least`` readings into its ingest log."""
+        wait_for(lambda: self.status()["metrics"].get("mqtt_appended", 0) >= at_least, 30, what)
+
     def agent_id(self) -> str:
         """The id the agent goes by: ``--id``, or the one it keeps in its workdir."""
         if self.with_id:
@@ -91,10 +95,12 @@ def start_site(
     master: str | None = None,
     with_id: bool = True,
     worker_id: bool = True,
+    footprint: str = "normal",
 ) -> Site:
     """Master (already started if ``master`` is given: the agent's route to the cloud, a
     LinkProxy it reaches the master and the workers' ingress through), worker w1, agent
-    gw-site0 with a status port; the example submitted and the agent's uplink open."""
+    gw-site0 with a status port (and ``--footprint``); the example submitted and the agent's
+    uplink open."""
     route: list[str] = []
     if master is None:
         daemons.start_master()
@@ -117,6 +123,7 @@ def start_site(
         "--status-port",
         str(status_port),
         *route,
+        *(["--footprint", footprint] if footprint != "normal" else []),
     ]
     site = Site(daemons, out, args, status_port, with_id, worker, worker_id)
     site.start_agent()

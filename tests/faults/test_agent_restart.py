@@ -39,11 +39,7 @@ def test_agent_restart_is_the_same_node_and_delivers_every_reading_once(
         assert ident.startswith("agent-"), ident  # generated, kept in the workdir
     rows = readings(40)  # 120 readings
     sensors.publish(messages(rows[:60]))
-    wait_for(
-        lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 60,
-        30,
-        "the first readings acknowledged into the ingest log",
-    )
+    site.appended(60, "the first readings acknowledged into the ingest log")
 
     code = site.stop_agent(sig)
     gone_at = time.monotonic()
@@ -166,11 +162,7 @@ def test_an_agent_whose_id_changed_delivers_every_reading_once(
     # more just before the stop, so that the ingest log is not wholly trimmed (a restart
     # after a whole trim is finding 2 of issue 13, not this test's)
     sensors.publish(messages(rows[60:75]))
-    wait_for(
-        lambda: site.status()["metrics"].get("mqtt_appended", 0) >= 75,
-        30,
-        "the last readings before the stop acknowledged",
-    )
+    site.appended(75, "the last readings before the stop acknowledged")
     site.stop_agent(signal.SIGTERM)
     site.with_id = False  # its next start generates an id and keeps it
     site.start_agent()

@@ -172,6 +172,9 @@ class Daemons:
                 p.kill()
                 p.wait()
 
-    def logs(self) -> None:
-        for f in sorted(self.tmp.rglob("*.log")):
-            print(f"===== {f.relative_to(self.tmp)} =====\n{f.read_text(errors='replace')[-3000:]}")
+    def logs(self) -> str:
+        """The last 3,000 characters of each daemon's log (and of the logs in their workdirs)."""
+        return "\n".join(
+            f"===== {f.relative_to(self.tmp)} =====\n{f.read_text(errors='replace')[-3000:]}"
+            for f in sorted(self.tmp.rglob("*.log"))
+        )

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import show_on_failure
 from ._daemons import Daemons
 
 
 @pytest.fixture
-def daemons(tmp_path: Path) -> Iterator[Daemons]:
+def daemons(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Daemons]:
+    """Daemons the test starts, stopped after it; their logs shown when it fails."""
     d = Daemons(tmp_path)
+    show_on_failure(request.node, "daemon logs", d.logs)
     try:
         yield d
-    except BaseException:
-        d.logs()
-        raise
     finally:
         d.stop()
 

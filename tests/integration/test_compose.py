@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from ..conftest import show_on_failure
 from ._compose import ComposeCluster, build_image, compose_cluster
 from ._support import wait_for
 
@@ -73,11 +74,15 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[ComposeCluster]:
-    """One compose cluster for the module's rounds, in order: a clean one, then one per fault."""
+def cluster(request: pytest.FixtureRequest) -> Iterator[ComposeCluster]:
+    """One compose cluster for the module's rounds, in order: a clean one, then one per fault;
+    a round that fails shows every service's last log lines."""
     image = build_image()
     assert image.startswith("headwater:")
     with compose_cluster(f"hwtest{os.getpid()}", {"HEADWATER_SENSOR_RATE": "5"}) as c:
+        show_on_failure(
+            request.node, "compose logs", lambda: c.run("logs", "--no-color", "--tail", "40").stdout
+        )
         yield c
 
 
@@ -258,7 +263,21 @@ def test_a_paused_stream_manager_container_loses_and_duplicates_nothing(
     )
 
     def pause() -> None:
-        _docker("pause", worker)
+        # the kernel's freezer can time out on a busy container (runc: "unable to freeze";
+        # a process in uninterruptible I/O) and runc thaws it again: try until it holds
+        deadline = time.monotonic() + 120
+        while True:
+            done = subprocess.run(
+                ["docker", "pause", worker],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            if done.returncode == 0:
+                break
+            assert time.monotonic() < deadline, f"docker pause {worker}: {done.stderr}"
+            time.sleep(2)
         try:
             time.sleep(20)  # the pause's length
         finally:

@@ -102,3 +102,54 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
         raise
     finally:
         cluster.stop()
+
+
+@pytest.mark.parametrize("exactly_once", [False, True], ids=["at_most_once", "exactly_once"])
+def test_partitioned_pipeline_runs_as_parallel_chains(tmp_path: Path, exactly_once: bool) -> None:
+    """key_by(partitioned=True) with parallelism 2: one component, two tasks, each running the
+    whole pipeline over its own sensors; every window once with its exact sum and count, and
+    each task's stray reading of the other's sensor in the dead letters, counted nowhere."""
+    import json
+
+    out = tmp_path / "out"
+    out.mkdir()
+    count = 300
+    expected = sorted(
+        [
+            f"s{k}",
+            w * 10_000,
+            sum(i for i in range(w * 10, w * 10 + 10) if i % 6 == k),
+            len([i for i in range(w * 10, w * 10 + 10) if i % 6 == k]),
+        ]
+        for k in range(6)
+        for w in range(count // 10)
+    )
+
+    def lines(kind: str) -> list[Any]:
+        return [
+            json.loads(x)
+            for f in out.glob(f"{kind}-*.jsonl")
+            for x in f.read_text().split("\n")
+            if x
+        ]
+
+    env = {"DSL_OUT": str(out), "DSL_COUNT": str(count), "DSL_EXACTLY_ONCE": str(int(exactly_once))}
+    with running(TOPOLOGIES / "dsl_partitioned.py", containers=1, env=env) as c:
+        plan = c.get("/plan")
+        assert plan["fused"]["readings"] == [
+            "readings",
+            "valid",
+            "by_sensor",
+            "per_10s",
+            "totals",
+            "row",
+            "out",
+        ]
+        assert sorted(i["component"] for i in plan["instances"]) == ["dead", "readings", "readings"]
+        wait_for(lambda: len(lines("rows")) >= len(expected), 60, "every window at the sink")
+        wait_for(lambda: len(lines("dead")) >= 2, 60, "both strays in the dead letters")
+        assert sorted(lines("rows")) == expected
+        dead = lines("dead")
+        assert sorted(d[0] for d in dead) == ["by_sensor", "by_sensor"]
+        assert all("belongs to partition" in d[1] for d in dead)
+        assert sorted(d[3]["v"] for d in dead) == [1000, 1000]

@@ -325,7 +325,8 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
     daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
 ) -> None:
     """60 s without the cloud: site0's outbox grows; site1's tiny budget fills, MQTT
-    acknowledgement stops and the broker holds the rest. Afterwards: every reading once."""
+    acknowledgement stops and the broker holds the rest. Afterwards: every reading once.
+    Site1's agent runs the small footprint (``--footprint small``), site0's the normal one."""
     daemons.start_master()
     proxies = {s: LinkProxy(daemons.grpc) for s in SITES}
     status = {s: free_port() for s in SITES}
@@ -351,6 +352,8 @@ def test_cut_link_delays_but_loses_and_duplicates_nothing(
                 "3000",
                 "--ingress-proxy",
                 proxies["site1"].address,
+                "--footprint",
+                "small",
             ),
         }
         _worker, _agents, out = _start_cluster(daemons, mosquitto, tmp_path, args, master=False)

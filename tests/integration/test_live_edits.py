@@ -290,7 +290,8 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
 ) -> None:
     """22 edits in random order: replace the edge counter (its counts carry over), attach and
     remove probes on the edge and taps in the cloud; site1's agent is cut off for 8 of them
-    and takes the newest revision when it is back. Every reading once, by one version."""
+    and takes the newest revision when it is back. Every reading once, by one version. Site0's
+    agent runs the smallest footprint (``--footprint single``), site1's the normal one."""
     daemons.start_master()
     proxy = LinkProxy(daemons.grpc)  # site1 reaches the master through it
     status = {s: free_port() for s in SITES}
@@ -303,6 +304,8 @@ def test_twenty_random_edits_across_edge_and_cloud_with_an_agent_offline(
         for site in SITES:
             master = proxy.address if site == "site1" else daemons.grpc
             route = ["--ingress-proxy", proxy.address] if site == "site1" else []
+            # site0's edge subgraph inside its agent's process, its tasks on threads
+            route += ["--footprint", "single"] if site == "site0" else []
             daemons.start_agent(
                 f"gw-{site}",
                 *_agent_args(mosquitto, site, master, "--status-port", str(status[site]), *route),

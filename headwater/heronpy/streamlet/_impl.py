@@ -25,7 +25,8 @@ from typing import Any, NamedTuple, overload
 from headwater.common.api import Context, Spout, Tuple, _submit
 from headwater.common.dsl import Pipeline, Sliding, Tumbling
 from headwater.common.dsl import Streamlet as DslStreamlet
-from headwater.common.dsl._ops import GeneratorSpout, Op
+from headwater.common.dsl._ops import Op
+from headwater.common.dsl._sources import GeneratorSpout
 
 from ..api.api_constants import (
     TOPOLOGY_CONTAINER_CPU_REQUESTED,

@@ -91,6 +91,25 @@ def test_nothing_past_the_end(tmp_path: Path) -> None:
         spout.close()
 
 
+class EagerSpout(LogSpout):
+    REFRESH_S = 0.0  # catch up with the writer at every call at the end
+
+
+def test_a_subclass_sets_how_often_a_reader_at_the_end_catches_up(tmp_path: Path) -> None:
+    write_partitions(tmp_path, per_partition=1)
+    ctx = make_ctx(0)
+    spout = EagerSpout(tmp_path, partitions=4)
+    spout.open(ctx)
+    try:
+        drain(spout)  # at the end of both its partitions, each caught up with just now
+        assert len(ctx.values()) == 2
+        append_records(tmp_path, 0, [[0, 1, "p0-1"]])
+        drain(spout, calls=2)  # one call per partition: no interval to wait out
+        assert ctx.state["offsets"] == {0: 2, 2: 1}
+    finally:
+        spout.close()
+
+
 def test_missing_partition_emits_nothing(tmp_path: Path) -> None:
     append_records(tmp_path, 1, [["only"]])
     spout, ctx = open_spout(tmp_path, 0)

@@ -1,10 +1,11 @@
-"""headwater.common.dsl._ops._Chain: fused steps call each other; what leaves, what counts."""
+"""headwater.common.dsl._fused._Chain: fused steps call each other; what leaves, what counts."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from headwater.common.dsl._ops import FilterOp, FlatMapOp, KeyByOp, MapOp, SinkOp, _Chain
+from headwater.common.dsl._fused import _Chain
+from headwater.common.dsl._ops import FilterOp, FlatMapOp, KeyByOp, MapOp, SinkOp
 from headwater.testing import TestContext
 
 
@@ -46,4 +47,8 @@ def test_a_sink_counts_its_records_and_emits_nothing() -> None:
     chain = _Chain([MapOp("inc", lambda v: v + 1), SinkOp("out", seen.append)], ctx)
     for v in range(3):
         chain.first(None, v)
-    assert (seen, emitted(ctx), ctx.counters) == ([1, 2, 3], [], {"records:out": 3})
+    assert (seen, emitted(ctx), ctx.counters) == ([1, 2, 3], [], {})
+    chain.settle()  # counted per frame, not with a call per record
+    assert ctx.counters == {"records:out": 3}
+    chain.settle()
+    assert ctx.counters == {"records:out": 3}

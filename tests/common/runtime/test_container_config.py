@@ -47,3 +47,25 @@ def test_the_command_line_becomes_a_frozen_config() -> None:
 def test_a_missing_required_flag_is_refused() -> None:
     with pytest.raises(SystemExit):
         parse_config(["--topology-file", "t.py"])
+
+
+_ARGS = ["--topology-file", "t.py", "--container", "1", "--containers", "1"]
+_ARGS += ["--tmaster", "h:1", "--workdir", "/w", "--state-dir", "/s", "--insecure"]
+
+
+def test_the_footprint_comes_from_the_environment_when_not_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HEADWATER_FOOTPRINT", "small")
+    assert parse_config(_ARGS).footprint == "small"
+    assert parse_config([*_ARGS, "--footprint", "normal"]).footprint == "normal"
+
+
+@pytest.mark.parametrize("value", ["smal", "single", "SMALL"])
+def test_a_footprint_mistyped_in_the_environment_is_refused_not_run_as_normal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    monkeypatch.setenv("HEADWATER_FOOTPRINT", value)
+    with pytest.raises(SystemExit):
+        parse_config(_ARGS)
+    assert "HEADWATER_FOOTPRINT" in capsys.readouterr().err

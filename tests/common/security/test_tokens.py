@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 
 import pytest
@@ -52,3 +53,17 @@ def test_a_join_token_round_trips_and_garbage_is_refused():
     for bad in ("", "hwjoin.1.2.3", str(token).replace("hwjoin", "x"), str(token)[:-1]):
         with pytest.raises(HeadwaterError, match="not a join token"):
             JoinToken.parse(bad)
+
+
+def test_a_store_sees_a_token_another_made_within_the_same_clock_tick(tmp_path):
+    """Two saves within the file system's clock tick leave the same modification time; the
+    master's store still reads the second (the test's join tokens made just before a node
+    starts)."""
+    path = tmp_path / "tokens.json"
+    maker, master = TokenStore(path), TokenStore(path)
+    first = maker.create("agent")
+    assert master.check(first) is not None
+    stamp = path.stat().st_mtime_ns
+    second = maker.create("agent")
+    os.utime(path, ns=(stamp, stamp))  # as if within the same tick
+    assert master.check(second) is not None

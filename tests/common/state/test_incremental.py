@@ -41,6 +41,29 @@ def test_keyed_state_notes_written_deleted_and_mutable_values() -> None:
     assert ks._dirty == {"a", "b", "c", "d", "e"} and len(ks) == 0 and ks._mutable == set()
 
 
+def test_hot_path_accessors_note_keys_across_snapshots() -> None:
+    """``accessors()`` are bound once (a reduce step's): the keys they write reach every
+    delta after the first, since a snapshot empties the dirty set in place."""
+    log, ks = SnapshotLog(), KeyedState({"a": 1})
+    get, put = ks.accessors()
+    put("b", 2)
+    put("c", [3])
+    assert get("b", None) == 2 and get("zz", 0) == 0
+    assert ks._dirty == {"b", "c"} and ks._mutable == {"c"}
+    log.dump(1, State(), {"n": ks})  # whole
+    log.committed(1)
+    assert ks._dirty == set()
+    put("a", 10)
+    put("c", 4)  # no longer mutable
+    assert ks._mutable == set()
+    d = load_delta(log.dump(2, State(), {"n": ks}))
+    assert d["keyed"] == {"n": {"a": 10, "c": 4}}
+    put("d", 5)
+    log.committed(2)
+    d = load_delta(log.dump(3, State(), {"n": ks}))
+    assert d["keyed"] == {"n": {"a": 10, "c": 4, "d": 5}}  # since checkpoint 1, the base
+
+
 def test_mutable_values_are_in_every_delta() -> None:
     log, ks = SnapshotLog(), KeyedState({"n": 1, "window": []})
     log.dump(1, State(), {"w": ks})
