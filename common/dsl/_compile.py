@@ -68,11 +68,17 @@ class Emit:
 
 
 class Compiled:
-    """A compiled run: ``call(key, value)`` runs it for one record; ``settle()`` adds the
-    records its sinks took since the last call to their counters."""
+    """A compiled run: ``call(key, value)`` runs it for one record, ``call_all(entries)`` for
+    a frame's; ``settle()`` adds the records its sinks took since the last call to their
+    counters."""
 
-    def __init__(self, call: Out, sinks: list[tuple[SinkOp, list[int]]]) -> None:
-        self.call, self._sinks = call, sinks
+    def __init__(
+        self,
+        call: Out,
+        call_all: Callable[[list[list[Any]]], None],
+        sinks: list[tuple[SinkOp, list[int]]],
+    ) -> None:
+        self.call, self.call_all, self._sinks = call, call_all, sinks
 
     def settle(self) -> None:
         for op, cell in self._sinks:
@@ -84,19 +90,59 @@ class Compiled:
 def compile_run(
     ops: Sequence[Op], outs: Sequence[Out], sides: Sequence[Side], end: Out | Emit
 ) -> Compiled:
-    """One function for ``ops`` (each ``compilable``, each open).
+    """Functions for ``ops`` (each ``compilable``, each open): ``run(key, value)`` for one
+    record, ``run_all(entries)`` for a frame's ``[key, value]`` records (the same body in a
+    loop: no call per record).
 
     ``outs[i]``: what ``ops[i]``'s output goes to in the uncompiled chain (a retry's
     attempt runs the rest of the chain through it); ``sides[i]``: its side output;
     ``end``: what the run's output goes to.
     """
     ns: dict[str, Any] = {"partial": partial, "NONE": _NONE}
-    lines = ["def run(key, value):"]
-    k, v, depth = "key", "value", 1
     sinks: list[tuple[SinkOp, list[int]]] = []
+    for i, op in enumerate(ops):
+        ns.update({f"r{i}": op.retry, f"n{i}": op.name, f"p{i}": op.process, f"o{i}": outs[i]})
+        ns[f"s{i}"] = sides[i]
+        if isinstance(op, MapOp):  # every compiled kind but reduce_by_key (a sink is one)
+            ns[f"f{i}"] = op.fn
+        if type(op) is SinkOp:
+            ns[f"c{i}"] = cell = [0]
+            sinks.append((op, cell))
+            break  # nothing follows a sink
+        if type(op) is ReduceByKeyOp:
+            ns[f"f{i}"] = op.fn
+            ns[f"g{i}"], ns[f"u{i}"] = op.totals.accessors()
+    if isinstance(end, Emit):
+        ns["emit"], ns["see"], ns["send"] = end.emit, end.see, end.send
+    else:
+        ns["out"] = end
+    lines = [
+        "def run(key, value):",
+        *_body(ops, end, 1, batch=False),
+        "def run_all(entries):",
+        "    for key, value in entries:",
+        *_body(ops, end, 2, batch=True),
+    ]
+    source = "\n".join(lines) + "\n"
+    filename = f"<headwater steps {next(_serial)}>"
+    # tracebacks and profilers show the generated lines
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    exec(compile(source, filename, "exec"), ns)
+    return Compiled(ns["run"], ns["run_all"], sinks)
+
+
+def _body(ops: Sequence[Op], end: Out | Emit, depth: int, batch: bool) -> list[str]:
+    """The lines of one record's pass through ``ops``, indented ``depth`` levels; leaving
+    the record early is ``continue`` in a loop (``batch``, or inside a ``flat_map``'s)."""
+    lines: list[str] = []
+    top = depth
+    k, v = "key", "value"
 
     def put(line: str) -> None:
         lines.append("    " * depth + line)
+
+    def leave() -> str:
+        return "continue" if batch or depth > top else "return"
 
     def guarded(i: int, body: list[str], key: str, value: str) -> None:
         """``body`` in a try; a record it raises on goes to step ``i``'s retry."""
@@ -105,26 +151,15 @@ def compile_run(
             put("    " + b)
         put("except Exception as exc:")
         put(f"    r{i}(n{i}, partial(p{i}, {key}, {value}, o{i}, s{i}), exc, {value})")
-        put("    " + ("return" if depth == 1 else "continue"))
+        put("    " + leave())
 
-    ended = False
     for i, op in enumerate(ops):
-        ns.update({f"r{i}": op.retry, f"n{i}": op.name, f"p{i}": op.process, f"o{i}": outs[i]})
-        ns[f"s{i}"] = sides[i]
         kind = type(op)
         if kind is SinkOp:
-            assert isinstance(op, SinkOp)
-            ns[f"f{i}"], cell = op.fn, [0]
-            ns[f"c{i}"] = cell
-            sinks.append((op, cell))
             guarded(i, [f"f{i}({v})"], k, v)
             put(f"c{i}[0] += 1")
-            ended = True  # nothing follows a sink
-            break
+            return lines  # nothing follows a sink
         if kind is ReduceByKeyOp:
-            assert isinstance(op, ReduceByKeyOp)
-            ns[f"f{i}"] = op.fn
-            ns[f"g{i}"], ns[f"u{i}"] = op.totals.accessors()
             guarded(
                 i,
                 [f"a{i} = g{i}({k}, NONE)", f"a{i} = {v} if a{i} is NONE else f{i}(a{i}, {v})"],
@@ -133,10 +168,7 @@ def compile_run(
             )
             put(f"u{i}({k}, a{i})")
             v = f"a{i}"
-            continue
-        assert isinstance(op, MapOp)
-        ns[f"f{i}"] = op.fn
-        if kind is MapOp:
+        elif kind is MapOp:
             guarded(i, [f"v{i} = f{i}({v})"], k, v)
             v = f"v{i}"
         elif kind is KeyByOp:
@@ -145,7 +177,7 @@ def compile_run(
         elif kind is FilterOp:
             guarded(i, [f"d{i} = not f{i}({v})"], k, v)
             put(f"if d{i}:")
-            put("    " + ("return" if depth == 1 else "continue"))
+            put("    " + leave())
         elif kind is FlatMapOp:
             # all or nothing: a generator that raises half way has emitted none of it
             guarded(i, [f"vs{i} = list(f{i}({v}))"], k, v)
@@ -154,20 +186,11 @@ def compile_run(
             depth += 1
         else:  # pragma: no cover - COMPILED and this function name the same classes
             raise AssertionError(f"step {op.name!r} of {kind.__name__} is not compiled")
-    if not ended:
-        if isinstance(end, Emit):
-            ns["emit"] = end.emit
-            put(f"emit([{k}, {v}])")
-            if end.see is not None:
-                ns["see"], ns["send"] = end.see, end.send
-                put(f"if see({v}):")
-                put("    send()")
-        else:
-            ns["out"] = end
-            put(f"out({k}, {v})")
-    source = "\n".join(lines) + "\n"
-    filename = f"<headwater steps {next(_serial)}>"
-    # tracebacks and profilers show the generated lines
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), ns)
-    return Compiled(ns["run"], sinks)
+    if isinstance(end, Emit):
+        put(f"emit([{k}, {v}])")
+        if end.see is not None:
+            put(f"if see({v}):")
+            put("    send()")
+    else:
+        put(f"out({k}, {v})")
+    return lines

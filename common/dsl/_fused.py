@@ -58,6 +58,11 @@ class Tap:
         return self.count >= self.EVERY
 
 
+def _each(first: Out, entries: list[list[Any]]) -> None:
+    for key, value in entries:
+        first(key, value)
+
+
 class _Chain:
     """Runs ``ops`` in order: each op's output is the next op's input; the last emits.
 
@@ -136,6 +141,13 @@ class _Chain:
             self.links[op.name] = (op, nxt, side_of(op))
             nxt = op.link(nxt, self.links[op.name][2])
         close_run()
+        # a frame's records at once: the compiled run's own loop when the chain starts with one
+        first = nxt
+        self.first_all: Callable[[list[list[Any]]], None] = (
+            self.compiled[-1].call_all
+            if self.compiled and self.compiled[-1].call is first
+            else partial(_each, first)
+        )
         # what the first step's output goes to (a join drives its first step itself)
         self.after_first: Out = self.links[ops[0].name][1] if ops else last
         self.side_of_first: Side | None = self.links[ops[0].name][2] if ops else None
@@ -186,6 +198,7 @@ class FusedBolt(Bolt):
         ops = self._ops()
         chain = self._chain = _Chain(ops, ctx, [Tap(ts, stream) for ts, stream in self._taps])
         self.chain = chain.first
+        self.chain_all = chain.first_all
         self.head = ops[0]
         self.out, self.side = chain.after_first, chain.side_of_first
         self.join: Callable[[int, Any, Any], None] | None = None
@@ -233,9 +246,7 @@ class FusedBolt(Bolt):
                 for key, value in entries:
                     join(side, key, value)
             else:
-                chain = self.chain
-                for key, value in entries:
-                    chain(key, value)
+                self.chain_all(entries)
         finally:
             self._chain.settle()
 

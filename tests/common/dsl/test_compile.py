@@ -96,8 +96,17 @@ def _run(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     timed = rng.random() < 0.3
     taps = [Tap(lambda v: v if isinstance(v, int) else 0, "wm:next")] if timed else []
     chain = _Chain(ops, ctx, taps)
-    for v in rng.sample(range(200), 60):
-        chain.first(None, v)
+    values = rng.sample(range(200), 60)
+    # the compiled chain takes some records as frames (``first_all``), the linked one one by one
+    frames = rng.random() < 0.5
+    while values:
+        n = rng.randint(1, 9)
+        frame, values = values[:n], values[n:]
+        if compiled and frames:
+            chain.first_all([[None, v] for v in frame])
+        else:
+            for v in frame:
+                chain.first(None, v)
         if rng.random() < 0.2:
             chain.settle()
     chain.settle()
