@@ -103,15 +103,14 @@ def compile_run(
     for i, op in enumerate(ops):
         ns.update({f"r{i}": op.retry, f"n{i}": op.name, f"p{i}": op.process, f"o{i}": outs[i]})
         ns[f"s{i}"] = sides[i]
-        if isinstance(op, MapOp):  # every compiled kind but reduce_by_key (a sink is one)
+        if isinstance(op, MapOp | ReduceByKeyOp):  # every compiled kind has its function
             ns[f"f{i}"] = op.fn
+        if isinstance(op, ReduceByKeyOp):
+            ns[f"g{i}"], ns[f"u{i}"] = op.totals.accessors()
         if type(op) is SinkOp:
             ns[f"c{i}"] = cell = [0]
             sinks.append((op, cell))
-            break  # nothing follows a sink
-        if type(op) is ReduceByKeyOp:
-            ns[f"f{i}"] = op.fn
-            ns[f"g{i}"], ns[f"u{i}"] = op.totals.accessors()
+            break  # nothing follows a sink (``_body`` ends there too)
     if isinstance(end, Emit):
         ns["emit"], ns["see"], ns["send"] = end.emit, end.see, end.send
     else:

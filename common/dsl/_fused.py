@@ -51,7 +51,12 @@ class Tap:
         self.at = 0.0
 
     def see(self, value: Any) -> bool:
-        ts = int(self._stamp(value))
+        try:
+            ts = int(self._stamp(value))
+        except Exception:
+            # no time: the windowed step, whose timestamp this is, dead-letters the record
+            # itself; here it moves nothing (a raise would fail the step that emitted it)
+            return False
         if self.max is None or ts > self.max:
             self.max = ts
         self.count += 1
@@ -260,11 +265,13 @@ class FusedBolt(Bolt):
                 self._chain.send_watermarks(final=True)  # the end of input travels on
 
     def on_tick(self, tup: Tuple) -> None:
-        if self.side is not None:
-            self.head.on_time(self.out, self.side)
-        if self._chain.taps and self._chain.watermarks_due():
-            self._chain.send_watermarks()
-        self._chain.settle()
+        try:
+            if self.side is not None:
+                self.head.on_time(self.out, self.side)
+            if self._chain.taps and self._chain.watermarks_due():
+                self._chain.send_watermarks()
+        finally:
+            self._chain.settle()
 
 
 class _SourceContext:
@@ -343,22 +350,29 @@ class FusedSpout(Spout):
         elif self._chain.watermarks_due():
             self._chain.send_watermarks()
 
+    # a source may emit from any of its calls: what its records' sinks took is counted after each
+    def _settled(self, call: Callable[..., None], *args: Any) -> None:
+        try:
+            call(*args)
+        finally:
+            self._chain.settle()
+
     def activate(self) -> None:
-        self.source.activate()
+        self._settled(self.source.activate)
 
     def deactivate(self) -> None:
-        self.source.deactivate()
+        self._settled(self.source.deactivate)
 
     def on_restore(self, checkpoint_id: int) -> None:
-        self.source.on_restore(checkpoint_id)
+        self._settled(self.source.on_restore, checkpoint_id)
 
     def on_checkpoint(self, checkpoint_id: int) -> None:
-        self.source.on_checkpoint(checkpoint_id)
+        self._settled(self.source.on_checkpoint, checkpoint_id)
 
     def on_commit(self, checkpoint_id: int) -> None:
-        self.source.on_commit(checkpoint_id)
+        self._settled(self.source.on_commit, checkpoint_id)
 
     def close(self) -> None:
         source = getattr(self, "source", None)  # None: open failed before building it
         if source is not None:
-            source.close()
+            self._settled(source.close)

@@ -129,7 +129,7 @@ def start_site(
     site.start_agent()
     wait_for(
         lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2,
-        30,
+        60,  # a loaded CI machine took over 30 s once (the daemons' logs show on a failure)
         "the worker and the agent online",
     )
     daemons.cli("submit", str(PIPELINE))

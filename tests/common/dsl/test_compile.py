@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from headwater.common.api import Spout
 from headwater.common.dsl import _fused
 from headwater.common.dsl._compile import compilable
-from headwater.common.dsl._fused import Tap, _Chain
+from headwater.common.dsl._fused import FusedSpout, Tap, _Chain
 from headwater.common.dsl._ops import (
     FilterOp,
     FlatMapOp,
@@ -87,6 +88,13 @@ def _ops(rng: random.Random, sink: list[Any]) -> list[Op]:
     return ops
 
 
+def _stamp(value: Any) -> int:
+    """A downstream window's timestamp: none for some values (the window dead-letters them)."""
+    if isinstance(value, int) and value % 11 == 0:
+        raise KeyError("ts")
+    return value if isinstance(value, int) else 0
+
+
 def _run(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(_fused, "compilable", compilable if compiled else (lambda op: False))
     rng = random.Random(seed)
@@ -94,7 +102,7 @@ def _run(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     ops = _ops(rng, sink)
     ctx = TestContext()
     timed = rng.random() < 0.3
-    taps = [Tap(lambda v: v if isinstance(v, int) else 0, "wm:next")] if timed else []
+    taps = [Tap(_stamp, "wm:next")] if timed else []
     chain = _Chain(ops, ctx, taps)
     values = rng.sample(range(200), 60)
     # the compiled chain takes some records as frames (``first_all``), the linked one one by one
@@ -141,3 +149,28 @@ def test_the_generated_code_holds_no_name_a_pipeline_chose() -> None:
     code = chain.first.__code__
     source = "".join(linecache.getlines(code.co_filename))
     assert source.startswith("def run(key, value):") and evil not in source
+
+
+def test_a_source_s_records_are_counted_whichever_call_emitted_them() -> None:
+    class Source(Spout):
+        def open(self, ctx: Any) -> None:
+            self.ctx = ctx
+
+        def next_tuple(self) -> None:
+            self.ctx.emit([1])
+
+        def activate(self) -> None:
+            self.ctx.emit([2])
+            self.ctx.emit([3])
+
+        def close(self) -> None:
+            self.ctx.emit([4])
+
+    ctx = TestContext()
+    spout = FusedSpout(Source, lambda: [MapOp("m", lambda v: v), SinkOp("out", lambda v: None)])
+    spout.open(ctx)
+    spout.activate()
+    assert ctx.counters == {"records:out": 2}
+    spout.next_tuple()
+    spout.close()
+    assert ctx.counters == {"records:out": 4}
