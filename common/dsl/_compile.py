@@ -24,6 +24,7 @@ namespace), so nothing a pipeline says can change the code that runs.
 from __future__ import annotations
 
 import linecache
+import weakref
 from collections.abc import Callable, Sequence
 from functools import partial
 from itertools import count
@@ -124,9 +125,10 @@ def compile_run(
     ]
     source = "\n".join(lines) + "\n"
     filename = f"<headwater steps {next(_serial)}>"
-    # tracebacks and profilers show the generated lines
+    # tracebacks and profilers show the generated lines, for as long as the function lives
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), ns)
+    weakref.finalize(ns["run"], linecache.cache.pop, filename, None)
     return Compiled(ns["run"], ns["run_all"], sinks)
 
 

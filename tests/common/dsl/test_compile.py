@@ -174,3 +174,15 @@ def test_a_source_s_records_are_counted_whichever_call_emitted_them() -> None:
     spout.next_tuple()
     spout.close()
     assert ctx.counters == {"records:out": 4}
+
+
+def test_the_generated_lines_are_forgotten_with_the_chain() -> None:
+    import gc
+    import linecache
+
+    chain = _Chain([MapOp("m", str.upper), KeyByOp("k", len)], TestContext())
+    filename = chain.first.__code__.co_filename
+    assert linecache.getlines(filename)
+    del chain
+    gc.collect()
+    assert filename not in linecache.cache
