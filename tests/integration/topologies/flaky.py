@@ -1,12 +1,14 @@
 """seq spout -> relay (fails every second new tuple once when FLAKY=1) -> recording sink.
 
 ``HW_TEST_RAISE_AT``: the relay raises once on that seq (a retry then works);
-``HW_TEST_SPOUT_RAISE_AT``: the spout raises once in ``next_tuple`` before emitting it.
+``HW_TEST_SPOUT_RAISE_AT``: the spout raises once in ``next_tuple`` before emitting it;
+``HW_TEST_RELAY_MS``: the relay takes that long per tuple (its inbox then always holds some).
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 from _kit import RecordBolt, SeqSpout
 
@@ -16,6 +18,7 @@ FLAKY = os.environ.get("HW_TEST_FLAKY") == "1"
 RAISE_AT = int(os.environ.get("HW_TEST_RAISE_AT", "-1"))
 SPOUT_RAISE_AT = int(os.environ.get("HW_TEST_SPOUT_RAISE_AT", "-1"))
 OUT = os.environ.get("HW_TEST_OUT", "")
+RELAY_S = float(os.environ.get("HW_TEST_RELAY_MS", "0")) / 1000
 
 
 RAISE_IN_INIT = os.environ.get("HW_TEST_RAISE_IN_INIT") == "1"
@@ -44,6 +47,8 @@ class Relay(Bolt):
 
     def process(self, tup: Tuple) -> None:
         seq = tup.values[0]
+        if RELAY_S:
+            time.sleep(RELAY_S)
         if seq == RAISE_AT and not os.path.exists(os.path.join(OUT, "raised")):
             open(os.path.join(OUT, "raised"), "w").close()
             raise RuntimeError(f"relay cannot handle seq {seq}")
