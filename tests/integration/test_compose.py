@@ -265,19 +265,13 @@ def test_a_paused_stream_manager_container_loses_and_duplicates_nothing(
     def pause() -> None:
         # the kernel's freezer can time out on a busy container (runc: "unable to freeze";
         # a process in uninterruptible I/O) and runc thaws it again: try until it holds
-        deadline = time.monotonic() + 120
-        while True:
+        def frozen() -> bool:
             done = subprocess.run(
-                ["docker", "pause", worker],
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=120,
+                ["docker", "pause", worker], capture_output=True, check=False, timeout=60
             )
-            if done.returncode == 0:
-                break
-            assert time.monotonic() < deadline, f"docker pause {worker}: {done.stderr}"
-            time.sleep(2)
+            return done.returncode == 0
+
+        wait_for(frozen, 120, f"docker pause {worker} to hold", interval=2)
         try:
             time.sleep(20)  # the pause's length
         finally:
