@@ -201,6 +201,26 @@ class Collect:
             write_result(self.out, self.summary(self.results))
 
 
+class CollectOwnWords:
+    """``Collect`` in each task of a keyed stage: the first result's key names the task
+    (``partition_of`` of it among ``parts``), whose file is ``BENCH_OUT.w<i>`` and whose
+    number of results ``BENCH_EXPECT_PARTS`` gives. A plain sink, so it is compiled into
+    its chain like ``Collect``."""
+
+    def __init__(self, summary: Summary, key: LatencyKey, parts: int) -> None:
+        self.summary, self.key, self.parts = summary, key, parts
+        self.collect: Collect | None = None
+
+    def __call__(self, result: Any) -> None:
+        if self.collect is None:
+            from headwater.dsl import partition_of
+
+            i = partition_of(result[0], self.parts)
+            expect = int(os.environ.get("BENCH_EXPECT_PARTS", "0").split(",")[i])
+            self.collect = Collect(self.summary, self.key, f"{OUT}.w{i}", expect)
+        self.collect(result)
+
+
 class CollectPart(Op):
     """``Collect`` in each task of a partitioned pipeline: task i writes ``BENCH_OUT.w<i>``
     once it has its partition's results (``BENCH_EXPECT_PARTS``, comma-separated)."""

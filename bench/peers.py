@@ -19,11 +19,13 @@ functions:
   chain and the keyed chain fused into two instances, one stream-manager
   hop between them; headwater-eo: the same exactly once, with a checkpoint
   every ``--checkpoints`` seconds;
-* headwater-par (IoT only): data-parallel chains: the data split by sensor
-  before the run into one file per task (``split_data``, with
-  ``headwater.dsl.partition_of``), and two tasks of one component each running
-  the whole pipeline over its own file (``key_by(..., partitioned=True)``: no
-  hop); headwater-par-eo: the same exactly once;
+* headwater-par: two tasks per source, the data split before the run into one
+  file per task (``split_data``). IoT: by sensor (with
+  ``headwater.dsl.partition_of``), and each task of one component runs the
+  whole pipeline over its own file (``key_by(..., partitioned=True)``: no
+  hop). Word count: the sentences dealt out in turn; two splitting tasks send
+  each word to its word's counting task, one of two. headwater-par-eo: the
+  same exactly once;
 * bytewax: ``python -m bytewax.run`` of the flow, one worker (``bytewax``)
   and two worker processes (``bytewax-2``, the two cores Headwater uses);
 * pyspark: the workload as a PySpark Structured Streaming query in local mode

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,28 @@ def make_data(path: Path, n: int, seed: int = 11) -> None:
                     ]
                 )
             )
+
+
+def split_data(path: Path, parts: int) -> list[int]:
+    """Deal the sentences out to ``path.p0`` .. in turn (as an unkeyed log's partitions
+    would hold them), keeping each batch's order; returns each part's number of results:
+    the occurrences of the words ``partition_of`` gives to the counting task of that
+    index (every count is made on its word's task, whichever file the sentence is in)."""
+    from headwater.dsl import partition_of
+
+    part = {w: partition_of(w, parts) for w in VOCABULARY}
+    results = [0] * parts
+    pack = msgpack.Packer(use_bin_type=True).pack
+    with ExitStack() as stack, open(path, "rb") as f:
+        files = [stack.enter_context(open(f"{path}.p{i}", "wb")) for i in range(parts)]
+        for batch in msgpack.Unpacker(f, raw=False, use_list=True):
+            for i, out in enumerate(files):
+                if sub := batch[i::parts]:
+                    out.write(pack(sub))
+            for sentence in batch:
+                for word in split(sentence):
+                    results[part[word]] += 1
+    return results
 
 
 def split(sentence: str) -> list[str]:
