@@ -57,15 +57,18 @@ def compilable(op: Op) -> bool:
 
 class Emit:
     """The end of a chain, for a run that reaches it: ``emit([key, value])``, then, with
-    ``see``, ``send()`` when ``see(value)`` says watermarks are due."""
+    ``see``, ``send()`` when ``see(value)`` says watermarks are due. With ``emit_all`` (and
+    no ``see``), a run gathers its output records and emits them together, in order."""
 
     def __init__(
         self,
         emit: Callable[[list[Any]], None],
         see: Callable[[Any], bool] | None = None,
         send: Callable[[], None] | None = None,
+        emit_all: Callable[[list[list[Any]]], None] | None = None,
     ) -> None:
         self.emit, self.see, self.send = emit, see, send
+        self.emit_all = emit_all if see is None else None
 
 
 class Compiled:
@@ -114,14 +117,24 @@ def compile_run(
             break  # nothing follows a sink (``_body`` ends there too)
     if isinstance(end, Emit):
         ns["emit"], ns["see"], ns["send"] = end.emit, end.see, end.send
+        ns["emit_all"] = end.emit_all
     else:
         ns["out"] = end
+    # a run that reaches the chain's end may gather its records for one ``emit_all``
+    gather = isinstance(end, Emit) and end.emit_all is not None and SinkOp not in map(type, ops)
+    # one record's run gathers its output only when it may be several (a flat_map's)
+    fans = gather and any(type(op) is FlatMapOp for op in ops)
     lines = [
         "def run(key, value):",
-        *_body(ops, end, 1, batch=False),
+        *_gathered(_body(ops, end, 2 if fans else 1, False, fans), fans),
         "def run_all(entries):",
-        "    for key, value in entries:",
-        *_body(ops, end, 2, batch=True),
+        *_gathered(
+            [
+                ("        " if gather else "    ") + "for key, value in entries:",
+                *_body(ops, end, 3 if gather else 2, True, gather),
+            ],
+            gather,
+        ),
     ]
     source = "\n".join(lines) + "\n"
     filename = f"<headwater steps {next(_serial)}>"
@@ -132,9 +145,29 @@ def compile_run(
     return Compiled(ns["run"], ns["run_all"], sinks)
 
 
-def _body(ops: Sequence[Op], end: Out | Emit, depth: int, batch: bool) -> list[str]:
+def _gathered(body: list[str], gather: bool) -> list[str]:
+    """``body`` (a function's lines), gathering its output records in ``pend`` to emit
+    together at the end, however the function ends."""
+    if not gather:
+        return body
+    return [
+        "    pend = []",
+        "    gather = pend.append",
+        "    try:",
+        *body,
+        "    finally:",
+        "        if pend:",
+        "            emit_all(pend)",
+    ]
+
+
+def _body(
+    ops: Sequence[Op], end: Out | Emit, depth: int, batch: bool, gather: bool = False
+) -> list[str]:
     """The lines of one record's pass through ``ops``, indented ``depth`` levels; leaving
-    the record early is ``continue`` in a loop (``batch``, or inside a ``flat_map``'s)."""
+    the record early is ``continue`` in a loop (``batch``, or inside a ``flat_map``'s).
+    With ``gather``, output records go to ``pend``, and a retry (which runs the rest of the
+    chain linked, emitting as it goes) first emits what is gathered, so order holds."""
     lines: list[str] = []
     top = depth
     k, v = "key", "value"
@@ -151,6 +184,11 @@ def _body(ops: Sequence[Op], end: Out | Emit, depth: int, batch: bool) -> list[s
         for b in body:
             put("    " + b)
         put("except Exception as exc:")
+        if gather:  # what was gathered leaves first (cleared before: never twice)
+            put("    if pend:")
+            put("        done = pend[:]")
+            put("        pend.clear()")
+            put("        emit_all(done)")
         put(f"    r{i}(n{i}, partial(p{i}, {key}, {value}, o{i}, s{i}), exc, {value})")
         put("    " + leave())
 
@@ -187,7 +225,9 @@ def _body(ops: Sequence[Op], end: Out | Emit, depth: int, batch: bool) -> list[s
             depth += 1
         else:  # pragma: no cover - COMPILED and this function name the same classes
             raise AssertionError(f"step {op.name!r} of {kind.__name__} is not compiled")
-    if isinstance(end, Emit):
+    if gather:
+        put(f"gather([{k}, {v}])")
+    elif isinstance(end, Emit):
         put(f"emit([{k}, {v}])")
         if end.see is not None:
             put(f"if see({v}):")

@@ -86,7 +86,8 @@ class _Chain:
         def last(key: Any, value: Any) -> None:
             emit([key, value])
 
-        end: Emit | None = Emit(emit)  # the chain's end, for a compiled run reaching it
+        # the chain's end, for a compiled run reaching it (gathering a frame's records)
+        end: Emit | None = Emit(emit, emit_all=ctx.emitter_all())
         if len(timed) == 1:  # the common case, one windowed step downstream
             see, send = timed[0].see, self.send_watermarks
             end = Emit(emit, see, send)
@@ -290,6 +291,13 @@ class _SourceContext:
 
     def emitter(self, stream: str = "default") -> Callable[[list[Any]], None]:
         return self.emit
+
+    def emitter_all(self, stream: str = "default") -> Callable[[list[list[Any]]], None]:
+        def feed_all(records: list[list[Any]]) -> None:
+            for values in records:
+                self.emit(values)
+
+        return feed_all
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)

@@ -113,6 +113,18 @@ def make_selector(
     raise EmitError(f"unknown grouping {kind!r}")
 
 
+def fixed_tasks(grouping: Grouping, tasks: list[int]) -> list[int] | None:
+    """What ``make_selector``'s selector returns for every tuple, when that is always the
+    same tasks (one task, ``global``, ``all``), else None."""
+    tasks = sorted(tasks)
+    kind = grouping.kind
+    if kind == "all":
+        return tasks
+    if kind == "global" or (kind in ("shuffle", "none", "fields") and len(tasks) == 1):
+        return tasks[:1]
+    return None
+
+
 class Router:
     """For one emitting component: stream name -> selectors of every subscriber."""
 
@@ -129,9 +141,15 @@ class Router:
         spec = topology.component(component)
         self.streams = {s.name: s for s in spec.streams}
         self._selectors: dict[str, list[Selector]] = {name: [] for name in self.streams}
+        self._fixed: dict[str, list[int] | None] = {name: [] for name in self.streams}
         for consumer in topology.components:
             for inp in consumer.inputs:
                 if inp.component == component and inp.stream in self.streams:
+                    fixed, tasks = self._fixed[inp.stream], ids[consumer.name]
+                    alike = fixed_tasks(inp.grouping, tasks)
+                    self._fixed[inp.stream] = (
+                        None if fixed is None or alike is None else fixed + alike
+                    )
                     self._selectors[inp.stream].append(
                         make_selector(
                             inp.grouping,
@@ -142,6 +160,12 @@ class Router:
                             rng,
                         )
                     )
+
+    def fixed(self, stream: str) -> list[int] | None:
+        """The tasks every tuple on ``stream`` goes to, when that never depends on the tuple
+        (what the selectors return, in order, for any values), else None."""
+        self.selectors(stream)  # an undeclared stream is the same error here
+        return self._fixed[stream]
 
     def selectors(self, stream: str) -> list[Selector]:
         try:

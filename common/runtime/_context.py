@@ -75,6 +75,9 @@ class InstanceContext:
     def emitter(self, stream: str = DEFAULT_STREAM) -> Callable[[list[Any]], None]:
         return self._i.emitter_for(stream)
 
+    def emitter_all(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
+        return self._i.emitter_all_for(stream)
+
     def ack(self, tup: Tuple) -> None:
         self._i.ack(tup)
 

@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._exceptions import SerializationError
+from .._exceptions import EmitError, SerializationError
 from ..api import Tuple
 from ..api._stream import PUNCTUATION
-from ..plan._routing import Router
+from ..plan._routing import Router, Selector
 from ..wire import Kind, encode, encode_frame
 from ..wire._frame import STMGR
 
@@ -37,6 +37,18 @@ class _Buffer:
     def __init__(self, now: float) -> None:
         self.entries: list[Any] = []
         self.since = now
+
+
+class _Route:
+    """How a bound emit routes one stream: its single selector (None: none or several, the
+    general path), and the buffer keys of its fixed destinations (None: they depend on the
+    tuple). ``Emitter.switch`` refills it for a new revision's routing."""
+
+    __slots__ = ("keys", "select")
+
+    def __init__(self) -> None:
+        self.select: Selector | None = None
+        self.keys: list[tuple[int, str, bool]] | None = None
 
 
 class Emitter:
@@ -60,6 +72,7 @@ class Emitter:
         self.linger_s = linger_s
         self.log = log
         self._buffers: dict[tuple[int, str, bool], _Buffer] = {}
+        self._routes: dict[str, _Route] = {}  # per stream, for the emits bound to it
         self._acks: dict[int, dict[int, int]] = {}  # spout task -> root -> xor
         self._fails: dict[int, list[int]] = {}
         self._roots: list[int] = []  # spout: flat [root, xor_of_edges, ...]
@@ -129,19 +142,34 @@ class Emitter:
         self.emitted += 1
         return dests
 
+    # -- bound emits (a step's per-record fast path) ---------------------------------
+    def switch(self, router: Router) -> None:
+        """Route with ``router`` from now on: ``emit``, and every emit bound before."""
+        self.router = router
+        for stream, route in self._routes.items():
+            self._route_into(stream, route)
+
+    def _route(self, stream: str) -> _Route:
+        route = self._routes.get(stream)
+        if route is None:
+            self.router.selectors(stream)  # an undeclared stream fails at binding
+            route = self._routes[stream] = _Route()
+            self._route_into(stream, route)
+        return route
+
+    def _route_into(self, stream: str, route: _Route) -> None:
+        try:
+            selectors, fixed = self.router.selectors(stream), self.router.fixed(stream)
+        except EmitError:  # gone from this revision: ``emit`` says so on use
+            selectors, fixed = [], None
+        route.select = selectors[0] if len(selectors) == 1 else None
+        route.keys = [(dest, stream, False) for dest in fixed] if fixed else None
+
     def unrooted(self, stream: str, counts: dict[str, int]) -> Callable[[list[Any]], None]:
         """``emit`` of untracked tuples on ``stream``, bound once: the per-record fast path
         of a step that emits every record (counted in ``counts`` by stream, as ``emit``'s
-        caller does)."""
-        selectors = self.router.selectors(stream)
-        if len(selectors) != 1:
-
-            def generic(values: list[Any]) -> None:
-                self.emit(values, stream, None, None, None)
-                counts[stream] = counts.get(stream, 0) + 1
-
-            return generic
-        select = selectors[0]
+        caller does). It routes as the emitter does at each call (``switch``)."""
+        route = self._route(stream)
         buffers, size, flush, monotonic = (
             self._buffers,
             self.batch_size,
@@ -150,6 +178,11 @@ class Emitter:
         )
 
         def emit(values: list[Any]) -> None:
+            select = route.select
+            if select is None:  # none or several subscribers: the general path
+                self.emit(values, stream, None, None, None)
+                counts[stream] = counts.get(stream, 0) + 1
+                return
             try:
                 dests = select(values, None)
             except (TypeError, ValueError, OverflowError) as exc:
@@ -169,6 +202,53 @@ class Emitter:
             counts[stream] = counts.get(stream, 0) + 1
 
         return emit
+
+    def unrooted_all(
+        self, stream: str, counts: dict[str, int]
+    ) -> Callable[[list[list[Any]]], None]:
+        """``unrooted``'s emit for many records at once, in order: ``emit_all(records)`` is
+        ``emit(r) for r in records``, frame for frame. Where the stream's destinations never
+        depend on the record (``Router.fixed``: one task, ``global``, ``all``), the records
+        join their buffers a slice at a time, with no call per record. ``records`` is not
+        kept."""
+        route = self._route(stream)
+        emit = self.unrooted(stream, counts)
+        buffers, size, flush, monotonic = (
+            self._buffers,
+            self.batch_size,
+            self._flush,
+            time.monotonic,
+        )
+
+        def emit_all(records: list[list[Any]]) -> None:
+            keys = route.keys
+            if keys is None:
+                for values in records:
+                    emit(values)
+                return
+            n = len(records)
+            if not n:
+                return
+            for key in keys:
+                start = 0
+                while start < n:
+                    buf = buffers.get(key)
+                    if buf is None:
+                        buf = buffers[key] = _Buffer(monotonic())
+                    entries = buf.entries
+                    room = max(size - len(entries), 1)
+                    if start == 0 and room >= n:
+                        entries.extend(records)
+                        start = n
+                    else:
+                        entries.extend(records[start : start + room])
+                        start += room
+                    if len(entries) >= size:
+                        flush(key, buf)
+            self.emitted += n
+            counts[stream] = counts.get(stream, 0) + n
+
+        return emit_all
 
     def ack(self, tup: Tuple) -> None:
         roots = tup.roots

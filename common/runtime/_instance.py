@@ -191,6 +191,18 @@ class Instance:
             return tracked
         return self.emitter.unrooted(stream, self.stream_emits)
 
+    def emitter_all_for(self, stream: str) -> Callable[[list[list[Any]]], None]:
+        """Context.emitter_all: ``emitter_for``'s emit for a list of records, in order."""
+        if self.acking:
+            emit = self.emitter_for(stream)
+
+            def tracked(records: list[list[Any]]) -> None:
+                for values in records:
+                    emit(values)
+
+            return tracked
+        return self.emitter.unrooted_all(stream, self.stream_emits)
+
     def ack(self, tup: Tuple) -> None:
         self.acked += 1
         if self.acking:
@@ -229,7 +241,7 @@ class Instance:
     def switch_to(self, topology: Topology, ids: dict[str, list[int]], router: Router) -> None:
         """Route with a staged revision from now on (right after its switch checkpoint)."""
         self.topology, self.ids, self.router = topology, ids, router
-        self.emitter.router = router
+        self.emitter.switch(router)
         self.task_component = {t: c for c, ts in ids.items() for t in ts}
         self.downstream = _downstream(topology, self.component, ids)
         # an upstream component may have new tasks (another parallelism)

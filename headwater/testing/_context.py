@@ -158,6 +158,15 @@ class TestContext:
 
         return bound
 
+    def emitter_all(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
+        emit = self.emit
+
+        def bound(records: list[list[Any]]) -> None:
+            for values in records:
+                emit(values, stream)
+
+        return bound
+
     def values(self, stream: str = DEFAULT_STREAM) -> list[list[Any]]:
         """The values of every tuple emitted on ``stream``, in order."""
         return [e.values for e in self.emitted if e.stream == stream]

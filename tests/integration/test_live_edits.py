@@ -67,8 +67,9 @@ def _current(daemons: Daemons) -> int:
 
 
 def _check_counter(out: Path, n: int) -> list[int]:
-    """Every record once at the counter's sink, counts continuing; the versions in seq order."""
-    rows = committed_rows(out / "counter")
+    """Every record once at the counter's sink, counts continuing; the versions in seq order.
+    (A DSL sink's rows are ``[key, row]``.)"""
+    rows = [r[1] if isinstance(r[1], list) else r for r in committed_rows(out / "counter")]
     seqs = sorted(r[1] for r in rows)
     assert seqs == list(range(n)), "gaps or duplicates at the counter"
     by_key: dict[str, list[list[Any]]] = defaultdict(list)
@@ -197,6 +198,27 @@ def test_a_rescale_runs_the_same_code_on_other_tasks_and_keeps_every_count(
     assert refused.returncode == 2 and "nothing to change" in refused.stderr, refused
     wait_for(lambda: len(committed_rows(tmp_path / "out" / "counter")) >= n, 180, "every record")
     assert _check_counter(tmp_path / "out", n) == [1]  # one version of the code throughout
+
+
+def test_a_rescale_reroutes_a_running_dsl_chain_and_keeps_every_count(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    """The same rescale of a DSL pipeline: its source chain keeps running and emits through
+    an emit bound once at its start, which must route to the counter's new tasks from the
+    switch on (never to the retired ones, never by the old task count)."""
+    n = 4_000
+    _produce(tmp_path / "log", 0, n)
+    _start(daemons, tmp_path, rate=300)
+    daemons.cli("submit", str(_editable.write_dsl(tmp_path / "code", 1)), "--containers", "2")
+    wait_for(lambda: committed_rows(tmp_path / "out" / "counter"), 60, "the first committed rows")
+    for rev, tasks in ((1, 3), (2, 1)):
+        res = _edit(
+            daemons, "replace", "editable", "--parallelism", f"counter={tasks}", "--base", str(rev)
+        )
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert f"revision {rev + 1} applied" in res.stdout, res.stdout
+    wait_for(lambda: len(committed_rows(tmp_path / "out" / "counter")) >= n, 180, "every record")
+    assert _check_counter(tmp_path / "out", n) == [1]
 
 
 def _post(daemons: Daemons, query: str, data: bytes = b"") -> tuple[int, Any]:

@@ -9,8 +9,18 @@ from typing import Any
 import pytest
 
 from headwater.common._exceptions import EmitError
-from headwater.common.api import Bolt, Spout, Stream, Topology, Tuple, fields, global_
-from headwater.common.plan._routing import Router
+from headwater.common.api import (
+    Bolt,
+    Spout,
+    Stream,
+    Topology,
+    Tuple,
+    all_tasks,
+    fields,
+    global_,
+    shuffle,
+)
+from headwater.common.plan._routing import Router, key_hash
 from headwater.common.runtime._emitter import Emitter
 from headwater.common.wire import Kind, decode, parse_frame
 from headwater.common.wire._frame import STMGR, Frame
@@ -345,3 +355,84 @@ def test_bound_unrooted_emit_batches_like_emit() -> None:
     assert (em.emitted, counts, em.serialization_errors) == (3, {"default": 3}, 1)
     with pytest.raises(EmitError):
         em.unrooted("nope", counts)
+
+
+def _sent(sink: list[bytes]) -> list[tuple[int, str, list[Any]]]:
+    return [(f.dest, f.stream, decode(f.payload)) for f in _frames(sink)]
+
+
+def _by_dest(sent: list[tuple[int, str, list[Any]]]) -> dict[int, list[Any]]:
+    out: dict[int, list[Any]] = {}
+    for dest, stream, values in sent:
+        out.setdefault(dest, []).append((stream, values))
+    return out
+
+
+@pytest.mark.parametrize("grouping", [global_(), all_tasks(), fields("word"), shuffle()], ids=str)
+@pytest.mark.parametrize("sizes", [[0], [1, 1, 1], [2, 5], [7], [3, 0, 9, 1, 4]])
+def test_bound_emit_all_sends_what_emit_one_at_a_time_sends(
+    grouping: Any, sizes: list[int]
+) -> None:
+    """``emit_all(records)`` is ``emit(r)`` for each record: the same frames to each task,
+    in the same order and cut at the same batch size (fixed destinations take whole slices;
+    frames to different tasks are independent, and may leave in another order)."""
+    records = [[f"w{i % 5}"] for i in range(sum(sizes))]
+    got = []
+    for bind in ("one", "all"):
+        em, sink = _emitter(batch_size=3, topo=_topology(grouping))
+        counts: dict[str, int] = {}
+        one, many = em.unrooted("default", counts), em.unrooted_all("default", counts)
+        at = 0
+        for n in sizes:
+            batch = records[at : at + n]
+            at += n
+            if bind == "all":
+                many(batch)
+                batch.clear()  # the caller may reuse its list: nothing of it is kept
+            else:
+                for r in batch:
+                    one(r)
+        before = _sent(sink)
+        em.flush_all()
+        got.append((_by_dest(before), _by_dest(_sent(sink)), em.emitted, counts))
+    assert got[0] == got[1]
+    assert got[0][2] == len(records)  # records emitted, whatever their destinations
+
+
+def test_bound_emits_route_with_the_revision_switched_to() -> None:
+    """A revision that changes a stream's consumers (another parallelism, a second one)
+    reroutes the emits a chain bound before it: they never keep the old tasks."""
+    em, sink = _emitter(batch_size=1, topo=_topology(global_()))
+    counts: dict[str, int] = {}
+    one, many = em.unrooted("default", counts), em.unrooted_all("default", counts)
+    one(["a"])
+    many([["b"]])
+    assert [d for d, _, _ in _sent(sink)] == [2, 2]  # global: mid's lowest task
+    rescaled = (
+        Topology("t")
+        .add_spout("src", Src)  # task 1
+        .add_bolt("mid", Mid, inputs={"src": all_tasks()}, parallelism=3)  # tasks 2-4
+        .add_bolt("sink", Sink, inputs={"mid": global_()})
+    )
+    em.switch(Router(rescaled, "src", None, seed=0))
+    sink.clear()
+    one(["c"])
+    many([["d"]])
+    assert [(d, v) for d, _, v in _sent(sink)] == [
+        (2, [["c"]]),
+        (3, [["c"]]),
+        (4, [["c"]]),
+        (2, [["d"]]),
+        (3, [["d"]]),
+        (4, [["d"]]),
+    ]
+    two = rescaled.add_bolt("other", Sink, inputs={"src": fields("word")}, parallelism=2)
+    em.switch(Router(two, "src", None, seed=0))  # two consumers: the general path
+    sink.clear()
+    one(["e"])
+    many([["f"]])
+    other = [6, 7]  # after sink's task 5
+    assert sorted(d for d, _, _ in _sent(sink)) == sorted(
+        [2, 3, 4, other[key_hash("e") % 2], 2, 3, 4, other[key_hash("f") % 2]]
+    )
+    assert counts == {"default": 6}
