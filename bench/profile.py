@@ -28,7 +28,9 @@ import psutil
 # (label, substring of a collapsed py-spy frame "function (file:line)")
 FRAMES = (
     ("json.loads (user's parse)", "loads (json/__init__.py"),
-    ("DSL chain, inclusive", "call (headwater/common/dsl/_ops.py"),
+    # a step's closure ``call``: _ops.py, _keyed_ops.py, _window_ops.py (no other dsl function
+    # ends in "call")
+    ("DSL chain, inclusive", "call (headwater/common/dsl/_"),
     ("  map/filter/key_by user functions", "(bench/iot/functions.py"),
     ("emit (route + buffer)", "emit (headwater/common/runtime/_emitter.py"),
     ("batch encoding (msgpack)", "encode (headwater/common/wire/_codec.py"),

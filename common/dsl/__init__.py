@@ -1,6 +1,7 @@
 """The functional DSL over the runtime: pipelines of named steps, fused where they can be."""
 
-from ._ops import KeyedFlatMapOp, Op
+from ._keyed_ops import KeyedFlatMapOp
+from ._ops import Op
 from ._partition import partition_of
 from ._pipeline import Pipeline, Streamlet, WindowedStreamlet
 from ._sources import CollectionSpout

@@ -30,18 +30,8 @@ from functools import partial
 from itertools import count
 from typing import Any
 
-from ._ops import (
-    _NONE,
-    FilterOp,
-    FlatMapOp,
-    KeyByOp,
-    MapOp,
-    Op,
-    Out,
-    ReduceByKeyOp,
-    Side,
-    SinkOp,
-)
+from ._keyed_ops import _NONE, ReduceByKeyOp
+from ._ops import FilterOp, FlatMapOp, KeyByOp, MapOp, Op, Out, Side, SinkOp
 
 COMPILED: frozenset[type[Op]] = frozenset(
     {MapOp, FlatMapOp, FilterOp, KeyByOp, ReduceByKeyOp, SinkOp}

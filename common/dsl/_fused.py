@@ -16,7 +16,8 @@ from typing import Any, cast
 from ..api import Bolt, BoundedSource, Context, Spout, SystemContext, Tuple
 from ..api._stream import PUNCTUATION
 from ._compile import Compiled, Emit, compilable, compile_run
-from ._ops import JoinOp, Op, Out, Side
+from ._ops import Op, Out, Side
+from ._window_ops import JoinOp
 
 END_OF_TIME = 2**62  # the watermark of a source that has nothing more to send
 

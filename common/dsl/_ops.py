@@ -1,4 +1,8 @@
-"""The DSL's steps at run time (the fused components that run chains of them: ``_fused.py``).
+"""The DSL's steps at run time: the ``Op`` base and the stateless per-record steps.
+
+The keyed steps are in ``_keyed_ops.py``, the windowed ones (``window``,
+``join``) in ``_window_ops.py``, the fused components that run chains of
+steps in ``_fused.py``.
 
 Every record is a ``(key, value)`` pair (key None until ``key_by``). A chain
 of steps with no repartition between them runs inside one instance: each
@@ -18,15 +22,13 @@ cells, paid on every record).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from .._exceptions import DeadLetter
 from ..api import Context
 from ._partition import partition_of
-from ._windows import Assigner, WindowedReduce
 
 Out = Callable[[Any, Any], None]
 Side = Callable[[str, Any, Any], None]
@@ -35,10 +37,6 @@ Retry = Callable[[str, Callable[[], Any], Exception, Any], bool]
 
 def _reraise(component: str, attempt: Callable[[], Any], error: Exception, record: Any) -> bool:
     raise error  # a context that cannot retry (a test's): the exception goes on up
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Op:
@@ -277,234 +275,6 @@ class LogOp(Op):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         self.ctx.log.info("%s: %r", self.name, value if key is None else (key, value))
         out(key, value)
-
-
-class ReduceByKeyOp(Op):
-    """A running reduction per key: emits the key's new total for every record."""
-
-    def __init__(self, name: str, fn: Callable[[Any, Any], Any]) -> None:
-        super().__init__(name)
-        self.fn = fn
-
-    def open(self, ctx: Context) -> None:
-        super().open(ctx)
-        self.totals = ctx.keyed_state(self.name)
-
-    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        acc = self.totals.get(key, _NONE)
-        acc = value if acc is _NONE else self.fn(acc, value)
-        self.totals[key] = acc
-        out(key, acc)
-
-    def inline(self, out: Out, side: Side) -> Out:
-        fn, (get, put) = self.fn, self.totals.accessors()
-        retry, name = self.retry, self.name
-
-        def again(key: Any, value: Any) -> None:
-            acc = get(key, _NONE)
-            acc = value if acc is _NONE else fn(acc, value)
-            put(key, acc)
-            out(key, acc)
-
-        def call(key: Any, value: Any) -> None:
-            try:
-                acc = get(key, _NONE)
-                acc = value if acc is _NONE else fn(acc, value)
-            except Exception as exc:
-                retry(name, partial(again, key, value), exc, value)
-                return
-            put(key, acc)
-            out(key, acc)
-
-        return call
-
-
-_NONE = object()
-
-
-class KeyedFlatMapOp(Op):
-    """Per key: ``fn(state, value) -> (new_state, values)``; state None is no state yet."""
-
-    def __init__(self, name: str, fn: Callable[[Any, Any], tuple[Any, Iterable[Any]]]) -> None:
-        super().__init__(name)
-        self.fn = fn
-
-    def open(self, ctx: Context) -> None:
-        super().open(ctx)
-        self.states = ctx.keyed_state(self.name)
-
-    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        new, values = self.fn(self.states.get(key), value)
-        if new is None:
-            self.states.pop(key, None)
-        else:
-            self.states[key] = new
-        for v in values:
-            out(key, v)
-
-
-class WindowOp(Op):
-    """Event-time windows per key; emits ``{"key", "start", "end", "value"}`` when they fire."""
-
-    def __init__(
-        self,
-        name: str,
-        assigner: Assigner,
-        timestamp: Callable[[Any], int] | None,
-        reduce: Callable[[Any, Any], Any],
-        out_of_orderness: int,
-        lateness: int,
-        first: Callable[[Any], Any] | None = None,
-        merge: Callable[[Any, Any], Any] | None = None,
-    ) -> None:
-        super().__init__(name)
-        self.assigner, self.timestamp, self.reduce = assigner, timestamp, reduce
-        self.out_of_orderness, self.lateness = out_of_orderness, lateness
-        self.first, self.merge = first, merge
-
-    def open(self, ctx: Context) -> None:
-        super().open(ctx)
-        self.w = WindowedReduce(
-            self.assigner,
-            self.reduce,
-            out_of_orderness=self.out_of_orderness,
-            lateness=self.lateness,
-            windows=ctx.keyed_state(self.name),
-            meta=ctx.state.setdefault(f"step:{self.name}", {}),
-            first=self.first,
-            merge=self.merge,
-        )
-
-    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        self.inline(out, side)(key, value)
-
-    def inline(self, out: Out, side: Side) -> Out:
-        def late(r: list[Any]) -> None:
-            side("late", r[0], r[2])
-
-        add, fired, timestamp = self.w.add, self._fired(out), self.timestamp
-        retry, name = self.retry, self.name
-        if timestamp is None:
-
-            def again_now(key: Any, value: Any) -> None:
-                add(key, _now_ms(), value, fired, late)
-
-            def call(key: Any, value: Any) -> None:
-                try:
-                    add(key, _now_ms(), value, fired, late)
-                except Exception as exc:
-                    retry(name, partial(again_now, key, value), exc, value)
-
-        else:
-
-            def again(key: Any, value: Any) -> None:
-                add(key, int(timestamp(value)), value, fired, late)
-
-            def call(key: Any, value: Any) -> None:
-                try:
-                    add(key, int(timestamp(value)), value, fired, late)
-                except Exception as exc:
-                    retry(name, partial(again, key, value), exc, value)
-
-        return call
-
-    def _fired(self, out: Out) -> Callable[[list[Any]], None]:
-        def fired(r: list[Any]) -> None:
-            out(r[0], {"key": r[0], "start": r[1], "end": r[2], "value": r[3]})
-
-        return fired
-
-    def on_time(self, out: Out, side: Side) -> None:
-        """Processing time: the clock is the watermark."""
-        if self.timestamp is None:
-            self.w.advance(_now_ms(), self._fired(out))
-
-    def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
-        self.w.advance(watermark - self.out_of_orderness, self._fired(out))
-
-
-class JoinOp(Op):
-    """Window join of two keyed streams: at each window's firing, pairs per key.
-
-    ``how``: ``inner`` (pairs only), ``left`` (also each left record with no
-    right: ``fn(left, None)``), ``right`` (each right with no left: ``fn(None,
-    right)``), ``outer`` (both). Emits ``fn``'s results with the key (as a
-    window dict ``{"key", "start", "end", "value"}`` with ``with_window``).
-    """
-
-    def __init__(
-        self,
-        name: str,
-        assigner: Assigner,
-        timestamps: tuple[Callable[[Any], int], Callable[[Any], int]] | None,
-        fn: Callable[[Any, Any], Any],
-        how: str,
-        out_of_orderness: int,
-        lateness: int,
-        with_window: bool = False,
-    ) -> None:
-        super().__init__(name)
-        self.assigner, self.timestamps, self.fn, self.how = assigner, timestamps, fn, how
-        self.shape = _windowed if with_window else _bare
-        self.out_of_orderness, self.lateness = out_of_orderness, lateness
-
-    def open(self, ctx: Context) -> None:
-        super().open(ctx)
-        self.w = WindowedReduce(
-            self.assigner,
-            _concat_sides,
-            out_of_orderness=self.out_of_orderness,
-            lateness=self.lateness,
-            windows=ctx.keyed_state(self.name),
-            meta=ctx.state.setdefault(f"step:{self.name}", {}),
-        )
-
-    def process_side(self, side: int, key: Any, value: Any, out: Out, sides: Side) -> None:
-        def late(r: list[Any]) -> None:
-            sides("late", r[0], r[2])
-
-        acc = ([value], []) if side == 0 else ([], [value])
-        ts = _now_ms() if self.timestamps is None else int(self.timestamps[side](value))
-        self.w.add(key, ts, acc, self._fired(out), late)
-
-    def on_time(self, out: Out, side: Side) -> None:
-        if self.timestamps is None:  # processing time: the clock is the watermark
-            self.w.advance(_now_ms(), self._fired(out))
-
-    def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
-        self.w.advance(watermark - self.out_of_orderness, self._fired(out))
-
-    def _fired(self, out: Out) -> Callable[[list[Any]], None]:
-        def fired(r: list[Any]) -> None:
-            lefts, rights = r[3]
-            fn = self.fn
-            shape = self.shape
-            for left in lefts:
-                for right in rights:
-                    out(r[0], shape(r, fn(left, right)))
-            if self.how in ("left", "outer") and not rights:
-                for left in lefts:
-                    out(r[0], shape(r, fn(left, None)))
-            if self.how in ("right", "outer") and not lefts:
-                for right in rights:
-                    out(r[0], shape(r, fn(None, right)))
-
-        return fired
-
-    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
-        raise TypeError("a join takes records from its two inputs only")
-
-
-def _bare(r: list[Any], result: Any) -> Any:
-    return result
-
-
-def _windowed(r: list[Any], result: Any) -> Any:
-    return {"key": r[0], "start": r[1], "end": r[2], "value": result}
-
-
-def _concat_sides(a: tuple[list[Any], list[Any]], b: tuple[list[Any], list[Any]]) -> Any:
-    return (a[0] + b[0], a[1] + b[1])
 
 
 OpFactory = Callable[[], Op]

@@ -29,21 +29,19 @@ from .._exceptions import InvalidTopologyError
 from ..api import Bolt, Placement, Spout, Topology
 from ..api._system import system_component
 from ._build import DeadLetters, _Step, build
+from ._keyed_ops import KeyedFlatMapOp, ReduceByKeyOp
 from ._ops import (
     FilterOp,
     FlatMapOp,
-    JoinOp,
     KeyByOp,
-    KeyedFlatMapOp,
     LogOp,
     MapOp,
     Op,
     PartitionedKeyByOp,
-    ReduceByKeyOp,
     SinkOp,
-    WindowOp,
 )
 from ._sources import CollectionSpout, GeneratorSpout
+from ._window_ops import JoinOp, WindowOp
 from ._windows import Assigner, Session
 
 

@@ -18,17 +18,8 @@ from headwater.common.api import Spout
 from headwater.common.dsl import _fused
 from headwater.common.dsl._compile import compilable
 from headwater.common.dsl._fused import FusedSpout, Tap, _Chain
-from headwater.common.dsl._ops import (
-    FilterOp,
-    FlatMapOp,
-    KeyByOp,
-    KeyedFlatMapOp,
-    LogOp,
-    MapOp,
-    Op,
-    ReduceByKeyOp,
-    SinkOp,
-)
+from headwater.common.dsl._keyed_ops import KeyedFlatMapOp, ReduceByKeyOp
+from headwater.common.dsl._ops import FilterOp, FlatMapOp, KeyByOp, LogOp, MapOp, Op, SinkOp
 from headwater.testing import TestContext
 
 

@@ -9,15 +9,8 @@ import pytest
 
 from headwater import DEAD_LETTERS, DeadLetter
 from headwater.common.dsl._fused import _Chain
-from headwater.common.dsl._ops import (
-    FilterOp,
-    FlatMapOp,
-    KeyByOp,
-    KeyedFlatMapOp,
-    MapOp,
-    ReduceByKeyOp,
-    SinkOp,
-)
+from headwater.common.dsl._keyed_ops import KeyedFlatMapOp, ReduceByKeyOp
+from headwater.common.dsl._ops import FilterOp, FlatMapOp, KeyByOp, MapOp, SinkOp
 from headwater.dsl import Pipeline
 from headwater.testing import TestContext
 

@@ -1,4 +1,4 @@
-"""headwater.common.dsl._ops.JoinOp: window joins per key, with exact expected pairs."""
+"""headwater.common.dsl._window_ops.JoinOp: window joins per key, with exact expected pairs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from headwater.common.dsl._ops import JoinOp
+from headwater.common.dsl._window_ops import JoinOp
 from headwater.common.dsl._windows import Tumbling
 from headwater.testing import TestContext
 
