@@ -31,7 +31,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
 from headwater.cloud.console._snapshot import snapshot
-from headwater.cloud.master._master import Master, NodeRecord
+from headwater.cloud.master._master import Master
+from headwater.cloud.master._nodes import NodeRecord
 from headwater.common._package import build_package
 from headwater.common.console._routes import _event
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -148,7 +149,7 @@ async def _master_side(work: Path, components: int, agents: int, samples: int) -
         for c in edge:
             for k in ("emitted", "executed", "exceptions", "dead_letters"):
                 status.metrics[f"component:big/{c}:{k}"] = 1000.0
-        master.nodes[node] = NodeRecord(
+        master.nodes.records[node] = NodeRecord(
             pb.NodeInfo(node_id=node, kind="agent"), queue=asyncio.Queue(), status=status
         )
         master.deployments["big"].agents.append(node)

@@ -31,7 +31,7 @@ def snapshot(master: Master, topology: str | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "time": time.time(),
         "topologies": [topology_row(tm) for _, tm in sorted(master.tms.items())],
-        "nodes": [r.view() for _, r in sorted(master.nodes.items())],
+        "nodes": [r.view() for _, r in sorted(master.nodes.records.items())],
         "models": _models(master),
     }
     if topology is not None:
@@ -67,7 +67,7 @@ def _agents(master: Master, name: str, agents: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     prefix = f"component:{name}/"
     for agent in sorted(agents):
-        record = master.nodes.get(agent)
+        record = master.nodes.records.get(agent)
         if record is None:
             continue
         view = record.view()

@@ -39,7 +39,7 @@ class Gate:
         identity = self.transport.identity(context)
         if identity is None or identity == TRUSTED:
             return identity
-        enrolment = self.master.enrolment
+        enrolment = self.master.nodes.enrolment
         if enrolment is not None and enrolment.refusal(identity) is not None:
             return None
         return identity
@@ -113,14 +113,14 @@ class ClusterService(pb_grpc.ClusterServicer):
         if problem is not None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         await self.gate.node(context, request.node_id, request.kind)
-        async for command in self.master.attach(request):
+        async for command in self.master.nodes.attach(request):
             yield command
         # the master ended the session: the node was revoked
         await context.abort(grpc.StatusCode.PERMISSION_DENIED, f"node {request.node_id!r} revoked")
 
     async def ReportStatus(self, request: pb.NodeStatus, context: Any) -> pb.Empty:
         await self.gate.node(context, request.node_id)
-        self.master.report(request)
+        self.master.nodes.report(request)
         return pb.Empty()
 
     async def LocateReceiver(self, request: pb.ReceiverQuery, context: Any) -> pb.ReceiverAddress:
@@ -166,7 +166,7 @@ class ClusterService(pb_grpc.ClusterServicer):
 
     async def Renew(self, request: pb.RenewRequest, context: Any) -> pb.Enrolled:
         identity = self.gate.caller(context)
-        enrolment = self.master.enrolment
+        enrolment = self.master.nodes.enrolment
         if identity is None or identity == TRUSTED or enrolment is None:
             await context.abort(
                 grpc.StatusCode.PERMISSION_DENIED, "only an enrolled node renews its certificate"

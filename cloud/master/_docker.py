@@ -209,11 +209,11 @@ class DockerScheduler:
             if old == node:
                 continue
             if old is not None:  # it ran on a worker before (the master ran another scheduler)
-                self.master._send(
+                self.master.nodes.send(
                     old, pb.NodeCommand(stop=pb.StopContainer(topology=dep.name, container=c))
                 )
             dep.assignment[c] = node
-            self.master._send(node, self.master._run_command(dep, c))
+            self.master.nodes.send(node, self.master._run_command(dep, c))
         self._kick.set()
 
     def removed(self, name: str) -> None:
@@ -354,7 +354,7 @@ class DockerScheduler:
 
     def _mint(self, node_id: str) -> str | None:
         """A join token for one container's worker (None: the master runs --insecure)."""
-        if self.master.enrolment is None or not self.master.join_port:
+        if self.master.nodes.enrolment is None or not self.master.join_port:
             return None
         raw = self.master.tokens.create(
             "worker", TOKEN_TTL_S, f"Docker scheduler: enrols node {node_id}"
@@ -365,12 +365,12 @@ class DockerScheduler:
     def _tidy(self, wanted: dict[tuple[str, int], Wanted]) -> None:
         """Revoke the join tokens of nodes that attached; forget the nodes of removed ones."""
         for node_id, token_id in list(self._tokens.items()):
-            if self.master.online(node_id):
+            if self.master.nodes.online(node_id):
                 self.master.tokens.revoke(token_id)
                 del self._tokens[node_id]
         names = {w.name for w in wanted.values()}
         prefix = f"hw-{self.cluster[:8]}-"
-        for node_id in list(self.master.nodes):
+        for node_id in list(self.master.nodes.records):
             if node_id.startswith(prefix) and node_id not in names:
                 try:
                     self.master.forget(node_id)

@@ -198,7 +198,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
         return web.json_response({"killed": request.match_info["name"]})
 
     async def nodes(request: web.Request) -> web.Response:
-        return web.json_response([r.view() for _, r in sorted(master.nodes.items())])
+        return web.json_response([r.view() for _, r in sorted(master.nodes.records.items())])
 
     app.router.add_post("/api/v1/topologies", submit)
     app.router.add_delete("/api/v1/topologies/{name}", kill)
@@ -217,7 +217,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     async def revoke(request: web.Request) -> web.Response:
         node_id = request.match_info["id"]
         try:
-            master.revoke(node_id)
+            master.nodes.revoke(node_id)
         except HeadwaterError as exc:
             return web.json_response({"error": str(exc)}, status=409)
         return web.json_response({"revoked": node_id})
@@ -344,7 +344,7 @@ def _add_log_routes(app: web.Application, master: Master) -> None:
         ]
         if runs and master.scheduler.name == "docker":  # a node per container
             return await answer(request, runs[0][0], [runs[0][1]])  # type: ignore[no-any-return]
-        if node_id in master.nodes:
+        if node_id in master.nodes.records:
             held = ", ".join(f"{t}/{c}" for t, c in runs[:10]) or "none"
             return _error(
                 409,

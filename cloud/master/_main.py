@@ -67,9 +67,9 @@ async def serve(
     bound = transport.bind(server, f"{host}:{port}")
     master = Master(state_dir, grpc_address=f"{host}:{bound}")
     master.traffic = traffic
-    master.enrolment = enrolment
+    master.nodes.enrolment = enrolment
     if enrolment is not None:
-        enrolment.online = master.online
+        enrolment.online = master.nodes.online
     add_services(server, master, transport)
     scheduler: DockerScheduler | None = None
     if docker is not None:

@@ -1,12 +1,15 @@
 """The master: hosts a topology master per submitted topology and schedules containers on nodes.
 
-Nodes (cloud workers now, edge agents later) dial the master and attach:
-they announce themselves and receive commands on the attach stream (run or
-stop a container); the master never dials a node. A submitted topology's
-package is stored by its hash; its containers are dealt to the attached
-workers, and a worker that attaches later takes the containers still
-waiting. Deployments are persisted, so a restarted master resumes every
-topology and re-sends each node its containers when it re-attaches.
+Nodes (cloud workers and edge agents) dial the master and attach: they
+announce themselves and receive commands on the attach stream (run or stop a
+container); the master never dials a node. Who is attached, what each reports
+and its identity are the node registry's (``Nodes`` in ``_nodes.py``); here are
+the deployments, and what they give each node. A submitted topology's package
+is stored by its hash; its containers are dealt to the attached workers, and a
+worker that attaches later takes the containers still waiting. Deployments are
+persisted, so a restarted master resumes every topology and re-sends each node
+its containers when it re-attaches; a node that reports running a container it
+is not given is told to stop it.
 
 The master is control only: an agent's uplink goes straight to the stream
 manager of the container that runs the receiver (its ingress); the master
@@ -34,13 +37,12 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError, TopologyLoadError
-from headwater.common._ids import name_problem, node_id_problem
+from headwater.common._ids import name_problem
 from headwater.common._package import (
     check_package,
     entry_problem,
@@ -63,15 +65,14 @@ from headwater.common.security._files import write_private
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._code import TopologyCode
-from ._enrolment import Enrolment
 from ._models import ModelRegistry
 from ._node_logs import NodeLogs
+from ._nodes import Nodes
 from ._rollout import Rollouts
 from ._scheduler import Scheduler, WorkerScheduler
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
-NODE_OFFLINE_AFTER_S = 6.0
 MAX_CONTAINERS = 256
 """The most containers one topology may ask for."""
 
@@ -93,67 +94,6 @@ class Deployment:
     state: str = "RUNNING"  # activate/deactivate, for the cloud and every agent
     # the newest revision that changed edge components (every agent switches to it)
     edge_revision: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class NodeRecord:
-    info: pb.NodeInfo
-    queue: asyncio.Queue[pb.NodeCommand] | None = None
-    last_seen: float = field(default_factory=time.monotonic)
-    attached_at: float = field(default_factory=time.time)
-    status: pb.NodeStatus | None = None
-    error: str = ""
-
-    def view(self) -> dict[str, Any]:
-        s = self.status
-        online = self.queue is not None and time.monotonic() - self.last_seen < NODE_OFFLINE_AFTER_S
-        return {
-            "id": self.info.node_id,
-            "kind": self.info.kind,
-            "labels": dict(self.info.labels),
-            "version": self.info.version,
-            "hostname": self.info.hostname,
-            "online": online,
-            "last_heartbeat_s_ago": round(time.monotonic() - self.last_seen, 1),
-            "attached_at": self.attached_at,
-            "containers": list(s.containers) if s else [],
-            "backlog_bytes": s.backlog_bytes if s else 0,
-            "backlog_batches": s.backlog_batches if s else 0,
-            "metrics": dict(s.metrics) if s else {},
-            # an agent's uplinks as it reports them (they go to the workers, not through here)
-            "uplinks": {
-                u.topology: {**dict(u.metrics), "connected": 1.0 if online and u.connected else 0.0}
-                for u in (s.uplinks if s else [])
-            },
-            "error": self.error,
-            # what the node says of itself; an offline node's last word may be stale
-            "health": (s.health or "ok") if s else "unknown",
-            "reasons": list(s.reasons) if s else [],
-        }
-
-
-MAX_NODE_METRICS = 20_000
-"""The most metric entries kept of one node's status report (each key at most
-``MAX_METRIC_KEY`` characters): what a node reports reaches every /metrics scrape and
-console snapshot, so a careless or hostile one must not grow them without end."""
-MAX_METRIC_KEY = 300
-
-
-def _bound_metrics(status: pb.NodeStatus) -> None:
-    """Keep ``status``'s metrics within the bounds above (the rest is dropped, and said)."""
-    metrics = status.metrics
-    long = [k for k in metrics if len(k) > MAX_METRIC_KEY]
-    for key in long:
-        del metrics[key]
-    extra = len(metrics) - MAX_NODE_METRICS
-    if extra > 0:
-        for key in sorted(metrics)[MAX_NODE_METRICS:]:
-            del metrics[key]
-    if long or extra > 0:
-        dropped = len(long) + max(extra, 0)
-        status.reasons.append(f"the master dropped {dropped} of its metrics (over its bounds)")
-        if status.health in ("", "ok"):
-            status.health = "degraded"
 
 
 class Master:
@@ -178,7 +118,7 @@ class Master:
         self.deployments: dict[str, Deployment] = {}
         self.tms: dict[str, TopologyMaster] = {}
         self._coordinators: dict[str, asyncio.Task[None]] = {}
-        self.nodes: dict[str, NodeRecord] = {}
+        self.nodes = Nodes(self._attached, self._gives)  # the nodes, their sessions and reports
         self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
         # the REST API's tokens and the join tokens; the first start makes an admin token
         self.tokens = TokenStore(self.state_dir / "tokens.json")
@@ -188,7 +128,6 @@ class Master:
             admin = self.tokens.create("admin", description="made at the master's first start")
             write_private(self.state_dir / "admin.token", f"{admin}\n".encode())
             log.info("an admin token for the REST API is in %s", self.state_dir / "admin.token")
-        self.enrolment: Enrolment | None = None  # None: insecure (serve() sets it)
         self.models = ModelRegistry(self.state_dir / "models")
         self.rollouts = Rollouts(self, self.models, self.state_dir / "rollouts.json")
         # where cloud containers run: attached workers, unless serve() sets another
@@ -471,7 +410,7 @@ class Master:
             }
             self._save()
             for agent in dep.agents:  # one offline gets it when it re-attaches
-                self._send(agent, self._revise_command(dep))
+                self.nodes.send(agent, self._revise_command(dep))
         return record.view()
 
     def agent_revisions(self, name: str) -> dict[str, int]:
@@ -479,7 +418,7 @@ class Master:
         dep = self.deployments.get(name)
         out: dict[str, int] = {}
         for agent in dep.agents if dep is not None else []:
-            record = self.nodes.get(agent)
+            record = self.nodes.records.get(agent)
             status = record.status if record is not None else None
             if status is not None and f"revision:{name}" in status.metrics:
                 out[agent] = int(status.metrics[f"revision:{name}"])
@@ -500,25 +439,22 @@ class Master:
         self._coordinators.pop(name).cancel()
         self.scheduler.removed(name)
         for container, node_id in dep.assignment.items():
-            self._send(
+            self.nodes.send(
                 node_id, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=container))
             )
         for agent in dep.agents:
-            self._send(agent, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=0)))
+            self.nodes.send(
+                agent, pb.NodeCommand(stop=pb.StopContainer(topology=name, container=0))
+            )
         shutil.rmtree(self.state_dir / "topologies" / name, ignore_errors=True)
         self._save()
         self._forget_described()
         log.info("killed %r", name)
 
     # -- scheduling --------------------------------------------------------------
-    def _workers(self) -> list[str]:
-        return sorted(
-            n for n, r in self.nodes.items() if r.info.kind == "worker" and r.queue is not None
-        )
-
     def _schedule(self, dep: Deployment) -> None:
         """Deal unassigned containers to attached workers, edge subgraphs to matching agents."""
-        for node_id, record in self.nodes.items():
+        for node_id, record in self.nodes.records.items():
             labels = record.info.labels
             if (
                 record.info.kind == "agent"
@@ -527,10 +463,10 @@ class Master:
                 and any(Placement("edge", sel).matches(labels) for sel in dep.selectors)
             ):
                 dep.agents.append(node_id)
-                self._send(node_id, self._run_command(dep, 0, edge=True))
-                self._send(node_id, self._state_command(dep))
+                self.nodes.send(node_id, self._run_command(dep, 0, edge=True))
+                self.nodes.send(node_id, self._state_command(dep))
                 if dep.edge_revision:
-                    self._send(node_id, self._revise_command(dep))
+                    self.nodes.send(node_id, self._revise_command(dep))
                 log.info("edge subgraph of %r goes to agent %s", dep.name, node_id)
         self._schedule_cloud(dep)
         self._save()
@@ -561,67 +497,29 @@ class Master:
         dep.state = state
         self._save()
         for agent in dep.agents:
-            self._send(agent, self._state_command(dep))
+            self.nodes.send(agent, self._state_command(dep))
 
-    def _send(self, node_id: str, command: pb.NodeCommand) -> None:
-        record = self.nodes.get(node_id)
-        if record is not None and record.queue is not None:
-            record.queue.put_nowait(command)
-
-    # -- node sessions -----------------------------------------------------------
-    async def attach(self, info: pb.NodeInfo) -> AsyncIterator[pb.NodeCommand]:
-        queue: asyncio.Queue[pb.NodeCommand] = asyncio.Queue()
-        record = self.nodes.get(info.node_id)
-        if record is None:
-            record = self.nodes[info.node_id] = NodeRecord(info)
-        record.info, record.queue, record.last_seen = info, queue, time.monotonic()
-        record.attached_at = time.time()
-        log.info("%s %s attached (labels %s)", info.kind, info.node_id, dict(info.labels))
-        if info.kind == "worker" and self.enrolment is not None and self.enrolment.revoked:
-            queue.put_nowait(self._revoked_command())
-        for dep in list(self.deployments.values()):  # what it ran before, then what waits
+    # -- nodes: what the deployments give each (the registry is ``Nodes``) ------
+    def _attached(self, node_id: str) -> None:
+        """Queue for a node that has just (re)attached what it ran before; then deal what
+        waits (it may take some)."""
+        for dep in list(self.deployments.values()):
             for c, node in dep.assignment.items():
-                if node == info.node_id:
-                    queue.put_nowait(self._run_command(dep, c))
-            if info.node_id in dep.agents:
-                queue.put_nowait(self._run_command(dep, 0, edge=True))
-                queue.put_nowait(self._state_command(dep))
+                if node == node_id:
+                    self.nodes.send(node_id, self._run_command(dep, c))
+            if node_id in dep.agents:
+                self.nodes.send(node_id, self._run_command(dep, 0, edge=True))
+                self.nodes.send(node_id, self._state_command(dep))
                 if dep.edge_revision:
-                    queue.put_nowait(self._revise_command(dep))
+                    self.nodes.send(node_id, self._revise_command(dep))
             self._schedule(dep)
-        try:
-            while True:
-                command = await queue.get()
-                if command.WhichOneof("command") is None:
-                    return  # revoked: the session ends
-                yield command
-        finally:
-            if record.queue is queue:
-                record.queue = None
-            log.info("%s %s detached", info.kind, info.node_id)
 
-    def _revoked_command(self) -> pb.NodeCommand:
-        assert self.enrolment is not None
-        return pb.NodeCommand(revoked=pb.Revoked(node_ids=sorted(self.enrolment.revoked)))
-
-    def revoke(self, node_id: str) -> None:
-        """Cut a node off: its certificate is refused from now on, its session ends, and every
-        worker is told (their stream managers refuse its uplinks and peer links)."""
-        if self.enrolment is None:
-            raise HeadwaterError("the master runs --insecure: there are no identities to revoke")
-        problem = node_id_problem(node_id)
-        if problem is not None:
-            raise HeadwaterError(problem)
-        self.enrolment.revoke(node_id)
-        record = self.nodes.get(node_id)
-        if record is not None and record.queue is not None:
-            record.queue.put_nowait(pb.NodeCommand())  # ends its session
-        for other in self._workers():
-            self._send(other, self._revoked_command())
-
-    def online(self, node_id: str) -> bool:
-        record = self.nodes.get(node_id)
-        return record is not None and bool(record.view()["online"])
+    def _gives(self, kind: str, node_id: str, topology: str, container: int) -> bool:
+        """Whether a deployment gives ``node_id`` that container (an agent: its edge subgraph)."""
+        dep = self.deployments.get(topology)
+        return dep is not None and (
+            dep.assignment.get(container) == node_id if kind != "agent" else node_id in dep.agents
+        )
 
     def packages_of(self, node_id: str) -> set[str]:
         """The packages the master gave ``node_id`` to run (all it may fetch)."""
@@ -635,47 +533,6 @@ class Master:
                     out.add(dep.edge_revision["package"])
         return out
 
-    def report(self, status: pb.NodeStatus) -> None:
-        record = self.nodes.get(status.node_id)
-        if record is not None:
-            _bound_metrics(status)
-            record.status = status
-            record.last_seen = time.monotonic()
-            record.error = status.error
-            self._reconcile(record, status)
-
-    def _reconcile(self, record: NodeRecord, status: pb.NodeStatus) -> None:
-        """Stop what a node runs that the master no longer gives it.
-
-        An agent resumes its edge subgraphs from its own disk, so one that was
-        offline when its topology was killed still runs it; so would a node
-        forgotten and back. Its status names what it runs: each container the
-        master did not order it to run gets a stop order.
-        """
-        if record.queue is None:
-            return  # not attached (yet): its orders come when it is
-        node_id = record.info.node_id
-        for name in status.containers:
-            topology, _, number = name.rpartition("/")
-            if not number.isdigit():
-                continue
-            dep = self.deployments.get(topology)
-            ours = dep is not None and (
-                dep.assignment.get(int(number)) == node_id
-                if record.info.kind != "agent"
-                else node_id in dep.agents
-            )
-            if not ours:
-                log.warning(
-                    "%s %s runs %s, which the master does not give it: stopping it",
-                    record.info.kind,
-                    node_id,
-                    name,
-                )
-                record.queue.put_nowait(
-                    pb.NodeCommand(stop=pb.StopContainer(topology=topology, container=int(number)))
-                )
-
     def forget(self, node_id: str) -> None:
         """Forget an offline node that holds no containers (its deployments drop it too).
 
@@ -685,7 +542,6 @@ class Master:
         drops them from their deployments; if it comes back it attaches as any
         node does and is given them again.
         """
-        record = self.nodes.get(node_id)
         held = sorted(
             f"{d.name}/{c}"
             for d in self.deployments.values()
@@ -693,14 +549,7 @@ class Master:
             if n == node_id
         )
         edge = [d for d in self.deployments.values() if node_id in d.agents]
-        if record is None and not held and not edge:
-            known = ", ".join(sorted(self.nodes)) or "none"
-            raise KeyError(f"no node {node_id!r} (known: {known})")
-        if record is not None and record.view()["online"]:
-            raise HeadwaterError(
-                f"node {node_id!r} is online; stop it first (a node is "
-                f"forgotten once it is offline)"
-            )
+        self.nodes.check_offline(node_id, known=bool(held or edge))
         if held:
             raise HeadwaterError(
                 f"node {node_id!r} holds containers {', '.join(held)}: the master has nowhere "
@@ -709,10 +558,7 @@ class Master:
         for dep in edge:
             dep.agents.remove(node_id)
         self._save()
-        self.nodes.pop(node_id, None)
-        if self.enrolment is not None:
-            self.enrolment.forget(node_id)  # its id may enrol again
-        log.info("forgot node %s", node_id)
+        self.nodes.forget(node_id)
 
     # -- uplinks -----------------------------------------------------------------
     def locate(self, topology: str, component: str) -> pb.ReceiverAddress:

@@ -64,7 +64,7 @@ class NodeLogs:
                 f"container {container} of {dep.name!r} runs on no node yet "
                 "(it waits for a worker to attach)",
             )
-        if not self.master.online(node):
+        if not self.master.nodes.online(node):
             raise LogsError(
                 409,
                 f"container {container} of {dep.name!r} runs on node {node!r}, which is "
@@ -82,7 +82,7 @@ class NodeLogs:
             tail=min(max(tail, 1), MAX_TAIL),
         )
         try:
-            self.master._send(node, pb.NodeCommand(send_logs=order))
+            self.master.nodes.send(node, pb.NodeCommand(send_logs=order))
             reply = await asyncio.wait_for(future, self.timeout_s)
         except TimeoutError:
             raise LogsError(

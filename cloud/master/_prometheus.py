@@ -24,7 +24,7 @@ from headwater.common._prometheus import Exposition, Families, FamilyCollector
 from headwater.common.control._prometheus import add_topologies
 from headwater.common.node._prometheus import add_node_status
 
-from ._master import NODE_OFFLINE_AFTER_S
+from ._nodes import NODE_OFFLINE_AFTER_S
 from ._rollout import Phase
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def fill(families: Families, master: Master) -> None:
 
 def add_nodes(families: Families, master: Master) -> None:
     now = time.monotonic()
-    for node_id, record in sorted(master.nodes.items()):
+    for node_id, record in sorted(master.nodes.records.items()):
         info = record.info
         labels = {"node": node_id}
         age = now - record.last_seen

@@ -517,7 +517,7 @@ class Rollouts:
         placed = self._placement(topology, component) if topology in self.master.tms else None
         out = []
         for agent in dep.agents if dep is not None else []:
-            node = self.master.nodes.get(agent)
+            node = self.master.nodes.records.get(agent)
             labels = dict(node.info.labels) if node is not None else {}
             if placed is not None and not placed.matches(labels):
                 continue
@@ -526,11 +526,11 @@ class Rollouts:
         return sorted(out)
 
     def _metrics(self, agent: str) -> dict[str, float]:
-        node = self.master.nodes.get(agent)
+        node = self.master.nodes.records.get(agent)
         return dict(node.status.metrics) if node is not None and node.status is not None else {}
 
     def _online(self, agent: str) -> bool:
-        return self.master.online(agent)
+        return self.master.nodes.online(agent)
 
     def _runs(self, agent: str, r: Rollout, entry: dict[str, Any], revision: int) -> bool:
         """Whether ``agent`` runs ``revision`` (or a later one) with the version ``entry``
@@ -538,7 +538,7 @@ class Rollouts:
         canary leaves on the default) while its replace is still under way."""
         if self.master.agent_revisions(r.topology).get(agent, 0) < revision:
             return False
-        node = self.master.nodes.get(agent)
+        node = self.master.nodes.records.get(agent)
         labels = dict(node.info.labels) if node is not None else {}
         canary = entry.get("canary")
         key = (

@@ -65,7 +65,7 @@ class WorkerScheduler:
         return None
 
     def place(self, dep: Deployment) -> None:
-        workers = self.master._workers()
+        workers = self.master.nodes.workers()
         if not workers:
             return
         load = {w: 0 for w in workers}
@@ -77,7 +77,7 @@ class WorkerScheduler:
                 node = min(workers, key=lambda w: (load[w], w))
                 dep.assignment[c] = node
                 load[node] += 1
-                self.master._send(node, self.master._run_command(dep, c))
+                self.master.nodes.send(node, self.master._run_command(dep, c))
 
     def removed(self, name: str) -> None:
         return None  # kill sends the stop orders

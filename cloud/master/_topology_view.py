@@ -36,7 +36,9 @@ def edge_view(master: Master, tm: TopologyMaster) -> dict[str, Any]:
     dep = master.deployments.get(tm.topology.name)
     agents = sorted(dep.agents) if dep is not None else []
     labels = {
-        a: dict(master.nodes[a].info.labels) for a in agents if master.nodes.get(a) is not None
+        a: dict(master.nodes.records[a].info.labels)
+        for a in agents
+        if master.nodes.records.get(a) is not None
     }
     uplinks = boundary(whole)
     return {

@@ -35,7 +35,8 @@ from headwater.cloud.master._docker import (
 )
 from headwater.cloud.master._enrolment import Enrolment
 from headwater.cloud.master._http import make_app
-from headwater.cloud.master._master import Master, NodeRecord
+from headwater.cloud.master._master import Master
+from headwater.cloud.master._nodes import NodeRecord
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.security import JoinToken
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -168,9 +169,9 @@ def _package(tmp_path: Path, name: str, config: dict[str, Any]) -> bytes:
 def _master(state: Path, engine: FakeDocker, secure: bool = True) -> Master:
     master = Master(state)
     if secure:
-        master.enrolment = Enrolment(state / "tls", master.tokens)
+        master.nodes.enrolment = Enrolment(state / "tls", master.tokens)
         master.join_port = 7072
-        master.ca_fingerprint = master.enrolment.ca.fingerprint
+        master.ca_fingerprint = master.nodes.enrolment.ca.fingerprint
     options = DockerOptions("headwater:latest", "hw-test", "172.30.0.1:7070")
     master.scheduler = open_scheduler(master, options, "127.0.0.1:7070", engine)
     return master
@@ -282,14 +283,14 @@ def test_kill_removes_the_containers_and_forgets_their_nodes(tmp_path: Path) -> 
         names = [container_name(docker.cluster, "wc", c) for c in (0, 1)]
         kept = container_name(docker.cluster, "other", 0)
         for name in names:  # the nodes attached once, and went with their containers
-            master.nodes[name] = NodeRecord(pb.NodeInfo(node_id=name, kind="worker"))
+            master.nodes.records[name] = NodeRecord(pb.NodeInfo(node_id=name, kind="worker"))
         master.kill("wc")
         result = await docker.reconcile()
         assert result is not None and sorted(result.removed) == names
         assert sorted(engine.by_name) == [kept]
         assert engine.by_name[kept].spec["nano_cpus"] == 1_000_000_000  # the defaults
         assert engine.by_name[kept].spec["mem_limit"] == 1 << 30
-        assert sorted(master.nodes) == []
+        assert sorted(master.nodes.records) == []
 
     _run(scenario)
 
@@ -355,7 +356,9 @@ def test_join_tokens_are_revoked_once_their_node_attached(tmp_path: Path) -> Non
         name = container_name(docker.cluster, "wc", 0)
         token = JoinToken.parse(engine.by_name[name].spec["command"][-1])
         assert master.tokens.check(token.token) is not None
-        master.nodes[name] = NodeRecord(pb.NodeInfo(node_id=name, kind="worker"), asyncio.Queue())
+        master.nodes.records[name] = NodeRecord(
+            pb.NodeInfo(node_id=name, kind="worker"), asyncio.Queue()
+        )
         await docker.reconcile()
         assert master.tokens.check(token.token) is None
 
@@ -532,7 +535,7 @@ def test_logs_of_a_worker_scheduled_topology_without_a_live_worker_say_why(
         r = await client.get("/api/v1/topologies/wc/containers/0/logs")
         assert r.status == 409
         assert "runs on no node yet" in (await r.json())["error"]
-        master.nodes["w1"] = NodeRecord(pb.NodeInfo(node_id="w1", kind="worker"))  # offline
+        master.nodes.records["w1"] = NodeRecord(pb.NodeInfo(node_id="w1", kind="worker"))  # offline
         master.deployments["wc"].assignment[0] = "w1"
         r = await client.get("/api/v1/topologies/wc/logs")
         assert r.status == 409 and "'w1', which is offline" in (await r.json())["error"]

@@ -12,7 +12,8 @@ from aiohttp.test_utils import TestClient
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
-from headwater.cloud.master._master import Master, NodeRecord
+from headwater.cloud.master._master import Master
+from headwater.cloud.master._nodes import NodeRecord
 from headwater.cloud.master._prometheus import fill
 from headwater.cloud.master._rollout import Phase, Rollout
 from headwater.cloud.master._traffic import MethodTraffic
@@ -39,7 +40,7 @@ def _master(tmp_path: Path) -> Master:
     online.last_seen = time.monotonic()
     gone = NodeRecord(pb.NodeInfo(node_id="w1", kind="worker", version="1.0", hostname="box"))
     gone.last_seen = time.monotonic() - 3600  # never attached this run, last seen long ago
-    master.nodes = {"gw-1": online, "w1": gone}
+    master.nodes.records = {"gw-1": online, "w1": gone}
     master.rollouts.records = [
         Rollout(1, "m", 2, "iot", "anomaly", phase=Phase.DONE),
         Rollout(2, "m", 3, "iot", "anomaly", phase=Phase.WATCHING),

@@ -252,18 +252,16 @@ class _Cluster:
         self.tm = tm
         self.tms = {"t": tm}
         self.deployments = {"t": SimpleNamespace(agents=["gw-a", "gw-b"])}
-        self.nodes = {
+        records = {
             f"gw-{s}": SimpleNamespace(
                 info=SimpleNamespace(labels={"site": s}), status=SimpleNamespace(metrics={})
             )
             for s in "ab"
         }
+        self.nodes = SimpleNamespace(records=records, online=lambda agent: True)
         self._described: dict[Any, Any] = {}
         self.fail_on, self.anomaly_rate = fail_on, anomaly_rate
         self.now = 0.0
-
-    def online(self, agent: str) -> bool:
-        return True
 
     def described(self, package: str, entry: str) -> Any:
         return self._described.get((package, entry))
@@ -283,7 +281,7 @@ class _Cluster:
         self.tm.records[n] = _Rec(self.packages.put(data), entry)
         self.tm.current = n
         models = models_of(data, entry)["count"]
-        for agent, node in self.nodes.items():
+        for agent, node in self.nodes.records.items():
             if agent == self.fail_on and models.get("canary"):
                 node.status.metrics["revision_failed:t"] = float(n)
                 continue
@@ -295,13 +293,13 @@ class _Cluster:
     def agent_revisions(self, name: str) -> dict[str, int]:
         return {
             agent: int(node.status.metrics["revision:t"])
-            for agent, node in self.nodes.items()
+            for agent, node in self.nodes.records.items()
             if "revision:t" in node.status.metrics
         }
 
     async def sleep(self, s: float) -> None:
         self.now += s
-        for node in self.nodes.values():
+        for node in self.nodes.records.values():
             m = node.status.metrics
             m["component:t/count:user:scored"] = m.get("component:t/count:user:scored", 0) + 100
             flagged = m.get("component:t/count:user:anomalies", 0) + 100 * self.anomaly_rate
@@ -359,14 +357,14 @@ def test_a_canary_within_bounds_goes_to_every_agent(tmp_path: Path) -> None:
 
     asyncio.run(back())
     assert rollouts.records[-1].phase is Phase.DONE
-    assert cluster.nodes["gw-a"].status.metrics["model:t/count"] == 0.0
+    assert cluster.nodes.records["gw-a"].status.metrics["model:t/count"] == 0.0
 
 
 def test_a_canary_out_of_bounds_or_failing_rolls_back(tmp_path: Path) -> None:
     noisy = _Cluster(tmp_path / "noisy", anomaly_rate=0.5)
     r = _drive(noisy, noisy.rollouts(tmp_path / "noisy"), canary={"site": "a"}, watch_s=5.0)
     assert r.phase is Phase.ROLLED_BACK and "anomaly rate 0.500 above 0.2" in r.error
-    assert {n.status.metrics["model:t/count"] for n in noisy.nodes.values()} == {0.0}
+    assert {n.status.metrics["model:t/count"] for n in noisy.nodes.records.values()} == {0.0}
 
     broken = _Cluster(tmp_path / "broken", fail_on="gw-a")
     r = _drive(broken, broken.rollouts(tmp_path / "broken"), canary={"site": "a"})

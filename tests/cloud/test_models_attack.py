@@ -93,7 +93,7 @@ def test_an_agent_the_component_is_not_placed_on_is_not_waited_for(tmp_path: Pat
 
     async def edit_on_a(*args: Any) -> dict[str, Any]:
         out = await original(*args)
-        del cluster.nodes["gw-b"].status.metrics["model:t/count"]  # not placed there
+        del cluster.nodes.records["gw-b"].status.metrics["model:t/count"]  # not placed there
         _placed(cluster, words=edge(), count=edge(site="a"))
         return out
 

@@ -18,19 +18,24 @@ from headwater.common.security import TRUSTED, Identity
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 
-class FakeMaster:
+class FakeNodes:
     def __init__(self) -> None:
-        self.deployments = {"wc": Deployment("wc", "sha256:x", "wc.py", 2, {0: "w1", 1: "w2"})}
         self.offline: set[str] = set()
         self.sent: list[tuple[str, pb.NodeCommand]] = []
         self.enrolment = None
-        self.node_logs = NodeLogs(self, timeout_s=0.2, new_id=lambda: f"r{len(self.sent)}")  # type: ignore[arg-type]
 
     def online(self, node: str) -> bool:
         return node not in self.offline
 
-    def _send(self, node: str, command: pb.NodeCommand) -> None:
+    def send(self, node: str, command: pb.NodeCommand) -> None:
         self.sent.append((node, command))
+
+
+class FakeMaster:
+    def __init__(self) -> None:
+        self.deployments = {"wc": Deployment("wc", "sha256:x", "wc.py", 2, {0: "w1", 1: "w2"})}
+        self.nodes = FakeNodes()
+        self.node_logs = NodeLogs(self, timeout_s=0.2, new_id=lambda: f"r{len(self.nodes.sent)}")  # type: ignore[arg-type]
 
 
 class FakeTransport:
@@ -50,9 +55,9 @@ def _run(master: FakeMaster, container: int, tail: int, answer: Any) -> Any:
         task = asyncio.ensure_future(
             master.node_logs.fetch(master.deployments["wc"], container, tail)
         )
-        while not master.sent and not task.done():
+        while not master.nodes.sent and not task.done():
             await asyncio.sleep(0)
-        refused = answer(gate) if master.sent else None
+        refused = answer(gate) if master.nodes.sent else None
         try:
             return await task, refused
         except LogsError as exc:
@@ -71,7 +76,7 @@ def test_the_node_running_the_container_answers_and_the_view_says_what_it_sent()
         master, 0, MAX_TAIL * 5, lambda g: g.logs(Identity("worker", "w1"), _reply(files=files))
     )
     assert refused is None
-    ((node, command),) = master.sent
+    ((node, command),) = master.nodes.sent
     assert node == "w1" and command.send_logs.tail == MAX_TAIL  # capped before it is sent
     assert (command.send_logs.topology, command.send_logs.container) == ("wc", 0)
     assert view["container_log"] == "a\nb\n" and view["node"] == "w1"
@@ -121,16 +126,16 @@ def test_an_answer_is_taken_once() -> None:
 
 def test_offline_unassigned_silent_and_failing_nodes_say_why() -> None:
     master = FakeMaster()
-    master.offline.add("w2")
+    master.nodes.offline.add("w2")
     error, _ = _run(master, 1, 5, lambda g: None)
-    assert error.status == 409 and "'w2', which is offline" in str(error) and not master.sent
+    assert error.status == 409 and "'w2', which is offline" in str(error) and not master.nodes.sent
     del master.deployments["wc"].assignment[1]
     error, _ = _run(master, 1, 5, lambda g: None)
     assert error.status == 409 and "runs on no node yet" in str(error)
     error, _ = _run(master, 0, 5, lambda g: None)
     assert error.status == 504 and "did not send the logs of container 0 of 'wc'" in str(error)
     assert not master.node_logs.pending  # the timed-out request is forgotten
-    master.sent.clear()
+    master.nodes.sent.clear()
     error, refused = _run(
         master, 0, 5, lambda g: g.logs(Identity("worker", "w1"), _reply(error="disk gone"))
     )
