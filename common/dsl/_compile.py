@@ -92,7 +92,7 @@ def compile_run(
     attempt runs the rest of the chain through it); ``sides[i]``: its side output;
     ``end``: what the run's output goes to.
     """
-    ns: dict[str, Any] = {"partial": partial, "NONE": _NONE}
+    ns: dict[str, Any] = {"partial": partial, "NONE": _NONE, "GATHER": GATHER}
     sinks: list[tuple[SinkOp, list[int]]] = []
     for i, op in enumerate(ops):
         ns.update({f"r{i}": op.retry, f"n{i}": op.name, f"p{i}": op.process, f"o{i}": outs[i]})
@@ -135,6 +135,14 @@ def compile_run(
     return Compiled(ns["run"], ns["run_all"], sinks)
 
 
+GATHER = 1000
+"""The most output records a run gathers before emitting them: one frame's worth at the
+default batch size, so that a flat_map's output still meets backpressure as it goes."""
+# the gathered records leave, and gathering starts again in a new list (never twice, even
+# if emitting raises)
+_LEAVE = ("done, pend = pend, []", "gather = pend.append", "emit_all(done)")
+
+
 def _gathered(body: list[str], gather: bool) -> list[str]:
     """``body`` (a function's lines), gathering its output records in ``pend`` to emit
     together at the end, however the function ends."""
@@ -174,11 +182,10 @@ def _body(
         for b in body:
             put("    " + b)
         put("except Exception as exc:")
-        if gather:  # what was gathered leaves first (cleared before: never twice)
+        if gather:  # what was gathered leaves first
             put("    if pend:")
-            put("        done = pend[:]")
-            put("        pend.clear()")
-            put("        emit_all(done)")
+            for line in _LEAVE:
+                put("        " + line)
         put(f"    r{i}(n{i}, partial(p{i}, {key}, {value}, o{i}, s{i}), exc, {value})")
         put("    " + leave())
 
@@ -217,6 +224,9 @@ def _body(
             raise AssertionError(f"step {op.name!r} of {kind.__name__} is not compiled")
     if gather:
         put(f"gather([{k}, {v}])")
+        put("if len(pend) >= GATHER:")  # a frame's output never waits all at once
+        for line in _LEAVE:
+            put("    " + line)
     elif isinstance(end, Emit):
         put(f"emit([{k}, {v}])")
         if end.see is not None:
