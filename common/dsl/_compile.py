@@ -16,6 +16,14 @@ with the step's ``process`` bound to the *uncompiled* rest of the chain (as
 to the user counter ``records:<step>`` after each frame (``settle``), not with
 a call per record.
 
+A run that ends the chain gathers its output records and emits them together
+(``Emit.emit_all``: a frame's, up to ``GATHER`` at a time), unless a downstream
+window's tap must see each as it leaves; a retry first emits what was gathered,
+so records leave in the linked chain's order. One difference stays: an emit
+that raises (a custom grouping's error) does so when the gathered records
+leave, after the steps ran for the records that follow it, not at its own
+record. Either way the task fails and restarts from its last checkpoint.
+
 The source is made from fixed templates over step indexes only: no step name,
 value or user text is ever part of it (they are bound in the function's
 namespace), so nothing a pipeline says can change the code that runs.

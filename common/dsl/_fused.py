@@ -87,9 +87,10 @@ class _Chain:
         def last(key: Any, value: Any) -> None:
             emit([key, value])
 
-        # the chain's end, for a compiled run reaching it (gathering a frame's records)
-        end: Emit | None = Emit(emit, emit_all=ctx.emitter_all())
-        if len(timed) == 1:  # the common case, one windowed step downstream
+        end: Emit | None  # the chain's end, for a compiled run reaching it
+        if not timed:  # no tap sees records: a run gathers a frame's, and emits them at once
+            end = Emit(emit, emit_all=ctx.emitter_all())
+        elif len(timed) == 1:  # the common case, one windowed step downstream
             see, send = timed[0].see, self.send_watermarks
             end = Emit(emit, see, send)
 
@@ -98,7 +99,7 @@ class _Chain:
                 if see(value):
                     send()
 
-        elif timed:
+        else:
             plain, end = last, None
 
             def last(key: Any, value: Any) -> None:
@@ -227,12 +228,13 @@ class FusedBolt(Bolt):
 
             self.join = join
         me = ctx.topology.component(ctx.component)
-        self.wm_sources = sum(
-            len(ctx.component_tasks(i.component))
-            for i in me.inputs
-            if i.stream.startswith(WATERMARKS)
-        )
+        self.ctx = ctx
+        # the components whose tasks send this chain watermarks; their tasks are looked up
+        # as each watermark comes (a rescale upstream gives them other tasks, the context
+        # other ids, while this instance runs on)
+        self.wm_components = [i.component for i in me.inputs if i.stream.startswith(WATERMARKS)]
         self.wm_in: dict[int, int] = {}  # upstream task -> its watermark
+        self.wm_low = -END_OF_TIME  # the watermark this chain moved on to last
 
     def process(self, tup: Tuple) -> None:
         self.process_values(tup.component, tup.stream, tup.task, [tup.values])
@@ -244,7 +246,7 @@ class FusedBolt(Bolt):
         """``process`` for a frame's untracked tuples at once: the instance calls this
         instead of making a ``Tuple`` per record."""
         try:
-            if self.wm_sources and stream.startswith(WATERMARKS):
+            if self.wm_components and stream.startswith(WATERMARKS):
                 for values in entries:
                     self._watermark(task, int(values[1]))
             elif self.join is not None:
@@ -258,13 +260,23 @@ class FusedBolt(Bolt):
             self._chain.settle()
 
     def _watermark(self, task: int, wm: int) -> None:
-        if wm <= self.wm_in.get(task, -END_OF_TIME):
+        """Move on to the lowest watermark of the tasks feeding this chain now, once each
+        has sent one: a retired task's no longer counts, a new one's is awaited (and kept
+        if it comes before this instance switches to the revision that has the task)."""
+        wm_in = self.wm_in
+        if wm <= wm_in.get(task, -END_OF_TIME):
             return
-        self.wm_in[task] = wm
-        if len(self.wm_in) == self.wm_sources and self.side is not None:
-            self.head.on_watermark(min(self.wm_in.values()), self.out, self.side)
-            if self._chain.taps and min(self.wm_in.values()) >= END_OF_TIME:
-                self._chain.send_watermarks(final=True)  # the end of input travels on
+        wm_in[task] = wm
+        sources = {t for c in self.wm_components for t in self.ctx.component_tasks(c)}
+        if self.side is None or not sources.issubset(wm_in):
+            return
+        low = min(wm_in[t] for t in sources)
+        if low <= self.wm_low:
+            return
+        self.wm_low = low
+        self.head.on_watermark(low, self.out, self.side)
+        if self._chain.taps and low >= END_OF_TIME:
+            self._chain.send_watermarks(final=True)  # the end of input travels on
 
     def on_tick(self, tup: Tuple) -> None:
         try:

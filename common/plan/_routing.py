@@ -141,20 +141,25 @@ class Router:
         spec = topology.component(component)
         self.streams = {s.name: s for s in spec.streams}
         self._selectors: dict[str, list[Selector]] = {name: [] for name in self.streams}
+        # per stream: the tasks every tuple goes to when no selector looks at the tuple
+        # ([]: no subscriber), None when some selector does
         self._fixed: dict[str, list[int] | None] = {name: [] for name in self.streams}
         for consumer in topology.components:
             for inp in consumer.inputs:
                 if inp.component == component and inp.stream in self.streams:
                     fixed, tasks = self._fixed[inp.stream], ids[consumer.name]
                     alike = fixed_tasks(inp.grouping, tasks)
+                    both = None if fixed is None or alike is None else fixed + alike
+                    # a task subscribed twice takes each tuple twice in a row, which slices
+                    # of records would interleave: that stream goes one tuple at a time
                     self._fixed[inp.stream] = (
-                        None if fixed is None or alike is None else fixed + alike
+                        both if both is None or len(set(both)) == len(both) else None
                     )
                     self._selectors[inp.stream].append(
                         make_selector(
                             inp.grouping,
                             self.streams[inp.stream],
-                            ids[consumer.name],
+                            tasks,
                             context,
                             consumer.name,
                             rng,
@@ -163,8 +168,10 @@ class Router:
 
     def fixed(self, stream: str) -> list[int] | None:
         """The tasks every tuple on ``stream`` goes to, when that never depends on the tuple
-        (what the selectors return, in order, for any values), else None."""
-        self.selectors(stream)  # an undeclared stream is the same error here
+        (what the selectors return, in order, for any values; ``[]`` when nothing
+        subscribes), else None. Raises ``EmitError`` for an undeclared stream."""
+        if stream not in self._fixed:
+            self.selectors(stream)  # the same error as emitting on it
         return self._fixed[stream]
 
     def selectors(self, stream: str) -> list[Selector]:

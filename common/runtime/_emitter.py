@@ -146,18 +146,20 @@ class Emitter:
     def switch(self, router: Router) -> None:
         """Route with ``router`` from now on: ``emit``, and every emit bound before."""
         self.router = router
+        self._stream_bytes = {name: name.encode() for name in router.streams}
+        self._punctuation = {name for name in router.streams if name.startswith(PUNCTUATION)}
         for stream, route in self._routes.items():
-            self._route_into(stream, route)
+            self._refill(stream, route)
 
-    def _route(self, stream: str) -> _Route:
+    def _route_for(self, stream: str) -> _Route:
         route = self._routes.get(stream)
         if route is None:
             self.router.selectors(stream)  # an undeclared stream fails at binding
             route = self._routes[stream] = _Route()
-            self._route_into(stream, route)
+            self._refill(stream, route)
         return route
 
-    def _route_into(self, stream: str, route: _Route) -> None:
+    def _refill(self, stream: str, route: _Route) -> None:
         try:
             selectors, fixed = self.router.selectors(stream), self.router.fixed(stream)
         except EmitError:  # gone from this revision: ``emit`` says so on use
@@ -169,7 +171,7 @@ class Emitter:
         """``emit`` of untracked tuples on ``stream``, bound once: the per-record fast path
         of a step that emits every record (counted in ``counts`` by stream, as ``emit``'s
         caller does). It routes as the emitter does at each call (``switch``)."""
-        route = self._route(stream)
+        route = self._route_for(stream)
         buffers, size, flush, monotonic = (
             self._buffers,
             self.batch_size,
@@ -207,11 +209,12 @@ class Emitter:
         self, stream: str, counts: dict[str, int]
     ) -> Callable[[list[list[Any]]], None]:
         """``unrooted``'s emit for many records at once, in order: ``emit_all(records)`` is
-        ``emit(r) for r in records``, frame for frame. Where the stream's destinations never
+        ``emit(r) for r in records``, frame for frame to each task (frames to different
+        tasks may leave in another order, as they may anyway). Where the stream's destinations never
         depend on the record (``Router.fixed``: one task, ``global``, ``all``), the records
         join their buffers a slice at a time, with no call per record. ``records`` is not
         kept."""
-        route = self._route(stream)
+        route = self._route_for(stream)
         emit = self.unrooted(stream, counts)
         buffers, size, flush, monotonic = (
             self._buffers,

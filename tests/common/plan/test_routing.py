@@ -14,6 +14,7 @@ from headwater.common.api import (
     DEAD_LETTERS,
     Bolt,
     Grouping,
+    Input,
     Spout,
     Stream,
     Topology,
@@ -243,3 +244,51 @@ def test_router_for_a_component_without_outputs() -> None:
     router = Router(_topology(), "a", None, seed=0)
     with pytest.raises(EmitError, match="declared: none"):
         router.selectors("default")
+
+
+@pytest.mark.parametrize(
+    "grouping",
+    [shuffle(), none(), fields("word"), global_(), all_tasks(), direct(), custom(Recorder([2]))],
+    ids=lambda g: g.kind,
+)
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_router_fixed_is_what_the_selectors_return_for_any_tuple(
+    grouping: Grouping, parallelism: int
+) -> None:
+    """``fixed``: the tasks no selector looks at the tuple to choose, or None."""
+    topo = (
+        Topology("t")
+        .add_spout("src", Src)  # task 1
+        .add_bolt("a", Sink, inputs={"src": grouping}, parallelism=parallelism)  # tasks 2..
+        .add_bolt("b", Sink, inputs={"src": global_()}, parallelism=2)
+    )
+    router = Router(topo, "src", None, seed=0)
+    fixed = router.fixed("default")
+    if fixed is None:  # a selector looks at the tuple, or may choose other tasks each time
+        assert grouping.kind in ("direct", "custom") or (
+            grouping.kind in ("shuffle", "none", "fields") and parallelism > 1
+        )
+        return
+    for values in (["apple"], ["pear"], [7], [None]):
+        for _ in range(4):  # shuffle's rotation included
+            chosen = [t for s in router.selectors("default") for t in s(values, None)]
+            assert chosen == fixed
+    assert router.fixed("error") == []  # nothing subscribes
+
+
+def test_router_fixed_is_none_for_a_task_subscribed_twice() -> None:
+    """Each tuple reaches such a task twice in a row; slices of records would interleave."""
+    topo = (
+        Topology("t")
+        .add_spout("src", Src)
+        .add_bolt(
+            "a",
+            Sink,
+            inputs=[Input("src", "default", global_()), Input("src", "default", shuffle())],
+        )
+    )
+    router = Router(topo, "src", None, seed=0)
+    assert [t for s in router.selectors("default") for t in s(["w"], None)] == [2, 2]
+    assert router.fixed("default") is None
+    with pytest.raises(EmitError):
+        router.fixed("nope")
