@@ -506,7 +506,7 @@ def test_12_streamlet_log_prints_each_element_as_str(caplog: pytest.LogCaptureFi
         "b",
     ]
     # a window operation's results print as Heron's, whether they come fused or as lists
-    from headwater.heronpy.streamlet._impl import _LogOp
+    from headwater.heronpy.streamlet._translate import _LogOp
 
     for shape, element, printed in [
         (

@@ -1,5 +1,5 @@
 """``heronpy.streamlet.builder``."""
 
-from ._impl import Builder
+from ._api import Builder
 
 __all__ = ["Builder"]

@@ -1,5 +1,5 @@
 """``heronpy.streamlet.config``."""
 
-from ._impl import Config
+from ._api import Config
 
 __all__ = ["Config"]

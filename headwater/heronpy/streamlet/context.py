@@ -1,5 +1,5 @@
 """``heronpy.streamlet.context``."""
 
-from ._impl import StreamletContext as Context
+from ._operators import StreamletContext as Context
 
 __all__ = ["Context"]

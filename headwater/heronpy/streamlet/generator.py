@@ -1,5 +1,5 @@
 """``heronpy.streamlet.generator``."""
 
-from ._impl import Generator
+from ._operators import Generator
 
 __all__ = ["Generator"]

@@ -1,5 +1,5 @@
 """``heronpy.streamlet.keyedwindow``."""
 
-from ._impl import KeyedWindow
+from ._windows import KeyedWindow
 
 __all__ = ["KeyedWindow"]

@@ -1,5 +1,5 @@
 """``heronpy.streamlet.runner``."""
 
-from ._impl import Runner
+from ._api import Runner
 
 __all__ = ["Runner"]

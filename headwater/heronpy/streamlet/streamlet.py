@@ -1,5 +1,5 @@
 """``heronpy.streamlet.streamlet``."""
 
-from ._impl import Streamlet
+from ._api import Streamlet
 
 __all__ = ["Streamlet"]

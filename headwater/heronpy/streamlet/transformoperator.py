@@ -1,5 +1,5 @@
 """``heronpy.streamlet.transformoperator``."""
 
-from ._impl import TransformOperator
+from ._operators import TransformOperator
 
 __all__ = ["TransformOperator"]

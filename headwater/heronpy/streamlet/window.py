@@ -1,5 +1,5 @@
 """``heronpy.streamlet.window``."""
 
-from ._impl import Window
+from ._windows import Window
 
 __all__ = ["Window"]

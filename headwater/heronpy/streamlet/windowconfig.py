@@ -1,5 +1,5 @@
 """``heronpy.streamlet.windowconfig``."""
 
-from ._impl import WindowConfig
+from ._windows import WindowConfig
 
 __all__ = ["WindowConfig"]

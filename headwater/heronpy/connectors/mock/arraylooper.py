@@ -1,5 +1,5 @@
 """``heronpy.connectors.mock.arraylooper``."""
 
-from headwater.heronpy.streamlet._impl import ArrayLooper
+from headwater.heronpy.streamlet._operators import ArrayLooper
 
 __all__ = ["ArrayLooper"]

@@ -1,5 +1,5 @@
 """``heronpy.streamlet.impl.contextimpl``."""
 
-from .._impl import StreamletContext as ContextImpl
+from .._operators import StreamletContext as ContextImpl
 
 __all__ = ["ContextImpl"]

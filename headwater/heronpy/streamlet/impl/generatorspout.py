@@ -1,5 +1,5 @@
 """``heronpy.streamlet.impl.generatorspout``."""
 
-from .._impl import PacedGeneratorSpout as GeneratorSpout
+from .._translate import PacedGeneratorSpout as GeneratorSpout
 
 __all__ = ["GeneratorSpout"]
