@@ -14,19 +14,14 @@ durable log, the last complete edge checkpoint says how far the
 subgraph got, and the outbox keeps what the cloud has not confirmed.
 
 A live edit that touches edge components reaches the agent as a revise
-order (the newest revision; one that was offline gets it on re-attaching).
-The agent loads the revision's edge subgraph for its labels and, if it
-differs from the one running, has its topology master switch to it at a
-checkpoint barrier, exactly as the cloud does; it reports the revision its
-subgraph runs in its status (``revision:TOPOLOGY``), beside its edge
-domains' checkpoints (``checkpoint:TOPOLOGY:FIELD``, for the master's
-``/metrics``).
+order, which switches its edge subgraph at a checkpoint barrier, exactly as
+the cloud does (``_revisions.py``); it reports the revision its subgraph
+runs in its status (``revision:TOPOLOGY``), beside its edge domains'
+checkpoints (``checkpoint:TOPOLOGY:FIELD``, for the master's ``/metrics``).
 
 The agent keeps its orders on its own disk (``_orders.py``) and on start
 resumes the edge subgraphs it was ordered to run from there, before it
-reaches the master (which may be out of reach): each one whose package is in
-its workdir (verified by hash) starts at once; one whose package is not says
-so in the agent's health until the master sends it.
+reaches the master (which may be out of reach; ``_resume.py``).
 """
 
 from __future__ import annotations
@@ -34,21 +29,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from headwater.common._discovery import SERVICE, find_master
-from headwater.common._exceptions import HeadwaterError, PackageMismatchError
-from headwater.common._health import DEGRADED, FAILED, Level
+from headwater.common._exceptions import HeadwaterError
+from headwater.common._health import DEGRADED, FAILED
 from headwater.common._ids import name_problem
-from headwater.common._package import digest_problem, entry_problem, verify_package
-from headwater.common.api import Topology
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
-from headwater.common.control._revisions import RevisionRecord, diff, without
 from headwater.common.node import Node
 from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
@@ -62,7 +53,8 @@ from ._component_status import component_metrics
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, PROXY_ENV, UPLINK_ENV
 from ._ingest import MqttIngest, MqttSource, describe_write_error
 from ._orders import OrderBook
-from ._outbox import Outbox
+from ._resume import Resume
+from ._revisions import EdgeRevisions
 from ._status import serve_status
 
 log = logging.getLogger("headwater.edge.agent")
@@ -117,24 +109,17 @@ class Agent(Node):
         self.local_address = ""
         self.status_port = status_port
         self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
-        self.revise_orders: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
-        self.holding: set[str] = set()  # edge subgraphs paused until their switch
-        self.revised: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
-        # topology -> the newest revision that left this agent's subgraph as it was: the agent
-        # runs that revision's edge part without switching (reported as its revision)
-        self.unchanged_by: dict[str, int] = {}
+        self.revisions = EdgeRevisions(
+            self.tms, self.states, self.labels, self.code_dir, self.ordered, self._refused
+        )
         self.book = OrderBook(self.workdir / "orders.json")
-        # kept orders whose package is not on disk: kept until the master sends them again
-        self.unresumed: dict[tuple[str, int], pb.RunContainer] = {}
-        # (bytes, batches) in a topology's outboxes on disk when this agent started, its
-        # backlog until its edge container reports one (never, if it could not resume)
-        self.disk_backlog: dict[str, tuple[int, int]] = {}
+        self.resume = Resume(self.workdir, self.code_dir, outbox_budget, self.health)
 
     # -- orders kept on disk ---------------------------------------------------------
     def ordered(self) -> None:
         try:
-            runs = {**self.unresumed, **self.orders}
-            self.book.save(self.master, runs.values(), self.states, self.revised.values())
+            runs = {**self.resume.unresumed, **self.orders}
+            self.book.save(self.master, runs.values(), self.states, self.revisions.heard.values())
         except OSError as exc:  # the subgraphs go on; a reboot would wait for the master
             self.health.set("orders", DEGRADED, f"cannot keep the orders on disk: {exc}")
         else:
@@ -149,67 +134,17 @@ class Agent(Node):
             return
         self.master = self.master or kept.master
         self.states.update(kept.states)
-        for order in kept.revisions:
-            self.revised[order.topology] = self.revise_orders[order.topology] = order
+        self.revisions.resumed(kept.revisions)
         for run in kept.runs:
-            problem = (
-                name_problem(run.topology, "topology name")
-                or digest_problem(run.package)
-                or entry_problem(run.entry)
-            )
-            if problem is not None:  # names become paths: never one outside the workdir
-                log.error("not resuming a kept order: %s", problem)
+            if not self.resume.ready(run):
                 continue
-            code = self.code_dir(run.package)
-            try:
-                verify_package(code.with_suffix(".zip").read_bytes(), run.package)
-                if not (code / ".verified").exists():
-                    raise FileNotFoundError(code / ".verified")
-            except (OSError, PackageMismatchError) as exc:
-                why = (
-                    "is not in " + str(code.parent)
-                    if isinstance(exc, OSError)
-                    else "on disk does not hash to its name"
-                )
-                self._unresumed(
-                    run, f"its package {run.package[:19]} {why}; waiting for the master to send it"
-                )
-                (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
-                continue
-            log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
-            # its backlog until its container reports one (read before it opens the outbox)
-            self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
             self.orders[(run.topology, run.container)] = run
             try:
-                self._start(run, code / run.entry)
+                self._start(run, self.code_dir(run.package) / run.entry)
             except Exception as exc:  # user code that no longer loads must not stop the agent
                 log.exception("cannot resume the edge subgraph of %r", run.topology)
                 self.orders.pop((run.topology, run.container), None)
-                self._unresumed(run, f"its edge subgraph does not load: {exc}", FAILED)
-
-    def _unresumed(self, run: pb.RunContainer, why: str, level: Level = DEGRADED) -> None:
-        """An order kept on disk that does not run until the master orders it again."""
-        self.unresumed[(run.topology, run.container)] = run
-        self.disk_backlog[run.topology] = self._outbox_on_disk(run.topology)
-        self.health.set(
-            f"orders:{run.topology}", level, f"cannot resume {run.topology!r} from disk: {why}"
-        )
-
-    def _outbox_on_disk(self, topology: str) -> tuple[int, int]:
-        """Bytes and batches the topology's outboxes hold (read only while nothing runs it)."""
-        nbytes = batches = 0
-        root = self.workdir / topology / "container-0" / "outbox"
-        for d in sorted(root.iterdir()) if root.is_dir() else []:
-            try:
-                box = Outbox(d, self.outbox_budget)
-            except Exception as exc:  # rocksdict raises its own exceptions
-                log.warning("cannot read the outbox %s: %s", d, exc)
-                continue
-            try:
-                nbytes, batches = nbytes + box.nbytes, batches + box.backlog
-            finally:
-                box.close()
-        return nbytes, batches
+                self.resume.not_resumed(run, f"its edge subgraph does not load: {exc}", FAILED)
 
     async def run(self) -> None:
         if self.transport.secure and not has_credentials(self.tls_dir):
@@ -241,7 +176,7 @@ class Agent(Node):
             )
             self.master = await find_master()  # the session clears it once the master answers
         retention = asyncio.get_running_loop().create_task(self._retention())
-        revising = asyncio.get_running_loop().create_task(self._revising())
+        revising = asyncio.get_running_loop().create_task(self.revisions.run())
         try:
             await super().run()
         finally:
@@ -283,8 +218,7 @@ class Agent(Node):
 
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
-        self.unresumed.pop((run.topology, run.container), None)
-        self.health.clear(f"orders:{run.topology}")
+        self.resume.started(run)
         if run.topology not in self.tms:
             topology = edge_part(load_topology(entry), self.labels)
             if not topology.components:
@@ -301,7 +235,7 @@ class Agent(Node):
                     self.workdir / run.topology / "tmaster-state",
                     run.package,
                     run.entry,
-                    self._load_revision,
+                    self.revisions.load,
                     health=self.health,
                 )
             except OSError as exc:  # a full disk: say so, and try again until it is not
@@ -330,81 +264,13 @@ class Agent(Node):
             self._start(run, entry)
 
     # -- live edits ------------------------------------------------------------------
-    def _edge_topology(self, package: str, entry: str, exclude: list[str]) -> Topology:
-        return edge_part(
-            without(load_topology(self.code_dir(package) / entry), exclude), self.labels
-        )
-
-    def _load_revision(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
-        topology = self._edge_topology(rec.package, rec.entry, rec.exclude)
-        return topology, self.code_dir(rec.package).with_suffix(".zip").read_bytes()
-
     def revise(self, order: pb.Revise) -> None:
-        known = self.revise_orders.get(order.topology)
-        if known is None or known.revision < order.revision:
-            self.revise_orders[order.topology] = order
-        newest = self.revised.get(order.topology)
-        if newest is None or newest.revision < order.revision:
-            self.revised[order.topology] = order
-            self.ordered()
-        self._take_revision(order.topology)
+        self.revisions.revise(order)
 
-    def _take_revision(self, topology: str) -> None:
-        """Start switching to the ordered revision once the subgraph's master is free."""
-        order, tm = self.revise_orders.get(topology), self.tms.get(topology)
-        if order is None or tm is None or tm.edit is not None:
-            return  # not running yet, or an edit under way: the next round tries again
-        del self.revise_orders[topology]
-        if order.revision <= max(r.revision for r in tm.revlog.records):
-            return  # had it (an order repeated on re-attaching)
-        try:
-            new = self._edge_topology(order.package, order.entry, list(order.exclude))
-            validate(new)
-        except HeadwaterError as exc:
-            self.error = f"revision {order.revision} of {topology!r}: {exc}"
-            log.error("%s", self.error)
-            return
-        d = diff(tm.topology, new)
-        if not (d.added or d.removed or d.replaced):
-            log.info(
-                "revision %d of %r leaves this agent's subgraph as it is", order.revision, topology
-            )
-            self.unchanged_by[topology] = order.revision
-            return
-        record = RevisionRecord(
-            order.revision,
-            order.action,
-            order.package,
-            order.entry,
-            list(order.exclude),
-            order.author,
-            time.time(),
-            d.to_dict(),
-            {},
-        )
-        data = self.code_dir(order.package).with_suffix(".zip").read_bytes()
-        try:
-            tm.propose(record, new, data, tm.current, d.replaced, number=order.revision)
-        except HeadwaterError as exc:
-            self.error = f"revision {order.revision} of {topology!r}: {exc}"
-            log.error("%s", self.error)
-            return
-        # nothing new is read under the old revision once the agent knows of the new one:
-        # the edge spouts pause until the switch (they still pass its barrier on)
-        self.holding.add(topology)
-        tm.set_state("PAUSED")
-
-    async def _revising(self) -> None:
-        while True:
-            await asyncio.sleep(0.05)
-            for topology in list(self.holding):
-                tm = self.tms.get(topology)
-                if tm is None or tm.edit is None or tm.edit.phase == "activating":
-                    self.holding.discard(topology)  # switched (or refused, rolled back)
-                    if tm is not None:
-                        tm.set_state(self.states.get(topology, "RUNNING"))
-            for topology in list(self.revise_orders):
-                self._take_revision(topology)
+    def _refused(self, why: str) -> None:
+        """A revision this agent cannot take: said in its status."""
+        self.error = why
+        log.error("%s", self.error)
 
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.edge.container"
@@ -437,18 +303,14 @@ class Agent(Node):
             self.states[topology] = state
             self.ordered()
         tm = self.tms.get(topology)
-        if tm is not None and tm.user_state != state and topology not in self.holding:
+        if tm is not None and tm.user_state != state and topology not in self.revisions.holding:
             tm.set_state(state)
             log.info("edge subgraph of %r: %s", topology, state)
 
     def stopped(self, topology: str) -> None:
         self.states.pop(topology, None)
-        self.revise_orders.pop(topology, None)
-        self.revised.pop(topology, None)
-        self.unchanged_by.pop(topology, None)
-        for key in [k for k in self.unresumed if k[0] == topology]:
-            del self.unresumed[key]
-        self.disk_backlog.pop(topology, None)
+        self.revisions.forget(topology)
+        self.resume.forget(topology)
         for reason in (
             f"orders:{topology}",
             f"order:{topology}",
@@ -476,7 +338,7 @@ class Agent(Node):
                 self.ordered()
             # an ordered subgraph not running yet (unresumed, starting) may read the log from
             # further back than the running ones: trim nothing until it reports
-            ordered = {t for t, _ in self.orders} | {t for t, _ in self.unresumed}
+            ordered = {t for t, _ in self.orders} | {t for t, _ in self.resume.unresumed}
             if any(not (t in self.tms and self.tms[t].metrics.get("container:0")) for t in ordered):
                 continue
             floor: dict[int, float] = {}
@@ -498,17 +360,15 @@ class Agent(Node):
     def backlog(self) -> tuple[int, int]:
         """Bytes and batches not yet confirmed by the cloud, in every edge subgraph's outbox."""
         nbytes = batches = 0
-        for name in set(self.tms) | set(self.disk_backlog):
+        disk_backlog = self.resume.disk_backlog
+        for name in set(self.tms) | set(disk_backlog):
             tm = self.tms.get(name)
             reported = tm.metrics.get("container:0", {}) if tm is not None else {}
             if "outbox_batches" in reported:
                 nbytes += int(reported.get("outbox_bytes", 0.0))
                 batches += int(reported["outbox_batches"])
-            elif name in self.disk_backlog:
-                nbytes, batches = (
-                    nbytes + self.disk_backlog[name][0],
-                    batches + self.disk_backlog[name][1],
-                )
+            elif name in disk_backlog:
+                nbytes, batches = nbytes + disk_backlog[name][0], batches + disk_backlog[name][1]
         return nbytes, batches
 
     def outbox_full(self) -> bool:
@@ -546,7 +406,7 @@ class Agent(Node):
                     )
                 )
         for name, tm in list(self.tms.items()):
-            s.metrics[f"revision:{name}"] = float(max(tm.current, self.unchanged_by.get(name, 0)))
+            s.metrics[f"revision:{name}"] = float(self.revisions.running(name, tm))
             s.metrics.update(component_metrics(name, tm, self.labels))
             figures = CheckpointFigures.of(tm)  # the edge domain's, for the master's /metrics
             if figures is not None:

@@ -1,0 +1,148 @@
+"""An agent's live edits: the revise orders it heard, and its edge subgraphs' switches to them.
+
+A live edit that touches edge components reaches the agent as a revise
+order (the newest revision; one that was offline gets it on re-attaching).
+The agent loads the revision's edge subgraph for its labels and, if it
+differs from the one running, has its topology master switch to it at a
+checkpoint barrier, exactly as the cloud does: from the order until the
+switch its edge spouts pause (they still pass the barrier on). A revision
+that leaves the agent's subgraph as it is runs without a switch, and is the
+revision the agent reports for it (``EdgeRevisions.running``). The newest
+order heard is kept on the agent's disk with its other orders (``_orders.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from headwater.common._exceptions import HeadwaterError
+from headwater.common.api import Topology
+from headwater.common.control import TopologyMaster
+from headwater.common.control._revisions import RevisionRecord, diff, without
+from headwater.common.plan import edge_part, load_topology, validate
+from headwater.common.wire.proto import runtime_pb2 as pb
+
+log = logging.getLogger("headwater.edge.agent")
+
+
+class EdgeRevisions:
+    """The revisions of an agent's edge subgraphs: ordered, heard, being switched to."""
+
+    def __init__(
+        self,
+        tms: Mapping[str, TopologyMaster],
+        states: Mapping[str, str],
+        labels: Mapping[str, str],
+        code_dir: Callable[[str], Path],
+        heard_changed: Callable[[], None],
+        refused: Callable[[str], None],
+    ) -> None:
+        self.tms = tms  # the agent's topology masters, one per edge subgraph
+        self.states = states  # activate/deactivate, as the master last said
+        self.labels = labels
+        self.code_dir = code_dir  # a package's folder in the agent's workdir
+        self.heard_changed = heard_changed  # the newest order heard changed: keep it on disk
+        self.refused = refused  # a revision this agent cannot take: why
+        self.pending: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
+        self.holding: set[str] = set()  # edge subgraphs paused until their switch
+        self.heard: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
+        # topology -> the newest revision that left this agent's subgraph as it was: the agent
+        # runs that revision's edge part without switching (reported as its revision)
+        self.unchanged_by: dict[str, int] = {}
+
+    def resumed(self, orders: Iterable[pb.Revise]) -> None:
+        """The revise orders kept on the agent's disk: heard, and to be taken."""
+        for order in orders:
+            self.heard[order.topology] = self.pending[order.topology] = order
+
+    def edge_topology(self, package: str, entry: str, exclude: list[str]) -> Topology:
+        return edge_part(
+            without(load_topology(self.code_dir(package) / entry), exclude), self.labels
+        )
+
+    def load(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
+        """A revision's edge subgraph and package (an edge topology master's loader)."""
+        topology = self.edge_topology(rec.package, rec.entry, rec.exclude)
+        return topology, self.code_dir(rec.package).with_suffix(".zip").read_bytes()
+
+    def revise(self, order: pb.Revise) -> None:
+        known = self.pending.get(order.topology)
+        if known is None or known.revision < order.revision:
+            self.pending[order.topology] = order
+        newest = self.heard.get(order.topology)
+        if newest is None or newest.revision < order.revision:
+            self.heard[order.topology] = order
+            self.heard_changed()
+        self.take(order.topology)
+
+    def take(self, topology: str) -> None:
+        """Start switching to the ordered revision once the subgraph's master is free."""
+        order, tm = self.pending.get(topology), self.tms.get(topology)
+        if order is None or tm is None or tm.edit is not None:
+            return  # not running yet, or an edit under way: the next round tries again
+        del self.pending[topology]
+        if order.revision <= max(r.revision for r in tm.revlog.records):
+            return  # had it (an order repeated on re-attaching)
+        try:
+            new = self.edge_topology(order.package, order.entry, list(order.exclude))
+            validate(new)
+        except HeadwaterError as exc:
+            self.refused(f"revision {order.revision} of {topology!r}: {exc}")
+            return
+        d = diff(tm.topology, new)
+        if not (d.added or d.removed or d.replaced):
+            log.info(
+                "revision %d of %r leaves this agent's subgraph as it is", order.revision, topology
+            )
+            self.unchanged_by[topology] = order.revision
+            return
+        record = RevisionRecord(
+            order.revision,
+            order.action,
+            order.package,
+            order.entry,
+            list(order.exclude),
+            order.author,
+            time.time(),
+            d.to_dict(),
+            {},
+        )
+        data = self.code_dir(order.package).with_suffix(".zip").read_bytes()
+        try:
+            tm.propose(record, new, data, tm.current, d.replaced, number=order.revision)
+        except HeadwaterError as exc:
+            self.refused(f"revision {order.revision} of {topology!r}: {exc}")
+            return
+        # nothing new is read under the old revision once the agent knows of the new one:
+        # the edge spouts pause until the switch (they still pass its barrier on)
+        self.holding.add(topology)
+        tm.set_state("PAUSED")
+
+    async def run(self) -> None:
+        """Resume the subgraphs whose switch ended, and take the orders left waiting; never
+        stops."""
+        while True:
+            await asyncio.sleep(0.05)
+            for topology in list(self.holding):
+                tm = self.tms.get(topology)
+                if tm is None or tm.edit is None or tm.edit.phase == "activating":
+                    self.holding.discard(topology)  # switched (or refused, rolled back)
+                    if tm is not None:
+                        tm.set_state(self.states.get(topology, "RUNNING"))
+            for topology in list(self.pending):
+                self.take(topology)
+
+    def running(self, topology: str, tm: TopologyMaster) -> int:
+        """The revision the agent runs of ``topology``: its master's, or a newer one that
+        left its subgraph as it was."""
+        return max(tm.current, self.unchanged_by.get(topology, 0))
+
+    def forget(self, topology: str) -> None:
+        """The topology was stopped for good here."""
+        self.pending.pop(topology, None)
+        self.heard.pop(topology, None)
+        self.unchanged_by.pop(topology, None)
