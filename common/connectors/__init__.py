@@ -2,7 +2,8 @@
 
 from ._files import TransactionalFileSink
 from ._kv import KeyValueSink, read_key_value_sink
-from ._landing import LandingSink, manifests, read_landing
+from ._landing import LandingSink
+from ._landing_read import manifests, read_landing
 from ._log_spout import LogSpout
 
 __all__ = [

@@ -23,7 +23,8 @@ checkpoints (see ``_parts``).
 Column types are fixed per dataset in ``_schema.json`` (the first task to
 seal creates it): int64, double, bool or string, from the first non-None
 value (a column only ever None: string); a value that is neither is written
-as JSON text in a string column.
+as JSON text in a string column (``_landing_columns.py``). Readers of what is
+published are in ``_landing_read.py``.
 """
 
 from __future__ import annotations
@@ -34,22 +35,29 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from ..api import Bolt, Context, Tuple
+from ._landing_columns import (
+    NULL_PARTITION,
+    arrow_type,
+    convert,
+    infer,
+    is_name,
+    kind_of,
+    read_schema,
+    segment,
+)
+from ._landing_read import published_seqs
 from ._parts import fsync_dir, pending_name, roll_back, write_durably
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # Spark's and pyarrow's name for a null key
-KINDS = ("int64", "double", "bool", "string")
 EventTime = str | Callable[[dict[str, Any]], int | None] | None
-_MANIFEST = re.compile(r"^(\d{12})\.json$")
 _SEALED = re.compile(r"^\.(pending|commit)-(\d+)-(\d+)\.json$")
 _DAY_MS = 86_400_000
 _EPOCH = dt.date(1970, 1, 1)
@@ -94,19 +102,19 @@ class LandingSink(Bolt):
                 f"LandingSink dataset must be a folder name (letters, digits, '_', '-', '.', "
                 f"not starting with '.' or '_'), got {dataset!r}"
             )
-        if not (event_time is None or callable(event_time) or _name(event_time)):
+        if not (event_time is None or callable(event_time) or is_name(event_time)):
             raise ValueError(
                 f"LandingSink event_time must be a column name or a function, got {event_time!r}"
             )
-        if site is not None and not _name(site):
+        if site is not None and not is_name(site):
             raise ValueError(f"LandingSink site must be a column name, got {site!r}")
-        if isinstance(partition_by, str) or not all(_name(c) for c in partition_by):
+        if isinstance(partition_by, str) or not all(is_name(c) for c in partition_by):
             raise ValueError(
                 f"LandingSink partition_by must be a list of column names, got {partition_by!r}"
             )
         if fields is not None and (
             isinstance(fields, str)
-            or not all(_name(c) for c in fields)
+            or not all(is_name(c) for c in fields)
             or len(set(fields)) != len(fields)
         ):
             raise ValueError(f"LandingSink fields must be distinct column names, got {fields!r}")
@@ -157,15 +165,15 @@ class LandingSink(Bolt):
             absent = [c for c in self.columns if c not in self.schema.names]
             if absent:
                 raise ValueError(f"LandingSink {self.dataset!r}: schema lacks columns {absent}")
-            self._kinds = {c: _kind_of(self.schema.field(c).type) for c in self.columns}
+            self._kinds = {c: kind_of(self.schema.field(c).type) for c in self.columns}
             self._settled = True
         else:
-            stored = _read_schema(self.dir)
+            stored = read_schema(self.dir)
             self._kinds.update({c: k for c, k in stored.items() if c in self._kinds})
             self._settled = all(self._kinds.values())
         self.manifests_dir = self.dir / "_manifests"
         self.manifests_dir.mkdir(parents=True, exist_ok=True)
-        self._next_seq = max(_seqs(self.manifests_dir), default=0) + 1
+        self._next_seq = max(published_seqs(self.manifests_dir), default=0) + 1
         self._groups: dict[str, list[list[Any]]] = {}
         self._times: list[int] = []  # min, max event time of the open checkpoint
         self._sealed: dict[int, dict[str, Any]] = {}  # checkpoint -> its pending manifest
@@ -187,8 +195,8 @@ class LandingSink(Bolt):
             v = values[i]
             kind = kinds[c]
             if kind is None and v is not None:
-                kind = inferred[c] = _infer(v)
-            row.append(_convert(kind, v, c) if kind is not None else v)
+                kind = inferred[c] = infer(v)
+            row.append(convert(kind, v, c) if kind is not None else v)
         if self._time_idx >= 0:
             ms = values[self._time_idx]
         elif self.event_time is not None:
@@ -198,7 +206,7 @@ class LandingSink(Bolt):
             ms = None
         path = [f"date={self._date(ms)}"]
         path += [
-            f"{k}={_segment(values[i])}"
+            f"{k}={segment(values[i])}"
             for k, i in zip(self.partitions, self._part_idx, strict=False)
         ]
         if max(map(len, path)) > _MAX_SEGMENT:  # refused here (a dead letter), not at the seal
@@ -304,7 +312,7 @@ class LandingSink(Bolt):
             if ckpt not in self._sealed:
                 path.unlink()
         fsync_dir(self.manifests_dir)
-        self._next_seq = max(_seqs(self.manifests_dir), default=0) + 1
+        self._next_seq = max(published_seqs(self.manifests_dir), default=0) + 1
         self._publish(up_to=checkpoint_id)
 
     def _publish(self, up_to: int) -> None:
@@ -356,13 +364,13 @@ class LandingSink(Bolt):
             return pa.schema([self.schema.field(c) for c in self.columns])
         if not self._settled:
             self._settle()
-        return pa.schema([(c, _arrow_type(k or "string")) for c, k in self._kinds.items()])
+        return pa.schema([(c, arrow_type(k or "string")) for c, k in self._kinds.items()])
 
     def _settle(self) -> None:
         """Fix the dataset's column types in ``_schema.json`` (the first writer's win)."""
         mine = {c: k or "string" for c, k in self._kinds.items()}
         path = self.dir / "_schema.json"
-        stored = _read_schema(self.dir)
+        stored = read_schema(self.dir)
         if not stored or not mine.keys() <= stored.keys():
             merged = {**mine, **stored}
             tmp = self.dir / f".schema-{self.task}.json.tmp"
@@ -373,7 +381,7 @@ class LandingSink(Bolt):
                 with contextlib.suppress(FileExistsError):
                     os.link(tmp, path)
                 tmp.unlink()
-            stored = _read_schema(self.dir)
+            stored = read_schema(self.dir)
         changed = [c for c in mine if stored[c] != self._kinds[c]]
         kinds = {c: stored[c] for c in mine}
         if changed:  # another task settled first, differently: convert what is buffered
@@ -381,100 +389,13 @@ class LandingSink(Bolt):
                 for r in rows:
                     for i, c in enumerate(self.columns):
                         if c in changed:
-                            r[i] = _convert(kinds[c], r[i], c)
+                            r[i] = convert(kinds[c], r[i], c)
         self._kinds = dict(kinds)
         self._settled = True
 
 
-# -- values ---------------------------------------------------------------------------------
-def _name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _infer(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int64"
-    if isinstance(value, float):
-        return "double"
-    return "string"
-
-
-def _convert(kind: str, value: Any, column: str) -> Any:
-    """``value`` as a ``kind`` column holds it; ValueError if it cannot be."""
-    if value is None:
-        return None
-    if kind == "string":
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bytes | bytearray):
-            return bytes(value).decode("utf-8", "backslashreplace")
-        return json.dumps(value, default=_text)
-    if kind == "int64":
-        if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
-            return value
-    elif kind == "double":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif kind == "bool":
-        if isinstance(value, bool):
-            return value
-    else:
-        return value  # a type the user's schema gave: pyarrow converts it
-    raise ValueError(f"column {column!r} holds {kind}, got {value!r}")
-
-
-def _text(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return bytes(value).decode("utf-8", "backslashreplace")
-    if isinstance(value, tuple | set | frozenset):
-        return list(value)
-    return repr(value)
-
-
-def _segment(value: Any) -> str:
-    """A partition value as a path segment (escaped as Hive does; None: the null key)."""
-    if value is None:
-        return NULL_PARTITION
-    if isinstance(value, bytes | bytearray):
-        value = bytes(value).decode("utf-8", "backslashreplace")
-    return quote(str(value), safe="") or NULL_PARTITION
-
-
-def _kind_of(t: Any) -> str:
-    import pyarrow as pa
-
-    if pa.types.is_int64(t):
-        return "int64"
-    if pa.types.is_float64(t):
-        return "double"
-    if pa.types.is_boolean(t):
-        return "bool"
-    if pa.types.is_string(t):
-        return "string"
-    return "other"
-
-
-def _arrow_type(kind: str) -> Any:
-    import pyarrow as pa
-
-    return {"int64": pa.int64, "double": pa.float64, "bool": pa.bool_}.get(kind, pa.string)()
-
-
 def _write_json(doc: Any, f: Any) -> None:
     f.write(json.dumps(doc).encode())
-
-
-def _read_schema(directory: Path) -> dict[str, str]:
-    try:
-        doc = json.loads((directory / "_schema.json").read_text())
-    except FileNotFoundError:
-        return {}
-    columns = doc.get("columns") if isinstance(doc, dict) else None
-    if not isinstance(columns, dict) or not all(k in KINDS for k in columns.values()):
-        raise ValueError(f"{directory / '_schema.json'} is not a landing schema: {doc!r}")
-    return columns
 
 
 def _links(path: Path) -> int:
@@ -482,50 +403,3 @@ def _links(path: Path) -> int:
         return path.stat().st_nlink
     except FileNotFoundError:
         return 0
-
-
-def _seqs(directory: Path) -> Iterator[int]:
-    for name in os.listdir(directory):
-        m = _MANIFEST.match(name)
-        if m:
-            yield int(m.group(1))
-
-
-# -- readers --------------------------------------------------------------------------------
-def manifests(
-    root: str | os.PathLike[str], dataset: str | None = None, *, after: int = 0
-) -> list[dict[str, Any]]:
-    """The published manifests of ``root/dataset`` (or of the dataset folder ``root``) with
-    ``seq > after``, in order. Every file a manifest lists exists (until a rollback past a
-    corrupt checkpoint)."""
-    folder = Path(root) / dataset if dataset else Path(root)
-    try:
-        seqs = sorted(s for s in _seqs(folder / "_manifests") if s > after)
-    except FileNotFoundError:
-        return []
-    out = []
-    for s in seqs:
-        out.append(json.loads((folder / "_manifests" / f"{s:012d}.json").read_bytes()))
-    return out
-
-
-def read_landing(
-    root: str | os.PathLike[str], dataset: str | None = None, columns: list[str] | None = None
-) -> list[dict[str, Any]]:
-    """Every published row of the dataset, partition columns included (as strings, a null
-    key as None), via ``pyarrow.dataset`` (hidden pending files are ignored)."""
-    import pyarrow.dataset as ds
-
-    folder = Path(root) / dataset if dataset else Path(root)
-    if not folder.exists():
-        return []
-    first = next(folder.rglob("part-*.parquet"), None)  # its path names the partition keys
-    if first is None:
-        return []
-    keys = [seg.split("=", 1)[0] for seg in first.relative_to(folder).parts[:-1]]
-    import pyarrow as pa
-
-    partitioning = ds.partitioning(pa.schema([(k, pa.string()) for k in keys]), flavor="hive")
-    data = ds.dataset(folder, format="parquet", partitioning=partitioning)
-    rows: list[dict[str, Any]] = data.to_table(columns=columns).to_pylist()
-    return rows
