@@ -43,13 +43,14 @@ class Staging:
         self.nbytes.pop(slot, None)
         return self.frames.pop(slot, [])
 
-    def forget_removed(self, local_tasks: set[int]) -> None:
+    def forget_removed(self, local_tasks: set[int]) -> list[int]:
         """A new plan: drop what waits for tasks this container no longer has (a removed
-        task: nothing after its barrier is its)."""
-        for slot in list(self.frames):
-            if slot >= 0 and slot not in local_tasks:
-                del self.frames[slot]
-                self.nbytes.pop(slot, None)
+        task: nothing after its barrier is its); returns those tasks."""
+        removed = [slot for slot in self.frames if slot >= 0 and slot not in local_tasks]
+        for slot in removed:
+            del self.frames[slot]
+            self.nbytes.pop(slot, None)
+        return removed
 
     def total_bytes(self) -> int:
         return sum(self.nbytes.values())

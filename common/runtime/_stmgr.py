@@ -109,7 +109,8 @@ class StreamManager:
         self.task_component = {i.task_id: i.component for i in plan.instances}
         self.spout_components = {c.name for c in topology.components if c.kind == "spout"}
         self._upstream = upstream_spouts(topology)
-        self.staging.forget_removed(self.local_tasks)
+        for task in self.staging.forget_removed(self.local_tasks):
+            self.congestion_off(task_key(task))  # nothing waits for it any more
 
     def stage(self, plan: PhysicalPlan, retiring: set[int], at: int) -> None:
         """Get ready for a switch at checkpoint ``at``: know the new tasks, hold the old ones."""
@@ -200,6 +201,9 @@ class StreamManager:
 
     def deliver(self, task: int, frame: bytes) -> None:
         if self._retiring and task in self._retiring and self.staging.hold(task, frame):
+            # kept for the successor: bounded like frames parked for a task not connected
+            if self.staging.nbytes[task] >= self.rc.stmgr_high_water:
+                self.congestion_on(task_key(task), task)
             return
         conn = self.conns.get(task)
         if conn is not None:

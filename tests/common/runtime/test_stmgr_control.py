@@ -157,6 +157,68 @@ def test_a_task_connecting_to_a_full_buffer_keeps_its_spouts_throttled() -> None
     asyncio.run(run())
 
 
+def test_frames_held_for_a_retiring_task_throttle_their_spouts_until_its_successor() -> None:
+    """A live edit holds what comes after the switch barrier for a retiring task's
+    successor: bounded like frames parked for a task not connected (past the high mark its
+    spouts stop), and lifted once the successor has taken them."""
+    topology = _small_buffers()
+    plan = pack_round_robin(topology, 1)
+
+    async def run() -> None:
+        stmgr = StreamManager(topology, plan, 0)
+        old, old_end = await _connect(stmgr)
+        ends = [(old, old_end)]
+        try:
+            stmgr.on_instance_hello(old, 2, 41)
+            stmgr.stage(plan, {2}, at=7)
+            stmgr.deliver(2, encode_frame(Kind.MARKER, 2, 1, 7, b"", b""))  # src 1 passes it
+            frame = encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\xc4" + bytes([200]) * 201)
+            held = 0
+            for _ in range(1000):  # 64 KiB is about 300 frames
+                stmgr.deliver(2, frame)
+                held += 1
+                if "task:2" in stmgr.bp.local:
+                    break
+            assert stmgr.throttled == {"src"} and held * len(frame) >= 64 << 10
+            stmgr.retire(2)
+            new, new_end = await _connect(stmgr)
+            ends.append((new, new_end))
+            stmgr.on_instance_hello(new, 2, 42)
+            new_end.setblocking(False)
+            for _ in range(500):
+                try:
+                    while new_end.recv(1 << 20):
+                        pass
+                except BlockingIOError:
+                    pass
+                if "task:2" not in stmgr.bp.local:
+                    break
+                await asyncio.sleep(0.01)
+            assert stmgr.throttled == frozenset()
+        finally:
+            for conn, end in ends:
+                conn.close()
+                end.close()
+
+    asyncio.run(run())
+
+
+def test_a_plan_without_the_task_lifts_what_its_waiting_frames_asked() -> None:
+    """Frames parked for a task the next plan removes are dropped with it, and so is the
+    throttle they put on its spouts (else the spouts would wait for it for ever)."""
+    topology = _small_buffers()
+    stmgr = StreamManager(topology, pack_round_robin(topology, 1), 0)
+    frame = encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\xc4" + bytes([200]) * 201)
+    for _ in range(1000):  # the sink's instance has not connected
+        stmgr.deliver(2, frame)
+        if "task:2" in stmgr.bp.local:
+            break
+    assert stmgr.throttled == {"src"}
+    alone = Topology("t", config=dict(topology.config)).add_spout("src", _Src)
+    stmgr.set_plan(alone, pack_round_robin(alone, 1))
+    assert stmgr.throttled == frozenset() and stmgr.staging.total_bytes() == 0
+
+
 def test_frames_waiting_for_an_unknown_peer_throttle_their_spouts() -> None:
     """Before the plan names a peer's address, what is routed to it waits, bounded like a
     send queue: past the high mark its spouts stop, and the link that takes the frames over
