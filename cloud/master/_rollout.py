@@ -32,12 +32,16 @@ Rollouts are kept in ``STATE/rollouts.json``, saved at each step. A master
 that restarts during one fails safe: on ``resume`` each unfinished rollout that
 made an edit is rolled back (the previous entry restored), with the restart
 as its reason; one that made none is marked ``failed``.
+
+Here: the records (``Rollout``, ``Rollouts``: kept, resumed, viewed) and the
+edits that drive them. The package an edit sends is ``_model_package.py``'s;
+which agents are waited for and watched, and what they report, is
+``_rollout_watch.py``'s (``AgentWatch``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import logging
 import time
@@ -45,16 +49,17 @@ import zipfile
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from headwater.common._exceptions import HeadwaterError
-from headwater.common._package import check_package, package_files, zip_package
+from headwater.common._package import check_package
 from headwater.common.api import Placement
 from headwater.common.control._revisions import StaleRevisionError
-from headwater.common.plan._package_models import MODELS_DIR, MODELS_FILE
 
+from ._model_package import entry_version, models_of, package_with
 from ._models import ModelRegistry, model_name_problem
+from ._rollout_watch import POLL_S, AgentWatch
 
 if TYPE_CHECKING:
     from ._master import Master
@@ -62,7 +67,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("headwater.master.rollout")
 LIVE_TIMEOUT_S = 120.0
 """How long agents may take to run a new version before the rollout gives up on it."""
-POLL_S = 0.25
 MAX_WATCH_S = 86_400.0
 
 
@@ -115,54 +119,6 @@ class Rollout:
         return asdict(self)
 
 
-def _entry_version(entry: dict[str, Any] | None, key: str = "default") -> int:
-    pick = (entry or {}).get(key)
-    return int(pick["version"]) if pick else 0
-
-
-def package_with(
-    data: bytes,
-    entry_file: str,
-    component: str,
-    entry: dict[str, Any],
-    artifacts: dict[str, bytes],
-) -> bytes:
-    """``data`` (a package) with ``component``'s entry of the models file set to ``entry``.
-
-    The models file and ``models/<sha256>.json`` sit beside the topology file
-    (``entry_file``); the artifacts kept are those the file names (``artifacts``
-    gives the new ones, the package the rest). Deterministic, as ``build_package``."""
-    folder = PurePosixPath(entry_file).parent
-    models_file = str(folder / MODELS_FILE) if str(folder) != "." else MODELS_FILE
-    models_dir = str(folder / MODELS_DIR) if str(folder) != "." else MODELS_DIR
-    files = package_files(data)
-    doc = json.loads(files.pop(models_file, b"{}"))
-    doc[component] = entry
-    known = {
-        name.rsplit("/", 1)[-1][:-5]: files.pop(name)
-        for name in [n for n in files if n.startswith(f"{models_dir}/") and n.endswith(".json")]
-    }
-    known.update(artifacts)
-    for e in doc.values():
-        for key in ("default", "canary"):
-            if e.get(key):
-                sha = e[key]["sha256"]
-                files[f"{models_dir}/{sha}.json"] = known[sha]
-    files[models_file] = (json.dumps(doc, sort_keys=True, indent=1) + "\n").encode()
-    return zip_package(files)
-
-
-def models_of(data: bytes, entry_file: str) -> dict[str, Any]:
-    """The models file of a package (component -> entry), ``{}`` when it has none."""
-    folder = PurePosixPath(entry_file).parent
-    name = str(folder / MODELS_FILE) if str(folder) != "." else MODELS_FILE
-    with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        try:
-            return dict(json.loads(zf.read(name)))
-        except KeyError:
-            return {}
-
-
 class Rollouts:
     """Every rollout of the master, and the tasks driving the unfinished ones.
 
@@ -195,6 +151,9 @@ class Rollouts:
                     kept,
                 )
         self._tasks: dict[int, asyncio.Task[None]] = {}
+        self.watch = AgentWatch(
+            master.nodes, master.deployments, self._placement, master.agent_revisions
+        )
 
     def _save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
@@ -285,7 +244,7 @@ class Rollouts:
         if canary is not None:
             if not canary:
                 raise RolloutError("a canary selector names at least one label: site=site0")
-            if not self._agents(topology, component, canary):
+            if not self.watch.agents(topology, component, canary):
                 raise RolloutError(
                     f"no agent running {topology!r} matches the canary selector {canary}", 409
                 )
@@ -337,7 +296,7 @@ class Rollouts:
         r = Rollout(len(self.records) + 1, model, 0, topology, component, kind="rollback")
         r.previous, r.target = current, target
         self.records.append(r)
-        self._step(r, Phase.REQUESTED, f"back to v{_entry_version(target)}")
+        self._step(r, Phase.REQUESTED, f"back to v{entry_version(target)}")
         self._run(r, self._rollback(r))
         return r.view()
 
@@ -379,13 +338,13 @@ class Rollouts:
                 "default": (r.previous or {}).get("default"),
                 "canary": {"selector": r.canary, **new},
             }
-            watched = self._agents(r.topology, r.component, r.canary)
+            watched = self.watch.agents(r.topology, r.component, r.canary)
             if not await self._edit_and_wait(r, entry, artifacts, Phase.CANARY, watched):
                 return
             if not await self._watch(r, watched):
                 return
         entry = {"name": r.model, "default": new, "canary": None}
-        everyone = self._agents(r.topology, r.component, None)
+        everyone = self.watch.agents(r.topology, r.component, None)
         if not await self._edit_and_wait(r, entry, artifacts, Phase.PROMOTING, everyone):
             return
         if not r.canary and not await self._watch(r, everyone):
@@ -395,9 +354,9 @@ class Rollouts:
     async def _rollback(self, r: Rollout) -> None:
         assert r.target is not None
         if await self._edit_and_wait(
-            r, r.target, {}, Phase.ROLLING_BACK, self._agents(r.topology, r.component, None)
+            r, r.target, {}, Phase.ROLLING_BACK, self.watch.agents(r.topology, r.component, None)
         ):
-            self._step(r, Phase.DONE, f"v{_entry_version(r.target)} live on every agent")
+            self._step(r, Phase.DONE, f"v{entry_version(r.target)} live on every agent")
 
     async def _undo(self, r: Rollout, why: str) -> None:
         r.error = why
@@ -411,11 +370,11 @@ class Rollouts:
             target,
             {},
             Phase.ROLLING_BACK,
-            self._agents(r.topology, r.component, None),
+            self.watch.agents(r.topology, r.component, None),
             undoing=True,
         )
         if ok:
-            self._step(r, Phase.ROLLED_BACK, f"v{_entry_version(target)} live again")
+            self._step(r, Phase.ROLLED_BACK, f"v{entry_version(target)} live again")
 
     async def _edit_and_wait(
         self,
@@ -440,7 +399,10 @@ class Rollouts:
             if trouble:
                 return await self._failed(r, trouble, undoing)
             waiting = [
-                a for a in agents if not self._runs(a, r, entry, revision) and self._online(a)
+                a
+                for a in agents
+                if not self.watch.runs(a, r.topology, r.component, entry, revision)
+                and self.watch.online(a)
             ]
             if not waiting:
                 break
@@ -502,52 +464,15 @@ class Rollouts:
             return int(record["revision"])
         raise HeadwaterError("the topology kept being edited meanwhile")
 
-    # -- what the agents say ----------------------------------------------------------
+    # -- where the component runs --------------------------------------------------
     def _placement(self, topology: str, component: str) -> Placement | None:
-        """Where ``component`` runs in the current revision (None: not known here)."""
+        """Where ``component`` runs in the current revision (None: not known here, or
+        the topology is not running)."""
+        if topology not in self.master.tms:
+            return None
         whole = self.master.described(*self._current(topology)[:2])
         found = [c.placement for c in whole.components if c.name == component] if whole else []
         return found[0] if found else None
-
-    def _agents(self, topology: str, component: str, selector: dict[str, str] | None) -> list[str]:
-        """The agents of ``topology`` that run ``component`` (its placement's selector)
-        and match ``selector`` (None: all of them): an agent the component is not placed
-        on never reports a model, so it is neither waited for nor watched."""
-        dep = self.master.deployments.get(topology)
-        placed = self._placement(topology, component) if topology in self.master.tms else None
-        out = []
-        for agent in dep.agents if dep is not None else []:
-            node = self.master.nodes.records.get(agent)
-            labels = dict(node.info.labels) if node is not None else {}
-            if placed is not None and not placed.matches(labels):
-                continue
-            if selector is None or Placement("edge", selector).matches(labels):
-                out.append(agent)
-        return sorted(out)
-
-    def _metrics(self, agent: str) -> dict[str, float]:
-        node = self.master.nodes.records.get(agent)
-        return dict(node.status.metrics) if node is not None and node.status is not None else {}
-
-    def _online(self, agent: str) -> bool:
-        return self.master.nodes.online(agent)
-
-    def _runs(self, agent: str, r: Rollout, entry: dict[str, Any], revision: int) -> bool:
-        """Whether ``agent`` runs ``revision`` (or a later one) with the version ``entry``
-        gives it: the version alone may be the same before the revision (an agent the
-        canary leaves on the default) while its replace is still under way."""
-        if self.master.agent_revisions(r.topology).get(agent, 0) < revision:
-            return False
-        node = self.master.nodes.records.get(agent)
-        labels = dict(node.info.labels) if node is not None else {}
-        canary = entry.get("canary")
-        key = (
-            "canary"
-            if canary and Placement("edge", canary["selector"]).matches(labels)
-            else "default"
-        )
-        live = self._metrics(agent).get(f"model:{r.topology}/{r.component}")
-        return live is not None and int(live) == _entry_version(entry, key)
 
     def _trouble(self, r: Rollout, revision: int, agents: list[str]) -> str:
         tm = self.master.tms.get(r.topology)
@@ -556,22 +481,7 @@ class Rollouts:
         rec = tm.revlog.find(revision)
         if rec is not None and rec.status.value in ("refused", "rolled_back"):
             return f"revision {revision} {rec.status.value.replace('_', ' ')}: {rec.error}"
-        for a in agents:
-            if self._metrics(a).get(f"revision_failed:{r.topology}", 0.0) >= revision:
-                return f"revision {revision} failed on agent {a} (its replace rolled back)"
-        return ""
-
-    def _counters(self, r: Rollout, agents: list[str]) -> dict[str, float]:
-        prefix = f"component:{r.topology}/{r.component}:"
-        total = {"scored": 0.0, "anomalies": 0.0, "errors": 0.0}
-        for a in agents:
-            m = self._metrics(a)
-            total["scored"] += m.get(prefix + "user:scored", 0.0)
-            total["anomalies"] += m.get(prefix + "user:anomalies", 0.0)
-            total["errors"] += m.get(prefix + "exceptions", 0.0) + m.get(
-                prefix + "dead_letters", 0.0
-            )
-        return total
+        return self.watch.failed_on(r.topology, revision, agents)
 
     async def _watch(self, r: Rollout, agents: list[str]) -> bool:
         """Watch ``agents`` for ``watch_s``: anomaly rate and errors within bounds."""
@@ -579,29 +489,12 @@ class Rollouts:
             self._step(r, Phase.WATCHING, "not watched (a watch of 0 s)")
             return True
         self._step(r, Phase.WATCHING, f"{r.watch_s:.0f} s on {', '.join(agents)}")
-        start = self._counters(r, agents)
-        end_at = self.clock() + r.watch_s
-        while True:
-            now = self._counters(r, agents)
-            # a container that restarted starts its counters again: count from zero
-            delta = {k: now[k] - start[k] if now[k] >= start[k] else now[k] for k in now}
-            rate = delta["anomalies"] / delta["scored"] if delta["scored"] else 0.0
-            r.figures = {**delta, "anomaly_rate": round(rate, 6)}
-            if delta["errors"] > r.max_errors:
-                why = f"{delta['errors']:.0f} errors (at most {r.max_errors})"
-                return await self._failed(r, why, False)
-            offline = [a for a in agents if not self._online(a)]
-            if offline:
-                return await self._failed(r, f"{', '.join(offline)} went offline", False)
-            if self.clock() >= end_at:
-                break
-            await self.sleep(POLL_S)
-        self._save()
-        if not delta["scored"]:
-            why = f"the watched agents scored no reading in {r.watch_s:.0f} s: nothing to judge by"
+        why = await self.watch.window(r, agents, self.sleep, self.clock)
+        if why:
             return await self._failed(r, why, False)
-        if rate > r.max_anomaly_rate:
-            why = f"anomaly rate {rate:.3f} above {r.max_anomaly_rate}"
+        self._save()
+        why = self.watch.verdict(r)
+        if why:
             return await self._failed(r, why, False)
         return True
 
@@ -619,16 +512,16 @@ class Rollouts:
                 if entry.get("name") != model:
                     continue
                 agents = {
-                    a: int(self._metrics(a)[f"model:{name}/{component}"])
-                    for a in self._agents(name, component, None)
-                    if f"model:{name}/{component}" in self._metrics(a)
+                    a: int(self.watch.metrics(a)[f"model:{name}/{component}"])
+                    for a in self.watch.agents(name, component, None)
+                    if f"model:{name}/{component}" in self.watch.metrics(a)
                 }
                 out.append(
                     {
                         "topology": name,
                         "component": component,
                         "revision": revision,
-                        "default": _entry_version(entry),
+                        "default": entry_version(entry),
                         "canary": (
                             {
                                 "selector": entry["canary"]["selector"],

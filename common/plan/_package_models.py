@@ -1,8 +1,9 @@
 """The models a topology package ships for its components: ``headwater_models.json``.
 
-A model rollout (``cloud/master/_rollout.py``) makes a new package revision:
-the running package plus, beside its topology file, ``headwater_models.json``
-and each model's artifact as ``models/<sha256>.json``. The file says, per
+A model rollout (``cloud/master/_rollout.py``; its package is built by
+``cloud/master/_model_package.py``) makes a new package revision: the running
+package plus, beside its topology file, ``headwater_models.json`` and each
+model's artifact as ``models/<sha256>.json``. The file says, per
 component, which model version runs by default and which on the agents a
 canary selector picks::
 

@@ -23,8 +23,9 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from headwater.cloud.master._master import Master
+from headwater.cloud.master._model_package import models_of, package_with
 from headwater.cloud.master._models import MAX_MODEL_BYTES, ModelRegistry
-from headwater.cloud.master._rollout import Phase, Rollout, Rollouts, models_of, package_with
+from headwater.cloud.master._rollout import Phase, Rollout, Rollouts
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._package import PackageStore, build_package, check_package
 from headwater.common.plan import load_topology
