@@ -4,45 +4,35 @@ Cloud workers and edge agents are nodes. A node dials the master (it is
 never dialled), announces itself, and receives run/stop orders on the
 attach stream. For each container it fetches the topology's package by
 hash, refuses it unless the bytes hash to that name, unpacks it once, and
-starts a container process, which it restarts if it dies. It reports
-status every few seconds, and reconnects with exponential backoff and
-jitter when the master is away; its containers keep running meanwhile.
+starts a container process, which it restarts if it dies (``_containers.py``).
+It reports status every few seconds, and reconnects with exponential backoff
+and jitter when the master is away; its containers keep running meanwhile.
 Asked (``SendLogs``), it sends the master the last lines of one of its
 containers' logs (``_logs.py``).
 
-A node's id (unless ``--id`` names one) is generated once and kept in its
-workdir (``node-id``): a restart with the same workdir is the same node, so
-the master re-sends its orders and the cloud keeps counting its uplink's
-sequence numbers. Two live nodes may not share a workdir (it is locked).
+A node's id is kept in its workdir, which it locks, and it speaks with the
+certificate it enrolled for, which it renews (``_identity.py``): a restart
+with the same workdir is the same node, so the master re-sends its orders and
+the cloud keeps counting its uplink's sequence numbers.
 
 An order's names become paths in the workdir, so they are checked before
 any path is touched: a topology name must be a safe name, a package name
 ``sha256:<64 hex>`` and an entry a file inside the package; a package is
-bounded and checked before it is unpacked (common/_package.py).
-
-A node speaks to the master, and its containers to everyone, with the
-certificate it got when it enrolled (``WORKDIR/tls``): started with
-``--join TOKEN`` and no certificate yet, it enrols first (common/security/
-_enrol.py); it renews the certificate once a third of its life is left. The
-list of revoked nodes the master sends a worker is kept beside it, where its
-containers' stream managers read it.
+bounded and checked before it is unpacked (common/_package.py). The list of
+revoked nodes the master sends a worker is kept beside its certificate,
+where its containers' stream managers read it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import logging
 import os
-import re
 import shutil
 import socket
 import time
-import uuid
 from pathlib import Path
-
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")  # this process forks containers
 
 import grpc
 
@@ -50,75 +40,23 @@ from .._exceptions import HeadwaterError, PackageMismatchError, PackageRefusedEr
 from .._health import DEGRADED, FAILED, Health
 from .._ids import name_problem
 from .._package import digest_problem, entry_problem, unpack_package
-from .._retry import Backoff, RetryPolicy
+from .._retry import RetryPolicy
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
-from ..runtime._procs import BeatWatch, Proc, beat_file, spawn, terminate
-from ..security import (
-    MASTER_NAME,
-    Credentials,
-    Identity,
-    JoinToken,
-    Transport,
-    has_credentials,
-)
-from ..security._enrol import join, renew
+from ..runtime._procs import Proc, spawn
+from ..security import MASTER_NAME, JoinToken
 from ..security._files import write_private
-from ..security._identity import REVOKED_FILE, TLS_DIR
+from ..security._identity import REVOKED_FILE
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
+from ._containers import ContainerSupervisor
+from ._identity import NodeCredentials, lock_workdir, node_identity
 from ._logs import read_logs
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
-ID_FILE = "node-id"
-LOCK_FILE = "node.lock"
-
-
-def node_identity(workdir: str | Path, kind: str, given: str | None = None) -> str:
-    """The node id kept in ``workdir``: ``given`` if named, else the one generated there before,
-    else a new ``KIND-HOST-XXXXXXXX`` written (synced) for every later start."""
-    path = Path(workdir) / ID_FILE
-    if given:
-        return given
-    try:
-        kept = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        kept = ""
-    if kept:
-        return kept
-    path.parent.mkdir(parents=True, exist_ok=True)
-    host = re.sub(r"[^A-Za-z0-9_-]", "-", socket.gethostname().split(".")[0])[:40] or "host"
-    new = f"{kind}-{host}-{uuid.uuid4().hex[:8]}"  # a node id (common/_ids.py)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(new + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
-    log.info("generated node id %s (kept in %s)", new, path)
-    return new
-
-
-def lock_workdir(workdir: Path) -> int:
-    """Hold ``workdir`` for this process (released when it exits, even by SIGKILL)."""
-    fd = os.open(workdir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise HeadwaterError(
-            f"workdir {workdir} is in use by another node; give each node its own --workdir"
-        ) from None
-    return fd
-
-
-RENEW_CHECK_S = 3600.0  # how often a node looks at its certificate's age
-SILENT_AFTER_S = 15.0  # a container touches its beat file every second
 RECONNECT = RetryPolicy()
 """Attaching to the master again: 0.2 s to 10 s, with full jitter."""
-RESTART = RetryPolicy(initial=0.5, maximum=10.0, jitter=False)
-"""A dead container's restarts after the first (which is at once): 0.5 s, 1 s, ... 10 s."""
 
 
 class Node:
@@ -155,26 +93,29 @@ class Node:
         self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
         self._stub: pb_grpc.ClusterStub | None = None
         self._answering: set[asyncio.Task[None]] = set()  # SendLogs orders being answered
-        self.tls_dir = self.workdir / TLS_DIR
-        self.transport = Transport.insecure() if insecure else Transport(self.tls_dir)
+        self.credentials = NodeCredentials(
+            self.workdir,
+            kind,
+            self.node_id,
+            lambda: self.master,
+            insecure=insecure,
+            join_token=join_token,
+        )
+        self.tls_dir = self.credentials.tls_dir
+        self.transport = self.credentials.transport
         self.join_token = join_token
-        if self.transport.secure and has_credentials(self.tls_dir):
-            held = Credentials.load(self.tls_dir).identity
-            if held != Identity(kind, self.node_id):
-                if join_token is None:
-                    raise HeadwaterError(
-                        f"the certificate in {self.tls_dir} names {held}, but this node is "
-                        f"{kind} {self.node_id!r}: give it the id it enrolled with, or enrol "
-                        "it again with --join TOKEN"
-                    )
-                log.warning("the certificate names %s, not this node: enrolling again", held)
-                shutil.rmtree(self.tls_dir)
-        if self.transport.secure and join_token is None and not has_credentials(self.tls_dir):
-            raise HeadwaterError(
-                f"this node is not enrolled (no certificate in {self.tls_dir}): start it once "
-                "with --join TOKEN (`headwater token create --role "
-                f"{kind}` on the master's host prints one)"
-            )
+        self.supervisor = ContainerSupervisor(
+            self.workdir,
+            host,
+            self.transport,
+            self.containers,
+            self.orders,
+            self.health,
+            self.crash_loops,
+            hooks=self,
+            restart=self._start,
+            code_dir=self.code_dir,
+        )
 
     @property
     def attached(self) -> bool:
@@ -193,63 +134,23 @@ class Node:
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(self._session()), loop.create_task(self._supervise())]
-        tasks.append(loop.create_task(self._renewing()))
+        tasks = [loop.create_task(self._session()), loop.create_task(self.supervisor.run())]
+        tasks.append(loop.create_task(self.credentials.renewing()))
         await self.stopping.wait()
         for t in tasks:
             t.cancel()
-        procs = list(self.containers.values())
-        self.containers.clear()
-        await loop.run_in_executor(None, terminate, procs, 10.0)
-
-    async def _credentials(self) -> None:
-        """Enrol if this node has no certificate yet; renew one with a third of its life left."""
-        if not self.transport.secure:
-            return
-        if not has_credentials(self.tls_dir):
-            assert self.join_token is not None
-            host = self.master.rpartition(":")[0] or self.master
-            creds = await join(host, self.join_token, self.node_id)
-            creds.save(self.tls_dir)
-            log.info("enrolled as %s; the certificate is in %s", creds.identity, self.tls_dir)
-            return
-        creds = self.transport.credentials()
-        life = creds.not_after() - creds.not_before()
-        if creds.not_after() - time.time() < life / 3:
-            renewed = await renew(self.transport, self.master, self.node_id)
-            renewed.save(self.tls_dir)
-            log.info("renewed this node's certificate (it expired at %s)", creds.not_after())
+        await self.supervisor.stop_all()
 
     async def enrol(self) -> None:
         """Enrol now if this node has no certificate yet, trying until it has one (said in its
         health meanwhile); at once if it has one."""
-        retry = self.backoff.start()
-        while self.transport.secure and not has_credentials(self.tls_dir):
-            try:
-                await self._credentials()
-            except (HeadwaterError, grpc.RpcError, OSError) as exc:
-                why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
-                self.health.set("master", FAILED, f"cannot enrol: {why}")
-                log.error("cannot enrol: %s", why)
-                await asyncio.sleep(retry.next_delay())
-
-    async def _renewing(self) -> None:
-        """Renew the certificate in time on a session that lasts (a new session checks too)."""
-        while True:
-            await asyncio.sleep(RENEW_CHECK_S)
-            if not self.transport.secure or not has_credentials(self.tls_dir):
-                continue
-            try:
-                await self._credentials()
-            except (HeadwaterError, grpc.RpcError, OSError) as exc:
-                why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
-                log.warning("cannot renew this node's certificate yet: %s", why)
+        await self.credentials.enrol(self.backoff, self.health)
 
     async def _session(self) -> None:
         retry = self.backoff.start()
         while True:
             try:
-                await self._credentials()
+                await self.credentials.refresh()
             except asyncio.CancelledError:
                 raise
             except (HeadwaterError, grpc.RpcError, OSError) as exc:
@@ -392,11 +293,7 @@ class Node:
             log.info("revoked nodes: %s", ", ".join(sorted(node_ids)))
 
     async def _stop(self, key: tuple[str, int]) -> None:
-        self.orders.pop(key, None)
-        proc = self.containers.pop(key, None)
-        if proc is not None:
-            await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
-            log.info("stopped container %d of %r", key[1], key[0])
+        await self.supervisor.stop(key)
         self.stopped(key[0])
         self.ordered()
 
@@ -425,38 +322,15 @@ class Node:
         return code / run.entry
 
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
-        home = self.workdir / run.topology / f"container-{run.container}"
-        home.mkdir(parents=True, exist_ok=True)
-        args = [
-            "-m",
-            self.container_module(run),
-            "--topology-file",
-            str(entry),
-            "--container",
-            str(run.container),
-            "--containers",
-            str(run.containers),
-            "--tmaster",
-            self.tmaster_address(run),
-            "--workdir",
-            str(home),
-            "--state-dir",
-            str(home / "state"),
-            *self.container_domain(run),
-            "--host",
-            self.host,
-            *self.transport.args(),
-        ]
-        self.containers[(run.topology, run.container)] = self.launch_container(
-            args, self.container_env(run), home / "container.log"
-        )
-        log.info("started container %d of %r", run.container, run.topology)
+        """Start ``run``'s container (an agent starts its edge subgraph's topology master first)."""
+        self.supervisor.start(run, entry)
 
+    # the supervisor's ContainerHooks: what a container is started with (agents run edge
+    # containers instead)
     def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
         """Start a container (``python ARGS``): a process (an agent may host it instead)."""
         return spawn(args, env=env, log_path=str(log_path))
 
-    # what a container is started with; agents run edge containers instead
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.common.runtime.container"
 
@@ -480,60 +354,6 @@ class Node:
 
     def revise(self, order: pb.Revise) -> None:
         """Switch what this node runs of a topology to a new revision (agents: the edge)."""
-
-    async def _supervise(self) -> None:
-        """Restart dead containers (with backoff) and kill silent ones; never stops."""
-        backoff: dict[tuple[str, int], Backoff] = {}
-        due: dict[tuple[str, int], float] = {}  # a dead container's restart time (monotonic)
-        beats = BeatWatch()
-        while True:
-            await asyncio.sleep(0.2)
-            self.crash_loops.tick()
-            for key, proc in list(self.containers.items()):
-                try:
-                    self._supervise_one(key, proc, beats, backoff, due)
-                except Exception as exc:  # a restart that cannot start (no memory to fork)
-                    log.exception("supervising container %d of %r", key[1], key[0])
-                    self.health.set(
-                        f"supervise:{key[0]}",
-                        FAILED,
-                        f"cannot restart container {key[1]}: {type(exc).__name__}: {exc}",
-                    )
-                    due[key] = time.monotonic() + 5.0
-
-    def _supervise_one(
-        self,
-        key: tuple[str, int],
-        proc: Proc,
-        beats: BeatWatch,
-        backoff: dict[tuple[str, int], Backoff],
-        due: dict[tuple[str, int], float],
-    ) -> None:
-        name = f"container {key[1]} of {key[0]!r}"
-        beats.kill_if_silent(
-            proc,
-            beat_file(self.workdir / key[0] / f"container-{key[1]}", key[1]),
-            SILENT_AFTER_S,
-            name,
-        )
-        if proc.poll() is None or key not in self.orders:
-            return
-        now = time.monotonic()
-        if key not in due:
-            self.crash_loops.failed(name, f"exited with {proc.returncode}")
-            retry = backoff.get(key)
-            if retry is None:
-                backoff[key], delay = RESTART.start(), 0.0
-            else:
-                delay = retry.next_delay()
-            due[key] = now + delay
-            log.warning("%s exited with %s; restarting in %.1fs", name, proc.returncode, delay)
-        if now < due[key]:
-            return
-        run = self.orders[key]
-        self._start(run, self.code_dir(run.package) / run.entry)
-        del due[key]
-        self.health.clear(f"supervise:{key[0]}")
 
     async def _report(self, stub: pb_grpc.ClusterStub) -> None:
         while True:
