@@ -64,7 +64,6 @@ class Emitter:
         linger_s: float,
         log: logging.Logger,
     ) -> None:
-        self.router = router
         self.task = task
         self.component = component
         self.sink = sink
@@ -80,8 +79,7 @@ class Emitter:
         self.emitted = 0
         self.serialization_errors = 0
         self.dropped = False  # set when emit() dropped its tuple; the caller clears it
-        self._stream_bytes = {name: name.encode() for name in router.streams}
-        self._punctuation = {name for name in router.streams if name.startswith(PUNCTUATION)}
+        self.switch(router)  # the router, and what the emitter keeps of its streams
 
     # -- data -----------------------------------------------------------------
     def emit(
@@ -210,10 +208,10 @@ class Emitter:
     ) -> Callable[[list[list[Any]]], None]:
         """``unrooted``'s emit for many records at once, in order: ``emit_all(records)`` is
         ``emit(r) for r in records``, frame for frame to each task (frames to different
-        tasks may leave in another order, as they may anyway). Where the stream's destinations never
-        depend on the record (``Router.fixed``: one task, ``global``, ``all``), the records
-        join their buffers a slice at a time, with no call per record. ``records`` is not
-        kept."""
+        tasks may leave in another order, as they may anyway). Where the stream's
+        destinations never depend on the record (``Router.fixed``: one task, ``global``,
+        ``all``), the records join their buffers a slice at a time, with no call per record.
+        ``records`` is not kept."""
         route = self._route_for(stream)
         emit = self.unrooted(stream, counts)
         buffers, size, flush, monotonic = (

@@ -68,6 +68,15 @@ async def _connect(
     return conn, theirs
 
 
+def _park_until_throttled(stmgr: StreamManager) -> None:
+    """Deliver 200-byte frames to task 2 until what waits for it sets its key ``task:2``."""
+    frame = encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\xc4" + bytes([200]) * 201)
+    for _ in range(1000):  # 64 KiB is about 300 frames
+        stmgr.deliver(2, frame)
+        if "task:2" in stmgr.bp.local:
+            return
+
+
 def _controls(frames: list[bytes]) -> list[dict[str, object]]:
     return [decode(parse_frame(f).payload) for f in frames if f[0] == Kind.CONTROL]
 
@@ -118,11 +127,7 @@ def test_a_task_connecting_to_a_full_buffer_keeps_its_spouts_throttled() -> None
 
     async def run() -> None:
         stmgr = StreamManager(topology, pack_round_robin(topology, 1), 0)
-        frame = encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\xc4" + bytes([200]) * 201)
-        for _ in range(1000):  # the sink's instance has not connected
-            stmgr.deliver(2, frame)
-            if "task:2" in stmgr.bp.local:
-                break
+        _park_until_throttled(stmgr)  # the sink's instance has not connected
         assert stmgr.throttled == {"src"}
         conn, theirs = await _connect(stmgr, full=True)
         try:
@@ -208,11 +213,7 @@ def test_a_plan_without_the_task_lifts_what_its_waiting_frames_asked() -> None:
     throttle they put on its spouts (else the spouts would wait for it for ever)."""
     topology = _small_buffers()
     stmgr = StreamManager(topology, pack_round_robin(topology, 1), 0)
-    frame = encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\xc4" + bytes([200]) * 201)
-    for _ in range(1000):  # the sink's instance has not connected
-        stmgr.deliver(2, frame)
-        if "task:2" in stmgr.bp.local:
-            break
+    _park_until_throttled(stmgr)  # the sink's instance has not connected
     assert stmgr.throttled == {"src"}
     alone = Topology("t", config=dict(topology.config)).add_spout("src", _Src)
     stmgr.set_plan(alone, pack_round_robin(alone, 1))
