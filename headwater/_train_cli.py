@@ -5,7 +5,10 @@ write the artifact and/or register it with the master's model registry.
     headwater spark train --landing DIR --master URL --token TOKEN   # admin: registers it
 
 The arguments are checked before Spark starts; a landing with too little
-history is a clear message and exit 2.
+history is a clear message and exit 2. Its progress goes to stderr, a line as each
+stage starts and ends (starting Spark, reading the landing, fitting, evaluating,
+exporting, registering) with its rows and time, the time in all and an estimate of
+what is left, and every 15 s while a stage runs; the figures go to stdout.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,6 +24,8 @@ from headwater._master_client import Client, add_client_options
 from headwater.common._exceptions import HeadwaterError
 
 DEFAULT_NAME = "iot-anomaly"
+# the command's own stages, around ``train``'s (its progress: lines on stderr)
+STARTING, EXPORTING, REGISTERING = "starting Spark", "exporting", "registering"
 
 
 def add_train_parser(sub: Any) -> None:
@@ -66,7 +70,9 @@ def add_train_parser(sub: Any) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from headwater.cloud.spark import session
-    from headwater.cloud.spark._train import load_labels, readings_path, train
+    from headwater.cloud.spark._progress import Progress, spark_tasks
+    from headwater.cloud.spark._session import small_job_conf
+    from headwater.cloud.spark._train import STAGES, load_labels, readings_path, train
     from headwater.common.models import NAME, dump_model, sha256
 
     register = bool(args.url or os.environ.get("HEADWATER_MASTER"))
@@ -90,37 +96,58 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
     labels = load_labels(args.labels)
     landing = Path(args.landing)
-    readings_path(landing)  # a clear message before Spark starts
+    readings = readings_path(landing)  # a clear message before Spark starts
 
-    started = time.monotonic()
+    stages = [(STARTING, 0.25), *STAGES, (EXPORTING, 0.0)]
+    progress = Progress([*stages, (REGISTERING, 0.02)] if client else stages, _progress_line)
     try:
         from pyspark.sql import SparkSession
 
         ours = SparkSession.getActiveSession() is None  # else a caller's (a test's): leave it
     except ImportError:
         ours = True  # session() says what to install
-    spark = session("headwater-train", args.spark_master)
+    with progress.stage(STARTING) as stage:
+        spark = session(
+            "headwater-train",
+            args.spark_master,
+            small_job_conf(readings, spark_master=args.spark_master),
+        )
+        stage.note = f"(Spark {spark.version}, {spark.sparkContext.master})"
+    progress.detail = spark_tasks(spark)
     if ours:
         spark.sparkContext.setLogLevel("ERROR")
     try:
-        ready = time.monotonic()
-        doc = train(spark, landing, name=args.name, holdout=args.holdout, labels=labels)
-        done = time.monotonic()
+        ready = progress.elapsed()
+        doc = train(
+            spark, landing, name=args.name, holdout=args.holdout, labels=labels, progress=progress
+        )
+        done = progress.elapsed()
     finally:
+        progress.detail = None
         if ours:
             spark.stop()
-    data = dump_model(doc)
-    _print_figures(doc, done - ready, ready - started)
+    with progress.stage(EXPORTING) as stage:
+        data = dump_model(doc)
+        if out is not None:
+            tmp = out.with_name(f".{out.name}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(out)
+        stage.note = f"({len(data)} bytes{f' to {out}' if out is not None else ''})"
+    _print_figures(doc, done - ready, ready)
     print(f"artifact: {len(data)} bytes, sha256 {sha256(data)}")
     if out is not None:
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_bytes(data)
-        tmp.replace(out)
         print(f"wrote {out}")
     if client is not None:
-        made = client.call("POST", f"/api/v1/models/{quote(args.name, safe='')}", data=data)
+        with progress.stage(REGISTERING):
+            path = f"/api/v1/models/{quote(args.name, safe='')}"
+            made = client.call("POST", path, data=data)
         print(f"registered {made['name']} version {made['version']} (sha256 {made['sha256']})")
+    sys.stdout.flush()
     return 0
+
+
+def _progress_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _print_figures(doc: dict[str, Any], seconds: float, startup: float) -> None:

@@ -73,3 +73,31 @@ def session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+SMALL_BYTES = 64 << 20
+"""A job's input under this is small: Spark's fixed costs dwarf the work."""
+SMALL_JOB = {
+    # compiling hot code fully (C2), generating code for every query and re-planning after
+    # each shuffle (AQE) pay off over big data; over a few thousand rows they are most of
+    # the work, and on a busy machine the compiler threads take the cores the job needs
+    # (bench/RESULTS.md, "Training in the demo": half the time, a tenth less CPU for AQE)
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+}
+
+
+def small_job_conf(*inputs: Path, spark_master: str | None = None) -> dict[str, str]:
+    """``SMALL_JOB`` when the files under ``inputs`` add up to less than ``SMALL_BYTES`` and
+    the job runs embedded (``spark_master`` None or local), else nothing: the defaults."""
+    if spark_master is not None and not spark_master.startswith("local"):
+        return {}
+    total = 0
+    for folder in inputs:
+        for file in folder.rglob("*"):
+            total += file.stat().st_size if file.is_file() else 0
+            if total >= SMALL_BYTES:
+                return {}
+    return dict(SMALL_JOB)

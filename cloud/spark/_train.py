@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import FORMAT, KIND, MAX_SENSORS, check_doc
 
+from ._progress import Progress
 from ._train_fit import DEFAULT, fit
 
 if TYPE_CHECKING:
@@ -40,6 +41,10 @@ LABEL_FIELDS = ("site", "sensor", "seq", "ts", "value")
 DEFAULT_LABELS = "headwater._demo.sensors:injected"
 MIN_ROWS = 50  # training rows (with a previous reading) below which there is nothing to fit
 MIN_SENSOR_ROWS = 20  # a sensor with fewer training rows gets the pooled default
+# the stages ``train`` reports, with their shares of a run of ``headwater spark train`` on
+# the demo's history (bench/demo_train.py; the command adds its own before and after)
+READING, FITTING, EVALUATING = "reading the landing", "fitting", "evaluating"
+STAGES = ((READING, 0.2), (FITTING, 0.4), (EVALUATING, 0.15))
 SPLIT = "per sensor: readings after from_ts + (1 - holdout) * (to_ts - from_ts) of its ts"
 
 
@@ -95,18 +100,33 @@ def train(
     holdout: float = 0.25,
     labels: Labels | None = None,
     now: Callable[[], float] = time.time,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """The artifact's document for the readings landed under ``landing`` (see the module doc).
 
     ``HeadwaterError`` for a landing with too little history. Blocks for the
-    Spark jobs (seconds in local mode for a few thousand readings).
+    Spark jobs (seconds in local mode for a few thousand readings). ``progress``
+    (stages ``STAGES`` among its own) hears of each stage: reading, fitting,
+    evaluating.
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     if not 0.0 < holdout < 1.0:
         raise HeadwaterError(f"--holdout {holdout}: a fraction strictly between 0 and 1")
     labels = labels or load_labels(DEFAULT_LABELS)
+    progress = progress or Progress(STAGES, None)
+    with progress.stage(READING) as stage:
+        rows = _read(spark, landing, holdout)
+        stage.rows = rows.count()  # fills the cache every later stage reads
+    try:
+        return _train(spark, rows, name, holdout, labels, now, progress)
+    finally:
+        rows.unpersist()
+
+
+def _read(spark: SparkSession, landing: Path, holdout: float) -> DataFrame:
+    """The landed readings, each with its sensor's previous reading and its split (cached)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     # partition values stay strings ("site1", "2024-01-01"): no guessing of types
     spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
     landed = spark.read.parquet(str(readings_path(landing)))
@@ -125,11 +145,7 @@ def train(
     )
     span = rows.groupBy("sensor").agg(F.min("ts").alias("_lo"), F.max("ts").alias("_hi"))
     cut = F.col("_lo") + (F.col("_hi") - F.col("_lo")) * (1.0 - holdout)
-    rows = rows.join(span, "sensor").withColumn("test", F.col("ts") > cut).cache()
-    try:
-        return _train(spark, rows, name, holdout, labels, now)
-    finally:
-        rows.unpersist()
+    return rows.join(span, "sensor").withColumn("test", F.col("ts") > cut).cache()
 
 
 def _train(
@@ -139,7 +155,43 @@ def _train(
     holdout: float,
     labels: Labels,
     now: Callable[[], float],
+    progress: Progress,
 ) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    with progress.stage(FITTING) as stage:
+        history, own, params = _fit(spark, rows)
+        trained = history.agg(
+            F.min("ts").alias("from_ts"), F.max("ts").alias("to_ts"), F.count("*").alias("rows")
+        ).first()
+        assert trained is not None
+        stage.rows = int(trained["rows"])
+        stage.note = f"({len(own)} sensors of their own)"
+    with progress.stage(EVALUATING) as stage:
+        evaluation = _evaluate(spark, rows.where(F.col("test")), params, labels, holdout)
+        stage.rows = evaluation["test_rows"]
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "name": name,
+        "kind": KIND,
+        "params": {"default": params[DEFAULT], "sensors": {s: params[s] for s in own}},
+        "trained": {
+            "from_ts": int(trained["from_ts"]),
+            "to_ts": int(trained["to_ts"]),
+            "rows": int(trained["rows"]),
+            "sensors": len(own),
+        },
+        "evaluation": evaluation,
+        "created_at": round(now(), 3),
+    }
+    check_doc(doc)
+    return doc
+
+
+def _fit(
+    spark: SparkSession, rows: DataFrame
+) -> tuple[DataFrame, list[str], dict[str, dict[str, dict[str, float]]]]:
+    """(the training rows, the sensors with a model of their own, every group's params)."""
     from pyspark.sql import functions as F
 
     history = rows.where(~F.col("test"))
@@ -172,29 +224,9 @@ def _train(
 
     everything = grouped(history).cache()
     try:
-        params = fit(everything, groups)
+        return history, own, fit(everything, groups)
     finally:
         everything.unpersist()
-    trained = history.agg(
-        F.min("ts").alias("from_ts"), F.max("ts").alias("to_ts"), F.count("*").alias("rows")
-    ).first()
-    assert trained is not None
-    doc: dict[str, Any] = {
-        "format": FORMAT,
-        "name": name,
-        "kind": KIND,
-        "params": {"default": params[DEFAULT], "sensors": {s: params[s] for s in own}},
-        "trained": {
-            "from_ts": int(trained["from_ts"]),
-            "to_ts": int(trained["to_ts"]),
-            "rows": int(trained["rows"]),
-            "sensors": len(own),
-        },
-        "evaluation": _evaluate(spark, rows.where(F.col("test")), params, labels, holdout),
-        "created_at": round(now(), 3),
-    }
-    check_doc(doc)
-    return doc
 
 
 _FLAT = (

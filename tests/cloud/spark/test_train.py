@@ -14,6 +14,7 @@ import datetime
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -48,10 +49,16 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 def land_history(
-    root: Path, sites: int = SITES, per_site: int = PER_SITE, count: int = COUNT
+    root: Path,
+    sites: int = SITES,
+    per_site: int = PER_SITE,
+    count: int = COUNT,
+    seqs_per_commit: int = 250,
 ) -> Path:
     """The IoT example's ``readings`` landed under ``root`` (contract layout), as the edge
-    would flag them with the hand-set detector; a few files per partition, a manifest each."""
+    would flag them with the hand-set detector; a commit (a file per partition, a manifest
+    each) for every ``seqs_per_commit`` readings of each sensor (the demo commits every
+    second: 2 seqs at its default speed-up)."""
     state: dict[str, Any] = defaultdict(lambda: [None, None])
     parts: dict[tuple[str, str, int], list[dict[str, Any]]] = defaultdict(list)
     for _topic, r in readings(sites, per_site, count):
@@ -60,7 +67,7 @@ def land_history(
         s[0], [row] = iot_steps.smooth(s[0], row)
         s[1], [row] = iot_steps.anomaly(s[1], row)
         date = datetime.datetime.fromtimestamp(r["ts"] / 1000, datetime.UTC).date().isoformat()
-        checkpoint = 1 + r["seq"] // 250
+        checkpoint = 1 + r["seq"] // seqs_per_commit
         parts[(date, r["site"], checkpoint)].append(
             {
                 "sensor": row[1],
@@ -149,8 +156,8 @@ def cli(*argv: str) -> tuple[int, str, str]:
 def trained(spark: Any, landing: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     artifact = tmp_path_factory.mktemp("model") / "iot-anomaly.json"
     code, out, err = cli("--landing", str(landing), "--out", str(artifact), "--holdout", "0.25")
-    assert (code, err) == (0, ""), out
-    return artifact.read_bytes(), out
+    assert code == 0, out + err
+    return artifact.read_bytes(), out, err
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +226,7 @@ def test_the_artifact_loads_and_scores_without_spark(
 
 
 def test_the_cli_prints_the_figures(trained: Any, doc: dict[str, Any]) -> None:
-    data, out = trained
+    data, out, _ = trained
     ev = doc["evaluation"]
     lines = out.splitlines()
     assert lines[0].startswith(f"trained iot-anomaly (gated-linear/1) on {doc['trained']['rows']} ")
@@ -237,6 +244,33 @@ def test_the_cli_prints_the_figures(trained: Any, doc: dict[str, Any]) -> None:
     assert lines[4].split()[:2] == ["hand-set", str(h["rows"])]
     assert lines[5] == f"artifact: {len(data)} bytes, sha256 {sha256(data)}"
     assert data == dump_model(doc)  # canonical bytes
+
+
+def test_the_cli_tells_its_stages_on_stderr(trained: Any, doc: dict[str, Any]) -> None:
+    """Each stage as it starts, then its rows and time, the time in all and what is left."""
+    data, _, err = trained
+    ended = [
+        ("1/5", "starting Spark", r"in [\d.]+ (s|min) \(Spark [\d.]+, local\[2\]\)"),
+        ("2/5", "reading the landing", rf"{SITES * PER_SITE * COUNT:,} rows in [\d.]+ (s|min)"),
+        (
+            "3/5",
+            "fitting",
+            rf"{doc['trained']['rows']:,} rows in [\d.]+ (s|min) "
+            rf"\({SITES * PER_SITE} sensors of their own\)",
+        ),
+        ("4/5", "evaluating", rf"{doc['evaluation']['test_rows']:,} rows in [\d.]+ (s|min)"),
+        ("5/5", "exporting", rf"in [\d.]+ (s|min) \({len(data)} bytes to \S+iot-anomaly.json\)"),
+    ]
+    lines = [line for line in err.splitlines() if "still running" not in line]
+    assert len(lines) == 2 * len(ended), err
+    for (n, name, figures), started, done in zip(ended, lines[::2], lines[1::2], strict=True):
+        assert started == f"[{n}] {name} ...", err
+        # an estimate while weight is left (exporting weighs nothing: none after evaluating)
+        # (the test's session is running already: starting it may take too little to tell)
+        left = r", about [\d.]+ (s|min) left" if n in ("2/5", "3/5") else ""
+        left = r"(, about [\d.]+ (s|min) left)?" if n == "1/5" else left
+        all_ = r"[\d.]+ (s|min) in all"
+        assert re.fullmatch(rf"\[{n}\] {name}: {figures} \({all_}{left}\)", done), done
 
 
 def test_too_little_history_is_a_message_and_exit_2(spark: Any, tmp_path: Path) -> None:
