@@ -30,10 +30,17 @@ class SparkLoop:
     """The rollup, then a training run, then a rollout: one at a time, each a process."""
 
     def __init__(
-        self, work: Path, out: Path, master_http: str, token_file: Path, say: Callable[[str], None]
+        self,
+        work: Path,
+        out: Path,
+        master_http: str,
+        token_file: Path,
+        say: Callable[[str], None],
+        per_s: float,
     ) -> None:
+        """``per_s``: the readings the sensors send a second (when history will have landed)."""
         self.work, self.out, self.http, self.token_file = work, out, master_http, token_file
-        self.say = say
+        self.say, self.per_s = say, per_s
         self.warehouse = out / "warehouse"
         self.rollup: subprocess.Popen[bytes] | None = None
         self.job: subprocess.Popen[bytes] | None = None  # the training run, then the rollout
@@ -59,6 +66,13 @@ class SparkLoop:
         self.say(
             f"  Spark: once readings land, `headwater spark rollup --continuous` rolls them up "
             f"into {self.warehouse} (hourly and daily, per site and per sensor)"
+        )
+        self.say(
+            f"  model: `headwater spark train` fits `{MODEL}` once {HISTORY_READINGS:,} readings "
+            f"have landed (in about {_minutes(HISTORY_READINGS / self.per_s)} at "
+            f"{self.per_s:g} readings a second); its progress shows here (a line per stage: "
+            "starting Spark, reading the landing, fitting, evaluating, exporting, registering); "
+            "then it is rolled out to site0 (canary), then to both sites"
         )
 
     def _start_rollup(self) -> None:
@@ -90,7 +104,10 @@ class SparkLoop:
         if self.rollup is None and (self.out / "landing" / "readings" / "_manifests").is_dir():
             self._start_rollup()
         if self.phase == "history" and self._landed() >= HISTORY_READINGS:
-            self.say(f"  training `{MODEL}` with Spark MLlib on {self._landed()} landed readings")
+            self.say(
+                f"  training `{MODEL}` with Spark MLlib on {self._landed():,} landed readings "
+                f"(its log: {self.work / 'train.log'})"
+            )
             self.job = self._cli(
                 "train",
                 "spark",
@@ -104,7 +121,10 @@ class SparkLoop:
                 *self._auth(),
             )
             self.phase = "training"
-        elif self.phase == "training" and self.job is not None and self.job.poll() is not None:
+        elif self.phase == "training" and self.job is not None:
+            self._echo(self.work / "train.log", "  train: ")  # its progress, as it comes
+            if self.job.poll() is None:
+                return
             self._echo(self.work / "train.log", "  train: ")
             version = self._trained_version()
             if self.job.returncode != 0 or version is None:
@@ -164,6 +184,13 @@ class SparkLoop:
     def report(self) -> None:
         from headwater.cloud.spark._warehouse import read_table
 
+        if self.phase == "history":
+            landed = self._landed()
+            self.say(
+                f"  model: waiting for history: {landed:,} of {HISTORY_READINGS:,} readings "
+                f"landed (training in about "
+                f"{_minutes(max(0, HISTORY_READINGS - landed) / self.per_s)})"
+            )
         try:
             hourly = read_table(self.warehouse / "hourly_site").to_pylist()
             daily = read_table(self.warehouse / "daily_site").to_pylist()
@@ -188,3 +215,8 @@ class SparkLoop:
 
     def stop(self) -> None:
         terminate([p for p in (self.job, self.rollup) if p is not None], 15.0)
+
+
+def _minutes(seconds: float) -> str:
+    """``40 s`` under a minute and a half, else ``3 min``."""
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"

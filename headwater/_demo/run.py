@@ -28,9 +28,18 @@ from typing import Any
 from urllib.parse import urlencode
 
 from headwater.common._package import build_package
-from headwater.common.connectors import manifests, read_key_value_sink
+from headwater.common.connectors import read_key_value_sink
 from headwater.common.runtime._procs import spawn, terminate
 
+from .hints import (
+    BROKEN_EVERY,
+    BROKEN_PAYLOAD,
+    BROKEN_TOPIC,
+    DeadLetters,
+    broken_sensor,
+    console_token,
+    where_to_look,
+)
 from .loop import SparkLoop
 from .sensors import reading
 
@@ -132,8 +141,8 @@ def publish_forever(port: int, stop: threading.Event, clock: DemoClock) -> None:
             for s, k in itertools.product(range(len(Demo.SITES)), range(PER_SITE)):
                 topic, body = reading(s, k, seq, clock.ts(seq))
                 client.publish(topic, json.dumps(body), qos=1)
-            if seq % 16 == 7:  # a sensor with a broken firmware
-                client.publish("sensors/site1/broken", b'{"site": "site1", "value": "hot"}', qos=1)
+            if seq % BROKEN_EVERY == 7:  # a sensor with a broken firmware
+                client.publish(BROKEN_TOPIC, BROKEN_PAYLOAD, qos=1)
     finally:
         client.disconnect()
         client.loop_stop()
@@ -172,11 +181,6 @@ def window_line(row: list[Any]) -> str:
     )
 
 
-def dead_letters(out: Path) -> int:
-    """How many dead letters the landing zone has committed (its manifests' row counts)."""
-    return sum(m["rows"] for m in manifests(out / "landing", "dead_letters"))
-
-
 def get_json(url: str, token: str = "") -> Any:
     """GET ``url``'s JSON, sending ``token`` (a master's REST API needs one) if given."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -201,6 +205,7 @@ class Demo:
         self.loop: SparkLoop | None = None  # rollups, training and rollout, once it runs
         self.clock: DemoClock | None = None
         self.shown: set[str] = set()  # the site windows printed
+        self.dead_letters = DeadLetters(self.out / "landing")
 
     def _daemon(self, name: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.procs.append(
@@ -302,13 +307,10 @@ class Demo:
             flush=True,
         )
         print("  cloud (the worker): 10 s windows per sensor -> per site -> sinks", flush=True)
-        print(
-            f"  master API: {self.http}/api/v1/topologies/iot (also /metrics, /checkpoints)",
-            flush=True,
-        )
-        print(f"  agents and their backlogs: {self.http}/api/v1/nodes", flush=True)
+        print(broken_sensor(), flush=True)
         admin = self.work / "master" / "admin.token"
-        print(f"  its token: export HEADWATER_TOKEN=$(cat {admin})", flush=True)
+        for line in where_to_look(self.http, console_token(self.http, self.token), admin):
+            print(line, flush=True)
         print(
             f"  outputs (kept after the demo): {self.out / 'site_windows'} (per-site "
             f"windows), {self.out / 'landing'} (readings, sensor_windows, dead_letters: Parquet)",
@@ -320,7 +322,8 @@ class Demo:
             flush=True,
         )
         print(f"  logs: {self.work}", flush=True)
-        self.loop = SparkLoop(self.work, self.out, self.http, admin, _say)
+        per_s = len(self.SITES) * PER_SITE * self.speedup * 1000 / STEP_MS
+        self.loop = SparkLoop(self.work, self.out, self.http, admin, _say, per_s)
         self.loop.start()
         print("  stop with Ctrl-C", flush=True)
 
@@ -347,8 +350,9 @@ class Demo:
             if n["kind"] == "agent"
         ]
         cp = get_json(f"{self.http}/api/v1/topologies/iot/checkpoints", self.token)
+        self.dead_letters.update()
         print(
-            f"  dead letters so far: {dead_letters(self.out)} | {' | '.join(agents)} | "
+            f"  dead letters so far: {self.dead_letters.line()} | {' | '.join(agents)} | "
             f"cloud checkpoints: latest complete {cp['latest_complete']}",
             flush=True,
         )

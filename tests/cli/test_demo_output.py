@@ -1,13 +1,38 @@
-"""What `headwater demo` prints: its clock, said in UTC with its speed-up, and the table of
-every closed site window (the demo itself runs in tests/integration/test_demo.py)."""
+"""What `headwater demo` prints: its clock, said in UTC with its speed-up, the table of
+every closed site window, where to look (the console and how to log in, URLs of real
+routes), the sensor broken on purpose and why its letters died, and when the model will
+train (the demo itself runs in tests/integration/test_demo.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import calendar
+import json
+import re
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from aiohttp.test_utils import make_mocked_request
+
+from headwater import DeadLetter
+from headwater._demo.hints import (
+    BROKEN_PAYLOAD,
+    BROKEN_REASON,
+    BROKEN_TOPIC,
+    DeadLetters,
+    broken_sensor,
+    where_to_look,
+)
+from headwater._demo.loop import HISTORY_READINGS, SparkLoop
 from headwater._demo.run import WINDOW_HEADER, DemoClock, closed_windows, window_line
 from headwater._demo.sensors import injected, readings
+from headwater.cloud.master._http import make_app
+from headwater.cloud.master._master import Master
+
+from .._iot import iot_steps
 
 # 2026-11-24 04:17:30 UTC
 WALL0 = calendar.timegm((2026, 11, 24, 4, 17, 30, 0, 0, 0))
@@ -97,3 +122,115 @@ def test_the_demo_cli_defaults_to_the_demos_own_speedup() -> None:
     args = build_parser().parse_args(["demo"])
     assert args.speedup == SPEEDUP
     assert build_parser().parse_args(["demo", "--speedup", "25"]).speedup == 25
+
+
+def test_the_start_up_names_the_console_with_its_login_and_every_url_in_full(
+    tmp_path: Path,
+) -> None:
+    http = "http://127.0.0.1:7071"
+    lines = where_to_look(http, "0a1b2c.s3cret", Path("/w/master/admin.token"))
+    t = f"{http}/api/v1/topologies/iot"
+    assert lines == [
+        f"  web console: {http}/ (log in with the operator token 0a1b2c.s3cret)",
+        f"  master API: {t} (also {t}/metrics, {t}/checkpoints)",
+        f"  agents and their backlogs: {http}/api/v1/nodes",
+        "  the API's token (admin): export HEADWATER_TOKEN=$(cat /w/master/admin.token)",
+    ]
+    # every path a hint names is a route of the master's app (the demo checks they answer)
+    urls = re.findall(r"http://\S+?(?=[,)\s]|$)", "\n".join(lines))
+    assert len(urls) == 5
+
+    async def routed() -> list[str]:
+        app = make_app(Master(tmp_path / "state"))
+        found = []
+        for url in urls:
+            info = await app.router.resolve(make_mocked_request("GET", url[len(http) :], app=app))
+            found.append(
+                "404" if info.http_exception is not None else info.route.resource.canonical
+            )
+        return found
+
+    assert asyncio.run(routed()) == [
+        "/",
+        "/api/v1/topologies/{name}",
+        "/api/v1/topologies/{name}/metrics",
+        "/api/v1/topologies/{name}/checkpoints",
+        "/api/v1/nodes",
+    ]
+
+
+def test_the_broken_sensor_is_announced_with_the_reason_parse_gives() -> None:
+    assert broken_sensor() == (
+        '  broken on purpose: sensors/site1/broken sends {"site": "site1", "value": "hot"} '
+        "every 16 ticks (a firmware bug: no sensor, seq or ts); the edge's parse step refuses "
+        "each such record (missing field 'sensor') and sends it to the dead letters, so the "
+        "console shows parse in red with its count"
+    )
+    with pytest.raises(DeadLetter) as refused:
+        iot_steps.parse(BROKEN_TOPIC, BROKEN_PAYLOAD)
+    assert str(refused.value) == BROKEN_REASON
+
+
+def _land_dead_letters(landing: Path, seq: int, rows: list[tuple[str, str]]) -> None:
+    """A published manifest ``seq`` of the dead-letter dataset, as ``LandingSink`` writes it."""
+    folder = landing / "dead_letters"
+    rel = f"date=2026-11-24/part-{seq:08d}-0.parquet"
+    (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+    (folder / "_manifests").mkdir(exist_ok=True)
+    table = pa.table(
+        {
+            "component": [c for c, _ in rows],
+            "reason": [r for _, r in rows],
+            "traceback": [""] * len(rows),
+            "record": ["{}"] * len(rows),
+        }
+    )
+    pq.write_table(table, folder / rel)
+    doc = {"seq": seq, "files": [{"path": rel, "rows": len(rows)}], "rows": len(rows)}
+    (folder / "_manifests" / f"{seq:012d}.json").write_text(json.dumps(doc))
+
+
+def test_the_dead_letter_line_names_the_commonest_reasons(tmp_path: Path) -> None:
+    letters = DeadLetters(tmp_path)
+    letters.update()
+    assert letters.line() == "0"
+    broken = ("parse", "missing field 'sensor'")
+    _land_dead_letters(tmp_path, 1, [broken, broken])
+    letters.update()
+    assert letters.line() == "2 (parse: missing field 'sensor' x2)"
+    _land_dead_letters(
+        tmp_path,
+        2,
+        [
+            broken,
+            ("dedup", "seq 900000 is 899990 ahead"),
+            ("parse", "value must be a finite number"),
+            ("parse", "value must be a finite number"),
+            ("parse", "a reading must be a JSON object"),
+        ],
+    )
+    letters.update()
+    assert letters.line() == (
+        "7 (parse: missing field 'sensor' x3; parse: value must be a finite number x2; "
+        "dedup: seq 900000 is 899990 ahead x1; 1 other)"
+    )
+
+
+def test_the_demo_says_when_the_model_trains_and_what_it_waits_for(tmp_path: Path) -> None:
+    said: list[str] = []
+    loop = SparkLoop(tmp_path, tmp_path / "out", "http://h", tmp_path / "t", said.append, 12.0)
+    loop.start()
+    assert said[-1] == (
+        "  model: `headwater spark train` fits `iot-anomaly` once 1,500 readings have landed "
+        "(in about 2 min at 12 readings a second); its progress shows here (a line per stage: "
+        "starting Spark, reading the landing, fitting, evaluating, exporting, registering); "
+        "then it is rolled out to site0 (canary), then to both sites"
+    )
+    manifests = tmp_path / "out" / "landing" / "readings" / "_manifests"
+    manifests.mkdir(parents=True)
+    (manifests / f"{1:012d}.json").write_text(json.dumps({"seq": 1, "files": [], "rows": 840}))
+    loop.report()
+    assert said[-1] == (
+        "  model: waiting for history: 840 of 1,500 readings landed (training in about 55 s)"
+    )
+    assert HISTORY_READINGS == 1500

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +49,7 @@ def test_demo_runs_the_loop_and_stops() -> None:
             "the demo's model live on both sites",
         )
         assert proc.poll() is None, "".join(lines)
+        _check_the_hinted_urls("".join(lines))
         proc.send_signal(signal.SIGINT)
         assert proc.wait(120) == 0, "".join(lines)
     finally:
@@ -61,6 +64,20 @@ def test_demo_runs_the_loop_and_stops() -> None:
     assert "running 'iot' on a master, a cloud worker and 2 edge agents" in out
     assert "master API: http://127.0.0.1:" in out
     assert "agents and their backlogs: http://127.0.0.1:" in out
+    # what is broken on purpose, said at the start; its records' reason in the dead letters
+    assert "  broken on purpose: sensors/site1/broken sends " in out
+    assert re.search(r"dead letters so far: \d+ \(parse: missing field 'sensor' x\d+", out), out
+    # when the model trains and what it waits for; then its progress as it trains
+    assert "  model: `headwater spark train` fits `iot-anomaly` once 1,500 readings" in out
+    assert re.search(r"^  model: waiting for history: [\d,]+ of 1,500 readings landed", out, re.M)
+    stages = ["starting Spark", "reading the landing", "fitting", "evaluating", "exporting"]
+    at = []
+    for n, stage in enumerate([*stages, "registering"], 1):
+        at.append(out.index(f"  train: [{n}/6] {stage} ...\n"))
+        assert re.search(rf"^  train: \[{n}/6\] {stage}: .*in [\d.]+ (s|min) \(", out, re.M), out
+    assert at == sorted(at)
+    # echoed as the job goes, not once it ends: the demo's reports come in between
+    assert "dead letters so far" in out[at[0] : at[-1]], out
     # the clock, honestly: where it starts (UTC), how fast it runs
     clock = re.search(
         r"^  clock: the sensors' event time starts at (\d{4}-\d\d-\d\d \d\d:00:00) UTC "
@@ -109,3 +126,24 @@ def test_demo_runs_the_loop_and_stops() -> None:
     assert "canary (revision 2): canary live" in out
     assert "promoting (revision 3): all live" in out
     assert out.rstrip().endswith("stopped")
+
+
+def _check_the_hinted_urls(out: str) -> None:
+    """Every URL the demo's start-up names answers 200, with the token it says to log in with;
+    the admin token file it names works for the API too."""
+    startup = out[: out.index("  stop with Ctrl-C")]
+    console = re.search(
+        r"^  web console: (http://127\.0\.0\.1:\d+/) \(log in with the operator token (\S+)\)$",
+        startup,
+        re.M,
+    )
+    assert console, startup
+    admin = re.search(r"export HEADWATER_TOKEN=\$\(cat (\S+)\)$", startup, re.M)
+    assert admin, startup
+    urls = re.findall(r"http://\S+?(?=[,)\s]|$)", startup)
+    assert len(urls) == 5, urls  # the console, the topology, its metrics and checkpoints, nodes
+    for url in urls:
+        for token in (console[2], Path(admin[1]).read_text().strip()):
+            req = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.status == 200, url
