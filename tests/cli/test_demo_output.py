@@ -145,9 +145,8 @@ def test_the_start_up_names_the_console_with_its_login_and_every_url_in_full(
         found = []
         for url in urls:
             info = await app.router.resolve(make_mocked_request("GET", url[len(http) :], app=app))
-            found.append(
-                "404" if info.http_exception is not None else info.route.resource.canonical
-            )
+            resource = info.route.resource
+            found.append("404" if resource is None else resource.canonical)
         return found
 
     assert asyncio.run(routed()) == [

@@ -40,14 +40,17 @@ def test_demo_runs_the_loop_and_stops() -> None:
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
     reader.start()
     try:
-        wait_for(
-            lambda: (
-                any("rollout: " in ln and "done: all live" in ln for ln in lines)
-                or proc.poll() is not None
-            ),
-            480,
-            "the demo's model live on both sites",
-        )
+        try:
+            wait_for(
+                lambda: (
+                    any("rollout: " in ln and "done: all live" in ln for ln in lines)
+                    or proc.poll() is not None
+                ),
+                480,
+                "the demo's model live on both sites",
+            )
+        except AssertionError as exc:  # say how far it got (the training's progress included)
+            raise AssertionError(f"{exc}; the demo printed:\n{''.join(lines)[-6000:]}") from None
         assert proc.poll() is None, "".join(lines)
         _check_the_hinted_urls("".join(lines))
         proc.send_signal(signal.SIGINT)

@@ -23,7 +23,7 @@ class Clock:
 
 
 def test_each_stage_says_its_rows_time_and_what_is_left() -> None:
-    clock, lines = Clock(), []
+    clock, lines = Clock(), list[str]()
     p = Progress(STAGES, lines.append, clock=clock, heartbeat_s=0)
     with p.stage("starting"):
         clock.now += 20
@@ -46,7 +46,7 @@ def test_each_stage_says_its_rows_time_and_what_is_left() -> None:
 
 
 def test_a_skipped_stage_counts_as_done_and_a_failed_one_says_nothing_more() -> None:
-    clock, lines = Clock(), []
+    clock, lines = Clock(), list[str]()
     p = Progress(STAGES, lines.append, clock=clock, heartbeat_s=0)
     with p.stage("reading"):
         clock.now += 10
@@ -57,7 +57,7 @@ def test_a_skipped_stage_counts_as_done_and_a_failed_one_says_nothing_more() -> 
 
 
 def test_a_long_stage_beats_with_its_time_and_the_detail() -> None:
-    clock, lines = Clock(), []
+    clock, lines = Clock(), list[str]()
     lock = threading.Lock()
 
     def write(line: str) -> None:
