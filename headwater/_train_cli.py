@@ -98,7 +98,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     landing = Path(args.landing)
     readings = readings_path(landing)  # a clear message before Spark starts
 
-    stages = [(STARTING, 0.25), *STAGES, (EXPORTING, 0.0)]
+    stages = [(STARTING, 0.2), *STAGES, (EXPORTING, 0.0)]
     progress = Progress([*stages, (REGISTERING, 0.02)] if client else stages, _progress_line)
     try:
         from pyspark.sql import SparkSession

@@ -44,7 +44,7 @@ MIN_SENSOR_ROWS = 20  # a sensor with fewer training rows gets the pooled defaul
 # the stages ``train`` reports, with their shares of a run of ``headwater spark train`` on
 # the demo's history (bench/demo_train.py; the command adds its own before and after)
 READING, FITTING, EVALUATING = "reading the landing", "fitting", "evaluating"
-STAGES = ((READING, 0.2), (FITTING, 0.4), (EVALUATING, 0.15))
+STAGES = ((READING, 0.3), (FITTING, 0.4), (EVALUATING, 0.1))
 SPLIT = "per sensor: readings after from_ts + (1 - holdout) * (to_ts - from_ts) of its ts"
 
 
