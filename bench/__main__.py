@@ -14,6 +14,7 @@ from types import ModuleType
 from bench import (
     compose,
     console,
+    demo_train,
     dsl_fusion,
     edge,
     edits,
@@ -41,6 +42,7 @@ class Workload:
 MODULES: dict[str, ModuleType] = {
     "compose": compose,
     "console": console,
+    "demo-train": demo_train,
     "dsl-fusion": dsl_fusion,
     "edge": edge,
     "edits": edits,
