@@ -41,7 +41,7 @@ from headwater.common._ids import name_problem
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.node import Node
-from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
+from headwater.common.plan import domain_args, edge_part, pack_round_robin, validate
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
 from headwater.common.runtime._procs import Proc
 from headwater.common.runtime._threads import FOOTPRINTS
@@ -219,8 +219,9 @@ class Agent(Node):
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
         self.resume.started(run)
+        entry = self.checked_entry(run)  # what the subgraph's master loads is what runs
         if run.topology not in self.tms:
-            topology = edge_part(load_topology(entry), self.labels)
+            topology = edge_part(self.revisions.skeleton(run.package, run.entry), self.labels)
             if not topology.components:
                 self.error = f"no edge component of {run.topology!r} matches labels {self.labels}"
                 log.error("%s", self.error)

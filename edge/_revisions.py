@@ -23,7 +23,8 @@ from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
-from headwater.common.plan import edge_part, load_topology, validate
+from headwater.common.plan import edge_part, validate
+from headwater.common.plan._child_loader import load_isolated_blocking
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 log = logging.getLogger("headwater.edge.agent")
@@ -47,6 +48,7 @@ class EdgeRevisions:
         self.code_dir = code_dir  # a package's folder in the agent's workdir
         self.heard_changed = heard_changed  # the newest order heard changed: keep it on disk
         self.refused = refused  # a revision this agent cannot take: why
+        self._skeletons: dict[tuple[str, str], Topology] = {}  # (package, entry) -> loaded
         self.pending: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
         self.holding: set[str] = set()  # edge subgraphs paused until their switch
         self.heard: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
@@ -59,10 +61,18 @@ class EdgeRevisions:
         for order in orders:
             self.heard[order.topology] = self.pending[order.topology] = order
 
+    def skeleton(self, package: str, entry: str) -> Topology:
+        """The topology ``entry`` of ``package`` defines, as a code-free skeleton loaded once in
+        a child process (``load_isolated``): the agent never runs a topology's code itself,
+        so code that runs at import cannot act with the agent's identity."""
+        key = (package, entry)
+        known = self._skeletons.get(key)
+        if known is None:
+            known = self._skeletons[key] = load_isolated_blocking(self.code_dir(package), entry)
+        return known
+
     def edge_topology(self, package: str, entry: str, exclude: list[str]) -> Topology:
-        return edge_part(
-            without(load_topology(self.code_dir(package) / entry), exclude), self.labels
-        )
+        return edge_part(without(self.skeleton(package, entry), exclude), self.labels)
 
     def load(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
         """A revision's edge subgraph and package (an edge topology master's loader)."""

@@ -29,7 +29,6 @@ import asyncio
 import json
 import logging
 import os
-import shutil
 import socket
 import time
 from pathlib import Path
@@ -39,8 +38,9 @@ import grpc
 from .._exceptions import HeadwaterError, PackageMismatchError, PackageRefusedError
 from .._health import DEGRADED, FAILED, Health
 from .._ids import name_problem
-from .._package import digest_problem, entry_problem, unpack_package
+from .._package import digest_problem, entry_problem, verify_package
 from .._retry import RetryPolicy
+from .._unpacked import MARK, NO_BYTECODE, drift, fresh
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
 from ..runtime._procs import Proc, spawn
@@ -307,29 +307,64 @@ class Node:
         return self.workdir / "packages" / package.partition(":")[2]
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
+        """``run``'s entry in its package's folder here, fetched from the master if this node
+        has no good copy (or its zip no longer hashes to its name)."""
         code = self.code_dir(run.package)
-        if not (code / ".verified").exists():
-            try:
-                reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.DATA_LOSS:
-                    raise PackageMismatchError(str(exc.details())) from exc
-                raise
-            shutil.rmtree(code, ignore_errors=True)
-            unpack_package(reply.data, run.package, code)  # refuses a hash mismatch
-            code.with_suffix(".zip").write_bytes(reply.data)  # a live edit hands it on
-            (code / ".verified").touch()
+        try:
+            return self.checked_entry(run)
+        except PackageMismatchError as exc:
+            if (code / MARK).exists():
+                log.warning("%s: fetching it again", exc)
+        try:
+            reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.DATA_LOSS:
+                raise PackageMismatchError(str(exc.details())) from exc
+            raise
+        fresh(reply.data, run.package, code)  # refuses a hash mismatch
+        # beside it, read-only: a live edit hands it on, and each start checks against it
+        zipped, tmp = code.with_suffix(".zip"), code.with_suffix(".zip.tmp")
+        tmp.unlink(missing_ok=True)
+        tmp.write_bytes(reply.data)
+        tmp.chmod(0o444)
+        tmp.replace(zipped)
+        return code / run.entry
+
+    def checked_entry(self, run: pb.RunContainer) -> Path:
+        """``run``'s entry in its package's folder, checked against the package's zip first
+        (before each start): a folder that differs is unpacked again from the zip.
+
+        Raises PackageMismatchError when there is no copy, or its zip does not hash to its
+        name (fetch it again)."""
+        code = self.code_dir(run.package)
+        zipped = code.with_suffix(".zip")
+        try:
+            data = zipped.read_bytes()
+        except FileNotFoundError:
+            raise PackageMismatchError(f"package {run.package[:19]}… is not here") from None
+        verify_package(data, run.package)
+        changed = drift(data, code) if (code / MARK).exists() else "it was never unpacked"
+        if changed is not None:
+            log.warning(
+                "package %s in %s differs from its zip (%s): unpacking it again",
+                run.package[:19],
+                code,
+                changed,
+            )
+            fresh(data, run.package, code)
         return code / run.entry
 
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
-        """Start ``run``'s container (an agent starts its edge subgraph's topology master first)."""
-        self.supervisor.start(run, entry)
+        """Start ``run``'s container (an agent starts its edge subgraph's topology master first),
+        from its package's folder as checked against the package's zip just now."""
+        self.supervisor.start(run, self.checked_entry(run))
 
     # the supervisor's ContainerHooks: what a container is started with (agents run edge
     # containers instead)
     def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
         """Start a container (``python ARGS``): a process (an agent may host it instead)."""
-        return spawn(args, env=env, log_path=str(log_path))
+        # no byte code next to a package's files: a .pyc there would be a change (_unpacked.py)
+        return spawn(args, env={**env, **NO_BYTECODE}, log_path=str(log_path))
 
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.common.runtime.container"

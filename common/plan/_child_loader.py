@@ -35,6 +35,7 @@ import resource
 import signal
 import sys
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,14 @@ async def load_isolated(folder: Path, entry: str, limits: LoadLimits = LoadLimit
         raise
 
 
+def load_isolated_blocking(folder: Path, entry: str, limits: LoadLimits = LoadLimits()) -> Topology:
+    """``load_isolated`` for a synchronous caller: blocks the calling thread (an event loop's
+    too) until the child is done, so keep it to rare loads whose result is kept (an agent
+    loads each package it runs once)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="headwater-load") as pool:
+        return pool.submit(asyncio.run, load_isolated(folder, entry, limits)).result()
+
+
 def _outcome(
     entry: str, limits: LoadLimits, timed_out: bool, code: int | None, text: bytes | None
 ) -> Topology:
@@ -189,7 +198,11 @@ def _child_env() -> dict[str, str]:
     """This environment, with the folder this headwater was imported from first on the path."""
     root = str(Path(sys.modules["headwater"].__file__ or ".").resolve().parent.parent)
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    return {
+        **os.environ,
+        "PYTHONPATH": root + (os.pathsep + path if path else ""),
+        "PYTHONDONTWRITEBYTECODE": "1",  # nothing written beside a package's files
+    }
 
 
 def _signal_name(number: int) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._package import unpack_package
+from .._unpacked import fresh
 from ..api import Topology
 from ..plan import (
     InstancePlacement,
@@ -81,7 +81,7 @@ class LoadedRevisions:
             return known
         first = self._known[1]
         home = self._workdir / f"rev-{r.revision}"
-        code = unpack_package(r.package_data, r.package, home / "code")
+        code = fresh(r.package_data, r.package, home / "code")  # never over an older copy
         plan = PhysicalPlan(
             first.topology.name,
             first.plan.containers,
