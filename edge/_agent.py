@@ -41,6 +41,7 @@ from headwater.common._ids import name_problem
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.node import Node
+from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
 from headwater.common.plan import domain_args, edge_part, pack_round_robin, validate
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
 from headwater.common.runtime._procs import Proc
@@ -78,6 +79,7 @@ class Agent(Node):
         insecure: bool = False,
         join_token: JoinToken | None = None,
         footprint: str = "normal",
+        limits: TopologyLimits = DEFAULT_LIMITS,
     ) -> None:
         super().__init__(
             master or "",
@@ -88,6 +90,7 @@ class Agent(Node):
             version=version,
             insecure=insecure,
             join_token=join_token,
+            limits=limits,
         )
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
@@ -276,9 +279,11 @@ class Agent(Node):
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.edge.container"
 
-    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
+    def launch_container(
+        self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
+    ) -> Proc:
         if self.footprint != "single":
-            return super().launch_container(args, env, log_path)
+            return super().launch_container(run, args, env, log_path)
         from ._hosted import HostedContainer
 
         return HostedContainer(args[2:], env)  # after "-m headwater.edge.container"

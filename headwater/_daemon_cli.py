@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater._argtypes import POSITIVE_INT
+from headwater._limits_cli import add_limit_arguments, limits_of
 from headwater.common._exceptions import HeadwaterError
 
 
@@ -77,6 +78,7 @@ def add_parsers(sub: Any) -> None:
         "agents (their uplinks come in there); default 127.0.0.1: this machine only",
     )
     _add_identity_arguments(worker, "worker")
+    add_limit_arguments(worker)
     worker.set_defaults(func=_cmd_worker)
 
     agent = sub.add_parser("agent", help="run the edge agent daemon on a gateway")
@@ -178,6 +180,7 @@ def add_parsers(sub: Any) -> None:
         "$HEADWATER_STATE_DIR, else ~/.local/state/headwater)",
     )
     _add_identity_arguments(agent, "agent")
+    add_limit_arguments(agent)
     agent.set_defaults(func=_cmd_agent)
 
 
@@ -337,7 +340,16 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     if args.insecure:
         warn_insecure("worker")
     asyncio.run(
-        serve(args.master, workdir, args.id, __version__, args.host, args.insecure, args.join)
+        serve(
+            args.master,
+            workdir,
+            args.id,
+            __version__,
+            args.host,
+            args.insecure,
+            args.join,
+            limits_of(args),
+        )
     )
     return 0
 
@@ -414,6 +426,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             ingress_proxy=args.ingress_proxy,
             insecure=args.insecure,
             join_token=args.join,
+            limits=limits_of(args),
             footprint=args.footprint,
         )
         loop = asyncio.get_running_loop()

@@ -51,7 +51,9 @@ class ContainerHooks(Protocol):
 
     def container_env(self, run: pb.RunContainer) -> dict[str, str]: ...
 
-    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc: ...
+    def launch_container(
+        self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
+    ) -> Proc: ...
 
 
 class ContainerSupervisor:
@@ -107,7 +109,7 @@ class ContainerSupervisor:
             *self.transport.args(),
         ]
         self.containers[(run.topology, run.container)] = self.hooks.launch_container(
-            args, self.hooks.container_env(run), home / "container.log"
+            run, args, self.hooks.container_env(run), home / "container.log"
         )
         log.info("started container %d of %r", run.container, run.topology)
 

@@ -51,6 +51,7 @@ from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
+from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
 from ._logs import read_logs
 
 log = logging.getLogger("headwater.node")
@@ -73,6 +74,7 @@ class Node:
         host: str = "127.0.0.1",
         insecure: bool = False,
         join_token: JoinToken | None = None,
+        limits: TopologyLimits = DEFAULT_LIMITS,
     ) -> None:
         self.master = master
         self.host = host  # where its containers' stream managers listen, and say they are
@@ -82,6 +84,7 @@ class Node:
         self.started = time.monotonic()
         self._lock = lock_workdir(self.workdir)
         self.node_id = node_identity(self.workdir, kind, node_id)
+        self.limits = TopologyGroups(self.node_id, limits)  # each topology's control groups
         self.labels = dict(labels or {})
         self.version = version
         self.backoff = backoff
@@ -140,6 +143,7 @@ class Node:
         for t in tasks:
             t.cancel()
         await self.supervisor.stop_all()
+        self.limits.close()
 
     async def enrol(self) -> None:
         """Enrol now if this node has no certificate yet, trying until it has one (said in its
@@ -295,6 +299,8 @@ class Node:
     async def _stop(self, key: tuple[str, int]) -> None:
         await self.supervisor.stop(key)
         self.stopped(key[0])
+        if not any(t == key[0] for t, _ in self.containers):
+            self.limits.remove(key[0])
         self.ordered()
 
     def code_dir(self, package: str) -> Path:
@@ -361,10 +367,17 @@ class Node:
 
     # the supervisor's ContainerHooks: what a container is started with (agents run edge
     # containers instead)
-    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
+    def launch_container(
+        self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
+    ) -> Proc:
         """Start a container (``python ARGS``): a process (an agent may host it instead)."""
         # no byte code next to a package's files: a .pyc there would be a change (_unpacked.py)
-        return spawn(args, env={**env, **NO_BYTECODE}, log_path=str(log_path))
+        return spawn(
+            args,
+            env={**env, **NO_BYTECODE},
+            log_path=str(log_path),
+            preexec=self.limits.joiner(run.topology),  # in its topology's control groups
+        )
 
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.common.runtime.container"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -51,6 +52,12 @@ def _die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _before_exec(preexec: Callable[[], None] | None) -> None:
+    if preexec is not None:
+        preexec()
+    _die_with_parent()
+
+
 def spawn(
     args: Sequence[str],
     *,
@@ -58,8 +65,10 @@ def spawn(
     log_path: str | None = None,
     executable: str | None = None,
     cwd: str | None = None,
+    preexec: Callable[[], None] | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies."""
+    """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies;
+    ``preexec`` runs in the child first, between fork and exec."""
     out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (the child owns it)
     try:
         return subprocess.Popen(
@@ -69,7 +78,7 @@ def spawn(
             stderr=subprocess.STDOUT if out else None,
             stdin=subprocess.DEVNULL,
             cwd=cwd,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads touch locks here)
+            preexec_fn=partial(_before_exec, preexec),  # noqa: PLW1509 (no locks taken there)
         )
     finally:
         if out is not None:

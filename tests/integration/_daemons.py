@@ -61,8 +61,10 @@ class Daemons:
         netns: str | None = None,
         with_id: bool = True,
         host: str | None = None,
+        more: tuple[str, ...] = (),
     ) -> psutil.Process:
-        """``host``: where its stream managers listen (agents elsewhere dial their ingress)."""
+        """``host``: where its stream managers listen (agents elsewhere dial their ingress);
+        ``more``: further options."""
         ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
         where = ["--host", host] if host else []
         proc = self._spawn(
@@ -75,6 +77,7 @@ class Daemons:
                 "--workdir",
                 str(self.tmp / name),
                 *self.join("worker"),
+                *more,
             ],
             f"{name}.log",
             env,

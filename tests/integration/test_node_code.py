@@ -107,3 +107,42 @@ def test_a_package_changed_on_a_nodes_disk_is_unpacked_again_before_it_runs(
     log = (tmp_path / "w1.log").read_text()
     assert "differs from its zip (pipeline.py was changed): unpacking it again" in log
     assert os.access(code / "pipeline.py", os.R_OK)
+
+
+def _group(pid: int, controller: str) -> Path:
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            return Path("/sys/fs/cgroup") / controller / path.lstrip("/")
+    raise AssertionError(f"no {controller} group for {pid}")
+
+
+def test_a_topologys_processes_share_its_control_groups_and_their_limits(
+    daemons: Daemons, tmp_path: Path
+) -> None:
+    daemons.start_master()
+    worker = daemons.start_worker(
+        "w1", more=("--topology-memory", "512MiB", "--topology-processes", "300")
+    )
+    _online(daemons, 1)
+    _submit(daemons, tmp_path)
+
+    def reported() -> dict[str, dict[str, str]] | None:
+        found = daemons.api("/api/v1/topologies/probe/metrics")["tasks"]
+        return found if len(found) == 2 and all("pid" in m for m in found.values()) else None
+
+    tasks = wait_for(reported, 60, "2 tasks with their pids")
+    pids = [int(m["pid"]) for m in tasks.values()]
+    pids += [p.pid for p in worker.children() if CONTAINER in " ".join(p.cmdline())]
+    assert len(pids) == 3  # two instances and their container
+    memory = {_group(pid, "memory") for pid in pids}
+    processes = {_group(pid, "pids") for pid in pids}
+    assert len(memory) == len(processes) == 1  # one group each, for all three
+    [mem], [procs] = memory, processes
+    assert mem.parts[-2:] == ("headwater-w1", "probe")
+    assert int((mem / "memory.limit_in_bytes").read_text()) == 512 << 20
+    assert (procs / "pids.max").read_text().strip() == "300"
+    assert _group(worker.pid, "memory") == mem.parent.parent  # the worker itself is outside
+
+    daemons.cli("kill", "probe")
+    wait_for(lambda: not mem.exists() and not procs.exists(), 30, "its groups removed")

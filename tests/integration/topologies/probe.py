@@ -11,7 +11,7 @@ import json
 import os
 
 from headwater import Bolt, Context, Spout, Topology, Tuple, shuffle
-from headwater.placement import edge
+from headwater.placement import cloud, edge
 
 VERSION = "original"
 _REPORT = os.environ.get("HW_TEST_REPORT")
@@ -38,6 +38,6 @@ class Sink(Bolt):
 _EDGE = os.environ.get("HW_TEST_PROBE_EDGE") == "1"
 topology = (
     Topology("probe")
-    .add_spout("idle", Idle, **({"placement": edge()} if _EDGE else {}))
+    .add_spout("idle", Idle, placement=edge() if _EDGE else cloud())
     .add_bolt("sink", Sink, inputs={"idle": shuffle()})
 )
