@@ -38,6 +38,7 @@ from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._health import DEGRADED, FAILED
 from headwater.common._ids import name_problem
+from headwater.common._sandbox import RunAs
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.node import Node
@@ -80,6 +81,7 @@ class Agent(Node):
         join_token: JoinToken | None = None,
         footprint: str = "normal",
         limits: TopologyLimits = DEFAULT_LIMITS,
+        isolation: str = "auto",
     ) -> None:
         super().__init__(
             master or "",
@@ -91,6 +93,7 @@ class Agent(Node):
             insecure=insecure,
             join_token=join_token,
             limits=limits,
+            isolation=isolation if footprint == "normal" else "none",
         )
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
@@ -101,6 +104,10 @@ class Agent(Node):
         self.footprint = footprint
         self.ingress_proxy = ingress_proxy  # HOST:PORT of an HTTP CONNECT proxy to the cloud
         self.ingest_path = self.workdir / "ingest"
+        if self.users.enabled:  # its edge spouts, as their topologies' users, read the log
+            readers = self.ingest_path / ".readers"  # where each keeps its reader's state
+            readers.mkdir(parents=True, exist_ok=True)
+            readers.chmod(0o1777)  # as /tmp: each its own, none another's
         self.ingest: MqttIngest | None = None
         if mqtt is not None:
             self.ingest = MqttIngest(
@@ -113,7 +120,13 @@ class Agent(Node):
         self.status_port = status_port
         self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
         self.revisions = EdgeRevisions(
-            self.tms, self.states, self.labels, self.code_dir, self.ordered, self._refused
+            self.tms,
+            self.states,
+            self.labels,
+            self.code_dir,
+            self.ordered,
+            self._refused,
+            self._code_user,
         )
         self.book = OrderBook(self.workdir / "orders.json")
         self.resume = Resume(self.workdir, self.code_dir, outbox_budget, self.health)
@@ -224,7 +237,8 @@ class Agent(Node):
         self.resume.started(run)
         entry = self.checked_entry(run)  # what the subgraph's master loads is what runs
         if run.topology not in self.tms:
-            topology = edge_part(self.revisions.skeleton(run.package, run.entry), self.labels)
+            skeleton = self.revisions.skeleton(run.topology, run.package, run.entry)
+            topology = edge_part(skeleton, self.labels)
             if not topology.components:
                 self.error = f"no edge component of {run.topology!r} matches labels {self.labels}"
                 log.error("%s", self.error)
@@ -239,7 +253,7 @@ class Agent(Node):
                     self.workdir / run.topology / "tmaster-state",
                     run.package,
                     run.entry,
-                    self.revisions.load,
+                    self.revisions.loader(run.topology),
                     health=self.health,
                 )
             except OSError as exc:  # a full disk: say so, and try again until it is not
@@ -287,6 +301,14 @@ class Agent(Node):
         from ._hosted import HostedContainer
 
         return HostedContainer(args[2:], env)  # after "-m headwater.edge.container"
+
+    def container_run_as(self, run: pb.RunContainer) -> RunAs | None:
+        return self._code_user(run.topology)
+
+    def _code_user(self, topology: str) -> RunAs | None:
+        if self.footprint != "normal":  # its instances run in the container, or in the agent
+            return None
+        return self.users.run_as(topology)
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.local_address

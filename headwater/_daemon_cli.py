@@ -349,6 +349,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
             args.insecure,
             args.join,
             limits_of(args),
+            args.isolation,
         )
     )
     return 0
@@ -427,6 +428,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             insecure=args.insecure,
             join_token=args.join,
             limits=limits_of(args),
+            isolation=args.isolation,
             footprint=args.footprint,
         )
         loop = asyncio.get_running_loop()

@@ -1,4 +1,5 @@
-"""``--topology-memory``, ``--topology-cpus``, ``--topology-processes``: what each topology's
+"""``--isolation``: which user a topology's code runs as on a node (common/node/_users.py);
+``--topology-memory``, ``--topology-cpus``, ``--topology-processes``: what each topology's
 containers on a node may use together (common/node/_limits.py)."""
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def size(text: str) -> int:
 
 
 def add_limit_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--isolation",
+        choices=("auto", "user", "none"),
+        default="auto",
+        help="run each topology's code as a user of its own: auto (default) where this node "
+        "can (as root), user to require it, none never (docs/security.md)",
+    )
     p.add_argument(
         "--topology-memory",
         type=size,

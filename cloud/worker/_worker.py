@@ -24,6 +24,7 @@ async def serve(
     insecure: bool = False,
     join_token: JoinToken | None = None,
     limits: TopologyLimits = DEFAULT_LIMITS,
+    isolation: str = "auto",
 ) -> None:
     """Run a worker attached to ``master`` until SIGTERM or SIGINT."""
     node = Node(
@@ -36,6 +37,7 @@ async def serve(
         insecure=insecure,
         join_token=join_token,
         limits=limits,
+        isolation=isolation,
     )
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):

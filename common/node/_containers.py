@@ -26,6 +26,7 @@ from typing import Protocol
 
 from .._health import FAILED, Health
 from .._retry import Backoff, RetryPolicy
+from .._sandbox import RunAs
 from ..control._crashloop import CrashLoopWatch
 from ..runtime._procs import BeatWatch, Proc, beat_file, terminate
 from ..security import Transport
@@ -44,6 +45,8 @@ class ContainerHooks(Protocol):
     """What a container is started with: the node says (an agent runs edge containers)."""
 
     def container_module(self, run: pb.RunContainer) -> str: ...
+
+    def container_run_as(self, run: pb.RunContainer) -> RunAs | None: ...
 
     def tmaster_address(self, run: pb.RunContainer) -> str: ...
 
@@ -88,6 +91,9 @@ class ContainerSupervisor:
         """Start the process of ``run``'s container, with the topology file ``entry``."""
         home = self.workdir / run.topology / f"container-{run.container}"
         home.mkdir(parents=True, exist_ok=True)
+        run_as = self.hooks.container_run_as(run)
+        if run_as is not None:  # its code finds its socket here, and lists nothing
+            home.chmod(0o711)
         args = [
             "-m",
             self.hooks.container_module(run),
@@ -107,6 +113,7 @@ class ContainerSupervisor:
             "--host",
             self.host,
             *self.transport.args(),
+            *(["--run-as", run_as.arg()] if run_as is not None else []),
         ]
         self.containers[(run.topology, run.container)] = self.hooks.launch_container(
             run, args, self.hooks.container_env(run), home / "container.log"

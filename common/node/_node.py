@@ -40,6 +40,7 @@ from .._health import DEGRADED, FAILED, Health
 from .._ids import name_problem
 from .._package import digest_problem, entry_problem, verify_package
 from .._retry import RetryPolicy
+from .._sandbox import RunAs
 from .._unpacked import MARK, NO_BYTECODE, drift, fresh
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
@@ -53,6 +54,7 @@ from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
 from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
 from ._logs import read_logs
+from ._users import TopologyUsers
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -75,6 +77,7 @@ class Node:
         insecure: bool = False,
         join_token: JoinToken | None = None,
         limits: TopologyLimits = DEFAULT_LIMITS,
+        isolation: str = "auto",
     ) -> None:
         self.master = master
         self.host = host  # where its containers' stream managers listen, and say they are
@@ -85,6 +88,7 @@ class Node:
         self._lock = lock_workdir(self.workdir)
         self.node_id = node_identity(self.workdir, kind, node_id)
         self.limits = TopologyGroups(self.node_id, limits)  # each topology's control groups
+        self.users = TopologyUsers(self.workdir, isolation)  # each topology's own user
         self.labels = dict(labels or {})
         self.version = version
         self.backoff = backoff
@@ -381,6 +385,10 @@ class Node:
 
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.common.runtime.container"
+
+    def container_run_as(self, run: pb.RunContainer) -> RunAs | None:
+        """The user ``run``'s topology code runs as (None: this node's own)."""
+        return self.users.run_as(run.topology)
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.master

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._sandbox import TopologyLoader
 from .._unpacked import fresh
 from ..api import Topology
 from ..plan import (
@@ -47,8 +48,10 @@ class LoadedRevisions:
         stmgr: StreamManager,
         domain: str | None = None,
         labels: dict[str, str] | None = None,
+        loader: TopologyLoader = load_topology,
     ) -> None:
         self._known = {1: first}
+        self._loader = loader  # the container's: in a child process, as its topology's user
         self.current = 1  # the one running (the first: what the container started with)
         self._container = container
         self._workdir = workdir
@@ -90,7 +93,7 @@ class LoadedRevisions:
                 for i in r.plan.instances
             ),
         )
-        loaded = load_topology(code / r.entry, self.name, self.domain, self.labels)
+        loaded = self._loader(code / r.entry, self.name, self.domain, self.labels)
         topology = restrict(loaded, plan)
         validate(topology)
         plan_file = home / "plan.json"

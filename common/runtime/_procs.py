@@ -15,6 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import Protocol
 
+from .._sandbox import RunAs
+
 log = logging.getLogger("headwater.procs")
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -52,10 +54,24 @@ def _die_with_parent() -> None:
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+
+
 def _before_exec(preexec: Callable[[], None] | None) -> None:
     if preexec is not None:
         preexec()
-    _die_with_parent()
+    _die_with_parent()  # after a change of user, which clears it
+
+
+def _then(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+    if first is None:
+        return second
+
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 def spawn(
@@ -66,14 +82,21 @@ def spawn(
     executable: str | None = None,
     cwd: str | None = None,
     preexec: Callable[[], None] | None = None,
+    run_as: RunAs | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies;
-    ``preexec`` runs in the child first, between fork and exec."""
-    out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (the child owns it)
+    ``preexec`` runs in the child first, between fork and exec; ``run_as``: the child runs as
+    that user, with its environment (``RunAs.env``)."""
+    # the log is its process's and this one's: a topology's code as another user reads none
+    out = os.fdopen(os.open(log_path, _LOG_FLAGS, 0o600), "ab") if log_path else None
+    environment = {**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})}
+    if run_as is not None:
+        environment = run_as.env(environment)
+        preexec = _then(preexec, run_as.preexec)
     try:
         return subprocess.Popen(
             [executable or sys.executable, *args],
-            env={**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})},
+            env=environment,
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,
             stdin=subprocess.DEVNULL,

@@ -26,6 +26,9 @@ class Daemons:
         self.token = ""  # the admin token the master made at its first start
         self.join_port, self.ca_fingerprint = 0, ""  # where nodes enrol, the CA they trust
         self.netns: str | None = None
+        # where a topology's code runs on the nodes: as the node's user, so that it writes into
+        # the test's folders (tests/integration/test_isolation.py sets None: the nodes' default)
+        self.isolation: str | None = "none"
 
     def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
         ready = self.tmp / "master.json"
@@ -77,6 +80,7 @@ class Daemons:
                 "--workdir",
                 str(self.tmp / name),
                 *self.join("worker"),
+                *self._isolation(),
                 *more,
             ],
             f"{name}.log",
@@ -94,9 +98,14 @@ class Daemons:
         if "--insecure" not in args and "--join" not in args:
             args = (*args, *self.join("agent"))
         proc = self._spawn(
-            ["agent", *ident, "--workdir", str(self.tmp / name), *args], f"{name}.log", netns=netns
+            ["agent", *ident, "--workdir", str(self.tmp / name), *self._isolation(), *args],
+            f"{name}.log",
+            netns=netns,
         )
         return psutil.Process(proc.pid)
+
+    def _isolation(self) -> list[str]:
+        return ["--isolation", self.isolation] if self.isolation else []
 
     def join_token(self, role: str) -> str:
         """A new join token of ``role`` (as `headwater token create` makes one)."""
