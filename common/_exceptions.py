@@ -16,7 +16,9 @@ HeadwaterError
  +-- CorruptCheckpointError    a stored snapshot fails its checksum or is missing
  |                             (defined in headwater.common.state)
  +-- LogOffsetError            a reader's offset past a durable log's end: the log
-                               went back (defined in headwater.common.state)
+ |                             went back (defined in headwater.common.state)
+ +-- PortInUse                 a port a daemon must listen on is taken; names who
+                               holds it (defined in headwater.common._ports)
 """
 
 from __future__ import annotations

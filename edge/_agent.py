@@ -38,6 +38,7 @@ from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._health import DEGRADED, FAILED
 from headwater.common._ids import name_problem
+from headwater.common._ports import check_free, grpc_server
 from headwater.common._sandbox import RunAs
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
@@ -163,27 +164,35 @@ class Agent(Node):
                 self.resume.not_resumed(run, f"its edge subgraph does not load: {exc}", FAILED)
 
     async def run(self) -> None:
+        if self.status_port is not None:  # taken: PortInUse before anything starts
+            check_free("127.0.0.1", self.status_port, "--status-port")
         if self.transport.secure and not has_credentials(self.tls_dir):
             # first start: the local links need the certificate too (nothing to resume yet)
             if not self.master:
                 self.master = await find_master()
             await self.enrol()
-        self._server = grpc.aio.server()
+        self._server = grpc_server()
         pb_grpc.add_TopologyMasterServicer_to_server(
             TopologyDispatch(self.tms, self._own_container), self._server
         )
         port = self.transport.bind(self._server, "127.0.0.1:0")
         await self._server.start()
+        # the status page and ingest first: neither needs the master
+        http = None
+        if self.status_port is not None:
+            try:
+                http = await serve_status(self, self.status_port)
+            except BaseException:  # taken since: stop the server, or it complains at exit
+                await self._server.stop(None)
+                raise
         self.local_address = f"127.0.0.1:{port}"
         given = bool(self.master)
         self._resume()  # before reaching the master: it may be out of reach
         rediscover: asyncio.Task[None] | None = None
         if not given and self.master:  # resumed with the master's last address: look anyway
             rediscover = asyncio.get_running_loop().create_task(self._rediscover())
-        # ingest and the status page first: neither needs the master
         if self.ingest is not None:
             self.ingest.start()
-        http = await serve_status(self, self.status_port) if self.status_port is not None else None
         if not self.master:
             self.health.set(
                 "master",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -237,8 +238,6 @@ def _default_dir(name: str) -> Path:
 
 
 def _cmd_master(args: argparse.Namespace) -> int:
-    import asyncio
-
     from headwater._docker_cli import docker_options
     from headwater.cloud.master._main import INSECURE_WARNING, serve
 
@@ -249,7 +248,8 @@ def _cmd_master(args: argparse.Namespace) -> int:
         print(f"headwater master: WARNING: {INSECURE_WARNING}", file=sys.stderr, flush=True)
     state = Path(args.state_dir) if args.state_dir else _default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
-    asyncio.run(
+    return _run_daemon(
+        "master",
         serve(
             args.host,
             args.port,
@@ -263,8 +263,22 @@ def _cmd_master(args: argparse.Namespace) -> int:
             http_key=tls[1] if tls else None,
             insecure=args.insecure,
             docker=docker,
-        )
+        ),
     )
+
+
+def _run_daemon(role: str, main: Coroutine[Any, Any, None]) -> int:
+    """Run a daemon's ``main`` to its end; a port it needs that is taken (``PortInUse``,
+    raised once what had started has stopped) is one line on stderr and exit status 2."""
+    import asyncio
+
+    from headwater.common._ports import PortInUse
+
+    try:
+        asyncio.run(main)
+    except PortInUse as exc:
+        print(f"headwater {role}: {exc}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 
@@ -328,7 +342,6 @@ def _rest_tls(args: argparse.Namespace) -> tuple[Path, Path] | None:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    import asyncio
 
     from headwater import __version__
     from headwater.cloud.worker import serve
@@ -339,7 +352,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
     if args.insecure:
         warn_insecure("worker")
-    asyncio.run(
+    return _run_daemon(
+        "worker",
         serve(
             args.master,
             workdir,
@@ -350,9 +364,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
             args.join,
             limits_of(args),
             args.isolation,
-        )
+        ),
     )
-    return 0
 
 
 def _mqtt_security(args: argparse.Namespace) -> dict[str, Any]:
@@ -436,5 +449,4 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             loop.add_signal_handler(s, agent.stopping.set)
         await agent.run()
 
-    asyncio.run(main())
-    return 0
+    return _run_daemon("agent", main())
