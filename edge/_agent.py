@@ -105,10 +105,6 @@ class Agent(Node):
         self.footprint = footprint
         self.ingress_proxy = ingress_proxy  # HOST:PORT of an HTTP CONNECT proxy to the cloud
         self.ingest_path = self.workdir / "ingest"
-        if self.users.enabled:  # its edge spouts, as their topologies' users, read the log
-            readers = self.ingest_path / ".readers"  # where each keeps its reader's state
-            readers.mkdir(parents=True, exist_ok=True)
-            readers.chmod(0o1777)  # as /tmp: each its own, none another's
         self.ingest: MqttIngest | None = None
         if mqtt is not None:
             self.ingest = MqttIngest(
@@ -166,6 +162,7 @@ class Agent(Node):
     async def run(self) -> None:
         if self.status_port is not None:  # taken: PortInUse before anything starts
             check_free("127.0.0.1", self.status_port, "--status-port")
+        self.users.check()  # which user its topologies' code runs as: said once, after the ports
         if self.transport.secure and not has_credentials(self.tls_dir):
             # first start: the local links need the certificate too (nothing to resume yet)
             if not self.master:
@@ -317,7 +314,12 @@ class Agent(Node):
     def _code_user(self, topology: str) -> RunAs | None:
         if self.footprint != "normal":  # its instances run in the container, or in the agent
             return None
-        return self.users.run_as(topology)
+        run_as = self.users.run_as(topology)
+        if run_as is not None:  # its edge spouts, as their topologies' users, read the log
+            readers = self.ingest_path / ".readers"  # where each keeps its reader's state
+            readers.mkdir(parents=True, exist_ok=True)
+            readers.chmod(0o1777)  # as /tmp: each its own, none another's
+        return run_as
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.local_address

@@ -140,6 +140,7 @@ class Node:
         )
 
     async def run(self) -> None:
+        self.users.check()  # which user its topologies' code runs as: said once, at start
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self._session()), loop.create_task(self.supervisor.run())]
         tasks.append(loop.create_task(self.credentials.renewing()))

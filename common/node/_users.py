@@ -50,17 +50,33 @@ class TopologyUsers:
         if mode not in MODES:
             raise HeadwaterError(f"--isolation is one of {', '.join(MODES)}, not {mode!r}")
         self.workdir = workdir.resolve()
+        self.mode = mode
         self.registry = Path(os.environ.get(REGISTRY_ENV) or REGISTRY)
-        self.why_not = "--isolation none" if mode == "none" else self._problem()
-        if self.why_not is not None and mode == "user":
-            raise HeadwaterError(f"--isolation user, but this node cannot: {self.why_not}")
-        if self.why_not is not None and mode == "auto":
+        self._why_not: str | None = None
+        self._checked = False
+
+    def check(self) -> None:
+        """Find out (once) whether this node can: as its daemon starts, after its ports.
+
+        Raises HeadwaterError for ``--isolation user`` on a node that cannot."""
+        if self._checked:
+            return
+        self._why_not = "--isolation none" if self.mode == "none" else self._problem()
+        self._checked = True
+        if self._why_not is not None and self.mode == "user":
+            raise HeadwaterError(f"--isolation user, but this node cannot: {self._why_not}")
+        if self._why_not is not None and self.mode == "auto":
             log.warning(
                 "topology code runs as this node's own user (uid %d): %s "
                 "(docs/security.md, 'Topology code on a node')",
                 os.geteuid(),
-                self.why_not,
+                self._why_not,
             )
+
+    @property
+    def why_not(self) -> str | None:
+        self.check()
+        return self._why_not
 
     @property
     def enabled(self) -> bool:
