@@ -38,16 +38,18 @@ def errors(
     whole: Topology | None = None,
     agents: dict[str, Any] | None = None,
     metrics: dict[str, Any] | None = None,
+    all_edge: bool = False,
 ) -> dict[str, float]:
     """The topology's errors as its DAG shows them, summed: ``errors`` (the total) and each
     of ``ERROR_KINDS``. A cloud component's from its topology master's metrics; an edge
     component's (``whole``: the whole topology, edge included) from each agent's counts
-    (``agents``: ``cloud/console``'s per-agent figures); the console's ``dag.js`` draws
-    the same sums on each box, so the topologies table, the REST summary and the DAG agree."""
+    (``agents``: ``cloud/console``'s per-agent figures); ``all_edge``: every component
+    drawn as an edge one (an agent's own page). The console's ``dag.js`` draws the same
+    sums on each box, so the topologies table, the REST summary and the DAG agree."""
     components = (metrics or tm.metrics_view())["components"]
     out = dict.fromkeys(ERROR_KINDS, 0.0)
     for c in (whole or tm.topology).components:
-        if c.placement.is_edge:
+        if all_edge or c.placement.is_edge:
             for agent in (agents or {}).values():
                 counts = agent["components"].get(c.name, {})
                 out["exceptions"] += counts.get("exceptions", 0.0)
@@ -60,7 +62,10 @@ def errors(
 
 
 def topology_row(
-    tm: TopologyMaster, whole: Topology | None = None, agents: dict[str, Any] | None = None
+    tm: TopologyMaster,
+    whole: Topology | None = None,
+    agents: dict[str, Any] | None = None,
+    all_edge: bool = False,
 ) -> dict[str, Any]:
     """One line of the topologies table: the summary without its lists, plus totals
     (``errors``: what the DAG flags, edge included given ``whole`` and ``agents``)."""
@@ -80,7 +85,7 @@ def topology_row(
         "containers": len(s["containers"]),
         "executed": totals.get("executed", 0.0),
         "emitted": totals.get("emitted", 0.0),
-        **errors(tm, whole, agents, metrics),
+        **errors(tm, whole, agents, metrics, all_edge),
     }
 
 

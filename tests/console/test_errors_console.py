@@ -5,7 +5,8 @@ A master, a worker and an agent with Mosquitto run a topology whose edge bolt ``
 dead-letters malformed readings (20 of them) and whose cloud bolt ``check`` dead-letters
 every fifth good one (6). The table said "errors 0" while the DAG flagged ``parse``: it
 summed the cloud's components only. Now the table's figure is the sum of the figures
-the DAG's boxes carry, exactly, and the API and the CLI give the same numbers.
+the DAG's boxes carry, exactly, and the API and the CLI give the same numbers; the
+agent's own page (its status port) agrees with its own DAG too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 from selenium import webdriver
 
+from ..conftest import free_port
 from ..integration._daemons import Daemons
 from ..integration._support import committed_rows, wait_for
 from ..integration.test_edge_cloud import Sensors, _agent_args
@@ -92,7 +94,11 @@ def test_the_topologies_table_counts_what_the_dag_flags(
     (code / "errs.py").write_text(TOPOLOGY)
     daemons.start_master()
     daemons.start_worker("w1", env={"HW_TEST_OUT": str(out)})
-    daemons.start_agent("gw-site0", *_agent_args(mosquitto, "site0", daemons.grpc))
+    own_port = free_port()  # the agent's own page, on its status port
+    daemons.start_agent(
+        "gw-site0",
+        *_agent_args(mosquitto, "site0", daemons.grpc, "--status-port", str(own_port)),
+    )
     wait_for(
         lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 2,
         30,
@@ -148,3 +154,13 @@ def test_the_topologies_table_counts_what_the_dag_flags(
     wait_for(lambda: dag().get("parse") == BAD, 30, "the DAG flagging parse")
     assert dag() == {"readings": 0, "parse": BAD, "check": DEAD_IN_THE_CLOUD, "sink": 0}
     assert table == sum(dag().values()) == total
+
+    # the agent's own page: its edge subgraph (and its outbox to the cloud), the same way
+    page = Page(browser, f"http://127.0.0.1:{own_port}", SCREENSHOTS)
+    page.open()
+    page.go("#/topologies")
+    page.wait_text(cell, f"{BAD} ({BAD} dead letters)")
+    table = int(page.find(cell).get_attribute("data-errors") or -1)
+    page.go("#/topology/errs")
+    wait_for(lambda: dag().get("parse") == BAD, 30, "the agent's DAG flagging parse")
+    assert table == sum(dag().values()) == BAD
