@@ -297,6 +297,11 @@ def _print_status(
         f"topology {summary['name']}  state {summary['state']}{since}  "
         f"up {summary['uptime_s']}s  revision {summary['revision']}"
     )
+    if "errors" in summary:  # as the console's DAG flags them, the edge's included
+        print(
+            f"errors {int(summary['errors'])}: {int(summary['dead_letters'])} dead letters, "
+            f"{int(summary['exceptions'])} task crashes, {int(summary['failed'])} failed tuples"
+        )
     for why in status.get("waiting_for", []):
         print(f"  waiting for: {why}")
     for loop in status.get("crash_loops", []):
