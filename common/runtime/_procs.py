@@ -1,4 +1,4 @@
-"""Child processes that die with their parent (Linux PR_SET_PDEATHSIG)."""
+"""Child processes that die with their parent (Linux PR_SET_PDEATHSIG) and leave Ctrl-C to it."""
 
 from __future__ import annotations
 
@@ -48,10 +48,21 @@ class Proc(Protocol):
     def kill(self) -> None: ...
 
 
+_libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+_libc.signal.restype = ctypes.c_void_p
+_SIG_IGN = 1
+
+
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec. SIGKILL on parent death means a
-    # killed stmgr or launcher can never leave orphans behind.
+    # killed stmgr or launcher can never leave orphans behind. SIGINT ignored: a terminal's
+    # Ctrl-C reaches the whole process group, and a child still starting (its interpreter
+    # not yet past its imports) would die of it with a traceback in its log; its parent
+    # stops it (SIGTERM), in order, as pyspark does for Spark's JVM. A child that sets a
+    # SIGINT handler of its own (every Headwater daemon does) gets it again from then on.
+    # libc's signal(): Python's may only be called on the main thread.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _libc.signal(signal.SIGINT, _SIG_IGN)
 
 
 _LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
