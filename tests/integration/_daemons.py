@@ -27,7 +27,10 @@ class Daemons:
         self.join_port, self.ca_fingerprint = 0, ""  # where nodes enrol, the CA they trust
         self.netns: str | None = None
 
-    def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
+    def start_master(
+        self, host: str = "127.0.0.1", netns: str | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
+        """``extra``: more of `headwater master`'s options."""
         ready = self.tmp / "master.json"
         self._spawn(
             [
@@ -44,6 +47,7 @@ class Daemons:
                 str(ready),
                 "--join-port",
                 str(free_port()),
+                *extra,
             ],
             "master.log",
             netns=netns,
