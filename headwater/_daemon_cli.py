@@ -9,7 +9,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from headwater._argtypes import POSITIVE_INT
+from headwater._argtypes import POSITIVE_INT, number
 from headwater._limits_cli import add_limit_arguments, limits_of
 from headwater.common._exceptions import HeadwaterError
 
@@ -43,6 +43,14 @@ def add_parsers(sub: Any) -> None:
         type=int,
         default=7072,
         help="where nodes enrol with a join token (TLS, no client certificate; default 7072)",
+    )
+    master.add_argument(
+        "--placement-delay",
+        type=number(0, what="a number of seconds"),
+        default=3.0,
+        metavar="S",
+        help="containers waiting for a worker are dealt once no new worker has attached for S "
+        "seconds, so workers starting together share them (default 3; 0: at once)",
     )
     master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
     from headwater._docker_cli import add_docker_options
@@ -263,6 +271,7 @@ def _cmd_master(args: argparse.Namespace) -> int:
             http_key=tls[1] if tls else None,
             insecure=args.insecure,
             docker=docker,
+            placement_delay=args.placement_delay,
         ),
     )
 

@@ -23,6 +23,7 @@ from ._docker import DockerOptions, DockerScheduler, open_scheduler
 from ._enrolment import Enrolment, EnrolmentService
 from ._http import make_app
 from ._master import Master
+from ._scheduler import PLACEMENT_DELAY_S
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
@@ -46,12 +47,15 @@ async def serve(
     http_key: Path | None = None,
     insecure: bool = False,
     docker: DockerOptions | None = None,
+    placement_delay: float = PLACEMENT_DELAY_S,
 ) -> None:
     """Serve until SIGTERM/SIGINT. The REST API listens on ``http_host`` (loopback by
     default: reaching it from elsewhere is a choice), over TLS with ``http_cert`` and
     ``http_key``; it needs tokens unless ``insecure``. ``docker``: run cloud containers in
-    Docker containers (the Docker scheduler) instead of on attached workers. A port that is
-    taken raises ``PortInUse`` (naming the option that chose it) and stops what had started."""
+    Docker containers (the Docker scheduler) instead of on attached workers;
+    ``placement_delay``: how long containers that wait for a worker wait after a new worker
+    attaches (``WorkerScheduler``). A port that is taken raises ``PortInUse`` (naming the
+    option that chose it) and stops what had started."""
     # every port checked before anything is made or started: a taken one stops the master
     # at once with PortInUse (one line from the CLI), and no port is shared (grpc_server)
     check_free(host, port, "--port")
@@ -75,7 +79,7 @@ async def serve(
             enrolment = Enrolment(state_dir / "tls", TokenStore(state_dir / "tokens.json"))
             transport = Transport.of(enrolment.ca.master_credentials())
         bound = transport.bind(server, f"{host}:{port}", option="--port")
-        master = Master(state_dir, grpc_address=f"{host}:{bound}")
+        master = Master(state_dir, grpc_address=f"{host}:{bound}", placement_delay=placement_delay)
         master.traffic = traffic
         master.nodes.enrolment = enrolment
         joins: grpc.aio.Server | None = None

@@ -30,7 +30,10 @@ class Daemons:
         # the test's folders (tests/integration/test_isolation.py sets None: the nodes' default)
         self.isolation: str | None = "none"
 
-    def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
+    def start_master(
+        self, host: str = "127.0.0.1", netns: str | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
+        """``extra``: more of `headwater master`'s options."""
         ready = self.tmp / "master.json"
         self._spawn(
             [
@@ -47,6 +50,7 @@ class Daemons:
                 str(ready),
                 "--join-port",
                 str(free_port()),
+                *extra,
             ],
             "master.log",
             netns=netns,
