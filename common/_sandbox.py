@@ -16,18 +16,8 @@ the node's) or signal another topology's processes (another user).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .api import Topology
-
-TopologyLoader = Callable[
-    [str | os.PathLike[str], str | None, str | None, Mapping[str, str] | None], "Topology"
-]
-"""``load_topology``'s shape: (file, name, domain, labels) -> the topology."""
 
 SECRET_ENV = ("HEADWATER_TOKEN", "HEADWATER_MQTT_PASSWORD", "HEADWATER_JOIN")
 """What a node's environment may hold that its topologies' code must not see."""
@@ -65,25 +55,3 @@ class RunAs:
         os.setgid(self.gid)
         os.setuid(self.uid)
         os.umask(0o077)
-
-
-def topology_loader(run_as: RunAs | None) -> TopologyLoader:
-    """How a container loads its topology's files: itself, or (``run_as``) as a code-free
-    skeleton from a child process that runs as that user."""
-    from .plan import for_domain, load_topology
-    from .plan._child_loader import load_isolated_blocking
-
-    if run_as is None:
-        return load_topology
-
-    def load(
-        path: str | os.PathLike[str],
-        name: str | None = None,
-        domain: str | None = None,
-        labels: Mapping[str, str] | None = None,
-    ) -> Topology:
-        file = Path(path)
-        whole = load_isolated_blocking(file.parent, file.name, name=name, run_as=run_as)
-        return for_domain(whole, domain, labels) if domain else whole
-
-    return load

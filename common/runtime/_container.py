@@ -46,7 +46,6 @@ from typing import Any
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
 from .._clock import SYSTEM_CLOCK, Clock
-from .._sandbox import topology_loader
 from ..api import Reliability
 from ..plan import domain_args, pack_round_robin, validate
 from ..wire._control import (
@@ -61,7 +60,7 @@ from ..wire._control import (
 from ..wire.proto import runtime_pb2 as pb
 from ._container_config import ContainerConfig, parse_config
 from ._hooks import Metric
-from ._loaded_revisions import LoadedRevisions, Revision
+from ._loaded_revisions import LoadedRevisions, Revision, topology_loader
 from ._procs import Proc, beat_file, spawn, terminate
 from ._session import CommandHandler, MasterSession
 from ._snapshots import Snapshots

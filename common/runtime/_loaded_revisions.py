@@ -10,22 +10,50 @@ failure does.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._sandbox import TopologyLoader
+from .._sandbox import RunAs
 from .._unpacked import fresh
 from ..api import Topology
 from ..plan import (
     InstancePlacement,
     PhysicalPlan,
+    for_domain,
     load_topology,
     plan_to_json,
     restrict,
     validate,
 )
+from ..plan._child_loader import load_isolated_blocking
 from ..wire.proto import runtime_pb2 as pb
 from ._stmgr import StreamManager
+
+TopologyLoader = Callable[
+    [str | os.PathLike[str], str | None, str | None, Mapping[str, str] | None], Topology
+]
+"""``load_topology``'s shape: (file, name, domain, labels) -> the topology."""
+
+
+def topology_loader(run_as: RunAs | None) -> TopologyLoader:
+    """How a container loads its topology's files: itself, or (``run_as``) as a code-free
+    skeleton from a child process that runs as that user."""
+    if run_as is None:
+        return load_topology
+
+    def load(
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        domain: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Topology:
+        file = Path(path)
+        whole = load_isolated_blocking(file.parent, file.name, name=name, run_as=run_as)
+        return for_domain(whole, domain, labels) if domain else whole
+
+    return load
 
 
 @dataclass(frozen=True)
