@@ -30,6 +30,9 @@ class RunAs:
     uid: int
     gid: int
     home: str
+    groups: tuple[str, ...] = ()
+    """``cgroup.procs`` files its processes enter first (its topology's control groups, where
+    the node made them; a container's are its own already)."""
 
     def arg(self) -> str:
         """As the container's ``--run-as`` takes it."""
@@ -50,7 +53,14 @@ class RunAs:
         return kept
 
     def preexec(self) -> None:
-        """Become this user (between fork and exec, as root): groups, then group, then user."""
+        """Become this user (between fork and exec, as root): enter its control groups, then
+        drop the supplementary groups, then the group, then the user."""
+        for path in self.groups:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, b"0")  # "0": the writing process itself
+            finally:
+                os.close(fd)
         os.setgroups([])
         os.setgid(self.gid)
         os.setuid(self.uid)

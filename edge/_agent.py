@@ -314,7 +314,7 @@ class Agent(Node):
     def _code_user(self, topology: str) -> RunAs | None:
         if self.footprint != "normal":  # its instances run in the container, or in the agent
             return None
-        run_as = self.users.run_as(topology)
+        run_as = self.code_user(topology)
         if run_as is not None:  # its edge spouts, as their topologies' users, read the log
             readers = self.ingest_path / ".readers"  # where each keeps its reader's state
             readers.mkdir(parents=True, exist_ok=True)

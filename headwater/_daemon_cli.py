@@ -296,10 +296,12 @@ def _add_identity_arguments(p: argparse.ArgumentParser, role: str) -> None:
     p.add_argument(
         "--join",
         type=_join_token,
-        default=None,
+        default=os.environ.get("HEADWATER_JOIN") or None,
         metavar="TOKEN",
         help=f"enrol on first start with a join token (`headwater token create --role {role}` "
-        "prints one); the certificate is kept in WORKDIR/tls and the token is not needed again",
+        "prints one); the certificate is kept in WORKDIR/tls and the token is not needed again. "
+        "Default: $HEADWATER_JOIN, which, unlike a command line, other users of the machine "
+        "cannot read in /proc",
     )
     p.add_argument(
         "--insecure",

@@ -7,8 +7,9 @@ in each controller it may write: ``memory`` (``memory.limit_in_bytes``, or
 default) and ``pids`` (``pids.max``: processes and threads). A container's
 instances are its children, so they stay in its group: the limits bound the
 topology as a whole on this node, and one topology cannot starve the node or
-its neighbours of memory or processes. The group is removed when the topology
-stops here (and when the node stops).
+its neighbours of memory or processes. When the topology stops here, whatever
+is left in its group (a process it started in a session of its own) is killed
+and the group removed (when the node stops too).
 
 Where the node cannot make control groups (not root, a read-only
 ``/sys/fs/cgroup``), it says so once and runs its containers without these
@@ -21,6 +22,8 @@ import contextlib
 import logging
 import os
 import re
+import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +75,8 @@ class TopologyGroups:
             return made
         made = []
         for controller, base in self._bases.items():
-            group = base / self._node / _SAFE.sub("-", topology)
+            # "t-": never one of the controller's own files (a topology named "tasks")
+            group = base / self._node / ("t-" + _SAFE.sub("-", topology))
             try:
                 group.mkdir(parents=True, exist_ok=True)
                 self._set_limits(controller, group)
@@ -104,12 +108,18 @@ class TopologyGroups:
         return _Join(tuple(str(g / "cgroup.procs") for g in self.groups(topology)))
 
     def remove(self, topology: str) -> None:
-        """Remove ``topology``'s groups (once its processes are gone)."""
+        """Kill what is left in ``topology``'s groups (a process it left behind, in a session
+        of its own), then remove them; one that cannot go yet is tried again next time."""
+        left = []
         for group in self._made.pop(topology, []):
+            _kill_all(group)
             try:
                 group.rmdir()
-            except OSError as exc:  # still a process in it: the next stop tries again
+            except OSError as exc:  # a process still dying: the next stop or close tries again
                 log.debug("cannot remove %s yet: %s", group, exc)
+                left.append(group)
+        if left:
+            self._made[topology] = left
 
     def close(self) -> None:
         """Remove every group made here, and the node's own folders if empty."""
@@ -132,6 +142,22 @@ class _Join:
                 os.write(fd, b"0")  # "0": the writing process itself
             finally:
                 os.close(fd)
+
+
+def _kill_all(group: Path, wait_s: float = 5.0) -> None:
+    """SIGKILL every process in ``group`` until it is empty (or ``wait_s`` has passed)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return
+        if not pids or time.monotonic() > deadline:
+            return
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
 
 
 def _writable_bases(root: Path) -> dict[str, Path]:

@@ -31,6 +31,7 @@ import logging
 import os
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -389,7 +390,15 @@ class Node:
 
     def container_run_as(self, run: pb.RunContainer) -> RunAs | None:
         """The user ``run``'s topology code runs as (None: this node's own)."""
-        return self.users.run_as(run.topology)
+        return self.code_user(run.topology)
+
+    def code_user(self, topology: str) -> RunAs | None:
+        """The user ``topology``'s code runs as here, in its control groups (None: this
+        node's own)."""
+        run_as = self.users.run_as(topology)
+        if run_as is None:
+            return None
+        return replace(run_as, groups=self.limits.joiner(topology).procs)
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.master

@@ -48,6 +48,7 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 from .._clock import SYSTEM_CLOCK, Clock
 from ..api import Reliability
 from ..plan import domain_args, pack_round_robin, validate
+from ..state._plain import refuse_code
 from ..wire._control import (
     Commit,
     ControlMessage,
@@ -91,7 +92,8 @@ class Container:
         validate(self.topology)
         self.plan = pack_round_robin(self.topology, config.containers)
         self.workdir = config.workdir
-        if config.run_as is not None:  # its checkpoints: this process's alone
+        if config.run_as is not None:  # its code runs as another user; this process is the node's
+            refuse_code()  # it reads its instances' snapshots: plain values, never code
             os.makedirs(config.state_dir, mode=0o700, exist_ok=True)
             os.chmod(config.state_dir, 0o700)
         self.socket_path = str(self.workdir / f"c{self.id}.sock")

@@ -106,7 +106,8 @@ def spawn(
         preexec = _then(preexec, run_as.preexec)
     try:
         return subprocess.Popen(
-            [executable or sys.executable, *args],
+            # -P: not the current folder first on the path (a module planted there would run)
+            [executable, *args] if executable else [sys.executable, "-P", *args],
             env=environment,
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,

@@ -136,3 +136,24 @@ def test_an_agents_edge_topology_runs_as_its_own_user(
     a1 = daemons.tmp / "a1"
     assert stat.S_IMODE((a1 / "orders.json").stat().st_mode) == 0o600
     assert any(f["orders"] == "PermissionError" for f in facts)  # once it is written
+
+
+POISONED = Path(__file__).parent / "topologies" / "poisoned_state.py"
+
+
+def test_a_snapshot_that_would_run_code_is_refused_by_the_node(
+    cluster: tuple[Daemons, Path],
+) -> None:
+    daemons, report = cluster
+    daemons.start_master()
+    daemons.start_worker("w1")
+    wait_for(lambda: [n for n in daemons.api("/api/v1/nodes") if n["online"]], 30, "online")
+    folder = daemons.tmp / "code"
+    folder.mkdir()
+    (folder / "pipeline.py").write_text(POISONED.read_text())
+    assert "submitted 'poisoned'" in daemons.cli("submit", str(folder / "pipeline.py"))
+    log = daemons.tmp / "w1" / "poisoned" / "container-0" / "container.log"
+    refusal = "a snapshot holds a posix.system"
+    wait_for(lambda: log.exists() and refusal in log.read_text(), 90, "the container's refusal")
+    ran = {p.name: p.read_text().strip() for p in report.glob("ran-*.txt")}
+    assert "0" not in ran.values(), ran  # never as root: at most as the topology's own user

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import psutil
@@ -139,10 +140,20 @@ def test_a_topologys_processes_share_its_control_groups_and_their_limits(
     processes = {_group(pid, "pids") for pid in pids}
     assert len(memory) == len(processes) == 1  # one group each, for all three
     [mem], [procs] = memory, processes
-    assert mem.parts[-2:] == ("headwater-w1", "probe")
+    assert mem.parts[-2:] == ("headwater-w1", "t-probe")
     assert int((mem / "memory.limit_in_bytes").read_text()) == 512 << 20
     assert (procs / "pids.max").read_text().strip() == "300"
     assert _group(worker.pid, "memory") == mem.parent.parent  # the worker itself is outside
 
-    daemons.cli("kill", "probe")
-    wait_for(lambda: not mem.exists() and not procs.exists(), 30, "its groups removed")
+    # what a topology's code can leave behind: a process in a session of its own (its group
+    # is its parent's, so it is in the topology's)
+    left = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    try:
+        for group in (mem, procs):
+            (group / "cgroup.procs").write_text(str(left.pid))
+        daemons.cli("kill", "probe")
+        wait_for(lambda: not mem.exists() and not procs.exists(), 30, "its groups removed")
+        assert left.wait(10) == -signal.SIGKILL  # killed with its topology
+    finally:
+        left.kill()
+        left.wait()
