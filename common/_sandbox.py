@@ -15,9 +15,18 @@ the node's) or signal another topology's processes (another user).
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+# loaded here, not between fork and exec (a dlopen there can deadlock a threaded parent)
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
 
 SECRET_ENV = ("HEADWATER_TOKEN", "HEADWATER_MQTT_PASSWORD", "HEADWATER_JOIN")
 """What a node's environment may hold that its topologies' code must not see."""
@@ -65,3 +74,4 @@ class RunAs:
         os.setgid(self.gid)
         os.setuid(self.uid)
         os.umask(0o077)
+        _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no set-user-id program gains it back
