@@ -207,6 +207,12 @@ def _has_footprint(tree: str | None) -> bool:
     return "--footprint" in _cli_text(tree)
 
 
+def _logs_each_checkpoint_at_debug(tree: str | None) -> bool:
+    """Whether the tree logs each checkpoint at DEBUG (an INFO summary a minute instead)."""
+    folder = Path(tree or Path(__file__).resolve().parent.parent)
+    return "SUMMARY_S" in (folder / "common" / "control" / "_checkpoints.py").read_text()
+
+
 class EdgeCluster:
     def __init__(
         self,
@@ -230,6 +236,8 @@ class EdgeCluster:
         edge_interval, cloud_interval = interval
         env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(cloud_interval)}
         env["BENCH_TRACE"] = "1" if trace else "0"
+        if trace and _logs_each_checkpoint_at_debug(tree):  # where_the_time_went reads them
+            env["HEADWATER_LOG_LEVEL"] = "INFO,headwater.tmaster.checkpoints=DEBUG"
         os.environ["BENCH_TRACE"] = env["BENCH_TRACE"]  # the package is built here
         self._spawn(
             "master",
@@ -354,7 +362,8 @@ class EdgeCluster:
 
 
 _DONE = re.compile(
-    r'ts=(\S+)Z .*logger=headwater.tmaster msg="checkpoint (\d+) complete in (\d+) ms'
+    r"ts=(\S+)Z .*logger=headwater.tmaster(?:\.checkpoints)? "
+    r'msg="checkpoint (\d+) complete in (\d+) ms'
 )
 
 

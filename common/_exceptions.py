@@ -16,7 +16,15 @@ HeadwaterError
  +-- CorruptCheckpointError    a stored snapshot fails its checksum or is missing
  |                             (defined in headwater.common.state)
  +-- LogOffsetError            a reader's offset past a durable log's end: the log
-                               went back (defined in headwater.common.state)
+ |                             went back (defined in headwater.common.state)
+ +-- PortInUse                 a port a daemon must listen on is taken; names who
+                               holds it (defined in headwater.common._ports)
+
+Outside the tree, a ``BaseException`` as ``KeyboardInterrupt`` is, so that no
+``except Exception`` on its way (in Headwater, PySpark or Py4J) takes it for an error:
+
+StartupStopped                 a stop (SIGINT, SIGTERM) that came while a command
+                               started; what had started is stopped
 """
 
 from __future__ import annotations
@@ -81,3 +89,15 @@ class DeadLetter(HeadwaterError):
     ...         raise DeadLetter("a reading must be a JSON object")
     ...     return {}
     """
+
+
+class StartupStopped(BaseException):
+    """Raised, from a signal handler, in what a command was starting when a stop came
+    (Ctrl-C or SIGTERM during ``headwater run``'s start-up, or while Spark starts).
+
+    The command stops what had started and says so in one line; ``signum`` is the
+    signal (the exit status is ``128 + signum`` where the command has no other)."""
+
+    def __init__(self, signum: int, what: str = "start-up") -> None:
+        super().__init__(f"stopped during {what}")
+        self.signum = signum

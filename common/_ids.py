@@ -15,8 +15,28 @@ NAME_RULE = "use 1 to 64 letters, digits, '.', '_' or '-', and not '.' or '..' a
 NODE_ID_RULE = NAME_RULE
 
 
+NODE_ENTRIES = frozenset(
+    {
+        "tls",
+        "packages",
+        "ingest",
+        "orders.json",
+        "orders.tmp",
+        "node-id",
+        "node.lock",
+        "node-id.tmp",
+    }
+)
+"""What a node keeps in its workdir beside its topologies' folders (``WORKDIR/TOPOLOGY``):
+never a topology's name, or killing it would delete the node's key or ingest log."""
+
+
 def name_problem(text: str, what: str = "name") -> str | None:
-    """Why ``text`` is not a safe name (``what`` says of what), or None if it is one."""
+    """Why ``text`` is not a safe name (``what`` says of what), or None if it is one.
+
+    A topology name may not be one of ``NODE_ENTRIES`` either."""
+    if what == "topology name" and text in NODE_ENTRIES:
+        return f"{text!r} is not a {what}: nodes keep their own {text!r} beside topologies"
     if _SAFE.fullmatch(text) and text not in (".", ".."):
         return None
     return f"{text!r} is not a {what}: {NAME_RULE}"

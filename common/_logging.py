@@ -1,8 +1,10 @@
 """Structured logs for the daemons: one record per line, as logfmt (default) or JSON.
 
 ``HEADWATER_LOG_FORMAT=json`` switches to JSON lines; ``HEADWATER_LOG_LEVEL``
-sets the level. Every line carries the time (UTC, ISO 8601), level, logger,
-the process role and id, and the message; an exception adds its traceback.
+sets the level, and, after commas, a logger's own
+(``INFO,headwater.tmaster.checkpoints=DEBUG``: every checkpoint's line, which is DEBUG).
+Every line carries the time (UTC, ISO 8601), level, logger, the process role and id, and
+the message; an exception adds its traceback.
 """
 
 from __future__ import annotations
@@ -62,4 +64,10 @@ def setup(role: str) -> None:
     handler.setFormatter(JsonFormatter(role) if fmt == "json" else LogfmtFormatter(role))
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(os.environ.get("HEADWATER_LOG_LEVEL", "INFO"))
+    levels = os.environ.get("HEADWATER_LOG_LEVEL", "INFO").split(",")
+    root.setLevel(levels[0].strip() or "INFO")
+    for item in levels[1:]:
+        name, eq, level = item.partition("=")
+        if not eq or not name.strip():
+            raise ValueError(f"HEADWATER_LOG_LEVEL: {item!r}: use LOGGER=LEVEL after the comma")
+        logging.getLogger(name.strip()).setLevel(level.strip())

@@ -38,10 +38,13 @@ from headwater.common._discovery import SERVICE, find_master
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._health import DEGRADED, FAILED
 from headwater.common._ids import name_problem
+from headwater.common._ports import check_free, grpc_server
+from headwater.common._sandbox import RunAs
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.node import Node
-from headwater.common.plan import domain_args, edge_part, load_topology, pack_round_robin, validate
+from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
+from headwater.common.plan import domain_args, edge_part, pack_round_robin, validate
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
 from headwater.common.runtime._procs import Proc
 from headwater.common.runtime._threads import FOOTPRINTS
@@ -78,6 +81,8 @@ class Agent(Node):
         insecure: bool = False,
         join_token: JoinToken | None = None,
         footprint: str = "normal",
+        limits: TopologyLimits = DEFAULT_LIMITS,
+        isolation: str = "auto",
     ) -> None:
         super().__init__(
             master or "",
@@ -88,6 +93,8 @@ class Agent(Node):
             version=version,
             insecure=insecure,
             join_token=join_token,
+            limits=limits,
+            isolation=isolation if footprint == "normal" else "none",
         )
         if outbox_budget <= 0:
             raise ValueError(f"the outbox budget must be positive, got {outbox_budget}")
@@ -110,7 +117,13 @@ class Agent(Node):
         self.status_port = status_port
         self.states: dict[str, str] = {}  # activate/deactivate, as the master last said
         self.revisions = EdgeRevisions(
-            self.tms, self.states, self.labels, self.code_dir, self.ordered, self._refused
+            self.tms,
+            self.states,
+            self.labels,
+            self.code_dir,
+            self.ordered,
+            self._refused,
+            self._code_user,
         )
         self.book = OrderBook(self.workdir / "orders.json")
         self.resume = Resume(self.workdir, self.code_dir, outbox_budget, self.health)
@@ -147,27 +160,36 @@ class Agent(Node):
                 self.resume.not_resumed(run, f"its edge subgraph does not load: {exc}", FAILED)
 
     async def run(self) -> None:
+        if self.status_port is not None:  # taken: PortInUse before anything starts
+            check_free("127.0.0.1", self.status_port, "--status-port")
+        self.users.check()  # which user its topologies' code runs as: said once, after the ports
         if self.transport.secure and not has_credentials(self.tls_dir):
             # first start: the local links need the certificate too (nothing to resume yet)
             if not self.master:
                 self.master = await find_master()
             await self.enrol()
-        self._server = grpc.aio.server()
+        self._server = grpc_server()
         pb_grpc.add_TopologyMasterServicer_to_server(
             TopologyDispatch(self.tms, self._own_container), self._server
         )
         port = self.transport.bind(self._server, "127.0.0.1:0")
         await self._server.start()
+        # the status page and ingest first: neither needs the master
+        http = None
+        if self.status_port is not None:
+            try:
+                http = await serve_status(self, self.status_port)
+            except BaseException:  # taken since: stop the server, or it complains at exit
+                await self._server.stop(None)
+                raise
         self.local_address = f"127.0.0.1:{port}"
         given = bool(self.master)
         self._resume()  # before reaching the master: it may be out of reach
         rediscover: asyncio.Task[None] | None = None
         if not given and self.master:  # resumed with the master's last address: look anyway
             rediscover = asyncio.get_running_loop().create_task(self._rediscover())
-        # ingest and the status page first: neither needs the master
         if self.ingest is not None:
             self.ingest.start()
-        http = await serve_status(self, self.status_port) if self.status_port is not None else None
         if not self.master:
             self.health.set(
                 "master",
@@ -219,8 +241,10 @@ class Agent(Node):
     # -- edge subgraphs ------------------------------------------------------------
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
         self.resume.started(run)
+        entry = self.checked_entry(run)  # what the subgraph's master loads is what runs
         if run.topology not in self.tms:
-            topology = edge_part(load_topology(entry), self.labels)
+            skeleton = self.revisions.skeleton(run.topology, run.package, run.entry)
+            topology = edge_part(skeleton, self.labels)
             if not topology.components:
                 self.error = f"no edge component of {run.topology!r} matches labels {self.labels}"
                 log.error("%s", self.error)
@@ -235,7 +259,7 @@ class Agent(Node):
                     self.workdir / run.topology / "tmaster-state",
                     run.package,
                     run.entry,
-                    self.revisions.load,
+                    self.revisions.loader(run.topology),
                     health=self.health,
                 )
             except OSError as exc:  # a full disk: say so, and try again until it is not
@@ -275,12 +299,27 @@ class Agent(Node):
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.edge.container"
 
-    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
+    def launch_container(
+        self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
+    ) -> Proc:
         if self.footprint != "single":
-            return super().launch_container(args, env, log_path)
+            return super().launch_container(run, args, env, log_path)
         from ._hosted import HostedContainer
 
         return HostedContainer(args[2:], env)  # after "-m headwater.edge.container"
+
+    def container_run_as(self, run: pb.RunContainer) -> RunAs | None:
+        return self._code_user(run.topology)
+
+    def _code_user(self, topology: str) -> RunAs | None:
+        if self.footprint != "normal":  # its instances run in the container, or in the agent
+            return None
+        run_as = self.code_user(topology)
+        if run_as is not None:  # its edge spouts, as their topologies' users, read the log
+            readers = self.ingest_path / ".readers"  # where each keeps its reader's state
+            readers.mkdir(parents=True, exist_ok=True)
+            readers.chmod(0o1777)  # as /tmp: each its own, none another's
+        return run_as
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.local_address

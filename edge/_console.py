@@ -18,6 +18,8 @@ from aiohttp import web
 from headwater.common.console import add_console, topology_detail, topology_row
 
 if TYPE_CHECKING:
+    from headwater.common.control import TopologyMaster
+
     from ._agent import Agent
 
 _COUNTED = ("emitted", "executed", "exceptions", "dead_letters")
@@ -49,9 +51,13 @@ def snapshot(agent: Agent, topology: str | None = None) -> dict[str, Any]:
         "health": s.health or "ok",
         "reasons": list(s.reasons),
     }
+    own = {t: _own(agent, tm, node, uplinks.get(t, {})) for t, tm in sorted(agent.tms.items())}
     out: dict[str, Any] = {
         "time": time.time(),
-        "topologies": [topology_row(tm) for _, tm in sorted(agent.tms.items())],
+        "topologies": [
+            topology_row(tm, tm.topology, {agent.node_id: own[t]}, all_edge=True)
+            for t, tm in sorted(agent.tms.items())
+        ],
         "nodes": [node],
         "models": [],
     }
@@ -60,21 +66,26 @@ def snapshot(agent: Agent, topology: str | None = None) -> dict[str, Any]:
         if tm is None:
             out["topology"] = None
         else:
-            counts = {
-                c: {k: v for k, v in values.items() if k in _COUNTED}
-                for c, values in tm.metrics_view()["components"].items()
-            }
-            own = {
-                "online": True,  # this page is the agent itself
-                "health": node["health"],
-                "reasons": node["reasons"],
-                "backlog_bytes": s.backlog_bytes,
-                "uplink": uplinks.get(topology, {}),
-                "revision": tm.current,
-                "components": counts,
-            }
-            detail = topology_detail(tm, tm.topology, {agent.node_id: own}, {})
+            detail = topology_detail(tm, tm.topology, {agent.node_id: own[topology]}, {})
             for c in detail["components"]:  # its outbox sinks too: all of it runs here
                 c["side"] = "edge"
             out["topology"] = detail
     return out
+
+
+def _own(
+    agent: Agent, tm: TopologyMaster, node: dict[str, Any], uplink: dict[str, float]
+) -> dict[str, Any]:
+    """This agent as the one agent of ``tm``'s page: its figures and per-component counts."""
+    return {
+        "online": True,  # this page is the agent itself
+        "health": node["health"],
+        "reasons": node["reasons"],
+        "backlog_bytes": node["backlog_bytes"],
+        "uplink": uplink,
+        "revision": tm.current,
+        "components": {
+            c: {k: v for k, v in values.items() if k in _COUNTED}
+            for c, values in tm.metrics_view()["components"].items()
+        },
+    }

@@ -75,7 +75,8 @@ class OrderBook:
             "revisions": [json_format.MessageToDict(r) for r in revisions],
         }
         tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the agent's alone
+        with open(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())

@@ -20,6 +20,7 @@ from headwater.common._exceptions import PackageMismatchError
 from headwater.common._health import DEGRADED, Health, Level
 from headwater.common._ids import name_problem
 from headwater.common._package import digest_problem, entry_problem, verify_package
+from headwater.common._unpacked import MARK, remove
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._outbox import Outbox
@@ -63,8 +64,8 @@ class Resume:
         code = self.code_dir(run.package)
         try:
             verify_package(code.with_suffix(".zip").read_bytes(), run.package)
-            if not (code / ".verified").exists():
-                raise FileNotFoundError(code / ".verified")
+            if not (code / MARK).exists():
+                raise FileNotFoundError(code / MARK)
         except (OSError, PackageMismatchError) as exc:
             why = (
                 "is not in " + str(code.parent)
@@ -74,7 +75,7 @@ class Resume:
             self.not_resumed(
                 run, f"its package {run.package[:19]} {why}; waiting for the master to send it"
             )
-            (code / ".verified").unlink(missing_ok=True)  # the master's order fetches it
+            remove(code)  # the master's order fetches it
             return False
         log.info("resuming the edge subgraph of %r from this agent's disk", run.topology)
         # its backlog until its container reports one (read before it opens the outbox)

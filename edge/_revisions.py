@@ -20,10 +20,12 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from headwater.common._exceptions import HeadwaterError
+from headwater.common._sandbox import RunAs
 from headwater.common.api import Topology
 from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import RevisionRecord, diff, without
-from headwater.common.plan import edge_part, load_topology, validate
+from headwater.common.plan import edge_part, validate
+from headwater.common.plan._child_loader import load_isolated_blocking
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 log = logging.getLogger("headwater.edge.agent")
@@ -40,6 +42,7 @@ class EdgeRevisions:
         code_dir: Callable[[str], Path],
         heard_changed: Callable[[], None],
         refused: Callable[[str], None],
+        run_as: Callable[[str], RunAs | None],
     ) -> None:
         self.tms = tms  # the agent's topology masters, one per edge subgraph
         self.states = states  # activate/deactivate, as the master last said
@@ -47,6 +50,8 @@ class EdgeRevisions:
         self.code_dir = code_dir  # a package's folder in the agent's workdir
         self.heard_changed = heard_changed  # the newest order heard changed: keep it on disk
         self.refused = refused  # a revision this agent cannot take: why
+        self._skeletons: dict[tuple[str, str, str], Topology] = {}  # (topology, package, entry)
+        self.run_as = run_as  # a topology's user on this agent (None: the agent's own)
         self.pending: dict[str, pb.Revise] = {}  # topology -> the newest, not yet taken
         self.holding: set[str] = set()  # edge subgraphs paused until their switch
         self.heard: dict[str, pb.Revise] = {}  # topology -> the newest revise order heard
@@ -59,14 +64,31 @@ class EdgeRevisions:
         for order in orders:
             self.heard[order.topology] = self.pending[order.topology] = order
 
-    def edge_topology(self, package: str, entry: str, exclude: list[str]) -> Topology:
-        return edge_part(
-            without(load_topology(self.code_dir(package) / entry), exclude), self.labels
-        )
+    def skeleton(self, topology: str, package: str, entry: str) -> Topology:
+        """The topology ``entry`` of ``package`` defines, as a code-free skeleton loaded once in
+        a child process (``load_isolated``) that runs as ``topology``'s user where the agent
+        has them: the agent never runs a topology's code itself, so code that runs at import
+        cannot act with the agent's identity."""
+        key = (topology, package, entry)
+        known = self._skeletons.get(key)
+        if known is None:
+            folder, run_as = self.code_dir(package), self.run_as(topology)
+            known = load_isolated_blocking(folder, entry, run_as=run_as)
+            self._skeletons[key] = known
+        return known
 
-    def load(self, rec: RevisionRecord) -> tuple[Topology, bytes]:
-        """A revision's edge subgraph and package (an edge topology master's loader)."""
-        topology = self.edge_topology(rec.package, rec.entry, rec.exclude)
+    def edge_topology(
+        self, topology: str, package: str, entry: str, exclude: list[str]
+    ) -> Topology:
+        return edge_part(without(self.skeleton(topology, package, entry), exclude), self.labels)
+
+    def loader(self, topology: str) -> Callable[[RevisionRecord], tuple[Topology, bytes]]:
+        """``topology``'s edge topology master's loader: a revision's subgraph and package."""
+        return lambda rec: self.load(topology, rec)
+
+    def load(self, name: str, rec: RevisionRecord) -> tuple[Topology, bytes]:
+        """A revision of ``name``: its edge subgraph and package."""
+        topology = self.edge_topology(name, rec.package, rec.entry, rec.exclude)
         return topology, self.code_dir(rec.package).with_suffix(".zip").read_bytes()
 
     def revise(self, order: pb.Revise) -> None:
@@ -88,7 +110,7 @@ class EdgeRevisions:
         if order.revision <= max(r.revision for r in tm.revlog.records):
             return  # had it (an order repeated on re-attaching)
         try:
-            new = self.edge_topology(order.package, order.entry, list(order.exclude))
+            new = self.edge_topology(topology, order.package, order.entry, list(order.exclude))
             validate(new)
         except HeadwaterError as exc:
             self.refused(f"revision {order.revision} of {topology!r}: {exc}")

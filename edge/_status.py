@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from headwater.common._ports import claimed
+
 from ._console import add_agent_console
 from ._prometheus import agent_exposition
 
@@ -83,6 +85,11 @@ async def serve_status(agent: Agent, port: int) -> web.AppRunner:
     add_agent_console(app, agent)  # the web console of its own edge subgraphs, at /
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        with claimed("127.0.0.1", port, "--status-port"):  # taken: PortInUse
+            await web.TCPSite(runner, "127.0.0.1", port).start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     log.info("status on http://127.0.0.1:%d/status", port)
     return runner

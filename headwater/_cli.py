@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from headwater.common._exceptions import HeadwaterError
+from headwater.common._exceptions import HeadwaterError, StartupStopped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +45,9 @@ def _main(argv: list[str] | None) -> int:
     except HeadwaterError as exc:
         print(f"headwater: error: {exc}", file=sys.stderr)
         return 2
+    except StartupStopped as stop:  # Ctrl-C while Spark started: its JVM is stopped too
+        print(f"headwater: {stop}", file=sys.stderr, flush=True)
+        return 128 + stop.signum
     except KeyboardInterrupt:
         return 130
 

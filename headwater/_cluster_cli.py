@@ -89,18 +89,45 @@ def _cmd_nodes(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(nodes, indent=2))
         return 0
-    print(
-        f"{'node':<20}{'kind':<8}{'state':<9}{'health':<10}{'seen s ago':>11}{'version':>9}"
-        f"{'backlog KB':>12}  labels / containers"
-    )
-    for n in nodes:
-        labels = ",".join(f"{k}={v}" for k, v in sorted(n["labels"].items()))
-        print(
-            f"{n['id']:<20}{n['kind']:<8}{'online' if n['online'] else 'offline':<9}"
-            f"{n.get('health', '?'):<10}{n['last_heartbeat_s_ago']:>11.1f}{n['version']:>9}"
-            f"{n['backlog_bytes'] / 1e3:>12.1f}  {labels} {' '.join(n['containers'])}"
-            f"{'  ERROR: ' + n['error'] if n['error'] else ''}"
-        )
-        for reason in n.get("reasons", []):
-            print(f"{'':<20}  - {reason}")
+    for line in nodes_table(nodes):
+        print(line)
     return 0
+
+
+_NODE_COLUMNS = ("node", "kind", "state", "health", "seen s ago", "version", "backlog KB")
+_RIGHT = {"seen s ago", "version", "backlog KB"}  # numbers, aligned on the right
+
+
+def nodes_table(nodes: list[dict[str, Any]]) -> list[str]:
+    """The lines `headwater nodes` prints for the REST API's ``/api/v1/nodes``: one row a
+    node, each column as wide as its longest value (an id of any length stays in its
+    column), two spaces between columns; then labels, containers, and the node's error;
+    under a row, the reasons of its health."""
+    rows = [
+        (
+            n["id"],
+            n["kind"],
+            "online" if n["online"] else "offline",
+            n.get("health", "?"),
+            f"{n['last_heartbeat_s_ago']:.1f}",
+            n["version"],
+            f"{n['backlog_bytes'] / 1e3:.1f}",
+        )
+        for n in nodes
+    ]
+    widths = [max(len(v) for v in col) for col in zip(_NODE_COLUMNS, *rows, strict=True)]
+
+    def line(cells: tuple[str, ...], rest: str) -> str:
+        out = "  ".join(
+            c.rjust(w) if name in _RIGHT else c.ljust(w)
+            for c, w, name in zip(cells, widths, _NODE_COLUMNS, strict=True)
+        )
+        return f"{out}  {rest}".rstrip()
+
+    lines = [line(_NODE_COLUMNS, "labels / containers")]
+    for n, cells in zip(nodes, rows, strict=True):
+        labels = ",".join(f"{k}={v}" for k, v in sorted(n["labels"].items()))
+        error = f"  ERROR: {n['error']}" if n["error"] else ""
+        lines.append(line(cells, f"{labels} {' '.join(n['containers'])}".strip() + error))
+        lines.extend(f"{'':<{widths[0]}}  - {reason}" for reason in n.get("reasons", []))
+    return lines

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from headwater._argtypes import POSITIVE_INT
+from headwater._argtypes import POSITIVE_INT, number
+from headwater._limits_cli import add_limit_arguments, limits_of
 from headwater.common._exceptions import HeadwaterError
 
 
@@ -41,6 +43,14 @@ def add_parsers(sub: Any) -> None:
         type=int,
         default=7072,
         help="where nodes enrol with a join token (TLS, no client certificate; default 7072)",
+    )
+    master.add_argument(
+        "--placement-delay",
+        type=number(0, what="a number of seconds"),
+        default=3.0,
+        metavar="S",
+        help="containers waiting for a worker are dealt once no new worker has attached for S "
+        "seconds, so workers starting together share them (default 3; 0: at once)",
     )
     master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
     from headwater._docker_cli import add_docker_options
@@ -77,6 +87,7 @@ def add_parsers(sub: Any) -> None:
         "agents (their uplinks come in there); default 127.0.0.1: this machine only",
     )
     _add_identity_arguments(worker, "worker")
+    add_limit_arguments(worker)
     worker.set_defaults(func=_cmd_worker)
 
     agent = sub.add_parser("agent", help="run the edge agent daemon on a gateway")
@@ -178,6 +189,7 @@ def add_parsers(sub: Any) -> None:
         "$HEADWATER_STATE_DIR, else ~/.local/state/headwater)",
     )
     _add_identity_arguments(agent, "agent")
+    add_limit_arguments(agent)
     agent.set_defaults(func=_cmd_agent)
 
 
@@ -234,8 +246,6 @@ def _default_dir(name: str) -> Path:
 
 
 def _cmd_master(args: argparse.Namespace) -> int:
-    import asyncio
-
     from headwater._docker_cli import docker_options
     from headwater.cloud.master._main import INSECURE_WARNING, serve
 
@@ -246,7 +256,8 @@ def _cmd_master(args: argparse.Namespace) -> int:
         print(f"headwater master: WARNING: {INSECURE_WARNING}", file=sys.stderr, flush=True)
     state = Path(args.state_dir) if args.state_dir else _default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
-    asyncio.run(
+    return _run_daemon(
+        "master",
         serve(
             args.host,
             args.port,
@@ -260,8 +271,23 @@ def _cmd_master(args: argparse.Namespace) -> int:
             http_key=tls[1] if tls else None,
             insecure=args.insecure,
             docker=docker,
-        )
+            placement_delay=args.placement_delay,
+        ),
     )
+
+
+def _run_daemon(role: str, main: Coroutine[Any, Any, None]) -> int:
+    """Run a daemon's ``main`` to its end; a port it needs that is taken (``PortInUse``,
+    raised once what had started has stopped) is one line on stderr and exit status 2."""
+    import asyncio
+
+    from headwater.common._ports import PortInUse
+
+    try:
+        asyncio.run(main)
+    except PortInUse as exc:
+        print(f"headwater {role}: {exc}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 
@@ -270,10 +296,12 @@ def _add_identity_arguments(p: argparse.ArgumentParser, role: str) -> None:
     p.add_argument(
         "--join",
         type=_join_token,
-        default=None,
+        default=os.environ.get("HEADWATER_JOIN") or None,
         metavar="TOKEN",
         help=f"enrol on first start with a join token (`headwater token create --role {role}` "
-        "prints one); the certificate is kept in WORKDIR/tls and the token is not needed again",
+        "prints one); the certificate is kept in WORKDIR/tls and the token is not needed again. "
+        "Default: $HEADWATER_JOIN, which, unlike a command line, other users of the machine "
+        "cannot read in /proc",
     )
     p.add_argument(
         "--insecure",
@@ -325,7 +353,6 @@ def _rest_tls(args: argparse.Namespace) -> tuple[Path, Path] | None:
 
 
 def _cmd_worker(args: argparse.Namespace) -> int:
-    import asyncio
 
     from headwater import __version__
     from headwater.cloud.worker import serve
@@ -336,10 +363,20 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir) if args.workdir else _default_dir("worker")
     if args.insecure:
         warn_insecure("worker")
-    asyncio.run(
-        serve(args.master, workdir, args.id, __version__, args.host, args.insecure, args.join)
+    return _run_daemon(
+        "worker",
+        serve(
+            args.master,
+            workdir,
+            args.id,
+            __version__,
+            args.host,
+            args.insecure,
+            args.join,
+            limits_of(args),
+            args.isolation,
+        ),
     )
-    return 0
 
 
 def _mqtt_security(args: argparse.Namespace) -> dict[str, Any]:
@@ -414,6 +451,8 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             ingress_proxy=args.ingress_proxy,
             insecure=args.insecure,
             join_token=args.join,
+            limits=limits_of(args),
+            isolation=args.isolation,
             footprint=args.footprint,
         )
         loop = asyncio.get_running_loop()
@@ -421,5 +460,4 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             loop.add_signal_handler(s, agent.stopping.set)
         await agent.run()
 
-    asyncio.run(main())
-    return 0
+    return _run_daemon("agent", main())

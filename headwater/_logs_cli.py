@@ -11,8 +11,8 @@ its logs are kept (``headwater run`` keeps them unless ``--no-keep-logs``): each
 records its work directory in ``STATE/logs/NAME.json`` (``$HEADWATER_STATE_DIR``, by
 default ``~/.local/state/headwater``), the latest run of a name replacing the last's.
 
-On a master (``--master URL``, or ``$HEADWATER_MASTER`` for a name that is not a local
-run's), ``headwater logs TOPOLOGY[/CONTAINER] [--tail N]`` prints the last lines of the
+On a master (``--master URL``, or ``$HEADWATER_MASTER``), ``headwater logs
+TOPOLOGY[/CONTAINER] [--tail N]`` prints the last lines of the
 logs of a topology's containers (all of them, or one). Under the Docker scheduler the
 master reads them through the Docker API: the worker's Docker log, then the container's
 own log file. Under the worker scheduler it asks the worker that runs the container: the
@@ -20,6 +20,11 @@ container's own log file, then each of its instances' log files (``task-T.log``)
 ``headwater logs NODE`` does the same for a Docker-scheduled node id (a worker the master
 did not start keeps its own log where it was started). It needs an operator's token: a
 log holds what user code prints, which a viewer's dashboards do not show.
+
+A name both a local run and ``$HEADWATER_MASTER``'s cluster have is the cluster's (a line
+on stderr says so); ``--local`` reads the local run's. A name the master does not have
+(or a master that does not answer) is the local run's, and stderr says that too.
+Without ``$HEADWATER_MASTER`` and ``--master``, only local runs are read.
 """
 
 from __future__ import annotations
@@ -76,10 +81,16 @@ def add_parsers(sub: Any) -> None:
         help="a local run's: then keep printing the lines its logs append, until it ends "
         "or Ctrl-C (default: print the last lines and return)",
     )
+    logs.add_argument(
+        "--local",
+        action="store_true",
+        help="read the local run's logs (`headwater run` on this machine) even when "
+        "$HEADWATER_MASTER's cluster has a topology of that name too",
+    )
     add_client_options(
         logs,
-        "the master's API URL (default: $HEADWATER_MASTER, unless TOPOLOGY is a local run's "
-        "of `headwater run` on this machine; without it, the local run's logs)",
+        "the master's API URL (default: $HEADWATER_MASTER, whose topology of that name is "
+        "preferred to a local run's; without either, the local run's logs)",
     )
     logs.set_defaults(func=_cmd_logs)
 
@@ -90,13 +101,46 @@ def _cmd_logs(args: argparse.Namespace) -> int:
 
     runs = recorded_runs(state_dir())
     name = args.target.partition("/")[0]
-    if args.url is None and (name in runs or not os.environ.get("HEADWATER_MASTER")):
+    if args.local and args.url is not None:
+        raise HeadwaterError("--local reads a local run's logs, --master URL a master's: give one")
+    env = os.environ.get("HEADWATER_MASTER")
+    if args.local or (args.url is None and not env):
         return _local(args, runs)
+    local = name in runs
+    if args.url is None and local:  # a local run of that name: the cluster's, if it has one
+        absent = _not_on_master(args, name)
+        if absent is not None:
+            _say(f"{absent}; logs of the local run of that name (`headwater run`)")
+            return _local(args, runs)
     if args.follow:
         raise HeadwaterError(
             "--follow reads a local run's logs (`headwater run`); a master's are read with --tail N"
+            + ("; --local --follow follows the local run of that name" if local else "")
         )
-    return _cluster(args)
+    if args.url is None and local:
+        also = "a local run of that name also exists: --local to see it"
+        _say(f"logs of the cluster's {name} ({also})")
+    return _cluster(args, local)
+
+
+def _say(line: str) -> None:
+    print(f"headwater logs: {line}", file=sys.stderr, flush=True)
+
+
+def _not_on_master(args: argparse.Namespace, name: str) -> str | None:
+    """None if the master has a topology (or, for a bare name, a node) ``name``; otherwise
+    why not (it has none, or it did not answer)."""
+    client = Client.from_args(args)
+    try:
+        if name in {t.get("name") for t in client.call("GET", "/api/v1/topologies")}:
+            return None
+        if "/" not in args.target and name in {
+            n.get("id") for n in client.call("GET", "/api/v1/nodes")
+        }:
+            return None
+    except HeadwaterError as exc:
+        return f"the master did not answer ({exc})"
+    return f"the master at {client.url} has no topology named {name!r}"
 
 
 # -- a local run's ------------------------------------------------------------------------
@@ -287,11 +331,15 @@ def _text(data: bytes) -> str:
 
 
 # -- on a master ----------------------------------------------------------------------------
-def _cluster(args: argparse.Namespace) -> int:
+def _cluster(args: argparse.Namespace, local: bool = False) -> int:
+    """The master's logs of ``args.target`` (``local``: a local run has that name too)."""
     target, tail = args.target, args.tail
     name, slash, number = target.partition("/")
     if slash and (not name or not number.isdigit() or not number.isascii()):
-        raise HeadwaterError(f"{target!r}: name a topology and a container number, as in wc/0")
+        raise HeadwaterError(
+            f"{target!r}: name a topology and a container number, as in wc/0"
+            + (f"; --local reads the local run's {target}" if local else "")
+        )
     client = Client.from_args(args)
     if slash:
         path = f"/api/v1/topologies/{quote(name, safe='')}/containers/{number}/logs"

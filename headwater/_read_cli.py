@@ -9,7 +9,13 @@ What PATH holds decides how it is read (or ``--format``):
   every published manifest, in order, partition columns last (as strings, a null key
   as null);
 - ``kv``: a ``KeyValueSink`` folder of ``task-*`` RocksDB stores (or one of them): the
-  latest row per key, as ``{"key": ..., "value": ...}``.
+  latest row per key.
+
+Every row prints as a JSON object of its columns. A file sink's JSON lines and a
+key-value sink's rows are positional: their names come from the sink's ``_columns.json``
+(the fields of the stream it reads); a row without names (a folder written before
+sinks kept them, a row of another length) prints as a list, a key-value row then as
+``{"key": ..., "value": [...]}``.
 
 ``--follow`` keeps reading a sink folder, a landing dataset or a JSON-lines file: rows
 appear as their checkpoints commit (a file sink's and a landing zone's output is
@@ -163,6 +169,20 @@ def _rows_of(path: Path) -> Generator[Any, None, None]:
     yield from _parquet(path)
 
 
+def read_columns(folder: Path) -> list[str] | None:
+    """The names of a sink's positional rows, kept in its folder (None: none kept)."""
+    from headwater.common.connectors._columns import read_columns
+
+    return read_columns(folder)
+
+
+def _named(columns: list[str] | None, row: Any) -> Any:
+    """A positional row as an object of ``columns`` (as it is without, or of another length)."""
+    if columns is None or not isinstance(row, list) or len(row) != len(columns):
+        return row
+    return dict(zip(columns, row, strict=True))
+
+
 def _parts(folder: Path, ext: str, follow: bool) -> Generator[Any, None, None]:
     seen: set[str] = set()
     while True:
@@ -177,10 +197,11 @@ def _parts(folder: Path, ext: str, follow: bool) -> Generator[Any, None, None]:
             for n in names
             if (m := _PART.match(n)) and m.group(3) == ext
         )
+        columns = read_columns(folder) if new and ext == "jsonl" else None
         for _, _, name in new:
             seen.add(name)
             if ext == "jsonl":
-                yield from _jsonl_lines(folder / name)
+                yield from (_named(columns, row) for row in _jsonl_lines(folder / name))
             else:
                 yield from _parquet(folder / name)
         if not follow:
@@ -210,6 +231,7 @@ def _json(path: Path, n: int, line: str) -> Any:
 def _jsonl_file(path: Path, follow: bool) -> Generator[Any, None, None]:
     """The file's lines; with ``follow``, lines appended later (as ``tail -f``)."""
     offset, n, rest = 0, 0, b""
+    columns = read_columns(path.parent)
     while True:
         try:
             with path.open("rb") as f:
@@ -227,9 +249,10 @@ def _jsonl_file(path: Path, follow: bool) -> Generator[Any, None, None]:
             n += 1
             line = raw.decode("utf-8", "backslashreplace")
             if line.strip():
-                yield _json(path, n, line)
+                yield _named(columns, _json(path, n, line))
         if not follow:
             return
+        columns = columns or read_columns(path.parent)
         time.sleep(POLL_S)
 
 
@@ -280,7 +303,9 @@ def _kv(folder: Path) -> Generator[dict[str, Any], None, None]:
 
     from headwater.common.wire import DecodeError, decode
 
-    stores = [folder] if (folder / "CURRENT").exists() else sorted(folder.glob("task-*"))
+    one = (folder / "CURRENT").exists()
+    stores = [folder] if one else sorted(folder.glob("task-*"))
+    columns = read_columns(folder.parent if one else folder)
     for store in stores:
         try:
             db = Rdict(str(store), Options(raw_mode=True), access_type=AccessType.read_only())
@@ -290,11 +315,15 @@ def _kv(folder: Path) -> Generator[dict[str, Any], None, None]:
             for k, v in db.items():
                 assert isinstance(k, bytes) and isinstance(v, bytes)  # raw mode
                 try:
-                    yield {"key": decode(k), "value": decode(v)}
+                    key, value = decode(k), decode(v)
                 except DecodeError as exc:
                     raise HeadwaterError(
                         f"{store}: a row that is not a Headwater key-value sink's ({exc})"
                     ) from None
+                if columns is not None and isinstance(value, list) and len(value) == len(columns):
+                    yield dict(zip(columns, value, strict=True))
+                else:
+                    yield {"key": key, "value": value}
         finally:
             db.close()
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from headwater._argtypes import POSITIVE_INT, SECONDS, whole
 from headwater._master_client import Client, add_client_options, read_token
-from headwater.common._exceptions import HeadwaterError
+from headwater.common._exceptions import HeadwaterError, StartupStopped
 
 
 def add_parsers(sub: Any, master_help: str) -> None:
@@ -118,15 +118,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from headwater._daemon_cli import warn_insecure
 
         warn_insecure("run")
-    cluster = LocalCluster(
-        args.file,
-        containers=args.containers,
-        topology=args.topology,
-        workdir=args.workdir,
-        env={ARGS_ENV: json.dumps(args.topology_args)} if args.topology_args else None,
-        insecure=args.insecure,
-        keep_logs=args.keep_logs,
-    )
+    try:  # the topology is loaded and packed here, before any process starts
+        cluster = LocalCluster(
+            args.file,
+            containers=args.containers,
+            topology=args.topology,
+            workdir=args.workdir,
+            env={ARGS_ENV: json.dumps(args.topology_args)} if args.topology_args else None,
+            insecure=args.insecure,
+            keep_logs=args.keep_logs,
+        )
+    except KeyboardInterrupt:
+        print("stopped during start-up", flush=True)
+        return 0
     code = _run_cluster(cluster, args.duration, args.quiet)
     if cluster.logs_kept:
         print(f"logs kept in {cluster.workdir}", flush=True)
@@ -144,19 +148,36 @@ def _run_until_stopped(
     """Start, then tick until Ctrl-C, SIGTERM or ``duration``; report every 5 s; stop.
 
     A ``HeadwaterError`` from ``tick`` (a crash loop) is printed at once, everything
-    is stopped, and the exit status is 1."""
+    is stopped, and the exit status is 1. Ctrl-C or SIGTERM during ``start`` interrupts
+    it (``StartupStopped``): what had started is stopped, the last line says so, and the
+    exit status is 0, as for a stop after the start-up. A start that fails once a stop
+    came (a child process ended by the same Ctrl-C) is that stop, not an error."""
     stopping = {"signal": 0}
+    starting = [True]
     code = 0
 
     def on_signal(signum: int, frame: object) -> None:
         stopping["signal"] = signum
+        if starting[0]:  # once: a second Ctrl-C while it stops only asks again
+            starting[0] = False
+            raise StartupStopped(signum)
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    early = False
     try:
-        start()
+        try:
+            start()
+            starting[0] = False
+        except StartupStopped:
+            early = True
+        except Exception:
+            starting[0] = False
+            if not stopping["signal"]:
+                raise
+            early = True
         began = time.monotonic()
         next_report = began + 5.0
-        while not stopping["signal"]:
+        while not early and not stopping["signal"]:
             now = time.monotonic()
             if duration is not None and now - began >= duration:
                 break
@@ -171,15 +192,16 @@ def _run_until_stopped(
                     report()
                 next_report = now + 5.0
             time.sleep(0.1)
-        if not code:
+        if not code and not early:
             with contextlib.suppress(OSError):
                 final()
     finally:
+        starting[0] = False
         print("stopping...", flush=True)
         stop()
         for s, h in old.items():
             signal.signal(s, h)
-    print("stopped", flush=True)
+    print("stopped during start-up" if early else "stopped", flush=True)
     return code
 
 
@@ -297,6 +319,11 @@ def _print_status(
         f"topology {summary['name']}  state {summary['state']}{since}  "
         f"up {summary['uptime_s']}s  revision {summary['revision']}"
     )
+    if "errors" in summary:  # as the console's DAG flags them, the edge's included
+        print(
+            f"errors {int(summary['errors'])}: {int(summary['dead_letters'])} dead letters, "
+            f"{int(summary['exceptions'])} task crashes, {int(summary['failed'])} failed tuples"
+        )
     for why in status.get("waiting_for", []):
         print(f"  waiting for: {why}")
     for loop in status.get("crash_loops", []):

@@ -1,7 +1,9 @@
 """`headwater spark rollup|train`: the cloud's Spark jobs.
 
 Bad arguments, a missing landing folder, no Java or no PySpark end in a
-message that says what to do and exit status 2, never a traceback.
+message that says what to do and exit status 2, never a traceback. Ctrl-C while
+Spark starts ends its JVM and says so in one line (exit status 130), as
+``cloud/spark/_session.py`` describes.
 """
 
 from __future__ import annotations

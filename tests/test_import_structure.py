@@ -69,6 +69,7 @@ _PREFIXES: dict[str, str] = {
     "headwater._spark_cli": "daemons",
     "headwater._models_cli": "daemons",
     "headwater._docker_cli": "daemons",
+    "headwater._limits_cli": "daemons",
     "headwater._read_cli": "daemons",
     "headwater._logs_cli": "daemons",
     "headwater._sensors_cli": "daemons",

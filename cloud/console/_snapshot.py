@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from headwater.common.api._topology import Topology
-from headwater.common.console import KEEP, topology_detail, topology_row
+from headwater.common.console import KEEP, errors, topology_detail, topology_row
 from headwater.common.control import TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.control._revisions import without
@@ -30,7 +30,10 @@ def snapshot(master: Master, topology: str | None = None) -> dict[str, Any]:
     """The whole console's data; ``topology``: also the detail of that one (None if unknown)."""
     out: dict[str, Any] = {
         "time": time.time(),
-        "topologies": [topology_row(tm) for _, tm in sorted(master.tms.items())],
+        "topologies": [
+            topology_row(tm, whole_topology(master, tm), agents_of(master, tm))
+            for _, tm in sorted(master.tms.items())
+        ],
         "nodes": [r.view() for _, r in sorted(master.nodes.records.items())],
         "models": _models(master),
     }
@@ -52,14 +55,24 @@ def whole_topology(master: Master, tm: TopologyMaster) -> Topology:
 
 def detail(master: Master, tm: TopologyMaster) -> dict[str, Any]:
     """One topology of the master: its detail with its agents' edge figures."""
-    name = tm.topology.name
-    dep = master.deployments.get(name)
     return topology_detail(
         tm,
         whole_topology(master, tm),
-        _agents(master, name, dep.agents if dep is not None else []),
-        master.agent_revisions(name),
+        agents_of(master, tm),
+        master.agent_revisions(tm.topology.name),
     )
+
+
+def agents_of(master: Master, tm: TopologyMaster) -> dict[str, Any]:
+    """The figures of the agents running ``tm``'s edge subgraph (see ``_agents``)."""
+    name = tm.topology.name
+    dep = master.deployments.get(name)
+    return _agents(master, name, dep.agents if dep is not None else [])
+
+
+def topology_errors(master: Master, tm: TopologyMaster) -> dict[str, float]:
+    """``tm``'s errors as its DAG shows them, its agents' edge components included."""
+    return errors(tm, whole_topology(master, tm), agents_of(master, tm))
 
 
 def _agents(master: Master, name: str, agents: list[str]) -> dict[str, Any]:

@@ -58,6 +58,7 @@ from headwater.common.security import JOIN_ROLES, JoinToken, parse_ttl
 
 from .._access import require_tokens
 from ..console import add_console_routes
+from ..console._snapshot import topology_errors
 from ..tmaster._http import add_metrics_route, add_topology_routes
 from ._master import Master, topology_name_problem
 from ._models import MAX_MODEL_BYTES, ModelRefusedError, UnknownModelError
@@ -131,6 +132,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
         master.set_state,
         master.agent_revisions,
         partial(edge_view, master),
+        partial(topology_errors, master),
     )
 
     async def submit(request: web.Request) -> web.Response:

@@ -69,7 +69,7 @@ from ._models import ModelRegistry
 from ._node_logs import NodeLogs
 from ._nodes import Nodes
 from ._rollout import Rollouts
-from ._scheduler import Scheduler, WorkerScheduler
+from ._scheduler import PLACEMENT_DELAY_S, Scheduler, WorkerScheduler
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
@@ -103,9 +103,12 @@ class Master:
         grpc_address: str = "",
         *,
         load_limits: LoadLimits | None = None,
+        placement_delay: float = PLACEMENT_DELAY_S,
     ) -> None:
         """``load_limits``: what loading one submitted file (in a child process) may take
-        (``LoadLimits()``: 30 s and 1 GiB)."""
+        (``LoadLimits()``: 30 s and 1 GiB). ``placement_delay``: how long containers that
+        wait for a worker wait after a new worker attaches, for others starting with it
+        (``WorkerScheduler``)."""
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.code = TopologyCode(
@@ -131,7 +134,7 @@ class Master:
         self.models = ModelRegistry(self.state_dir / "models")
         self.rollouts = Rollouts(self, self.models, self.state_dir / "rollouts.json")
         # where cloud containers run: attached workers, unless serve() sets another
-        self.scheduler: Scheduler = WorkerScheduler(self)
+        self.scheduler: Scheduler = WorkerScheduler(self, placement_delay)
         self.node_logs = NodeLogs(self)  # container logs asked of the nodes that run them
 
     # -- deployments -------------------------------------------------------------
@@ -473,6 +476,11 @@ class Master:
 
     def _schedule_cloud(self, dep: Deployment) -> None:
         self.scheduler.place(dep)
+
+    def schedule_all(self) -> None:
+        """Deal what waits in every deployment (the scheduler, once workers have arrived)."""
+        for dep in list(self.deployments.values()):
+            self._schedule(dep)
 
     def _run_command(self, dep: Deployment, container: int, edge: bool = False) -> pb.NodeCommand:
         return pb.NodeCommand(

@@ -92,7 +92,9 @@ def _paths() -> dict[str, dict[str, Any]]:
         t: {
             "get": _get(
                 "a topology's summary: state, containers, components (the cloud subgraph's), "
-                "edge (the edge subgraph: components, selectors, agents, uplink boundary)"
+                "edge (the edge subgraph: components, selectors, agents, uplink boundary), "
+                "errors (exceptions + dead_letters + failed, each given too, summed over the "
+                "cloud's components and every agent's edge components, as the console's DAG)"
             ),
             "delete": _op(
                 "kill a topology", "200", _json("the killed topology"), parameters=[_NAME]

@@ -6,9 +6,15 @@ A scheduler decides the assignment and, if it starts nodes itself, starts and
 removes them:
 
 - ``WorkerScheduler`` (the default, for bare hosts): deals each container to
-  the least loaded ``headwater worker`` attached; a worker that attaches later
-  takes the containers still waiting. It starts nothing; a container's logs
-  are asked of the worker that runs it (``_node_logs.py``).
+  the least loaded ``headwater worker`` attached (``deal``: fewest containers
+  of all topologies, ties by id); a worker that attaches later takes the
+  containers still waiting. Containers that wait are dealt once no new worker
+  has attached for ``placement_delay`` seconds (3 s; ``headwater master
+  --placement-delay``), as Kafka delays a group's first rebalance: workers that
+  start together (a compose cluster's, after its first submit) each get a share
+  instead of the first to attach taking all. A dealt container stays on its
+  worker. It starts nothing; a container's logs are asked of the worker that
+  runs it (``_node_logs.py``).
 - ``DockerScheduler`` (``cloud/master/_docker.py``, ``headwater master
   --scheduler docker``): one Docker container per cloud container, each an
   ordinary worker whose node id is pinned to that container.
@@ -18,6 +24,9 @@ Every method is called on the master's event loop and must not block.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
@@ -25,6 +34,10 @@ from headwater.common.api import Topology
 
 if TYPE_CHECKING:
     from ._master import Deployment, Master
+
+PLACEMENT_DELAY_S = 3.0
+"""How long containers that wait for a worker wait after a new worker attaches, for the
+others starting with it (``WorkerScheduler``)."""
 
 
 class LogsError(HeadwaterError):
@@ -53,31 +66,71 @@ class Scheduler(Protocol):
         """The log of ``dep``'s ``container``: its last ``tail`` lines; LogsError if none."""
 
 
+def deal(waiting: Iterable[int], load: dict[str, int]) -> dict[int, str]:
+    """Which worker of ``load`` (worker -> containers it runs, of every topology) each
+    ``waiting`` container goes to: one at a time to the least loaded, ties by id, so the
+    outcome depends on nothing else. ``load`` is counted up as containers are dealt."""
+    out: dict[int, str] = {}
+    for container in waiting:
+        node = min(load, key=lambda w: (load[w], w))
+        out[container] = node
+        load[node] += 1
+    return out
+
+
 class WorkerScheduler:
     """Deal containers to the attached ``headwater worker`` nodes, the least loaded first."""
 
     name = "worker"
 
-    def __init__(self, master: Master) -> None:
+    def __init__(
+        self,
+        master: Master,
+        placement_delay: float = PLACEMENT_DELAY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """``placement_delay``: seconds without a new worker before waiting containers are
+        dealt (0: at once)."""
         self.master = master
+        self.placement_delay = placement_delay
+        self._clock = clock
+        self._seen: set[str] = set()  # workers attached since the master started
+        self._settled_at = 0.0  # when no new worker will have attached for placement_delay
+        self._timer: asyncio.TimerHandle | None = None
 
     def check(self, topology: Topology) -> None:
         return None
 
+    def load(self, workers: Iterable[str]) -> dict[str, int]:
+        """How many containers of every deployment each of ``workers`` is given."""
+        load = dict.fromkeys(workers, 0)
+        for dep in self.master.deployments.values():
+            for node in dep.assignment.values():
+                if node in load:
+                    load[node] += 1
+        return load
+
     def place(self, dep: Deployment) -> None:
         workers = self.master.nodes.workers()
-        if not workers:
+        new = set(workers) - self._seen
+        if new:
+            self._seen |= new
+            self._settled_at = self._clock() + self.placement_delay
+        waiting = [c for c in range(dep.containers) if c not in dep.assignment]
+        if not workers or not waiting:
             return
-        load = {w: 0 for w in workers}
-        for node in dep.assignment.values():
-            if node in load:
-                load[node] += 1
-        for c in range(dep.containers):
-            if c not in dep.assignment:
-                node = min(workers, key=lambda w: (load[w], w))
-                dep.assignment[c] = node
-                load[node] += 1
-                self.master.nodes.send(node, self.master._run_command(dep, c))
+        wait = self._settled_at - self._clock()
+        if wait > 0:  # workers are still arriving: deal once they have
+            if self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(wait, self._settle)
+            return
+        for container, node in deal(waiting, self.load(workers)).items():
+            dep.assignment[container] = node
+            self.master.nodes.send(node, self.master._run_command(dep, container))
+
+    def _settle(self) -> None:
+        self._timer = None
+        self.master.schedule_all()  # a worker that came meanwhile puts it off again
 
     def removed(self, name: str) -> None:
         return None  # kill sends the stop orders

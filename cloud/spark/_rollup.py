@@ -42,7 +42,7 @@ from headwater.common._exceptions import HeadwaterError
 
 from . import _warehouse
 from ._readings import file_stream
-from ._session import session
+from ._session import session, stoppable_start
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -195,18 +195,19 @@ def run(cfg: RollupConfig, out: Callable[[str], None] = print) -> dict[str, Tota
     with data, and at the end of a pass the totals.
     """
     with _warehouse.lock(cfg.warehouse):
-        try:
-            spark = session("headwater-rollup", cfg.master)
-        except HeadwaterError:
-            raise
-        except Exception as e:  # the JVM did not start, or the master is not there
-            raise HeadwaterError(
-                f"could not start Spark on {cfg.master or 'local[*]'}: {e}".splitlines()[0]
-            ) from e
-        spark.sparkContext.setLogLevel("ERROR")
+        with stoppable_start():  # Ctrl-C until its queries run: one line, no JVM left
+            try:
+                spark = session("headwater-rollup", cfg.master)
+            except HeadwaterError:
+                raise
+            except Exception as e:  # the JVM did not start, or the master is not there
+                raise HeadwaterError(
+                    f"could not start Spark on {cfg.master or 'local[*]'}: {e}".splitlines()[0]
+                ) from e
+            spark.sparkContext.setLogLevel("ERROR")
+            queries = [start(spark, cfg, grain) for grain in GRAINS]
         totals = {grain: Totals() for grain in GRAINS}
         done = threading.Event()
-        queries = [start(spark, cfg, grain) for grain in GRAINS]
         seen: dict[str, int] = {}
         try:
             while True:

@@ -5,7 +5,8 @@ Served by a standalone topology master process and by the master daemon.
 Routes, for every topology NAME the lookup knows:
 
     GET  /api/v1/topologies                     every topology's summary
-    GET  /api/v1/topologies/NAME                summary (state, containers, components;
+    GET  /api/v1/topologies/NAME                summary (state, containers, components,
+                                                errors as the console's DAG shows them;
                                                 on the master, ``edge``: its edge subgraph)
     GET  /api/v1/topologies/NAME/metrics        per component, task and stmgr
     GET  /api/v1/topologies/NAME/plan           the physical plan (and ``edge``, as above)
@@ -27,6 +28,7 @@ from typing import Any
 from aiohttp import web
 
 from headwater.common._prometheus import Exposition, FamilyCollector
+from headwater.common.console import errors
 from headwater.common.control import TopologyMaster
 from headwater.common.control._prometheus import add_topologies
 from headwater.common.security import TokenStore
@@ -45,13 +47,19 @@ def add_topology_routes(
     on_state: Callable[[str, str], None] = lambda topology, state: None,
     agents_of: Callable[[str], dict[str, int]] = lambda topology: {},
     edge_of: Callable[[TopologyMaster], dict[str, Any]] | None = None,
+    errors_of: Callable[[TopologyMaster], dict[str, float]] = errors,
 ) -> None:
     """``on_state(topology, state)`` hears activate/deactivate (the master tells the agents);
     ``agents_of(topology)`` gives the revision each agent's edge subgraph runs; ``edge_of``
-    (the master's) the edge subgraph, added as ``edge`` to summaries and plans."""
+    (the master's) the edge subgraph, added as ``edge`` to summaries and plans;
+    ``errors_of`` the errors the console's DAG shows (the master's: edge included), added
+    to summaries (``errors``, ``exceptions``, ``dead_letters``, ``failed``)."""
 
     def with_edge(tm: TopologyMaster, view: dict[str, Any]) -> dict[str, Any]:
         return view if edge_of is None else {**view, "edge": edge_of(tm)}
+
+    def summary(tm: TopologyMaster) -> dict[str, Any]:
+        return {**with_edge(tm, tm.summary()), **errors_of(tm)}
 
     def tm_of(request: web.Request) -> TopologyMaster:
         name = request.match_info["name"]
@@ -64,11 +72,10 @@ def add_topology_routes(
         return tm
 
     async def topologies(request: web.Request) -> web.Response:
-        return web.json_response([with_edge(tm, tm.summary()) for tm in every()])
+        return web.json_response([summary(tm) for tm in every()])
 
     async def topology(request: web.Request) -> web.Response:
-        tm = tm_of(request)
-        return web.json_response(with_edge(tm, tm.summary()))
+        return web.json_response(summary(tm_of(request)))
 
     async def metrics(request: web.Request) -> web.Response:
         return web.json_response(tm_of(request).metrics_view())

@@ -15,9 +15,9 @@ import signal
 import sys
 from pathlib import Path
 
-import grpc
 from aiohttp import web
 
+from headwater.common._ports import PortInUse, check_free, claimed, grpc_server
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.plan import load_topology, pack_round_robin, validate
 from headwater.common.security import TokenStore, Transport
@@ -32,16 +32,27 @@ async def serve(args: argparse.Namespace) -> None:
     topology = load_topology(args.topology_file, args.topology)
     validate(topology)
     tm = TopologyMaster(topology, pack_round_robin(topology, args.containers), Path(args.state_dir))
-    server = grpc.aio.server()
+    check_free(args.host, args.http_port, "--http-port")  # before anything starts
+    server = grpc_server()
     pb_grpc.add_TopologyMasterServicer_to_server(TopologyDispatch({topology.name: tm}), server)
     transport = Transport.insecure() if args.insecure else Transport(args.tls_dir)
-    grpc_port = transport.bind(server, f"{args.host}:{args.grpc_port}")
+    try:
+        grpc_port = transport.bind(server, f"{args.host}:{args.grpc_port}", option="--grpc-port")
+    except BaseException:
+        await server.stop(None)
+        raise
     await server.start()
     tokens = None if args.insecure else TokenStore(args.tokens)
     runner = web.AppRunner(make_app(tm, tokens), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, args.host, args.http_port)
-    await site.start()
+    try:
+        with claimed(args.host, args.http_port, "--http-port"):
+            await site.start()
+    except BaseException:
+        await runner.cleanup()
+        await server.stop(None)
+        raise
     http_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     ready = {
         "grpc": f"{args.host}:{grpc_port}",
@@ -89,7 +100,11 @@ def main(argv: list[str] | None = None) -> int:
         level=os.environ.get("HEADWATER_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s tmaster %(name)s: %(message)s",
     )
-    asyncio.run(serve(args))
+    try:
+        asyncio.run(serve(args))
+    except PortInUse as exc:  # a restart on its old ports, taken since
+        print(f"headwater-tmaster: {exc}", file=sys.stderr, flush=True)
+        return 2
     return 0
 
 

@@ -11,6 +11,7 @@ import signal
 from pathlib import Path
 
 from headwater.common.node import Node
+from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
 from headwater.common.security import JoinToken
 
 
@@ -22,6 +23,8 @@ async def serve(
     host: str = "127.0.0.1",
     insecure: bool = False,
     join_token: JoinToken | None = None,
+    limits: TopologyLimits = DEFAULT_LIMITS,
+    isolation: str = "auto",
 ) -> None:
     """Run a worker attached to ``master`` until SIGTERM or SIGINT."""
     node = Node(
@@ -33,6 +36,8 @@ async def serve(
         host=host,
         insecure=insecure,
         join_token=join_token,
+        limits=limits,
+        isolation=isolation,
     )
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):

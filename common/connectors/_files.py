@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..api import Bolt, Context, Tuple
+from ._columns import write_columns
 from ._parts import fsync_dir, pending_name, publish, roll_back, write_durably
 
 
@@ -24,7 +25,8 @@ class TransactionalFileSink(Bolt):
 
     Needs an exactly-once topology (``topology.reliability.mode`` =
     ``EFFECTIVELY_ONCE``). Columns are the fields of the first input stream. In JSON
-    lines, bytes are written as text (UTF-8, other bytes escaped as ``\\xNN``).
+    lines, a row is a list (its names are in the folder's ``_columns.json``) and bytes
+    are written as text (UTF-8, other bytes escaped as ``\\xNN``).
     """
 
     def __init__(self, directory: str | os.PathLike[str], format: str = "jsonl") -> None:
@@ -44,6 +46,8 @@ class TransactionalFileSink(Bolt):
         first = spec.inputs[0]
         stream = ctx.topology.component(first.component).stream(first.stream)
         self.columns = list(stream.fields) if stream else []
+        if self.format == "jsonl":  # its rows are positional (Parquet's have names)
+            write_columns(self.dir, self.columns, self.task)
         self._inprogress = self.dir / f".inprogress-{self.task}.{self.format}"
 
     # -- data ---------------------------------------------------------------------

@@ -10,11 +10,13 @@ from rocksdict import AccessType, Options, Rdict
 
 from ..api import Bolt, Context, Tuple
 from ..wire import decode, encode
+from ._columns import write_columns
 
 
 class KeyValueSink(Bolt):
     """Stores each row under the value of field ``key`` (one RocksDB per task).
 
+    A stored row is positional; its names are in the folder's ``_columns.json``.
     Idempotent by key: a replay after a rollback writes the same rows again,
     so readers converge to exactly-once results without transactions. Group
     the input by ``key`` so that one task owns each key.
@@ -35,6 +37,7 @@ class KeyValueSink(Bolt):
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
         self.dir.mkdir(parents=True, exist_ok=True)
+        write_columns(self.dir, fields, ctx.task_id)  # a stored row is positional
         self.db = Rdict(str(self.dir / f"task-{ctx.task_id}"), opts)
 
     def process(self, tup: Tuple) -> None:

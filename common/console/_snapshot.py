@@ -21,7 +21,9 @@ from headwater.common.control import TopologyMaster
 
 KEEP = 50
 """The newest checkpoints, revisions, exceptions and rollouts a snapshot carries."""
-_ERRORS = ("failed", "exceptions", "dead_letters")
+ERROR_KINDS = ("exceptions", "dead_letters", "failed")
+"""What the DAG flags on a component: crashes of its tasks, records dead-lettered, failed
+tuple trees (at least once; cloud only, agents do not count them)."""
 
 
 def reliability(tm: TopologyMaster) -> str:
@@ -31,12 +33,47 @@ def reliability(tm: TopologyMaster) -> str:
         return "unknown"
 
 
-def topology_row(tm: TopologyMaster) -> dict[str, Any]:
-    """One line of the topologies table: the summary without its lists, plus totals."""
+def errors(
+    tm: TopologyMaster,
+    whole: Topology | None = None,
+    agents: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
+    all_edge: bool = False,
+) -> dict[str, float]:
+    """The topology's errors as its DAG shows them, summed: ``errors`` (the total) and each
+    of ``ERROR_KINDS``. A cloud component's from its topology master's metrics; an edge
+    component's (``whole``: the whole topology, edge included) from each agent's counts
+    (``agents``: ``cloud/console``'s per-agent figures); ``all_edge``: every component
+    drawn as an edge one (an agent's own page). The console's ``dag.js`` draws the same
+    sums on each box, so the topologies table, the REST summary and the DAG agree."""
+    components = (metrics or tm.metrics_view())["components"]
+    out = dict.fromkeys(ERROR_KINDS, 0.0)
+    for c in (whole or tm.topology).components:
+        if all_edge or c.placement.is_edge:
+            for agent in (agents or {}).values():
+                counts = agent["components"].get(c.name, {})
+                out["exceptions"] += counts.get("exceptions", 0.0)
+                out["dead_letters"] += counts.get("dead_letters", 0.0)
+        else:
+            values = components.get(c.name, {})
+            for k in ERROR_KINDS:
+                out[k] += values.get(k, 0.0)
+    return {"errors": sum(out.values()), **out}
+
+
+def topology_row(
+    tm: TopologyMaster,
+    whole: Topology | None = None,
+    agents: dict[str, Any] | None = None,
+    all_edge: bool = False,
+) -> dict[str, Any]:
+    """One line of the topologies table: the summary without its lists, plus totals
+    (``errors``: what the DAG flags, edge included given ``whole`` and ``agents``)."""
     s = tm.summary()
+    metrics = tm.metrics_view()
     totals: dict[str, float] = {}
-    for values in tm.metrics_view()["components"].values():
-        for k in ("emitted", "executed", *_ERRORS):
+    for values in metrics["components"].values():
+        for k in ("emitted", "executed"):
             totals[k] = totals.get(k, 0.0) + values.get(k, 0.0)
     return {
         "name": s["name"],
@@ -48,7 +85,7 @@ def topology_row(tm: TopologyMaster) -> dict[str, Any]:
         "containers": len(s["containers"]),
         "executed": totals.get("executed", 0.0),
         "emitted": totals.get("emitted", 0.0),
-        "errors": sum(totals.get(k, 0.0) for k in _ERRORS),
+        **errors(tm, whole, agents, metrics, all_edge),
     }
 
 

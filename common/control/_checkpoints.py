@@ -11,6 +11,11 @@ could not be stored) fails N at once, as Flink's DeclineCheckpoint does; so
 does a checkpoint in flight for longer than ``timeout_s``. At most one is in
 flight; a failed one is simply followed by the next.
 
+Logs: one line per checkpoint is DEBUG (``headwater.tmaster.checkpoints``; a topology
+checkpoints every second or so). At INFO the first completed checkpoint is logged, then
+a summary at most once a minute ("checkpoints 41-100 completed in the last 60 s ...");
+a failed checkpoint is a WARNING each time.
+
 The coordinator sends through ``broadcast`` and reads time from its clock, so
 it runs without gRPC or processes (see tests/common/control/test_checkpoints.py).
 Runs on the topology master's event loop only.
@@ -27,7 +32,10 @@ from ..wire.proto import runtime_pb2 as pb
 from ._catalogue import Catalogue, CheckpointRecord
 
 log = logging.getLogger("headwater.tmaster")
+each_log = logging.getLogger("headwater.tmaster.checkpoints")
 CHECKPOINT_TIMEOUT_S = 60.0
+SUMMARY_S = 60.0
+"""At most one INFO summary of completed checkpoints per this many seconds."""
 
 
 class CheckpointCoordinator:
@@ -58,6 +66,7 @@ class CheckpointCoordinator:
         self.clock = clock
         self.in_flight: CheckpointRecord | None = None
         self._last = clock.monotonic()  # when the last one started (or a restore ended)
+        self._summary = _Summary(clock.monotonic())
 
     @property
     def epoch(self) -> int:
@@ -95,6 +104,7 @@ class CheckpointCoordinator:
 
     def check_timeout(self) -> bool:
         """Fail the checkpoint in flight if it took too long; True if one is (still) in flight."""
+        self._summarize()
         rec = self.in_flight
         if rec is None:
             return False
@@ -127,8 +137,55 @@ class CheckpointCoordinator:
             return
         complete = self.catalogue.complete()
         keep_from = complete[-2].id if len(complete) >= 2 else rec.id
-        log.info(
-            "checkpoint %d complete in %.0f ms (%d bytes)", rec.id, rec.duration_ms, rec.size_bytes
+        first = self._summary.first == 0 and self._summary.logged == 0
+        each_log.log(
+            logging.INFO if first else logging.DEBUG,
+            "checkpoint %d complete in %.0f ms (%d bytes)",
+            rec.id,
+            rec.duration_ms,
+            rec.size_bytes,
         )
+        if first:
+            self._summary.logged = rec.id
+            self._summary.t0 = self.clock.monotonic()
+        else:
+            self._summary.add(rec)
+            self._summarize()
         self._broadcast(pb.Command(commit=pb.CheckpointCommit(id=rec.id, keep_from=keep_from)))
         self._on_complete(rec)
+
+    def _summarize(self) -> None:
+        """Log what completed since the last summary, once ``SUMMARY_S`` has passed."""
+        s, now = self._summary, self.clock.monotonic()
+        if s.count and now - s.t0 >= SUMMARY_S:
+            log.info(
+                "checkpoints %d-%d completed in the last %.0f s (%d; mean %.0f ms, "
+                "slowest %.0f ms, latest %d bytes)",
+                s.first,
+                s.last,
+                now - s.t0,
+                s.count,
+                s.total_ms / s.count,
+                s.slowest_ms,
+                s.bytes,
+            )
+            self._summary = _Summary(now, logged=s.last)
+
+
+class _Summary:
+    """The checkpoints completed since the last INFO line about them."""
+
+    def __init__(self, t0: float, logged: int = 0) -> None:
+        self.t0 = t0
+        self.logged = logged  # the newest id an INFO line named (0: none yet)
+        self.first = self.last = self.count = self.bytes = 0
+        self.total_ms = self.slowest_ms = 0.0
+
+    def add(self, rec: CheckpointRecord) -> None:
+        self.first = self.first or rec.id
+        self.last = rec.id
+        self.count += 1
+        ms = rec.duration_ms or 0.0
+        self.total_ms += ms
+        self.slowest_ms = max(self.slowest_ms, ms)
+        self.bytes = rec.size_bytes

@@ -26,6 +26,7 @@ from typing import Protocol
 
 from .._health import FAILED, Health
 from .._retry import Backoff, RetryPolicy
+from .._sandbox import RunAs
 from ..control._crashloop import CrashLoopWatch
 from ..runtime._procs import BeatWatch, Proc, beat_file, terminate
 from ..security import Transport
@@ -45,13 +46,17 @@ class ContainerHooks(Protocol):
 
     def container_module(self, run: pb.RunContainer) -> str: ...
 
+    def container_run_as(self, run: pb.RunContainer) -> RunAs | None: ...
+
     def tmaster_address(self, run: pb.RunContainer) -> str: ...
 
     def container_domain(self, run: pb.RunContainer) -> list[str]: ...
 
     def container_env(self, run: pb.RunContainer) -> dict[str, str]: ...
 
-    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc: ...
+    def launch_container(
+        self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
+    ) -> Proc: ...
 
 
 class ContainerSupervisor:
@@ -86,6 +91,9 @@ class ContainerSupervisor:
         """Start the process of ``run``'s container, with the topology file ``entry``."""
         home = self.workdir / run.topology / f"container-{run.container}"
         home.mkdir(parents=True, exist_ok=True)
+        run_as = self.hooks.container_run_as(run)
+        if run_as is not None:  # its code finds its socket here, and lists nothing
+            home.chmod(0o711)
         args = [
             "-m",
             self.hooks.container_module(run),
@@ -105,9 +113,10 @@ class ContainerSupervisor:
             "--host",
             self.host,
             *self.transport.args(),
+            *(["--run-as", run_as.arg()] if run_as is not None else []),
         ]
         self.containers[(run.topology, run.container)] = self.hooks.launch_container(
-            args, self.hooks.container_env(run), home / "container.log"
+            run, args, self.hooks.container_env(run), home / "container.log"
         )
         log.info("started container %d of %r", run.container, run.topology)
 

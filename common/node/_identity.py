@@ -69,7 +69,8 @@ def node_identity(workdir: str | Path, kind: str, given: str | None = None) -> s
 
 def lock_workdir(workdir: Path) -> int:
     """Hold ``workdir`` for this process (released when it exits, even by SIGKILL)."""
-    fd = os.open(workdir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(workdir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)  # the node's alone: a topology's code could hold it otherwise
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

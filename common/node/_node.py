@@ -29,9 +29,9 @@ import asyncio
 import json
 import logging
 import os
-import shutil
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import grpc
@@ -39,8 +39,10 @@ import grpc
 from .._exceptions import HeadwaterError, PackageMismatchError, PackageRefusedError
 from .._health import DEGRADED, FAILED, Health
 from .._ids import name_problem
-from .._package import digest_problem, entry_problem, unpack_package
+from .._package import digest_problem, entry_problem, verify_package
 from .._retry import RetryPolicy
+from .._sandbox import RunAs
+from .._unpacked import MARK, NO_BYTECODE, drift, fresh
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
 from ..runtime._procs import Proc, spawn
@@ -51,7 +53,9 @@ from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
+from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
 from ._logs import read_logs
+from ._users import TopologyUsers
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -73,6 +77,8 @@ class Node:
         host: str = "127.0.0.1",
         insecure: bool = False,
         join_token: JoinToken | None = None,
+        limits: TopologyLimits = DEFAULT_LIMITS,
+        isolation: str = "auto",
     ) -> None:
         self.master = master
         self.host = host  # where its containers' stream managers listen, and say they are
@@ -82,6 +88,8 @@ class Node:
         self.started = time.monotonic()
         self._lock = lock_workdir(self.workdir)
         self.node_id = node_identity(self.workdir, kind, node_id)
+        self.limits = TopologyGroups(self.node_id, limits)  # each topology's control groups
+        self.users = TopologyUsers(self.workdir, isolation)  # each topology's own user
         self.labels = dict(labels or {})
         self.version = version
         self.backoff = backoff
@@ -133,6 +141,7 @@ class Node:
         )
 
     async def run(self) -> None:
+        self.users.check()  # which user its topologies' code runs as: said once, at start
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self._session()), loop.create_task(self.supervisor.run())]
         tasks.append(loop.create_task(self.credentials.renewing()))
@@ -140,6 +149,7 @@ class Node:
         for t in tasks:
             t.cancel()
         await self.supervisor.stop_all()
+        self.limits.close()
 
     async def enrol(self) -> None:
         """Enrol now if this node has no certificate yet, trying until it has one (said in its
@@ -295,6 +305,8 @@ class Node:
     async def _stop(self, key: tuple[str, int]) -> None:
         await self.supervisor.stop(key)
         self.stopped(key[0])
+        if not any(t == key[0] for t, _ in self.containers):
+            self.limits.remove(key[0])
         self.ordered()
 
     def code_dir(self, package: str) -> Path:
@@ -307,32 +319,86 @@ class Node:
         return self.workdir / "packages" / package.partition(":")[2]
 
     async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
+        """``run``'s entry in its package's folder here, fetched from the master if this node
+        has no good copy (or its zip no longer hashes to its name)."""
         code = self.code_dir(run.package)
-        if not (code / ".verified").exists():
-            try:
-                reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.DATA_LOSS:
-                    raise PackageMismatchError(str(exc.details())) from exc
-                raise
-            shutil.rmtree(code, ignore_errors=True)
-            unpack_package(reply.data, run.package, code)  # refuses a hash mismatch
-            code.with_suffix(".zip").write_bytes(reply.data)  # a live edit hands it on
-            (code / ".verified").touch()
+        try:
+            return self.checked_entry(run)
+        except PackageMismatchError as exc:
+            if (code / MARK).exists():
+                log.warning("%s: fetching it again", exc)
+        try:
+            reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
+        except grpc.RpcError as exc:
+            if exc.code() == grpc.StatusCode.DATA_LOSS:
+                raise PackageMismatchError(str(exc.details())) from exc
+            raise
+        fresh(reply.data, run.package, code)  # refuses a hash mismatch
+        # beside it, read-only: a live edit hands it on, and each start checks against it
+        zipped, tmp = code.with_suffix(".zip"), code.with_suffix(".zip.tmp")
+        tmp.unlink(missing_ok=True)
+        tmp.write_bytes(reply.data)
+        tmp.chmod(0o444)
+        tmp.replace(zipped)
+        return code / run.entry
+
+    def checked_entry(self, run: pb.RunContainer) -> Path:
+        """``run``'s entry in its package's folder, checked against the package's zip first
+        (before each start): a folder that differs is unpacked again from the zip.
+
+        Raises PackageMismatchError when there is no copy, or its zip does not hash to its
+        name (fetch it again)."""
+        code = self.code_dir(run.package)
+        zipped = code.with_suffix(".zip")
+        try:
+            data = zipped.read_bytes()
+        except FileNotFoundError:
+            raise PackageMismatchError(f"package {run.package[:19]}… is not here") from None
+        verify_package(data, run.package)
+        changed = drift(data, code) if (code / MARK).exists() else "it was never unpacked"
+        if changed is not None:
+            log.warning(
+                "package %s in %s differs from its zip (%s): unpacking it again",
+                run.package[:19],
+                code,
+                changed,
+            )
+            fresh(data, run.package, code)
         return code / run.entry
 
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
-        """Start ``run``'s container (an agent starts its edge subgraph's topology master first)."""
-        self.supervisor.start(run, entry)
+        """Start ``run``'s container (an agent starts its edge subgraph's topology master first),
+        from its package's folder as checked against the package's zip just now."""
+        self.supervisor.start(run, self.checked_entry(run))
 
     # the supervisor's ContainerHooks: what a container is started with (agents run edge
     # containers instead)
-    def launch_container(self, args: list[str], env: dict[str, str], log_path: Path) -> Proc:
+    def launch_container(
+        self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
+    ) -> Proc:
         """Start a container (``python ARGS``): a process (an agent may host it instead)."""
-        return spawn(args, env=env, log_path=str(log_path))
+        # no byte code next to a package's files: a .pyc there would be a change (_unpacked.py)
+        return spawn(
+            args,
+            env={**env, **NO_BYTECODE},
+            log_path=str(log_path),
+            preexec=self.limits.joiner(run.topology),  # in its topology's control groups
+        )
 
     def container_module(self, run: pb.RunContainer) -> str:
         return "headwater.common.runtime.container"
+
+    def container_run_as(self, run: pb.RunContainer) -> RunAs | None:
+        """The user ``run``'s topology code runs as (None: this node's own)."""
+        return self.code_user(run.topology)
+
+    def code_user(self, topology: str) -> RunAs | None:
+        """The user ``topology``'s code runs as here, in its control groups (None: this
+        node's own)."""
+        run_as = self.users.run_as(topology)
+        if run_as is None:
+            return None
+        return replace(run_as, groups=self.limits.joiner(topology).procs)
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
         return self.master

@@ -35,11 +35,13 @@ import resource
 import signal
 import sys
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .._exceptions import TopologyLoadError
+from .._sandbox import RunAs
 from ..api import Topology
 from ._description import describe, from_description
 from ._loader import _load
@@ -64,8 +66,18 @@ class LoadLimits:
     memory_bytes: int = LOAD_MEMORY_BYTES
 
 
-async def load_isolated(folder: Path, entry: str, limits: LoadLimits = LoadLimits()) -> Topology:
+async def load_isolated(
+    folder: Path,
+    entry: str,
+    limits: LoadLimits = LoadLimits(),
+    *,
+    name: str | None = None,
+    run_as: RunAs | None = None,
+) -> Topology:
     """The skeleton of the topology ``folder / entry`` defines, loaded in a child process.
+
+    ``name``: the topology of that name, where the file defines several. ``run_as``: the
+    child runs as that user (a node's topology user, ``common/_sandbox.py``).
 
     Runs on the event loop and never blocks it. Raises TopologyLoadError when
     the load is refused (the reason says why: time, memory, exit, crash,
@@ -82,8 +94,10 @@ async def load_isolated(folder: Path, entry: str, limits: LoadLimits = LoadLimit
         str(limits.memory_bytes),
         "--parent",
         str(os.getpid()),
+        *(["--name", name] if name else []),
         cwd=folder,
-        env=_child_env(),
+        env=run_as.env(_child_env()) if run_as is not None else _child_env(),
+        preexec_fn=run_as.preexec if run_as is not None else None,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -112,6 +126,22 @@ async def load_isolated(folder: Path, entry: str, limits: LoadLimits = LoadLimit
         if tail:
             _log_tail(entry, exc, tail)
         raise
+
+
+def load_isolated_blocking(
+    folder: Path,
+    entry: str,
+    limits: LoadLimits = LoadLimits(),
+    *,
+    name: str | None = None,
+    run_as: RunAs | None = None,
+) -> Topology:
+    """``load_isolated`` for a synchronous caller: blocks the calling thread (an event loop's
+    too) until the child is done, so keep it to rare loads whose result is kept (an agent
+    loads each package it runs once)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="headwater-load") as pool:
+        load = load_isolated(folder, entry, limits, name=name, run_as=run_as)
+        return pool.submit(asyncio.run, load).result()
 
 
 def _outcome(
@@ -189,7 +219,11 @@ def _child_env() -> dict[str, str]:
     """This environment, with the folder this headwater was imported from first on the path."""
     root = str(Path(sys.modules["headwater"].__file__ or ".").resolve().parent.parent)
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    return {
+        **os.environ,
+        "PYTHONPATH": root + (os.pathsep + path if path else ""),
+        "PYTHONDONTWRITEBYTECODE": "1",  # nothing written beside a package's files
+    }
 
 
 def _signal_name(number: int) -> str:
@@ -218,26 +252,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("entry")
     parser.add_argument("--memory", type=int, default=LOAD_MEMORY_BYTES)
     parser.add_argument("--parent", type=int, default=0)
+    parser.add_argument("--name", default=None)
     args = parser.parse_args(argv)
     _die_with_parent(args.parent)
     out = os.dup(1)
     os.dup2(2, 1)  # the file's own prints go to standard error, never into the description
     resource.setrlimit(resource.RLIMIT_AS, (args.memory, args.memory))
-    result = _described(args.entry, args.memory)
+    result = _described(args.entry, args.memory, args.name)
     data = json.dumps(result).encode()
     while data:
         data = data[os.write(out, data) :]
     os._exit(0)  # not the file's atexit hooks, nor its threads
 
 
-def _described(entry: str, memory: int) -> dict[str, Any]:
+def _described(entry: str, memory: int, name: str | None = None) -> dict[str, Any]:
     too_big = (
         f"loading {entry} needs more than {_mib(memory)} MiB of memory, the limit: a topology "
         "file should only build the topology when it runs; allocate in the components "
         "(open, prepare), not at the top level"
     )
     try:
-        return {"topology": describe(_load(entry))}
+        return {"topology": describe(_load(entry, name))}
     except MemoryError:
         return {"error": too_big}
     except TopologyLoadError as exc:

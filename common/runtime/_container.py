@@ -47,7 +47,8 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
 
 from .._clock import SYSTEM_CLOCK, Clock
 from ..api import Reliability
-from ..plan import domain_args, load_topology, pack_round_robin, validate
+from ..plan import domain_args, pack_round_robin, validate
+from ..state._plain import refuse_code
 from ..wire._control import (
     Commit,
     ControlMessage,
@@ -60,7 +61,7 @@ from ..wire._control import (
 from ..wire.proto import runtime_pb2 as pb
 from ._container_config import ContainerConfig, parse_config
 from ._hooks import Metric
-from ._loaded_revisions import LoadedRevisions, Revision
+from ._loaded_revisions import LoadedRevisions, Revision, topology_loader
 from ._procs import Proc, beat_file, spawn, terminate
 from ._session import CommandHandler, MasterSession
 from ._snapshots import Snapshots
@@ -83,15 +84,23 @@ class Container:
         self.config = config
         self.hosted = hosted  # run on its node's own event loop (an agent's --footprint single)
         self.id = config.container
-        self.topology = load_topology(
+        # run as the topology's user, this process (the node's identity) never runs its code
+        self._load = topology_loader(config.run_as)
+        self.topology = self._load(
             config.topology_file, config.topology, config.domain, config.labels
         )
         validate(self.topology)
         self.plan = pack_round_robin(self.topology, config.containers)
         self.workdir = config.workdir
+        if config.run_as is not None:  # its code runs as another user; this process is the node's
+            refuse_code()  # it reads its instances' snapshots: plain values, never code
+            os.makedirs(config.state_dir, mode=0o700, exist_ok=True)
+            os.chmod(config.state_dir, 0o700)
         self.socket_path = str(self.workdir / f"c{self.id}.sock")
         if len(self.socket_path) > 100:  # AF_UNIX paths stop at 108 bytes
-            self.socket_path = os.path.join(tempfile.mkdtemp(prefix="hw-"), f"c{self.id}.sock")
+            folder = tempfile.mkdtemp(prefix="hw-")
+            os.chmod(folder, 0o711)  # its instances may run as another user
+            self.socket_path = os.path.join(folder, f"c{self.id}.sock")
         self.incarnation = time.time_ns()
         self.stmgr = StreamManager(
             self.topology, self.plan, self.id, self, transport=config.transport
@@ -99,7 +108,14 @@ class Container:
         self.exactly_once = self.stmgr.rc.reliability is Reliability.EXACTLY_ONCE
         first = Revision(self.topology, self.plan, config.topology_file, None)
         self.revisions = LoadedRevisions(
-            first, self.id, self.workdir, config.topology, self.stmgr, config.domain, config.labels
+            first,
+            self.id,
+            self.workdir,
+            config.topology,
+            self.stmgr,
+            config.domain,
+            config.labels,
+            self._load,
         )
         self.supervisor = Supervisor(
             self._launch, self.stmgr, restart=not self.exactly_once, clock=clock
@@ -143,6 +159,9 @@ class Container:
         if os.path.exists(self.socket_path):
             os.unlink(self.socket_path)
         await self.stmgr.start_local_server(self.socket_path)
+        if self.config.run_as is not None:  # its instances' user, and no one else, connects
+            os.chown(self.socket_path, self.config.run_as.uid, self.config.run_as.gid)
+            os.chmod(self.socket_path, 0o600)
         address = await self.stmgr.start_peer_server(self.config.host)
         log.info("container %d: stmgr at %s, ipc %s", self.id, address, self.socket_path)
         if not self.exactly_once:  # exactly-once instances start with the first restore
@@ -196,7 +215,9 @@ class Container:
         if rev.plan_file:
             args += ["--plan-file", rev.plan_file]
         args += domain_args(self.config.domain, self.config.labels)
-        return spawn(args, log_path=str(self.workdir / f"task-{task}.log"))
+        return spawn(
+            args, log_path=str(self.workdir / f"task-{task}.log"), run_as=self.config.run_as
+        )
 
     def _kill(self, thread: InstanceThread) -> None:
         """The small footprint: a task on a thread is to be killed (a rollback's restore, a

@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._sandbox import RunAs
 from ..plan import add_domain_arguments
 from ..security import AGENT_NAME, MASTER_NAME, Transport
 
@@ -34,6 +35,7 @@ class ContainerConfig:
     labels: dict[str, str] = field(default_factory=dict)  # the agent's labels (edge)
     tls_dir: Path | None = None  # its node's credentials (None: plaintext, --insecure)
     footprint: str = "normal"  # "small": its instances on threads of this process (_threads)
+    run_as: RunAs | None = None  # the topology's own user (a node's, common/_sandbox.py)
 
     @property
     def transport(self) -> Transport:
@@ -66,12 +68,22 @@ def parse_config(argv: list[str] | None = None) -> ContainerConfig:
         help="normal: an OS process per instance; small: every instance on threads of this "
         f"process (default: ${FOOTPRINT_ENV}, else normal)",
     )
+    p.add_argument(
+        "--run-as",
+        type=RunAs.parse,
+        default=None,
+        metavar="UID:GID:HOME",
+        help="run the topology's code as this user (needs root): its instances, and the "
+        "child that loads its file (this process never runs the topology's code then)",
+    )
     links = p.add_mutually_exclusive_group(required=True)
     links.add_argument("--tls-dir", help="its node's credentials: every link is mutual TLS")
     links.add_argument("--insecure", action="store_true", help="plaintext links (development)")
     a = p.parse_args(argv)
     if a.footprint not in footprints:  # argparse checks what is given, not its default
         p.error(f"${FOOTPRINT_ENV} is one of {', '.join(footprints)}, not {a.footprint!r}")
+    if a.run_as is not None and a.footprint == "small":
+        p.error("--run-as needs --footprint normal: small runs the instances in this process")
     return ContainerConfig(
         topology_file=a.topology_file,
         container=a.container,
@@ -85,4 +97,5 @@ def parse_config(argv: list[str] | None = None) -> ContainerConfig:
         labels=a.labels,
         tls_dir=Path(a.tls_dir) if a.tls_dir else None,
         footprint=a.footprint,
+        run_as=a.run_as,
     )

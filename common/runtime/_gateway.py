@@ -71,6 +71,17 @@ class Gateway(threading.Thread):
         self.idle = True
         self.wake()
 
+    def close(self, timeout: float) -> None:
+        """Stop, and wait up to ``timeout`` for what is queued to be sent. A gateway that never
+        started (its instance was stopped while it loaded) has nothing to send: it only
+        closes its wake-up pair. Call it from the thread that would have started it."""
+        self.stop()
+        if self.ident is None:
+            self._wake_r.close()
+            self._wake_w.close()
+        else:
+            self.join(timeout)
+
     def run(self) -> None:
         sock = self.sock
         sock.setblocking(False)

@@ -10,21 +10,50 @@ failure does.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._package import unpack_package
+from .._sandbox import RunAs
+from .._unpacked import fresh
 from ..api import Topology
 from ..plan import (
     InstancePlacement,
     PhysicalPlan,
+    for_domain,
     load_topology,
     plan_to_json,
     restrict,
     validate,
 )
+from ..plan._child_loader import load_isolated_blocking
 from ..wire.proto import runtime_pb2 as pb
 from ._stmgr import StreamManager
+
+TopologyLoader = Callable[
+    [str | os.PathLike[str], str | None, str | None, Mapping[str, str] | None], Topology
+]
+"""``load_topology``'s shape: (file, name, domain, labels) -> the topology."""
+
+
+def topology_loader(run_as: RunAs | None) -> TopologyLoader:
+    """How a container loads its topology's files: itself, or (``run_as``) as a code-free
+    skeleton from a child process that runs as that user."""
+    if run_as is None:
+        return load_topology
+
+    def load(
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        domain: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> Topology:
+        file = Path(path)
+        whole = load_isolated_blocking(file.parent, file.name, name=name, run_as=run_as)
+        return for_domain(whole, domain, labels) if domain else whole
+
+    return load
 
 
 @dataclass(frozen=True)
@@ -47,8 +76,10 @@ class LoadedRevisions:
         stmgr: StreamManager,
         domain: str | None = None,
         labels: dict[str, str] | None = None,
+        loader: TopologyLoader = load_topology,
     ) -> None:
         self._known = {1: first}
+        self._loader = loader  # the container's: in a child process, as its topology's user
         self.current = 1  # the one running (the first: what the container started with)
         self._container = container
         self._workdir = workdir
@@ -81,7 +112,7 @@ class LoadedRevisions:
             return known
         first = self._known[1]
         home = self._workdir / f"rev-{r.revision}"
-        code = unpack_package(r.package_data, r.package, home / "code")
+        code = fresh(r.package_data, r.package, home / "code")  # never over an older copy
         plan = PhysicalPlan(
             first.topology.name,
             first.plan.containers,
@@ -90,7 +121,7 @@ class LoadedRevisions:
                 for i in r.plan.instances
             ),
         )
-        loaded = load_topology(code / r.entry, self.name, self.domain, self.labels)
+        loaded = self._loader(code / r.entry, self.name, self.domain, self.labels)
         topology = restrict(loaded, plan)
         validate(topology)
         plan_file = home / "plan.json"

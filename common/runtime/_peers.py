@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
+from .._ports import grpc_server
 from .._retry import RetryPolicy
 from ..security import WORKER_NAME
 from ..wire import Kind
@@ -190,7 +191,7 @@ async def serve_peers(
 ) -> tuple[grpc.aio.Server, str]:
     """Start the server of ``Exchange`` (peers) and ``Uplink`` (agents, through ``ingress``)
     on ``host`` (any port); the server and its address."""
-    server = grpc.aio.server(options=SERVER_OPTIONS)
+    server = grpc_server(options=SERVER_OPTIONS)
     pb_grpc.add_StreamManagerServicer_to_server(ExchangeServicer(stmgr), server)
     pb_grpc.add_IngressServicer_to_server(ingress, server)
     port = stmgr.transport.bind(server, f"{host}:0")

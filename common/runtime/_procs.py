@@ -1,4 +1,4 @@
-"""Child processes that die with their parent (Linux PR_SET_PDEATHSIG)."""
+"""Child processes that die with their parent (Linux PR_SET_PDEATHSIG) and leave Ctrl-C to it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Protocol
+
+from .._sandbox import RunAs
 
 log = logging.getLogger("headwater.procs")
 _PR_SET_PDEATHSIG = 1
@@ -45,10 +48,41 @@ class Proc(Protocol):
     def kill(self) -> None: ...
 
 
+_libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+_libc.signal.restype = ctypes.c_void_p
+_SIG_IGN = 1
+
+
 def _die_with_parent() -> None:
     # Runs in the child between fork and exec. SIGKILL on parent death means a
-    # killed stmgr or launcher can never leave orphans behind.
+    # killed stmgr or launcher can never leave orphans behind. SIGINT ignored: a terminal's
+    # Ctrl-C reaches the whole process group, and a child still starting (its interpreter
+    # not yet past its imports) would die of it with a traceback in its log; its parent
+    # stops it (SIGTERM), in order, as pyspark does for Spark's JVM. A child that sets a
+    # SIGINT handler of its own (every Headwater daemon does) gets it again from then on.
+    # libc's signal(): Python's may only be called on the main thread.
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    _libc.signal(signal.SIGINT, _SIG_IGN)
+
+
+_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+
+
+def _before_exec(preexec: Callable[[], None] | None) -> None:
+    if preexec is not None:
+        preexec()
+    _die_with_parent()  # after a change of user, which clears it
+
+
+def _then(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
+    if first is None:
+        return second
+
+    def both() -> None:
+        first()
+        second()
+
+    return both
 
 
 def spawn(
@@ -58,18 +92,28 @@ def spawn(
     log_path: str | None = None,
     executable: str | None = None,
     cwd: str | None = None,
+    preexec: Callable[[], None] | None = None,
+    run_as: RunAs | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies."""
-    out = open(log_path, "ab") if log_path else None  # noqa: SIM115 (the child owns it)
+    """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies;
+    ``preexec`` runs in the child first, between fork and exec; ``run_as``: the child runs as
+    that user, with its environment (``RunAs.env``)."""
+    # the log is its process's and this one's: a topology's code as another user reads none
+    out = os.fdopen(os.open(log_path, _LOG_FLAGS, 0o600), "ab") if log_path else None
+    environment = {**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})}
+    if run_as is not None:
+        environment = run_as.env(environment)
+        preexec = _then(preexec, run_as.preexec)
     try:
         return subprocess.Popen(
-            [executable or sys.executable, *args],
-            env={**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})},
+            # -P: not the current folder first on the path (a module planted there would run)
+            [executable, *args] if executable else [sys.executable, "-P", *args],
+            env=environment,
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,
             stdin=subprocess.DEVNULL,
             cwd=cwd,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads touch locks here)
+            preexec_fn=partial(_before_exec, preexec),  # noqa: PLW1509 (no locks taken there)
         )
     finally:
         if out is not None:

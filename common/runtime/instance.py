@@ -125,16 +125,14 @@ def run_task(
         frame = control_frame(report, src=task)
         if inst is not None and inst.gateway.is_alive():
             inst.metrics_out.append(frame)
-            inst.gateway.stop()
-            inst.gateway.join(2.0)
+            inst.gateway.close(2.0)
         else:
             sock.setblocking(True)
             sock.sendall(length_prefix(frame) + frame)
         return 1
     finally:
-        if inst is not None:
-            inst.gateway.stop()
-            inst.gateway.join(2.0)
+        if inst is not None:  # one stopped while it loaded has a gateway that never started
+            inst.gateway.close(2.0)
         sock.close()
     return 0
 

@@ -28,6 +28,7 @@ from typing import Any
 import grpc
 
 from .._exceptions import HeadwaterError
+from .._ports import bind_grpc
 from ._files import write_private
 
 MASTER_NAME = "headwater-master"
@@ -205,17 +206,24 @@ class Transport:
         opts = [*options, ("grpc.ssl_target_name_override", to)]
         return grpc.aio.secure_channel(address, creds, options=opts)
 
-    def bind(self, server: grpc.aio.Server, address: str, require_client: bool = True) -> int:
-        """Bind ``server`` to ``address``; the port. ``require_client=False``: callers without a
-        certificate get through the handshake (only the master, for enrolment) and each
-        service refuses them itself."""
+    def bind(
+        self,
+        server: grpc.aio.Server,
+        address: str,
+        require_client: bool = True,
+        option: str | None = None,
+    ) -> int:
+        """Bind ``server`` (one from ``grpc_server``: the port is its alone) to ``address``;
+        the port. ``require_client=False``: callers without a certificate get through the
+        handshake (only the master, for enrolment) and each service refuses them itself.
+        A taken port raises ``PortInUse``, whose advice names ``option``."""
         if not self.secure:
-            return int(server.add_insecure_port(address))
+            return bind_grpc(server, address, option=option)
         c = self.credentials()
         creds = grpc.ssl_server_credentials(
             [(c.key, c.cert)], root_certificates=c.ca, require_client_auth=require_client
         )
-        return int(server.add_secure_port(address, creds))
+        return bind_grpc(server, address, creds, option)
 
     def identity(self, context: Any) -> Identity | None:
         """The caller's identity (``TRUSTED`` for everyone when insecure)."""

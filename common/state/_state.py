@@ -2,8 +2,9 @@
 
 Live state (``State``, ``KeyedState``, in ``headwater.common.api``) is an
 in-memory dict (cheap per record); the checkpoint store keeps snapshots in
-RocksDB. Snapshots are pickled: the store is local and trusted, and heronpy
-users keep arbitrary objects (Counter, deque) in state.
+RocksDB. Snapshots are pickled: the store is local, and heronpy users keep
+arbitrary objects (Counter, deque) in state; a process that must not run a
+topology's code reads them as plain values only (``_plain.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pickle
 from typing import Any
 
 from ..api._state import KeyedState, State, StatefulComponent
+from ._plain import loads
 
 __all__ = [
     "KeyedState",
@@ -33,7 +35,7 @@ def dump_snapshot(state: State, keyed: dict[str, KeyedState], extra: Any = None)
 
 
 def load_snapshot(blob: bytes) -> tuple[State, dict[str, KeyedState], Any]:
-    data = pickle.loads(blob)
+    data = loads(blob)
     keyed = {name: KeyedState(values) for name, values in data["keyed"].items()}
     return State(data["state"]), keyed, data.get("extra")
 
@@ -136,7 +138,7 @@ class SnapshotLog:
 
 
 def load_delta(blob: bytes) -> dict[str, Any]:
-    data: dict[str, Any] = pickle.loads(blob)
+    data: dict[str, Any] = loads(blob)
     if "reset" not in data:  # a whole snapshot (``dump_snapshot``, before deltas)
         keyed = data["keyed"]
         data = {"state": data["state"], "keyed": keyed, "deleted": {}, "full": list(keyed)}

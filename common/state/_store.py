@@ -30,6 +30,7 @@ from typing import Any
 from rocksdict import AccessType, Options, Rdict, WriteBatch, WriteOptions
 
 from .._exceptions import HeadwaterError
+from ._plain import loads
 from ._state import load_delta
 
 _KEY = struct.Struct(">qi")  # checkpoint id, task: sorts by checkpoint
@@ -115,7 +116,7 @@ class CheckpointStore:
     # -- incremental snapshots: a task's base and its deltas --------------------------
     def _meta(self, task: int) -> dict[str, Any] | None:
         raw = self._db.get(_META + _TASK.pack(task))
-        return None if raw is None else pickle.loads(raw)
+        return None if raw is None else loads(raw)
 
     def _chain(self, checkpoint: int, task: int, folded: int) -> list[dict[str, Any]]:
         """The deltas from the base (folded to ``folded``) to ``checkpoint``, oldest first."""
@@ -143,7 +144,7 @@ class CheckpointStore:
                 name = raw_key[size + 4 : size + 4 + length].decode()
                 current = raw_key[: size + 4 + length]
                 values = keyed.setdefault(name, {})
-            key, value = pickle.loads(raw)
+            key, value = loads(raw)
             values[key] = value
         return keyed
 

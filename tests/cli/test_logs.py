@@ -99,8 +99,10 @@ def test_a_run_whose_work_directory_is_gone(
 def test_a_master_is_asked_for_what_is_not_a_local_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With HEADWATER_MASTER, a name that is no local run's goes to the master (unchanged);
-    a local run's name is read here; --master URL always asks the master."""
+    """With HEADWATER_MASTER, a name that is no local run's goes to the master; a local
+    run's name too, and is read here when the master does not have it (or does not answer;
+    tests/integration/test_worker_logs.py has a master that has it); --local reads the local
+    run without asking; --master URL always asks the master."""
     _ended_run(tmp_path / "run")
     monkeypatch.setenv("HEADWATER_MASTER", UNREACHABLE)
     code, out, err = _logs(capsys, "wordcount")
@@ -111,6 +113,24 @@ def test_a_master_is_asked_for_what_is_not_a_local_run(
     assert (code, out) == (
         0,
         f"==> logged/1: instance log task-2.log ({task}) <==\ntask-2 line 1\ntask-2 line 2\n",
+    )
+    # the master might have 'logged' too, but does not answer: the local run's, said so
+    first, ended = err.splitlines()
+    assert first.startswith(
+        f"headwater logs: the master did not answer (cannot reach the master at {UNREACHABLE}/"
+    )
+    assert first.endswith("; logs of the local run of that name (`headwater run`)")
+    assert ended.startswith("headwater logs: 'logged' ended ")
+    code, out, err = _logs(capsys, "logged/task-2", "--local")  # asks no master
+    assert (code, out) == (
+        0,
+        f"==> logged/1: instance log task-2.log ({task}) <==\ntask-2 line 1\ntask-2 line 2\n",
+    )
+    assert err.startswith("headwater logs: 'logged' ended ")
+    assert _logs(capsys, "logged", "--local", "--master", UNREACHABLE) == (
+        2,
+        "",
+        "headwater: error: --local reads a local run's logs, --master URL a master's: give one\n",
     )
     code, out, err = _logs(capsys, "logged/0", "--master", UNREACHABLE)
     assert (code, out) == (2, "")

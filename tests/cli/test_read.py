@@ -81,13 +81,27 @@ def test_a_file_sink_folder_prints_its_committed_rows_in_order(tmp_path: Path) -
         sink.close()
         done = read(str(out))
         assert (done.returncode, done.stderr) == (0, ""), fmt
-        want: list[Any] = [["a", 1, T0 + 1], ["b", 2, T0 + 2], ["a", 3, T0 + 3]]
-        if fmt == "parquet":
-            want = [dict(zip(("site", "seq", "ts"), r, strict=True)) for r in want]
-        assert lines(done.stdout) == want, fmt
+        # each row an object of the sink's columns (JSON lines keep them in _columns.json)
+        assert done.stdout == (
+            f'{{"site": "a", "seq": 1, "ts": {T0 + 1}}}\n'
+            f'{{"site": "b", "seq": 2, "ts": {T0 + 2}}}\n'
+            f'{{"site": "a", "seq": 3, "ts": {T0 + 3}}}\n'
+        ), fmt
+        want = lines(done.stdout)
         assert lines(read(str(out), "--limit", "2").stdout) == want[:2]
         part = next(out.glob("part-00000002-*"))
         assert lines(read(str(part)).stdout) == want[2:]  # one part file
+
+
+def test_positional_rows_without_their_names_print_as_lists(tmp_path: Path) -> None:
+    """A folder written before sinks kept their columns, or rows of another revision."""
+    sink = _file_sink(tmp_path, "jsonl")
+    _commit(sink, 1, _row("a", 1))
+    sink.close()
+    (tmp_path / "_columns.json").write_text('{"columns": ["site", "seq"]}')  # another length
+    assert read(str(tmp_path)).stdout == f'["a", 1, {T0 + 1}]\n'
+    (tmp_path / "_columns.json").unlink()
+    assert read(str(tmp_path)).stdout == f'["a", 1, {T0 + 1}]\n'
 
 
 def test_a_landing_dataset_prints_rows_with_their_partition_columns(tmp_path: Path) -> None:
@@ -159,7 +173,9 @@ def test_follow_a_file_sink_from_before_its_first_commit(tmp_path: Path) -> None
             reader.kill()
             reader.wait()
     assert (reader.returncode, err) == (0, "")
-    assert lines(out_text) == [["a", 1, T0 + 1], ["b", 2, T0 + 2], ["c", 3, T0 + 3]]
+    assert lines(out_text) == [
+        {"site": site, "seq": seq, "ts": T0 + seq} for site, seq in (("a", 1), ("b", 2), ("c", 3))
+    ]
 
 
 def test_follow_a_json_lines_file_prints_appended_lines(tmp_path: Path) -> None:
@@ -190,7 +206,18 @@ def test_a_key_value_sink_prints_the_latest_row_per_key(tmp_path: Path) -> None:
     try:  # read beside the running writer, as while a topology runs
         done = read(str(out))
         assert (done.returncode, done.stderr) == (0, "")
-        assert sorted(lines(done.stdout), key=lambda r: r["key"]) == [
+        assert sorted(done.stdout.splitlines()) == [
+            f'{{"site": "s0", "seq": 3, "ts": {T0 + 3}}}',
+            f'{{"site": "s1", "seq": 2, "ts": {T0 + 2}}}',
+        ]
+        done = read(str(next(out.glob("task-*"))))  # one store: the names are in its folder
+        assert (done.returncode, done.stderr) == (0, "")
+        assert sorted(lines(done.stdout), key=lambda r: r["site"]) == [
+            {"site": "s0", "seq": 3, "ts": T0 + 3},
+            {"site": "s1", "seq": 2, "ts": T0 + 2},
+        ]
+        (out / "_columns.json").unlink()  # a store written before sinks kept their names
+        assert sorted(lines(read(str(out)).stdout), key=lambda r: r["key"]) == [
             {"key": "s0", "value": ["s0", 3, T0 + 3]},
             {"key": "s1", "value": ["s1", 2, T0 + 2]},
         ]

@@ -39,3 +39,11 @@ def test_a_name_says_what_it_names() -> None:
         "'..' is not a topology name: use 1 to 64 letters, digits, '.', '_' or '-', and not "
         "'.' or '..' alone"
     )
+
+
+def test_a_topology_may_not_be_named_after_a_nodes_own_folders() -> None:
+    from headwater.common._ids import NODE_ENTRIES, name_problem
+
+    for entry in NODE_ENTRIES:
+        assert "nodes keep their own" in (name_problem(entry, "topology name") or "")
+        assert name_problem(entry, "node id") is None or "." in entry

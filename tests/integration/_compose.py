@@ -23,6 +23,9 @@ def build_image() -> str:
         [str(COMPOSE / "build")], capture_output=True, text=True, timeout=1800, check=False
     )
     assert done.returncode == 0, f"deploy/compose/build failed:\n{done.stderr[-4000:]}"
+    # its phases and how long each took (pytest -s shows them)
+    said = done.stderr.splitlines()
+    print("\n".join(ln for ln in said if ln.startswith("build: ") and "]   " not in ln))
     return done.stdout.strip()
 
 

@@ -26,8 +26,14 @@ class Daemons:
         self.token = ""  # the admin token the master made at its first start
         self.join_port, self.ca_fingerprint = 0, ""  # where nodes enrol, the CA they trust
         self.netns: str | None = None
+        # where a topology's code runs on the nodes: as the node's user, so that it writes into
+        # the test's folders (tests/integration/test_isolation.py sets None: the nodes' default)
+        self.isolation: str | None = "none"
 
-    def start_master(self, host: str = "127.0.0.1", netns: str | None = None) -> None:
+    def start_master(
+        self, host: str = "127.0.0.1", netns: str | None = None, extra: tuple[str, ...] = ()
+    ) -> None:
+        """``extra``: more of `headwater master`'s options."""
         ready = self.tmp / "master.json"
         self._spawn(
             [
@@ -44,6 +50,7 @@ class Daemons:
                 str(ready),
                 "--join-port",
                 str(free_port()),
+                *extra,
             ],
             "master.log",
             netns=netns,
@@ -61,8 +68,10 @@ class Daemons:
         netns: str | None = None,
         with_id: bool = True,
         host: str | None = None,
+        more: tuple[str, ...] = (),
     ) -> psutil.Process:
-        """``host``: where its stream managers listen (agents elsewhere dial their ingress)."""
+        """``host``: where its stream managers listen (agents elsewhere dial their ingress);
+        ``more``: further options."""
         ident = ["--id", name] if with_id else []  # without: the one kept in its workdir
         where = ["--host", host] if host else []
         proc = self._spawn(
@@ -75,6 +84,8 @@ class Daemons:
                 "--workdir",
                 str(self.tmp / name),
                 *self.join("worker"),
+                *self._isolation(),
+                *more,
             ],
             f"{name}.log",
             env,
@@ -91,9 +102,14 @@ class Daemons:
         if "--insecure" not in args and "--join" not in args:
             args = (*args, *self.join("agent"))
         proc = self._spawn(
-            ["agent", *ident, "--workdir", str(self.tmp / name), *args], f"{name}.log", netns=netns
+            ["agent", *ident, "--workdir", str(self.tmp / name), *self._isolation(), *args],
+            f"{name}.log",
+            netns=netns,
         )
         return psutil.Process(proc.pid)
+
+    def _isolation(self) -> list[str]:
+        return ["--isolation", self.isolation] if self.isolation else []
 
     def join_token(self, role: str) -> str:
         """A new join token of ``role`` (as `headwater token create` makes one)."""

@@ -51,6 +51,16 @@ import json, pathlib
 logs = pathlib.Path("/var/lib/headwater/agent").rglob("container.log")
 print(json.dumps(sum(p.read_text().count(" lost; backlog ") for p in logs)))
 """
+# run in the master's container: the IoT example's containers on each worker
+WORKER_CONTAINERS = """
+import json, urllib.request
+token = open("/var/lib/headwater/master/admin.token").read().strip()
+req = urllib.request.Request(
+    "http://127.0.0.1:7071/api/v1/nodes", headers={"Authorization": f"Bearer {token}"}
+)
+nodes = json.load(urllib.request.urlopen(req, timeout=10))
+print(json.dumps(sorted(n["containers"] for n in nodes if n["kind"] == "worker")))
+"""
 AGENT_STATUS = """
 import urllib.request
 print(urllib.request.urlopen("http://127.0.0.1:7080/status", timeout=5).read().decode())
@@ -185,6 +195,12 @@ def test_compose_up_brings_every_reading_of_both_sites_to_the_windows_and_the_ro
 
     published = _round(cluster, lambda: None)
     assert all(n > 0 for n in published.values()), published
+    # the example's two containers, submitted before the workers started, one on each
+    wait_for(
+        lambda: cluster.python("master", WORKER_CONTAINERS) == [["iot/0"], ["iot/1"]],
+        30,
+        "one of the IoT example's containers on each worker",
+    )
 
     # the uplinks stayed up all along (idle ones were once dropped by the server's
     # keepalive policy every 20 s)
@@ -256,7 +272,7 @@ def test_a_restarted_master_container_loses_and_duplicates_nothing(
 def test_a_paused_stream_manager_container_loses_and_duplicates_nothing(
     cluster: ComposeCluster,
 ) -> None:
-    # the worker that runs the topology's stream managers (the one with the most processes)
+    # a worker that runs one of the topology's stream managers (the one with the most processes)
     worker = max(
         cluster.compose("ps", "-q", "worker").split(),
         key=lambda c: len(_docker("top", c).splitlines()),

@@ -196,7 +196,7 @@ def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) ->
         before={"headwater read iot-out/site_windows": lambda: shell.ok(READ_FIVE) is not None},
     )
     windows = shell.outputs["headwater read iot-out/site_windows --limit 5"].splitlines()
-    assert len(windows) == 5 and all(json.loads(w)["value"][1] == "site0" for w in windows)
+    assert len(windows) == 5 and all(json.loads(w)["site"] == "site0" for w in windows)
     assert "iot" in shell.outputs["headwater status iot"]
 
     shell.run(

@@ -216,6 +216,7 @@ function box(topo, c, lane, p, rates, onSelect, selected) {
     "data-component": c.name,
     "data-side": lane.side,
     "data-agent": lane.agent || "",
+    "data-errors": errors, // summed, they are the topologies table's errors
     tabindex: 0,
   });
   g.appendChild(svg("rect", { width: BOX_W, height: BOX_H, rx: 6 }));

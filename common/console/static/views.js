@@ -35,7 +35,12 @@ export function topologies(root) {
           el("td", {}, String(t.revision)),
           el("td", {}, duration(t.uptime_s)),
           el("td", { class: "rate" }, fmtRate(rates.topologies[t.name])),
-          el("td", { class: t.errors ? "error" : "" }, String(t.errors)),
+          // what the DAG flags, summed (its boxes' figures), with the dead letters among them
+          el(
+            "td",
+            { class: t.errors ? "errors error" : "errors", "data-errors": String(t.errors) },
+            t.dead_letters ? `${t.errors} (${t.dead_letters} dead letters)` : String(t.errors),
+          ),
           el("td", { class: `health ${t.status.health}` }, t.status.health),
         ),
       );

@@ -97,7 +97,8 @@ def test_empty_checkpoint_writes_no_file(tmp_path: Path) -> None:
     try:
         sink.on_checkpoint(1)
         sink.on_commit(1)
-        assert list(out.iterdir()) == []
+        assert [p.name for p in out.iterdir()] == ["_columns.json"]  # the rows' names only
+        assert json.loads((out / "_columns.json").read_text()) == {"columns": ["key", "seq"]}
     finally:
         sink.close()
 
@@ -123,6 +124,7 @@ def test_restore_after_crash(tmp_path: Path) -> None:
         names = sorted(p.name for p in out.iterdir())
         assert names == [
             ".part-00000002-4.jsonl.pending",
+            "_columns.json",
             "part-00000001-3.jsonl",
             "part-00000005-4.jsonl",
         ]
@@ -145,7 +147,7 @@ def test_clean_start_restore_drops_in_progress_rows(tmp_path: Path) -> None:
     sink = make_sink(out)
     try:
         sink.on_restore(0)
-        assert list(out.iterdir()) == []
+        assert [p.name for p in out.iterdir()] == ["_columns.json"]  # the rows' names only
     finally:
         sink.close()
 

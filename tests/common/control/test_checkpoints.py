@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from headwater.common._clock import ManualClock
 from headwater.common.control._catalogue import Catalogue, CheckpointRecord
@@ -157,3 +160,55 @@ def test_a_checkpoint_is_complete_only_once_on_disk(tmp_path: Path) -> None:
     cc.ack(_ack(1, rec.id))
     assert state(rec) == CheckpointState.FAILED
     assert out.kinds() == ["checkpoint"] and out.completed == []
+
+
+def test_each_checkpoint_logs_at_debug_and_a_summary_at_most_once_a_minute(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cc, _, clock = _coordinator(tmp_path, tasks=1)
+    caplog.set_level(logging.DEBUG, logger="headwater.tmaster")
+    for _ in range(100):  # one a second, each taking 10 ms
+        rec = cc.trigger(revision=1)
+        clock.advance(0.01)
+        cc.ack(_ack(1, rec.id))
+        clock.advance(0.99)
+        cc.check_timeout()  # the topology master's turn
+    info = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert info == [
+        "checkpoint 1 complete in 10 ms (10 bytes)",  # the first: checkpoints work
+        "checkpoints 2-61 completed in the last 60 s (60; mean 10 ms, slowest 10 ms, "
+        "latest 10 bytes)",
+    ]
+    assert debug[0].getMessage() == "checkpoint 2 complete in 10 ms (10 bytes)"
+    assert len(debug) == 99 and {r.name for r in debug} == {"headwater.tmaster.checkpoints"}
+    caplog.clear()
+    clock.advance(10.0)
+    cc.check_timeout()  # 50 s since the summary (at checkpoint 61's end): nothing yet
+    assert [r for r in caplog.records if r.levelno >= logging.INFO] == []
+    clock.advance(10.4)
+    cc.check_timeout()  # a minute: what completed since, without a new checkpoint
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == [
+        "checkpoints 62-100 completed in the last 60 s (39; mean 10 ms, slowest 10 ms, "
+        "latest 10 bytes)"
+    ]
+
+
+def test_the_log_level_can_name_a_logger_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from headwater.common import _logging
+
+    root, each = logging.getLogger(), logging.getLogger("headwater.tmaster.checkpoints")
+    saved = root.handlers[:], root.level, each.level
+    monkeypatch.setenv("HEADWATER_LOG_LEVEL", "WARNING,headwater.tmaster.checkpoints=DEBUG")
+    try:
+        _logging.setup("test")
+        assert root.level == logging.WARNING and each.level == logging.DEBUG
+        assert each.isEnabledFor(logging.DEBUG)
+        assert not logging.getLogger("headwater.tmaster").isEnabledFor(logging.INFO)
+        monkeypatch.setenv("HEADWATER_LOG_LEVEL", "INFO,DEBUG")
+        with pytest.raises(ValueError, match="LOGGER=LEVEL"):
+            _logging.setup("test")
+    finally:
+        root.handlers[:] = saved[0]
+        root.setLevel(saved[1])
+        each.setLevel(saved[2])
