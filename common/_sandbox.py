@@ -64,14 +64,20 @@ class RunAs:
     def preexec(self) -> None:
         """Become this user (between fork and exec, as root): enter its control groups, then
         drop the supplementary groups, then the group, then the user."""
-        for path in self.groups:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")  # "0": the writing process itself
-            finally:
-                os.close(fd)
+        enter_groups(self.groups)
         os.setgroups([])
         os.setgid(self.gid)
         os.setuid(self.uid)
         os.umask(0o077)
         _LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)  # no set-user-id program gains it back
+
+
+def enter_groups(procs: tuple[str, ...]) -> None:
+    """Move this process into the control groups whose ``cgroup.procs`` files are ``procs``
+    (between fork and exec: before it runs anything of a topology's)."""
+    for path in procs:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, b"0")  # "0": the writing process itself
+        finally:
+            os.close(fd)

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._sandbox import enter_groups
+
 log = logging.getLogger("headwater.node")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _CFS_PERIOD_US = 100_000
@@ -135,13 +137,7 @@ class _Join:
     procs: tuple[str, ...]
 
     def __call__(self) -> None:
-        # between fork and exec: the child joins before it runs anything of the topology's
-        for path in self.procs:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, b"0")  # "0": the writing process itself
-            finally:
-                os.close(fd)
+        enter_groups(self.procs)
 
 
 def _kill_all(group: Path, wait_s: float = 5.0) -> None:

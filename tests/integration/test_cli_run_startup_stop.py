@@ -13,22 +13,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from .._procs import in_group
 from ._support import EXAMPLES, wait_for
 
 WORDCOUNT = EXAMPLES / "iot" / "wordcount.py"
 pytestmark = pytest.mark.cluster
-
-
-def in_group(pgid: int) -> list[psutil.Process]:
-    """The live processes of process group ``pgid``."""
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
-                found.append(p)
-        except (ProcessLookupError, psutil.Error):
-            continue
-    return found
 
 
 def test_ctrl_c_while_the_topology_master_starts(tmp_path: Path) -> None:

@@ -12,23 +12,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests._procs import in_group
 from tests._wait import wait_for
 
 from ._landing import Lander, demo_readings
 
 pytest.importorskip("pyspark")
-
-
-def in_group(pgid: int) -> list[psutil.Process]:
-    """The live processes of process group ``pgid``."""
-    found = []
-    for p in psutil.process_iter():
-        try:
-            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
-                found.append(p)
-        except (ProcessLookupError, psutil.Error):
-            continue
-    return found
 
 
 def listening_jvm(pid: int) -> bool:
