@@ -281,7 +281,7 @@ class Agent(Node):
                 run.topology,
                 ", ".join(c.name for c in topology.components),
             )
-        super()._start(run, entry)
+        self.supervisor.start(run, entry)  # checked against its zip above, once
 
     def _start_again(self, run: pb.RunContainer, entry: Path) -> None:
         if self.orders.get((run.topology, run.container)) is run:  # still ordered

@@ -76,8 +76,7 @@ def test_the_readme_names_its_outputs() -> None:
 @pytest.mark.parametrize("name", sorted(readme_outputs()))
 def test_each_output_is_ignored_by_git_and_docker(name: str) -> None:
     git = shutil.which("git")
-    if git is None or not (ROOT / ".git").exists():
-        pytest.skip("not a git checkout")
+    assert git is not None, "the tests run in a git checkout, with git installed"
     # a file the folder holds (git matches `/iot-out/` to folders only), or the file itself
     held = name if "." in name else f"{name}/part-1-0.jsonl"
     found = subprocess.run([git, "check-ignore", "--no-index", "-q", held], cwd=ROOT, check=False)

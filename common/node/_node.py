@@ -39,10 +39,10 @@ import grpc
 from .._exceptions import HeadwaterError, PackageMismatchError, PackageRefusedError
 from .._health import DEGRADED, FAILED, Health
 from .._ids import name_problem
-from .._package import digest_problem, entry_problem, verify_package
+from .._package import digest_problem, entry_problem
 from .._retry import RetryPolicy
 from .._sandbox import RunAs
-from .._unpacked import MARK, NO_BYTECODE, drift, fresh
+from .._unpacked import NO_BYTECODE
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
 from ..runtime._procs import Proc, spawn
@@ -55,6 +55,7 @@ from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
 from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
 from ._logs import read_logs
+from ._packages import Packages
 from ._users import TopologyUsers
 
 log = logging.getLogger("headwater.node")
@@ -89,6 +90,9 @@ class Node:
         self._lock = lock_workdir(self.workdir)
         self.node_id = node_identity(self.workdir, kind, node_id)
         self.limits = TopologyGroups(self.node_id, limits)  # each topology's control groups
+        self.packages = Packages(self.workdir)  # the packages it runs, checked before each start
+        self.code_dir = self.packages.folder
+        self.checked_entry = self.packages.checked
         self.users = TopologyUsers(self.workdir, isolation)  # each topology's own user
         self.labels = dict(labels or {})
         self.version = version
@@ -261,7 +265,7 @@ class Node:
                 log.info("%r was submitted again: its container %d starts afresh", *key)
                 await self._stop(key)
             try:
-                entry = await self._package(stub, run)
+                entry = await self.packages.fetched(stub, run)
             except (PackageMismatchError, PackageRefusedError) as exc:
                 self.error = str(exc)
                 log.error("%s", exc)
@@ -280,7 +284,7 @@ class Node:
         elif which == "revise":
             r = command.revise
             try:
-                await self._package(stub, pb.RunContainer(package=r.package, entry=r.entry))
+                await self.packages.fetched(stub, pb.RunContainer(package=r.package, entry=r.entry))
             except (PackageMismatchError, PackageRefusedError) as exc:
                 self.error = str(exc)
                 log.error("%s", exc)
@@ -308,63 +312,6 @@ class Node:
         if not any(t == key[0] for t, _ in self.containers):
             self.limits.remove(key[0])
         self.ordered()
-
-    def code_dir(self, package: str) -> Path:
-        """Where ``package`` (``sha256:HEX``) is unpacked here; its zip sits beside it.
-
-        Raises PackageMismatchError for anything else (never a path outside the workdir)."""
-        problem = digest_problem(package)
-        if problem is not None:
-            raise PackageMismatchError(f"refusing topology package: {problem}")
-        return self.workdir / "packages" / package.partition(":")[2]
-
-    async def _package(self, stub: pb_grpc.ClusterStub, run: pb.RunContainer) -> Path:
-        """``run``'s entry in its package's folder here, fetched from the master if this node
-        has no good copy (or its zip no longer hashes to its name)."""
-        code = self.code_dir(run.package)
-        try:
-            return self.checked_entry(run)
-        except PackageMismatchError as exc:
-            if (code / MARK).exists():
-                log.warning("%s: fetching it again", exc)
-        try:
-            reply = await stub.FetchPackage(pb.PackageRequest(package=run.package))
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.DATA_LOSS:
-                raise PackageMismatchError(str(exc.details())) from exc
-            raise
-        fresh(reply.data, run.package, code)  # refuses a hash mismatch
-        # beside it, read-only: a live edit hands it on, and each start checks against it
-        zipped, tmp = code.with_suffix(".zip"), code.with_suffix(".zip.tmp")
-        tmp.unlink(missing_ok=True)
-        tmp.write_bytes(reply.data)
-        tmp.chmod(0o444)
-        tmp.replace(zipped)
-        return code / run.entry
-
-    def checked_entry(self, run: pb.RunContainer) -> Path:
-        """``run``'s entry in its package's folder, checked against the package's zip first
-        (before each start): a folder that differs is unpacked again from the zip.
-
-        Raises PackageMismatchError when there is no copy, or its zip does not hash to its
-        name (fetch it again)."""
-        code = self.code_dir(run.package)
-        zipped = code.with_suffix(".zip")
-        try:
-            data = zipped.read_bytes()
-        except FileNotFoundError:
-            raise PackageMismatchError(f"package {run.package[:19]}… is not here") from None
-        verify_package(data, run.package)
-        changed = drift(data, code) if (code / MARK).exists() else "it was never unpacked"
-        if changed is not None:
-            log.warning(
-                "package %s in %s differs from its zip (%s): unpacking it again",
-                run.package[:19],
-                code,
-                changed,
-            )
-            fresh(data, run.package, code)
-        return code / run.entry
 
     def _start(self, run: pb.RunContainer, entry: Path) -> None:
         """Start ``run``'s container (an agent starts its edge subgraph's topology master first),

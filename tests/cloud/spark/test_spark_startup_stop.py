@@ -10,14 +10,11 @@ import sys
 from pathlib import Path
 
 import psutil
-import pytest
 
 from tests._procs import in_group
 from tests._wait import wait_for
 
 from ._landing import Lander, demo_readings
-
-pytest.importorskip("pyspark")
 
 
 def listening_jvm(pid: int) -> bool:
