@@ -75,6 +75,7 @@ _PREFIXES: dict[str, str] = {
     "headwater._sensors_cli": "daemons",
     "headwater._demo": "daemons",
     "headwater.placement": "api",
+    "headwater.spark": "daemons",  # the Spark jobs' API: cloud/spark re-exported
     "headwater.connectors": "runtime",  # re-exports common/connectors (sinks run in the runtime)
     "headwater.models": "runtime",  # re-exports common/models and the runtime's live_model
     "headwater.dsl": "api",
