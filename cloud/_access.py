@@ -10,8 +10,8 @@ ones before it may:
   rollback), model rollouts and rollbacks, and container logs (a log holds
   whatever user code prints: records, paths, a careless secret; a viewer sees
   the curated views only);
-- ``admin``: submit, kill, forget a node, tokens, model uploads (a model is
-  code-like data that reaches the edge).
+- ``admin``: submit, kill (topologies and Spark jobs), forget a node, tokens, model
+  uploads (a model is code-like data that reaches the edge).
 
 ``ACCESS`` is the whole policy. A route missing from it is refused (deny by
 default; ``tests/cloud/test_rest_auth.py`` checks that every route the apps
@@ -68,6 +68,11 @@ ACCESS: dict[tuple[str, str], str] = {
     ("DELETE", _TOPOLOGY): "admin",
     ("DELETE", "/api/v1/nodes/{id}"): "admin",
     ("POST", "/api/v1/nodes/{id}/revoke"): "admin",
+    ("GET", "/api/v1/spark/jobs"): "viewer",
+    ("GET", "/api/v1/spark/jobs/{name}"): "viewer",
+    ("GET", "/api/v1/spark/jobs/{name}/logs"): "operator",
+    ("POST", "/api/v1/spark/jobs"): "admin",
+    ("DELETE", "/api/v1/spark/jobs/{name}"): "admin",
     ("GET", "/api/v1/tokens"): "admin",
     ("POST", "/api/v1/tokens"): "admin",
     ("DELETE", "/api/v1/tokens/{id}"): "admin",

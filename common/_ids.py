@@ -25,6 +25,9 @@ NODE_ENTRIES = frozenset(
         "node-id",
         "node.lock",
         "node-id.tmp",
+        "spark",  # its Spark jobs' folders (common/node/_spark_jobs.py)
+        "landing",  # a worker's default --landing and --warehouse
+        "warehouse",
     }
 )
 """What a node keeps in its workdir beside its topologies' folders (``WORKDIR/TOPOLOGY``):

@@ -86,6 +86,14 @@ def add_parsers(sub: Any) -> None:
         help="the address its containers' stream managers listen on and give to peers and "
         "agents (their uplinks come in there); default 127.0.0.1: this machine only",
     )
+    for flag, what in (("--landing", "landing"), ("--warehouse", "warehouse")):
+        worker.add_argument(
+            flag,
+            default=None,
+            metavar="DIR",
+            help=f"the {what} folder of the Spark jobs it runs whose submission names none "
+            f"(default: WORKDIR/{what})",
+        )
     _add_identity_arguments(worker, "worker")
     add_limit_arguments(worker)
     worker.set_defaults(func=_cmd_worker)
@@ -375,6 +383,10 @@ def _cmd_worker(args: argparse.Namespace) -> int:
             args.join,
             limits_of(args),
             args.isolation,
+            (
+                Path(args.landing or workdir / "landing").absolute(),
+                Path(args.warehouse or workdir / "warehouse").absolute(),
+            ),
         ),
     )
 

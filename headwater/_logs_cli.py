@@ -19,7 +19,8 @@ own log file. Under the worker scheduler it asks the worker that runs the contai
 container's own log file, then each of its instances' log files (``task-T.log``).
 ``headwater logs NODE`` does the same for a Docker-scheduled node id (a worker the master
 did not start keeps its own log where it was started). It needs an operator's token: a
-log holds what user code prints, which a viewer's dashboards do not show.
+log holds what user code prints, which a viewer's dashboards do not show. ``headwater logs
+JOB`` prints a Spark job's driver log (``headwater spark submit``), from its worker.
 
 A name both a local run and ``$HEADWATER_MASTER``'s cluster have is the cluster's (a line
 on stderr says so); ``--local`` reads the local run's. A name the master does not have
@@ -41,6 +42,7 @@ from urllib.parse import quote
 
 from headwater._argtypes import whole
 from headwater._master_client import Client, add_client_options
+from headwater._spark_jobs_cli import job_names, print_job_log
 from headwater.common._exceptions import HeadwaterError
 
 if TYPE_CHECKING:
@@ -137,6 +139,8 @@ def _not_on_master(args: argparse.Namespace, name: str) -> str | None:
         if "/" not in args.target and name in {
             n.get("id") for n in client.call("GET", "/api/v1/nodes")
         }:
+            return None
+        if "/" not in args.target and name in job_names(client):
             return None
     except HeadwaterError as exc:
         return f"the master did not answer ({exc})"
@@ -353,9 +357,15 @@ def _cluster(args: argparse.Namespace, local: bool = False) -> int:
             )
         elif target in nodes:
             views = [client.call("GET", f"/api/v1/nodes/{quote(target, safe='')}/logs?tail={tail}")]
+        elif target in (jobs := job_names(client)):
+            print_job_log(client, target, tail)
+            return 0
         else:
             known = ", ".join(sorted(str(t) for t in topologies)) or "none"
-            raise HeadwaterError(f"no topology or node named {target!r} (topologies: {known})")
+            also = f"; Spark jobs: {', '.join(sorted(jobs))}" if jobs else ""
+            raise HeadwaterError(
+                f"no topology, node or Spark job named {target!r} (topologies: {known}{also})"
+            )
     for view in views:
         _print(view)
     return 0

@@ -1,4 +1,5 @@
-"""`headwater spark rollup|train`: the cloud's Spark jobs.
+"""`headwater spark rollup|train`: the cloud's Spark jobs (``submit``, ``jobs`` and ``kill``:
+``_spark_jobs_cli.py``).
 
 Bad arguments, a missing landing folder, no Java or no PySpark end in a
 message that says what to do and exit status 2, never a traceback. Ctrl-C while
@@ -100,9 +101,11 @@ def add_parsers(sub: Any) -> None:
     )
     rollup.set_defaults(func=_cmd_rollup)
 
+    from headwater._spark_jobs_cli import add_actions
     from headwater._train_cli import add_train_parser
 
     add_train_parser(actions)
+    add_actions(actions)  # submit, jobs, kill: on a master's cluster
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

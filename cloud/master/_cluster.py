@@ -93,6 +93,9 @@ class Gate:
                     f"{identity} cannot speak for {reply.node_id!r}",
                 )
             refused = self.container(context, reply.topology, reply.container)
+            if reply.kind == "spark-job":  # a Spark job's driver log: of the job it runs
+                runs = self.master.spark_jobs.runs_on(reply.topology, identity.name)
+                refused = None if runs else f"{identity} runs no Spark job {reply.topology!r}"
             if refused is not None:
                 return grpc.StatusCode.PERMISSION_DENIED, refused
         # under --insecure (TRUSTED) the reply's own node id stands for the caller
@@ -150,7 +153,10 @@ class ClusterService(pb_grpc.ClusterServicer):
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"{identity or 'an unknown caller'} was given no package {request.package}",
             )
+        jobs = self.master.spark_jobs  # a Spark job's files are kept apart
         try:
+            if jobs.packages.has(request.package):
+                return pb.Package(data=jobs.packages.get(request.package))
             return pb.Package(data=self.master.fetch(request.package))
         except KeyError:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no package {request.package}")

@@ -66,6 +66,7 @@ from ._openapi import openapi
 from ._prometheus import master_exposition
 from ._rollout import RolloutError
 from ._scheduler import LogsError
+from ._spark_http import add_spark_job_routes
 from ._topology_view import edge_view
 
 MAX_UPLOAD = MAX_PACKAGE_BYTES
@@ -234,6 +235,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     _add_token_routes(app, master)
     _add_log_routes(app, master)
     _add_model_routes(app, master)
+    add_spark_job_routes(app, master.spark_jobs)
     add_metrics_route(app, master_exposition(master))
 
     async def document(request: web.Request) -> web.Response:

@@ -120,6 +120,8 @@ async def serve(
         site = web.TCPSite(runner, http_host, http_port, ssl_context=tls)
         with claimed(http_host, http_port, "--http-port"):
             await site.start()
+        spark_jobs = asyncio.get_running_loop().create_task(master.spark_jobs.run())
+        running.callback(spark_jobs.cancel)
         if scheduler is not None:  # after the join port is known: it mints join tokens
             reconciler = asyncio.get_running_loop().create_task(scheduler.run())
             running.callback(reconciler.cancel)

@@ -43,10 +43,7 @@ from typing import Any
 
 from headwater.common._exceptions import HeadwaterError, PackageMismatchError, TopologyLoadError
 from headwater.common._ids import name_problem
-from headwater.common._package import (
-    check_package,
-    entry_problem,
-)
+from headwater.common._package import check_package, entry_problem
 from headwater.common.api import Placement, Topology
 from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import (
@@ -70,6 +67,7 @@ from ._node_logs import NodeLogs
 from ._nodes import Nodes
 from ._rollout import Rollouts
 from ._scheduler import PLACEMENT_DELAY_S, Scheduler, WorkerScheduler
+from ._spark_jobs import SparkJobs
 from ._traffic import TrafficCounter
 
 log = logging.getLogger("headwater.master")
@@ -136,6 +134,7 @@ class Master:
         # where cloud containers run: attached workers, unless serve() sets another
         self.scheduler: Scheduler = WorkerScheduler(self, placement_delay)
         self.node_logs = NodeLogs(self)  # container logs asked of the nodes that run them
+        self.spark_jobs = SparkJobs(self, load_limits or LoadLimits())  # _spark_jobs.py
 
     # -- deployments -------------------------------------------------------------
     def _record_path(self) -> Path:
@@ -531,7 +530,7 @@ class Master:
 
     def packages_of(self, node_id: str) -> set[str]:
         """The packages the master gave ``node_id`` to run (all it may fetch)."""
-        out: set[str] = set()
+        out: set[str] = self.spark_jobs.packages_of(node_id)
         for dep in self.deployments.values():
             if node_id in dep.assignment.values():
                 out.add(dep.package)

@@ -39,6 +39,7 @@ class _Pending:
     topology: str
     container: int
     future: asyncio.Future[pb.LogsReply]
+    kind: str = ""
 
 
 class NodeLogs:
@@ -70,16 +71,26 @@ class NodeLogs:
                 f"container {container} of {dep.name!r} runs on node {node!r}, which is "
                 "offline: its logs are on that node's machine until it attaches again",
             )
+        what = f"container {container} of {dep.name!r}"
+        reply = await self.ask(node, dep.name, container, tail, what)
+        return view(dep.name, container, node, tail, reply)
+
+    async def ask(
+        self, node: str, name: str, container: int, tail: int, what: str, kind: str = ""
+    ) -> pb.LogsReply:
+        """Ask ``node`` for the logs of ``what`` (``name``'s ``container``; ``kind``
+        "spark-job": the Spark job ``name``'s driver log) and await its answer."""
         if len(self.pending) >= MAX_PENDING:
             raise LogsError(503, "too many log requests are waiting for nodes; try again soon")
         request_id = self.new_id()
         future: asyncio.Future[pb.LogsReply] = asyncio.get_running_loop().create_future()
-        self.pending[request_id] = _Pending(node, dep.name, container, future)
+        self.pending[request_id] = _Pending(node, name, container, future, kind)
         order = pb.SendLogs(
             request_id=request_id,
-            topology=dep.name,
+            topology=name,
             container=container,
             tail=min(max(tail, 1), MAX_TAIL),
+            kind=kind,
         )
         try:
             self.master.nodes.send(node, pb.NodeCommand(send_logs=order))
@@ -87,15 +98,14 @@ class NodeLogs:
         except TimeoutError:
             raise LogsError(
                 504,
-                f"node {node!r} did not send the logs of container {container} of "
-                f"{dep.name!r} within {self.timeout_s:g} s (a busy node, a lost session, "
-                "or a worker older than the master)",
+                f"node {node!r} did not send the logs of {what} within {self.timeout_s:g} s "
+                "(a busy node, a lost session, or a worker older than the master)",
             ) from None
         finally:
             self.pending.pop(request_id, None)
         if reply.error:
             raise LogsError(502, f"node {node!r} could not read the logs: {reply.error}")
-        return view(dep.name, container, node, tail, reply)
+        return reply
 
     def answer(self, caller: str, reply: pb.LogsReply) -> str | None:
         """Take ``reply`` from node ``caller``; why it is refused, or None."""
@@ -104,7 +114,11 @@ class NodeLogs:
             return f"no log request {reply.request_id[:40]!r} is waiting (it timed out?)"
         if caller != pending.node:
             return f"the log request {reply.request_id[:40]!r} went to another node"
-        if reply.topology != pending.topology or reply.container != pending.container:
+        if (reply.topology, reply.container, reply.kind) != (
+            pending.topology,
+            pending.container,
+            pending.kind,
+        ):
             return "the answer names another container than the request"
         pending.future.set_result(reply)
         return None

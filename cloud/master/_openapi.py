@@ -12,19 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from .._access import ACCESS, PUBLIC
+from ._openapi_parts import ERROR as _ERROR
+from ._openapi_parts import answer as _json
+from ._openapi_parts import op as _op
+from ._openapi_parts import query as _query
+from ._spark_openapi import spark_job_paths
 
-_ERROR = {
-    "description": "refused: why, in error",
-    "content": {
-        "application/json": {
-            "schema": {
-                "type": "object",
-                "properties": {"error": {"type": "string"}},
-                "required": ["error"],
-            }
-        }
-    },
-}
 _NAME = {
     "name": "name",
     "in": "path",
@@ -33,30 +26,6 @@ _NAME = {
     "schema": {"type": "string"},
 }
 _ZIP = {"type": "string", "format": "binary", "description": "the package: a zip"}
-
-
-def _json(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": schema or {"type": "object"}}},
-    }
-
-
-def _query(name: str, description: str, schema: dict[str, Any], required: bool = False) -> Any:
-    return {
-        "name": name,
-        "in": "query",
-        "required": required,
-        "description": description,
-        "schema": schema,
-    }
-
-
-def _op(summary: str, ok: str, answer: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    responses: dict[str, Any] = {ok: answer, "401": _ERROR, "403": _ERROR}
-    for status in extra.pop("refusals", ("400", "404")):
-        responses[status] = _ERROR
-    return {"summary": summary, "responses": responses, **extra}
 
 
 def _get(summary: str, schema: dict[str, Any] | None = None, topology: bool = True) -> Any:
@@ -405,8 +374,7 @@ def _model_paths() -> dict[str, dict[str, Any]]:
 
 def openapi(version: str) -> dict[str, Any]:
     """The document, each operation with the role it needs (``x-role``)."""
-    paths = _paths()
-    paths.update(_console_paths())
+    paths = {**_paths(), **_console_paths(), **spark_job_paths()}
     for path, methods in paths.items():
         for method, op in methods.items():
             op["x-role"] = ACCESS.get((method.upper(), path), "none: refused")

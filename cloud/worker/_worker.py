@@ -25,8 +25,11 @@ async def serve(
     join_token: JoinToken | None = None,
     limits: TopologyLimits = DEFAULT_LIMITS,
     isolation: str = "auto",
+    spark_folders: tuple[Path, Path] | None = None,
 ) -> None:
-    """Run a worker attached to ``master`` until SIGTERM or SIGINT."""
+    """Run a worker attached to ``master`` until SIGTERM or SIGINT. ``spark_folders``: the
+    landing and warehouse its Spark jobs get when theirs name none (default: WORKDIR/landing
+    and WORKDIR/warehouse)."""
     node = Node(
         master,
         workdir,
@@ -38,6 +41,7 @@ async def serve(
         join_token=join_token,
         limits=limits,
         isolation=isolation,
+        spark_folders=spark_folders,
     )
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):

@@ -138,6 +138,14 @@ class CrashLoopWatch:
             self.health.set(f"crash loop: {key}", FAILED, message)
             self._reported.add(key)
 
+    def forget(self, key: str) -> None:
+        """``key`` is gone for good (a job killed): its failures and its crash loop too."""
+        self.detector._failures.pop(key, None)
+        self.detector._reasons.pop(key, None)
+        if key in self._reported:
+            self.health.clear(f"crash loop: {key}")
+            self._reported.discard(key)
+
     def tick(self) -> None:
         for key in self._reported - set(self.detector.loops()):
             self.health.clear(f"crash loop: {key}")

@@ -54,8 +54,8 @@ from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
 from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
-from ._logs import read_logs
 from ._packages import Packages
+from ._spark_jobs import SparkJobRunner
 from ._users import TopologyUsers
 
 log = logging.getLogger("headwater.node")
@@ -80,6 +80,7 @@ class Node:
         join_token: JoinToken | None = None,
         limits: TopologyLimits = DEFAULT_LIMITS,
         isolation: str = "auto",
+        spark_folders: tuple[Path, Path] | None = None,  # --landing, --warehouse
     ) -> None:
         self.master = master
         self.host = host  # where its containers' stream managers listen, and say they are
@@ -116,6 +117,7 @@ class Node:
         self.tls_dir = self.credentials.tls_dir
         self.transport = self.credentials.transport
         self.join_token = join_token
+        self.spark_jobs = SparkJobRunner(self, spark_folders)  # its Spark jobs' drivers
         self.supervisor = ContainerSupervisor(
             self.workdir,
             host,
@@ -149,10 +151,11 @@ class Node:
         loop = asyncio.get_running_loop()
         tasks = [loop.create_task(self._session()), loop.create_task(self.supervisor.run())]
         tasks.append(loop.create_task(self.credentials.renewing()))
+        tasks.append(loop.create_task(self.spark_jobs.run()))
         await self.stopping.wait()
         for t in tasks:
             t.cancel()
-        await self.supervisor.stop_all()
+        await asyncio.gather(self.supervisor.stop_all(), self.spark_jobs.stop_all())
         self.limits.close()
 
     async def enrol(self) -> None:
@@ -241,6 +244,8 @@ class Node:
 
     async def _on_command(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         which = command.WhichOneof("command")
+        if await self.spark_jobs.obey(stub, command):  # kind spark-job
+            return
         if which == "revoked":
             self._revoked(list(command.revoked.node_ids))
             return
@@ -293,8 +298,8 @@ class Node:
 
     async def _send_logs(self, stub: pb_grpc.ClusterStub, order: pb.SendLogs) -> None:
         """Answer the master's ``SendLogs``: the last lines of a container's logs here."""
-        running = set(self.orders)
-        reply = await asyncio.to_thread(read_logs, self.node_id, self.workdir, order, running)
+        read, running = self.spark_jobs.read_logs, set(self.orders)  # a driver's, or read_logs
+        reply = await asyncio.to_thread(read, self.node_id, self.workdir, order, running)
         try:
             await stub.ReturnLogs(reply, timeout=10.0)
         except grpc.RpcError as exc:  # the master gave up waiting, or the session ended
@@ -389,4 +394,5 @@ class Node:
             metrics={"uptime_s": round(time.monotonic() - self.started, 1)},
             health=self.health.state,
             reasons=self.health.reasons(),
+            spark_jobs=self.spark_jobs.statuses(),
         )

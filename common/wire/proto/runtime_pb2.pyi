@@ -386,28 +386,91 @@ class NodeInfo(_message.Message):
     def __init__(self, node_id: _Optional[str] = ..., kind: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[str] = ..., pid: _Optional[int] = ..., hostname: _Optional[str] = ...) -> None: ...
 
 class RunContainer(_message.Message):
-    __slots__ = ("topology", "container", "containers", "package", "entry", "domain")
+    __slots__ = ("topology", "container", "containers", "package", "entry", "domain", "kind", "job")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     CONTAINERS_FIELD_NUMBER: _ClassVar[int]
     PACKAGE_FIELD_NUMBER: _ClassVar[int]
     ENTRY_FIELD_NUMBER: _ClassVar[int]
     DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
     topology: str
     container: int
     containers: int
     package: str
     entry: str
     domain: str
-    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., containers: _Optional[int] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., domain: _Optional[str] = ...) -> None: ...
+    kind: str
+    job: SparkJob
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., containers: _Optional[int] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., domain: _Optional[str] = ..., kind: _Optional[str] = ..., job: _Optional[_Union[SparkJob, _Mapping]] = ...) -> None: ...
+
+class SparkJob(_message.Message):
+    __slots__ = ("mode", "every_s", "spark_master", "params", "landing", "warehouse")
+    class ParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    EVERY_S_FIELD_NUMBER: _ClassVar[int]
+    SPARK_MASTER_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    LANDING_FIELD_NUMBER: _ClassVar[int]
+    WAREHOUSE_FIELD_NUMBER: _ClassVar[int]
+    mode: str
+    every_s: float
+    spark_master: str
+    params: _containers.ScalarMap[str, str]
+    landing: str
+    warehouse: str
+    def __init__(self, mode: _Optional[str] = ..., every_s: _Optional[float] = ..., spark_master: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., landing: _Optional[str] = ..., warehouse: _Optional[str] = ...) -> None: ...
+
+class SparkJobStatus(_message.Message):
+    __slots__ = ("name", "state", "mode", "pid", "runs", "started", "ended", "ok", "rows_read", "rows_written", "error", "updated", "restarts", "crash_loop", "package")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    RUNS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_FIELD_NUMBER: _ClassVar[int]
+    ENDED_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    ROWS_READ_FIELD_NUMBER: _ClassVar[int]
+    ROWS_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    CRASH_LOOP_FIELD_NUMBER: _ClassVar[int]
+    PACKAGE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    state: str
+    mode: str
+    pid: int
+    runs: int
+    started: float
+    ended: float
+    ok: bool
+    rows_read: int
+    rows_written: int
+    error: str
+    updated: float
+    restarts: int
+    crash_loop: str
+    package: str
+    def __init__(self, name: _Optional[str] = ..., state: _Optional[str] = ..., mode: _Optional[str] = ..., pid: _Optional[int] = ..., runs: _Optional[int] = ..., started: _Optional[float] = ..., ended: _Optional[float] = ..., ok: _Optional[bool] = ..., rows_read: _Optional[int] = ..., rows_written: _Optional[int] = ..., error: _Optional[str] = ..., updated: _Optional[float] = ..., restarts: _Optional[int] = ..., crash_loop: _Optional[str] = ..., package: _Optional[str] = ...) -> None: ...
 
 class StopContainer(_message.Message):
-    __slots__ = ("topology", "container")
+    __slots__ = ("topology", "container", "kind")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     topology: str
     container: int
-    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ...) -> None: ...
+    kind: str
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class SetState(_message.Message):
     __slots__ = ("topology", "state")
@@ -434,16 +497,18 @@ class NodeCommand(_message.Message):
     def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ..., revoked: _Optional[_Union[Revoked, _Mapping]] = ..., send_logs: _Optional[_Union[SendLogs, _Mapping]] = ...) -> None: ...
 
 class SendLogs(_message.Message):
-    __slots__ = ("request_id", "topology", "container", "tail")
+    __slots__ = ("request_id", "topology", "container", "tail", "kind")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     TAIL_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     topology: str
     container: int
     tail: int
-    def __init__(self, request_id: _Optional[str] = ..., topology: _Optional[str] = ..., container: _Optional[int] = ..., tail: _Optional[int] = ...) -> None: ...
+    kind: str
+    def __init__(self, request_id: _Optional[str] = ..., topology: _Optional[str] = ..., container: _Optional[int] = ..., tail: _Optional[int] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class LogFile(_message.Message):
     __slots__ = ("name", "path", "text", "truncated")
@@ -458,20 +523,22 @@ class LogFile(_message.Message):
     def __init__(self, name: _Optional[str] = ..., path: _Optional[str] = ..., text: _Optional[str] = ..., truncated: _Optional[bool] = ...) -> None: ...
 
 class LogsReply(_message.Message):
-    __slots__ = ("request_id", "node_id", "topology", "container", "files", "error")
+    __slots__ = ("request_id", "node_id", "topology", "container", "files", "error", "kind")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     CONTAINER_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     node_id: str
     topology: str
     container: int
     files: _containers.RepeatedCompositeFieldContainer[LogFile]
     error: str
-    def __init__(self, request_id: _Optional[str] = ..., node_id: _Optional[str] = ..., topology: _Optional[str] = ..., container: _Optional[int] = ..., files: _Optional[_Iterable[_Union[LogFile, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
+    kind: str
+    def __init__(self, request_id: _Optional[str] = ..., node_id: _Optional[str] = ..., topology: _Optional[str] = ..., container: _Optional[int] = ..., files: _Optional[_Iterable[_Union[LogFile, _Mapping]]] = ..., error: _Optional[str] = ..., kind: _Optional[str] = ...) -> None: ...
 
 class Revoked(_message.Message):
     __slots__ = ("node_ids",)
@@ -498,7 +565,7 @@ class Revise(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., action: _Optional[str] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., exclude: _Optional[_Iterable[str]] = ..., author: _Optional[str] = ...) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error", "health", "reasons", "uplinks")
+    __slots__ = ("node_id", "containers", "backlog_bytes", "backlog_batches", "metrics", "error", "health", "reasons", "uplinks", "spark_jobs")
     class MetricsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -515,6 +582,7 @@ class NodeStatus(_message.Message):
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     REASONS_FIELD_NUMBER: _ClassVar[int]
     UPLINKS_FIELD_NUMBER: _ClassVar[int]
+    SPARK_JOBS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     containers: _containers.RepeatedScalarFieldContainer[str]
     backlog_bytes: int
@@ -524,7 +592,8 @@ class NodeStatus(_message.Message):
     health: str
     reasons: _containers.RepeatedScalarFieldContainer[str]
     uplinks: _containers.RepeatedCompositeFieldContainer[UplinkState]
-    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ..., health: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., uplinks: _Optional[_Iterable[_Union[UplinkState, _Mapping]]] = ...) -> None: ...
+    spark_jobs: _containers.RepeatedCompositeFieldContainer[SparkJobStatus]
+    def __init__(self, node_id: _Optional[str] = ..., containers: _Optional[_Iterable[str]] = ..., backlog_bytes: _Optional[int] = ..., backlog_batches: _Optional[int] = ..., metrics: _Optional[_Mapping[str, float]] = ..., error: _Optional[str] = ..., health: _Optional[str] = ..., reasons: _Optional[_Iterable[str]] = ..., uplinks: _Optional[_Iterable[_Union[UplinkState, _Mapping]]] = ..., spark_jobs: _Optional[_Iterable[_Union[SparkJobStatus, _Mapping]]] = ...) -> None: ...
 
 class UplinkState(_message.Message):
     __slots__ = ("topology", "connected", "metrics")

@@ -1,0 +1,193 @@
+"""Checking a submitted Spark job's file in a child process, bounded in time and memory.
+
+A ``.py`` job is Python: importing it runs its top level, so the master never
+does. ``check_job`` starts ``python -P -m headwater.cloud.master._spark_check
+ENTRY`` in the unpacked job's folder, as topologies are loaded
+(``common/plan/_child_loader.py``: the same limits, ``LoadLimits``, the same
+process-group kill, the same death with the parent); the child imports the
+file and prints ``{"ok": true}`` when it defines a callable ``run`` that takes
+two positional parameters (the session and the context), else ``{"error":
+REASON}``, the file's own error line. The master imports no PySpark: a job that
+imports it at its top level is imported by the child, where it is installed.
+
+A ``.toml`` job is a rollup spec (``headwater spark rollup``): it is parsed here
+(data, not code) and must name its dataset, time column, measures and grains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import inspect
+import json
+import os
+import resource
+import sys
+import tomllib
+import traceback
+from pathlib import Path
+from typing import Any
+
+from headwater.common._exceptions import PackageRefusedError
+from headwater.common.plan._child_loader import (
+    LoadLimits,
+    _child_env,
+    _die_with_parent,
+    _kill_group,
+    _mib,
+    _read_capped,
+    _signal_name,
+)
+
+_MODULE = "headwater.cloud.master._spark_check"
+SPEC_KEYS = ("dataset", "time", "measures", "grains")
+"""What a rollup spec (a ``.toml`` job) must name."""
+_ERROR_CHARS = 2000
+
+
+class JobRefused(PackageRefusedError):
+    """A submitted Spark job that does not check (or is too big: ``too_large``): why, in
+    one line."""
+
+
+def check_spec(text: bytes, entry: str) -> None:
+    """Refuse (JobRefused) a rollup spec that is not TOML or lacks a required key."""
+    try:
+        spec = tomllib.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise JobRefused(f"{entry} is not a TOML rollup spec: {exc}") from None
+    missing = [k for k in SPEC_KEYS if k not in spec]
+    if missing:
+        raise JobRefused(
+            f"the rollup spec {entry} has no {', '.join(missing)}: a spec names "
+            f"{', '.join(SPEC_KEYS)}"
+        )
+    if not isinstance(spec["dataset"], str) or not spec["dataset"]:
+        raise JobRefused(f"the rollup spec {entry}: dataset is the landed dataset's name")
+
+
+async def check_job(folder: Path, entry: str, limits: LoadLimits) -> None:
+    """Refuse (JobRefused) a ``.py`` job that does not import or defines no ``run(spark,
+    ctx)``, imported in a child process within ``limits``; never blocks the event loop."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-P",
+        "-m",
+        _MODULE,
+        entry,
+        "--memory",
+        str(limits.memory_bytes),
+        "--parent",
+        str(os.getpid()),
+        cwd=folder,
+        env=_child_env(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    out = asyncio.create_task(_read_capped(proc.stdout, 64 << 10))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), limits.time_s)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        _kill_group(proc.pid)
+    if timed_out:
+        await proc.wait()
+    await asyncio.wait({out}, timeout=1.0)
+    out.cancel()
+    text = out.result() if out.done() and not out.cancelled() else None
+    _outcome(entry, limits, timed_out, proc.returncode, text)
+
+
+def _outcome(
+    entry: str, limits: LoadLimits, timed_out: bool, code: int | None, text: bytes | None
+) -> None:
+    if timed_out:
+        raise JobRefused(
+            f"importing {entry} took longer than {limits.time_s:g} s: a job file should do its "
+            "work in run(spark, ctx), not at the top level"
+        )
+    if code is None or code < 0:
+        raise JobRefused(
+            f"the process importing {entry} was killed by {_signal_name(-(code or 0))} (it "
+            f"may have run out of memory: the limit is {_mib(limits.memory_bytes)} MiB)"
+        )
+    try:
+        result = json.loads(text or b"")
+    except ValueError:
+        result = None
+    if not isinstance(result, dict):
+        raise JobRefused(
+            f"{entry} ended the process importing it (exit code {code}) before it was checked: "
+            "do not exit at the top level of a job file"
+        )
+    if isinstance(result.get("error"), str):
+        raise JobRefused(result["error"][:_ERROR_CHARS])
+
+
+# -- the child ----------------------------------------------------------------------------
+def _checked(entry: str) -> dict[str, Any]:
+    path = Path(entry).resolve()
+    sys.path.insert(0, str(path.parent))  # its sibling modules import, as on a worker
+    try:
+        spec = importlib.util.spec_from_file_location("_headwater_job", path)
+        if spec is None or spec.loader is None:
+            return {"error": f"{entry} is not a Python file"}
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except MemoryError:
+        return {"error": f"importing {entry} needs more memory than the limit"}
+    except BaseException as exc:  # whatever the file raises
+        traceback.print_exc()
+        line = f"{type(exc).__name__}: {_text(exc)}"
+        return {"error": f"{entry} does not import: {line}"}
+    run = getattr(module, "run", None)
+    if not callable(run):
+        return {"error": f"{entry} defines no run(spark, ctx): a Spark job defines that function"}
+    try:
+        inspect.signature(run).bind(None, None)
+    except (TypeError, ValueError):
+        return {
+            "error": f"{entry}: run must take two parameters, run(spark, ctx); it is "
+            f"run{_signature(run)}"
+        }
+    return {"ok": True}
+
+
+def _signature(fn: Any) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(?)"
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc).splitlines()[0] if str(exc) else "(no message)"
+    except Exception:  # a user exception whose __str__ raises
+        return "(no message)"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog=f"python -m {_MODULE}")
+    parser.add_argument("entry")
+    parser.add_argument("--memory", type=int, default=LoadLimits().memory_bytes)
+    parser.add_argument("--parent", type=int, default=0)
+    args = parser.parse_args(argv)
+    _die_with_parent(args.parent)
+    out = os.dup(1)
+    os.dup2(2, 1)  # the file's prints never reach the answer
+    resource.setrlimit(resource.RLIMIT_AS, (args.memory, args.memory))
+    data = json.dumps(_checked(args.entry)).encode()
+    while data:
+        data = data[os.write(out, data) :]
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

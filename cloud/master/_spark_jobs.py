@@ -1,0 +1,383 @@
+"""The master's Spark jobs: user PySpark jobs (and rollup specs) submitted as deployments.
+
+A submission is a job file (``.py`` defining ``run(spark, ctx)``, ``.toml`` a rollup
+spec) or a zip package of one with its siblings (``entry`` names the file), a name, a
+mode (``once``, ``every`` N seconds, ``continuous``), the Spark master (none: embedded
+local mode on the worker), parameters, and the landing and warehouse folders on the
+workers (none: the worker's own ``--landing``/``--warehouse``). It is untrusted: bounded
+(``MAX_JOB_FILE_BYTES`` for a bare file, ``check_package`` for a zip, ``MAX_PARAMS``),
+checked (``_spark_check.py``: a ``.py`` file is imported only in a child process), and a
+refused one leaves nothing behind. The job's files are stored as a package (a zip, named
+by its hash) in ``STATE/spark/packages``, the records in ``STATE/spark_jobs.json``
+(atomic write), resumed at the master's start.
+
+Each job is given to one attached worker (the fewest jobs, ties by id) with a
+``RunContainer`` of kind ``spark-job`` on its attach stream; ``tick`` (every second)
+re-sends it when the worker attaches again, gives it to another worker once its own has
+been offline for ``NODE_OFFLINE_AFTER_S``, keeps the latest status the worker reports
+for it (``NodeStatus.spark_jobs``: its driver's ``status.json``), and stops a job a
+worker runs that the master no longer gives it. Kill withdraws the order and removes
+the record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from headwater.common._exceptions import HeadwaterError
+from headwater.common._ids import name_problem
+from headwater.common._package import (
+    PackageStore,
+    check_package,
+    entry_problem,
+    package_hash,
+    unpack_package,
+    zip_package,
+)
+from headwater.common.plan._child_loader import LoadLimits
+from headwater.common.wire.proto import runtime_pb2 as pb
+
+from ._nodes import NODE_OFFLINE_AFTER_S
+from ._spark_check import JobRefused, check_job, check_spec
+
+if TYPE_CHECKING:
+    from ._master import Master
+
+log = logging.getLogger("headwater.master")
+KIND = "spark-job"
+MODES = ("once", "every", "continuous")
+MAX_JOB_FILE_BYTES = 1 << 20
+"""The largest bare job file (a zip package is bounded as a topology's)."""
+MAX_PARAMS = 64
+MAX_PARAM_CHARS = 1024
+MAX_EVERY_S = 366 * 86400.0
+MAX_PATH_CHARS = 1024
+_SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+
+
+@dataclass
+class SparkJob:
+    name: str
+    package: str
+    entry: str
+    mode: str = "once"
+    every_s: float = 0.0
+    spark_master: str = ""
+    params: dict[str, str] = field(default_factory=dict)
+    landing: str = ""
+    warehouse: str = ""
+    submitted: float = field(default_factory=time.time)
+    node: str = ""
+    status: dict[str, Any] = field(default_factory=dict)  # the worker's last report
+
+    @property
+    def finished(self) -> bool:
+        return self.mode == "once" and self.status.get("state") == "succeeded"
+
+    def order(self) -> pb.NodeCommand:
+        job = pb.SparkJob(
+            mode=self.mode,
+            every_s=self.every_s,
+            spark_master=self.spark_master,
+            params=self.params,
+            landing=self.landing,
+            warehouse=self.warehouse,
+        )
+        run = pb.RunContainer(
+            topology=self.name, package=self.package, entry=self.entry, kind=KIND, job=job
+        )
+        return pb.NodeCommand(run=run)
+
+
+def job_problem(
+    mode: str, every_s: float, spark_master: str, params: dict[str, str], folders: list[str]
+) -> str | None:
+    """Why these settings cannot run a job, or None."""
+    if mode not in MODES:
+        return f"mode {mode[:40]!r}: once, every (with every_s) or continuous"
+    if mode == "every" and not 1.0 <= every_s <= MAX_EVERY_S:
+        return f"every_s must be from 1 s to 366 days, got {every_s:g}"
+    if spark_master and not _SPARK_MASTER.fullmatch(spark_master):
+        return f"spark master {spark_master[:80]!r}: give spark://HOST:PORT (or none: local mode)"
+    if len(params) > MAX_PARAMS:
+        return f"{len(params)} parameters; the limit is {MAX_PARAMS}"
+    for key, value in params.items():
+        if not _KEY.fullmatch(key):
+            return f"parameter {key[:40]!r}: a name of letters, digits, '_', '.' or '-'"
+        if len(value) > MAX_PARAM_CHARS or "\0" in value:
+            return f"parameter {key!r}: at most {MAX_PARAM_CHARS} characters, no NUL"
+    for folder in folders:
+        if folder and (
+            not folder.startswith("/") or len(folder) > MAX_PATH_CHARS or "\0" in folder
+        ):
+            return f"folder {folder[:80]!r}: an absolute path on the workers"
+    return None
+
+
+class SparkJobs:
+    """The master's Spark jobs (on its event loop)."""
+
+    def __init__(self, master: Master, limits: LoadLimits) -> None:
+        self.master = master
+        self.limits = limits
+        self.packages = PackageStore(master.state_dir / "spark" / "packages")
+        self.path = master.state_dir / "spark_jobs.json"
+        self.jobs: dict[str, SparkJob] = {}
+        self._sent: dict[str, object] = {}  # job -> the node session its order went on
+        self._started = time.monotonic()
+        self._checking: set[str] = set()  # names being checked now
+        if self.path.exists():
+            for raw in json.loads(self.path.read_text()):
+                job = SparkJob(**raw)
+                if name_problem(job.name, "Spark job name") is None:
+                    self.jobs[job.name] = job
+
+    def _save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([asdict(j) for j in self.jobs.values()]))
+        tmp.replace(self.path)
+
+    # -- submit and kill ---------------------------------------------------------
+    async def submit(
+        self,
+        data: bytes,
+        filename: str,
+        *,
+        name: str = "",
+        entry: str = "",
+        mode: str = "once",
+        every_s: float = 0.0,
+        spark_master: str = "",
+        params: dict[str, str] | None = None,
+        landing: str = "",
+        warehouse: str = "",
+    ) -> dict[str, Any]:
+        """Check and store a job, give it to a worker; JobRefused (or PackageRefusedError
+        for a zip out of bounds) says why not, and then nothing is kept."""
+        params = dict(params or {})
+        problem = entry_problem(filename) or job_problem(
+            mode, every_s, spark_master, params, [landing, warehouse]
+        )
+        if problem is not None:
+            raise JobRefused(problem)
+        if filename.endswith(".zip"):
+            check_package(data)
+            if not entry:
+                raise JobRefused("a zip package needs its job file named: entry=FILE.py")
+            package = data
+        else:
+            entry = entry or filename
+            if entry != filename:
+                raise JobRefused(f"entry {entry!r}: a bare job file is its own entry")
+            if len(data) > MAX_JOB_FILE_BYTES:
+                raise JobRefused(
+                    f"the job file is {len(data)} bytes; the limit is 1 MiB", too_large=True
+                )
+            package = zip_package({filename: data})
+        problem = entry_problem(entry)
+        if problem is not None or not entry.endswith((".py", ".toml")):
+            raise JobRefused(problem or f"{entry!r}: a job file is a .py job or a .toml spec")
+        name = name or Path(entry).stem
+        problem = name_problem(name, "Spark job name")
+        if problem is not None:
+            raise JobRefused(problem)
+        if name in self.jobs or name in self._checking:
+            raise JobRefused(f"Spark job {name!r} exists; kill it first (headwater spark kill)")
+        self._checking.add(name)
+        try:
+            await self._check(package, entry)
+        finally:
+            self._checking.discard(name)
+        digest = self.packages.put(package)
+        job = SparkJob(name, digest, entry, mode, every_s, spark_master, params, landing, warehouse)
+        self.jobs[name] = job
+        self._place(job)
+        self._save()
+        log.info("Spark job %r submitted (%s, %s)", name, entry, mode)
+        return self.view(job)
+
+    async def _check(self, package: bytes, entry: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
+            folder = Path(tmp)
+            try:
+                unpack_package(package, package_hash(package), folder)
+            except HeadwaterError as exc:
+                raise JobRefused(str(exc)) from None
+            file = folder / entry
+            if not file.is_file():
+                raise JobRefused(f"the package has no file {entry!r}")
+            if entry.endswith(".toml"):
+                check_spec(file.read_bytes(), entry)
+            else:
+                await check_job(file.parent, file.name, self.limits)
+
+    def kill(self, name: str) -> dict[str, Any]:
+        """Withdraw the job's order and remove its record; KeyError for an unknown one."""
+        job = self.jobs.pop(name, None)
+        if job is None:
+            raise KeyError(self.unknown(name))
+        if job.node:
+            self._stop(job.node, name)
+        self._sent.pop(name, None)
+        if all(j.package != job.package for j in self.jobs.values()):
+            self.packages.delete(job.package)
+        self._save()
+        log.info("Spark job %r killed", name)
+        return {"killed": name}
+
+    def unknown(self, name: str) -> str:
+        known = ", ".join(sorted(self.jobs)[:20]) or "none"
+        return f"no Spark job named {name[:64]!r} (submitted: {known})"
+
+    def _stop(self, node: str, name: str) -> None:
+        self.master.nodes.send(
+            node, pb.NodeCommand(stop=pb.StopContainer(topology=name, kind=KIND))
+        )
+
+    # -- placement and reports ---------------------------------------------------
+    def _place(self, job: SparkJob) -> None:
+        workers = self.master.nodes.workers()
+        if not workers:
+            return
+        load = dict.fromkeys(workers, 0)
+        for other in self.jobs.values():
+            if other.node in load:
+                load[other.node] += 1
+        job.node = min(workers, key=lambda w: (load[w], w))
+        self._send(job)
+        log.info("Spark job %r goes to worker %s", job.name, job.node)
+
+    def _send(self, job: SparkJob) -> None:
+        record = self.master.nodes.records.get(job.node)
+        if record is not None and record.queue is not None:
+            record.queue.put_nowait(job.order())
+            self._sent[job.name] = record.queue
+
+    def tick(self) -> None:
+        """Orders to (re)attached workers, jobs off long-offline ones, the latest reports."""
+        changed = False
+        records = self.master.nodes.records
+        for job in self.jobs.values():
+            if job.finished:
+                continue  # a once job that succeeded is not run again
+            record = records.get(job.node) if job.node else None
+            if record is not None and record.queue is not None:
+                if self._sent.get(job.name) is not record.queue:
+                    self._send(job)  # a new session: the worker may have restarted
+                changed |= self._take_report(job, record.status)
+                continue
+            gone_since = record.last_seen if record is not None else self._started
+            if not job.node or time.monotonic() - gone_since > NODE_OFFLINE_AFTER_S:
+                if job.node:
+                    log.warning("worker %s is offline: Spark job %r moves", job.node, job.name)
+                before = job.node
+                job.node = ""
+                self._place(job)
+                changed |= job.node != before
+        self._reconcile()
+        if changed:
+            self._save()
+
+    def _take_report(self, job: SparkJob, status: pb.NodeStatus | None) -> bool:
+        """Keep what the job's worker last said of it; whether its state changed."""
+        found = next((s for s in status.spark_jobs if s.name == job.name), None) if status else None
+        if found is None or found.package != job.package:
+            return False
+        before = (job.status.get("state"), job.status.get("runs"))
+        job.status = status_view(found)
+        return before != (found.state, found.runs)
+
+    def _reconcile(self) -> None:
+        """Stop a job a worker runs that the master does not give it (moved or killed)."""
+        for node_id, record in self.master.nodes.records.items():
+            if record.queue is None or record.status is None:
+                continue
+            for s in record.status.spark_jobs:
+                job = self.jobs.get(s.name)
+                if job is None or job.node != node_id:
+                    self._stop(node_id, s.name)
+
+    async def run(self) -> None:
+        """``tick`` every second, for ever."""
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.tick()
+            except Exception:  # a bug must not end the loop that keeps jobs placed
+                log.exception("Spark jobs tick")
+
+    # -- views and packages ------------------------------------------------------
+    def view(self, job: SparkJob) -> dict[str, Any]:
+        s = job.status
+        online = bool(job.node) and self.master.nodes.online(job.node)
+        state = s.get("state", "starting") if online else "waiting for a worker"
+        if job.node and not online:
+            state = f"worker {job.node} offline"
+        if job.finished:
+            state = "succeeded"
+        return {
+            "name": job.name,
+            "entry": job.entry,
+            "package": job.package,
+            "mode": job.mode,
+            "every_s": job.every_s,
+            "spark_master": job.spark_master or "local",
+            "params": job.params,
+            "landing": job.landing,
+            "warehouse": job.warehouse,
+            "submitted": job.submitted,
+            "node": job.node,
+            "state": state,
+            "runs": s.get("runs", 0),
+            "last_run": s.get("last_run"),
+            "rows_read": (s.get("last_run") or {}).get("rows_read", 0),
+            "rows_written": (s.get("last_run") or {}).get("rows_written", 0),
+            "last_error": s.get("error", ""),
+            "restarts": s.get("restarts", 0),
+            "crash_loop": s.get("crash_loop", ""),
+            "updated": s.get("updated", 0.0),
+        }
+
+    def views(self) -> list[dict[str, Any]]:
+        return [self.view(j) for _, j in sorted(self.jobs.items())]
+
+    def packages_of(self, node_id: str) -> set[str]:
+        return {j.package for j in self.jobs.values() if j.node == node_id}
+
+    def runs_on(self, name: str, node_id: str) -> bool:
+        job = self.jobs.get(name)
+        return job is not None and job.node == node_id
+
+
+def status_view(s: pb.SparkJobStatus) -> dict[str, Any]:
+    """A worker's report of one job, as the REST API shows it."""
+    last = None
+    if s.started:
+        last = {
+            "started": s.started,
+            "ended": s.ended or None,
+            "ok": s.ok,
+            "rows_read": s.rows_read,
+            "rows_written": s.rows_written,
+            "error": s.error,
+        }
+    return {
+        "state": s.state,
+        "mode": s.mode,
+        "pid": s.pid,
+        "runs": s.runs,
+        "last_run": last,
+        "error": s.error,
+        "restarts": s.restarts,
+        "crash_loop": s.crash_loop,
+        "updated": s.updated,
+    }

@@ -1,0 +1,57 @@
+"""A stand-in for the Spark job driver (``headwater.cloud.spark.driver``), for the tests of
+a worker's supervision of drivers only: the worker runs it through its documented test hook
+``HEADWATER_SPARK_DRIVER`` (common/node/_spark_jobs.py). It takes the driver's options,
+beats, writes ``status.json`` as the driver does, and ends as its ``--param exit=N`` says
+(0: a run that succeeded; else a failed run), after printing its arguments to its log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    for flag in ("--job", "--name", "--landing", "--warehouse", "--checkpoint", "--workdir"):
+        p.add_argument(flag, required=True)
+    p.add_argument("--param", action="append", default=[])
+    p.add_argument("--every", type=float, default=None)
+    p.add_argument("--continuous", action="store_true")
+    p.add_argument("--spark-master", default=None)
+    args = p.parse_args()
+    params = dict(x.split("=", 1) for x in args.param)
+    code = int(params.get("exit", "0"))
+    work = Path(args.workdir)
+    (work / "c0.alive").touch()
+    print(f"stand-in driver {args.name}: job {Path(args.job).name}, params {params}", flush=True)
+    mode = "continuous" if args.continuous else "every" if args.every else "once"
+    now = time.time()
+    status = {
+        "name": args.name,
+        "state": "succeeded" if code == 0 else "failed",
+        "mode": mode,
+        "pid": os.getpid(),
+        "runs": 1,
+        "last_run": {
+            "started": now,
+            "ended": now,
+            "ok": code == 0,
+            "rows_read": 7,
+            "rows_written": 3 if code == 0 else 0,
+            "error": "" if code == 0 else f"RuntimeError: stand-in failure {code}",
+        },
+        "queries": [],
+        "updated": now,
+    }
+    tmp = work / "status.tmp"
+    tmp.write_text(json.dumps(status))
+    tmp.replace(work / "status.json")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
