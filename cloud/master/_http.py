@@ -1,4 +1,4 @@
-"""The master's REST API: the topology routes of every topology, plus
+"""The master's REST API: every topology's routes, the Spark jobs' (``_spark_http.py``), plus
 
 POST   /api/v1/topologies?entry=FILE&containers=N   submit a package (zip body)
 DELETE /api/v1/topologies/NAME                      kill a topology
@@ -69,7 +69,6 @@ from ._scheduler import LogsError
 from ._spark_http import add_spark_job_routes
 from ._topology_view import edge_view
 
-MAX_UPLOAD = MAX_PACKAGE_BYTES
 _VERSION = re.compile(r"[1-9][0-9]{0,8}")
 """A model version in a path: 1 to 999999999, ASCII digits only."""
 MAX_TOKEN_TTL_S = 3650 * 86400.0
@@ -125,7 +124,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     """The REST API of ``master``; ``insecure``: without tokens (anyone who reaches it may
     do anything)."""
     access = [] if insecure else [require_tokens(master.tokens)]
-    app = web.Application(client_max_size=MAX_UPLOAD, middlewares=[_json_errors, *access])
+    app = web.Application(client_max_size=MAX_PACKAGE_BYTES, middlewares=[_json_errors, *access])
     add_topology_routes(
         app,
         master.tms.get,
