@@ -245,7 +245,7 @@ class SparkJobs:
 
     # -- placement and reports ---------------------------------------------------
     def _place(self, job: SparkJob) -> None:
-        workers = self.master.nodes.workers()
+        workers = [w for w in self.master.nodes.workers() if self.master.nodes.online(w)]
         if not workers:
             return
         load = dict.fromkeys(workers, 0)
@@ -270,13 +270,15 @@ class SparkJobs:
             if job.finished:
                 continue  # a once job that succeeded is not run again
             record = records.get(job.node) if job.node else None
-            if record is not None and record.queue is not None:
+            now = time.monotonic()
+            heard = record is not None and now - record.last_seen <= NODE_OFFLINE_AFTER_S
+            if record is not None and record.queue is not None and heard:
                 if self._sent.get(job.name) is not record.queue:
                     self._send(job)  # a new session: the worker may have restarted
                 changed |= self._take_report(job, record.status)
                 continue
             gone_since = record.last_seen if record is not None else self._started
-            if not job.node or time.monotonic() - gone_since > NODE_OFFLINE_AFTER_S:
+            if not job.node or now - gone_since > NODE_OFFLINE_AFTER_S:
                 if job.node:
                     log.warning("worker %s is offline: Spark job %r moves", job.node, job.name)
                 before = job.node

@@ -2,13 +2,16 @@
 a worker's supervision of drivers only: the worker runs it through its documented test hook
 ``HEADWATER_SPARK_DRIVER`` (common/node/_spark_jobs.py). It takes the driver's options,
 beats, writes ``status.json`` as the driver does, and ends as its ``--param exit=N`` says
-(0: a run that succeeded; else a failed run), after printing its arguments to its log."""
+(0: a run that succeeded; else a failed run), after printing its arguments to its log. A job
+that is not a once job and succeeded waits, beating, until SIGTERM (then exits 0), as the
+driver waits for its next run."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -47,10 +50,21 @@ def main() -> int:
         "queries": [],
         "updated": now,
     }
+    _write(work, status)
+    if code == 0 and mode != "once":
+        stop = []
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+        _write(work, {**status, "state": "waiting"})
+        while not stop:
+            (work / "c0.alive").touch()
+            time.sleep(0.5)
+    return code
+
+
+def _write(work: Path, status: dict[str, object]) -> None:
     tmp = work / "status.tmp"
     tmp.write_text(json.dumps(status))
     tmp.replace(work / "status.json")
-    return code
 
 
 if __name__ == "__main__":

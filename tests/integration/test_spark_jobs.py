@@ -246,3 +246,33 @@ def test_a_worker_supervises_the_drivers(daemons: Daemons, tmp_path: Path) -> No
         2,
         "headwater: error: no Spark job named 'crashing' (submitted: once-ok)\n",
     )
+
+
+def test_a_job_moves_off_a_worker_gone_silent(daemons: Daemons, tmp_path: Path) -> None:
+    """A worker that stops answering (SIGSTOP) loses its job to another after the offline
+    delay; when it answers again it is told to stop its copy."""
+    daemons.start_master()
+    w1 = daemons.start_worker("w1", STANDIN)
+    daemons.start_worker("w2", STANDIN)
+    wait_for(lambda: len(daemons.api("/api/v1/nodes")) == 2, 30, "both workers to attach")
+    code, body = _submit(daemons, "job.py", JOB, name="stream", mode="continuous", param="exit=0")
+    assert (code, body["node"]) == (201, "w1")
+    wait_for(lambda: _jobs(daemons)["stream"]["state"] == "waiting", 60, "the driver on w1")
+    first = tmp_path / "w1" / "spark" / "stream" / "status.json"
+    assert first.exists()
+    w1.suspend()
+    try:
+        moved = wait_for(
+            lambda: (
+                (j := _jobs(daemons)["stream"])["node"] == "w2" and j["state"] == "waiting" and j
+            ),
+            60,
+            "the job to run on w2",
+        )
+    finally:
+        w1.resume()
+    assert moved["restarts"] == 0
+    wait_for(lambda: not first.exists(), 60, "w1 to stop its copy")
+    assert _jobs(daemons)["stream"]["node"] == "w2"
+    log = (tmp_path / "w2" / "spark" / "stream" / "driver.log").read_text()
+    assert log == "stand-in driver stream: job job.py, params {'exit': '0'}\n"
