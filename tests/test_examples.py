@@ -19,7 +19,7 @@ EXAMPLES = ROOT / "examples"
 FILES = sorted(EXAMPLES.rglob("*.py"))
 # files beside the topologies: their steps and connectors, and the sensors' script
 HELPERS = {
-    "energy": {"energy_steps.py", "energy_io.py", "energy_data.py", "meters.py"},
+    "energy": {"energy_steps.py", "energy_io.py", "energy_data.py", "meters.py", "daily_report.py"},
     "heron": {"heron_components.py", "integration_components.py", "integration_core.py"},
     "iot": {"iot_steps.py", "iot_io.py", "sensors.py"},
 }
