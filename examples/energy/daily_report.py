@@ -46,8 +46,10 @@ def run(spark: SparkSession, ctx: JobContext) -> None:
             ctx.warehouse.upsert(TABLE, report(ctx, dates), key=["site", "meter_id"])
 
     # the sources make the query: a new source (grid_events' first rows) a new checkpoint
-    writer = days.writeStream.foreachBatch(report_days).option(
-        "checkpointLocation", ctx.checkpoint_for("days-" + "-".join(sources))
+    writer = (
+        days.writeStream.queryName("days")
+        .foreachBatch(report_days)
+        .option("checkpointLocation", ctx.checkpoint_for("days-" + "-".join(sources)))
     )
     ctx.trigger(writer).start().awaitTermination()
 
