@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow.dataset as ds
 
-from bench.spark_rollup import SENSORS, land_commit
+from bench.spark_rollup import IOT_SPEC, SENSORS, land_commit
 
 RESULTS = Path(__file__).with_name("results") / "spark_latency.json"
 DEFAULT_INTERVAL_S = 5.0  # headwater spark rollup --interval's default
@@ -69,7 +69,7 @@ def p95(xs: list[float]) -> float:
 def measure(tmp: Path, interval: str, args: argparse.Namespace) -> dict[str, Any]:
     landing, warehouse = tmp / f"landing-{interval}", tmp / f"wh-{interval}"
     cmd = [sys.executable, "-m", "headwater", "spark", "rollup", "--landing", str(landing)]
-    cmd += ["--warehouse", str(warehouse), "--continuous"]
+    cmd += ["--warehouse", str(warehouse), "--continuous", "--spec", str(IOT_SPEC)]
     if interval != "default":
         cmd += ["--interval", interval]
     period = DEFAULT_INTERVAL_S if interval == "default" else float(interval)

@@ -17,6 +17,7 @@ above share one JVM, so only the first of them pays for it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -35,8 +36,10 @@ import pyarrow.parquet as pq
 
 from headwater.cloud.spark import _rollup
 from headwater.cloud.spark._rollup import RollupConfig
+from headwater.cloud.spark._rollup_spec import load
 from headwater.common._exceptions import HeadwaterError
 
+IOT_SPEC = Path(__file__).resolve().parents[1] / "examples" / "iot" / "rollup.toml"
 BASE_TS = 1_700_000_000_000
 SENSORS = [(f"site{s}", f"s{s}-{k}") for s in range(2) for k in range(3)]
 
@@ -124,6 +127,7 @@ def cli_pass(landing: Path, warehouse: Path) -> tuple[list[str], float]:
     """One ``headwater spark rollup --once`` as its own process: the command and its seconds."""
     cmd = [sys.executable, "-m", "headwater", "spark", "rollup", "--landing", str(landing)]
     cmd += ["--warehouse", str(warehouse), "--once", "--watermark", "1 hour"]
+    cmd += ["--spec", str(IOT_SPEC)]
     t0 = time.monotonic()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return cmd, time.monotonic() - t0
@@ -141,11 +145,11 @@ def run(args: argparse.Namespace) -> int:
             for source in sources:
                 wh = tmp / f"wh-{source}-{i}"
                 cfg = RollupConfig(
+                    dataclasses.replace(load(IOT_SPEC), watermark="1 hour"),
                     tmp / "landing",
                     wh,
                     wh / "_checkpoints",
                     once=True,
-                    watermark="1 hour",
                     source=source,
                 )
                 loads.append(os.getloadavg()[0])

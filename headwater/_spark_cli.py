@@ -34,17 +34,54 @@ def add_parsers(sub: Any) -> None:
 
     rollup = actions.add_parser(
         "rollup",
-        help="hourly and daily rollups of the landed readings into warehouse tables, exactly once",
-        description="Reads LANDING/readings as a stream and keeps WAREHOUSE/{hourly,daily}_"
-        "{sensor,site}/date=YYYY-MM-DD/data.parquet up to date (count, sum, mean, min, max, "
-        "stddev, p95, anomaly rate per window), exactly once through crashes.",
+        help="windowed rollups of a landed dataset into warehouse tables, exactly once",
+        description="Reads a landed dataset as a stream and keeps a warehouse table per grain "
+        "and group, WAREHOUSE/<grain>_<group>/date=YYYY-MM-DD/data.parquet, up to date, exactly "
+        "once through crashes. Say what to roll up in a spec file (--spec, TOML: see "
+        "examples/iot/rollup.toml) or with --dataset, --time, --group, --measure and --grain. "
+        "Measures: count, count(col), sum(col), mean(col), min(col), max(col), stddev(col), "
+        "quantile(col, q), count_if(col), rate_if(col).",
     )
     rollup.add_argument(
         "--landing",
         required=True,
         type=Path,
         metavar="ROOT",
-        help="the landing root: the folder holding readings/ (e.g. $IOT_OUT/landing)",
+        help="the landing root: the folder holding the datasets' folders",
+    )
+    rollup.add_argument(
+        "--spec", type=Path, default=None, metavar="FILE", help="what to roll up (TOML)"
+    )
+    rollup.add_argument("--dataset", default=None, metavar="NAME", help="the dataset to roll up")
+    rollup.add_argument(
+        "--time", default=None, metavar="COLUMN", help="its event-time column (epoch or timestamp)"
+    )
+    rollup.add_argument(
+        "--time-unit",
+        choices=("s", "ms", "us"),
+        default=None,
+        help="an epoch event time's unit (default ms)",
+    )
+    rollup.add_argument(
+        "--group",
+        action="append",
+        default=[],
+        metavar="NAME=COL,COL",
+        help="a table per grain of rows keyed by these columns, e.g. shop=region,shop (repeat)",
+    )
+    rollup.add_argument(
+        "--measure",
+        action="append",
+        default=[],
+        metavar="NAME=AGG",
+        help="an output column, e.g. revenue='sum(amount)' (repeat)",
+    )
+    rollup.add_argument(
+        "--grain",
+        action="append",
+        default=[],
+        metavar="NAME=LENGTH",
+        help="a window length, e.g. hourly='1 hour' (repeat)",
     )
     rollup.add_argument(
         "--warehouse", required=True, type=Path, metavar="DIR", help="where the tables go"
@@ -73,10 +110,10 @@ def add_parsers(sub: Any) -> None:
     rollup.add_argument(
         "--watermark",
         type=_interval,
-        default="10 minutes",
+        default=None,
         metavar="DELAY",
-        help="how late a reading may land and still count, e.g. '10 minutes' (default); "
-        "later ones are dropped and counted",
+        help="how late a row may land and still count, e.g. '10 minutes' (the default, or "
+        "the spec's); later ones are dropped and counted",
     )
     rollup.add_argument(
         "--spark-master",
@@ -121,13 +158,17 @@ def _cmd_rollup(args: argparse.Namespace) -> int:
         return _fail(
             f"--spark-master must be local[N], local[*] or spark://HOST:PORT, got {master!r}"
         )
+    try:
+        spec = _spec(args)
+    except HeadwaterError as e:
+        return _fail(str(e))
     cfg = RollupConfig(
+        spec=spec,
         landing=args.landing,
         warehouse=args.warehouse,
         checkpoint=args.checkpoint or args.warehouse / "_checkpoints",
         once=args.once,
         interval_s=args.interval,
-        watermark=args.watermark,
         master=master,
         max_files=args.max_files,
         source=args.source,
@@ -136,17 +177,72 @@ def _cmd_rollup(args: argparse.Namespace) -> int:
     if problem is not None:
         return _fail(problem)
     try:
-        from headwater.cloud.spark._readings import dataset_dir
-
-        if not dataset_dir(cfg.landing).is_dir() and cfg.once:
-            print(f"nothing has landed under {cfg.landing} yet: nothing to roll up")
-            return 0
         run(cfg)
     except HeadwaterError as e:
         return _fail(str(e))
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def _spec(args: argparse.Namespace) -> Any:
+    """The rollup spec of ``--spec`` or of the options (the options override the file's)."""
+    from headwater.cloud.spark._rollup_spec import build, load
+
+    flags = {
+        "dataset": args.dataset,
+        "time": args.time,
+        "time_unit": args.time_unit,
+        "watermark": args.watermark,
+        "groups": _pairs(args.group, "--group", lambda v: [c.strip() for c in v.split(",")]),
+        "measures": _pairs(args.measure, "--measure", str),
+        "grains": _pairs(args.grain, "--grain", str),
+    }
+    given = {k: v for k, v in flags.items() if v}
+    if args.spec is None:
+        if not given:
+            raise HeadwaterError(
+                "say what to roll up: --spec FILE (e.g. examples/iot/rollup.toml), or "
+                "--dataset, --time, --group, --measure and --grain"
+            )
+        return build(given, "the options")
+    import dataclasses
+
+    spec = load(args.spec)
+    if given:
+        doc = {
+            **dataclasses.asdict(spec),
+            "measures": {m.name: _measure_text(m) for m in spec.measures},
+            "groups": {k: list(v) for k, v in spec.groups.items()},
+            **given,
+        }
+        return build(doc, f"--spec {args.spec} with the options")
+    return spec
+
+
+def _measure_text(m: Any) -> str:
+    if m.column is None:
+        return str(m.fn)
+    return f"{m.fn}({m.column}{f', {m.q}' if m.q is not None else ''})"
+
+
+def _pairs(items: list[str], option: str, value: Any) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip() or not text.strip():
+            raise HeadwaterError(
+                f"{option} {item!r}: write NAME=VALUE, e.g. {option} {_EXAMPLE[option]}"
+            )
+        out[name.strip()] = value(text.strip())
+    return out
+
+
+_EXAMPLE = {
+    "--group": "shop=region,shop",
+    "--measure": "revenue='sum(amount)'",
+    "--grain": "hourly='1 hour'",
+}
 
 
 def _folders_problem(landing: Path, warehouse: Path, checkpoint: Path) -> str | None:

@@ -26,6 +26,7 @@ EXAMPLE_NAMES = frozenset(
         "meter_id",
         "kwh",
         "voltage",
+        "grid_events",
         "tariffs",
     }
 )

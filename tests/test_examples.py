@@ -19,6 +19,7 @@ EXAMPLES = ROOT / "examples"
 FILES = sorted(EXAMPLES.rglob("*.py"))
 # files beside the topologies: their steps and connectors, and the sensors' script
 HELPERS = {
+    "energy": {"energy_steps.py", "energy_io.py", "energy_data.py", "meters.py", "daily_report.py"},
     "heron": {"heron_components.py", "integration_components.py", "integration_core.py"},
     "iot": {"iot_steps.py", "iot_io.py", "sensors.py"},
 }
@@ -82,6 +83,8 @@ def test_every_example_topology_loads(
     on ``sys.path`` for its siblings), without a broker or a cluster."""
     monkeypatch.setenv("IOT_LOG", str(tmp_path / "log"))
     monkeypatch.setenv("IOT_OUT", str(tmp_path / "out"))
+    monkeypatch.setenv("ENERGY_LOG", str(tmp_path / "log"))
+    monkeypatch.setenv("ENERGY_OUT", str(tmp_path / "out"))
     if file.parent.name == "heron":
         monkeypatch.setenv("HEADWATER_TOPOLOGY_ARGS", json.dumps(ARGS.get(file.name, [file.stem])))
     topology = load_topology(file)

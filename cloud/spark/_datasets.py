@@ -79,23 +79,28 @@ class Landing:
             and ((p / "_manifests").is_dir() or (p / "_schema.json").is_file())
         )
 
+    def check_root(self) -> None:
+        """``DatasetError`` if the root is missing or is a dataset's own folder."""
+        if not self.root.is_dir():
+            raise DatasetError(
+                f"--landing {self.root}: no such folder; give the landing root (the folder "
+                "holding the datasets' folders)"
+            )
+        if (self.root / "_manifests").is_dir() or (self.root / "_schema.json").is_file():
+            raise DatasetError(
+                f"--landing {self.root} looks like a dataset: give the landing root, its "
+                f"parent {self.root.parent}"
+            )
+
     def path(self, name: str) -> Path:
         """The folder of dataset ``name``; ``DatasetError`` naming the datasets there if none."""
         if not isinstance(name, str) or not _NAME.match(name):
             raise DatasetError(f"{name!r} is not a dataset name (letters, digits, '_', '-', '.')")
-        if not self.root.is_dir():
-            raise DatasetError(
-                f"no landing at {self.root}: give the landing root, the folder holding the "
-                "datasets' folders"
-            )
-        folder = self.root / name
+        self.check_root()
         if name not in self.names():
             there = ", ".join(self.names()) or "none yet"
-            hint = ""
-            if (self.root / "_manifests").is_dir():
-                hint = f" ({self.root} looks like a dataset: give its parent as the landing)"
-            raise DatasetError(f"no dataset {name!r} in {self.root}: its datasets: {there}{hint}")
-        return folder
+            raise DatasetError(f"no dataset {name!r} in {self.root}: its datasets: {there}")
+        return self.root / name
 
     def layout(self, name: str) -> Layout:
         """Dataset ``name``'s columns and partition columns, from the landing itself."""

@@ -1,15 +1,14 @@
-"""``headwater spark rollup``: hourly and daily rollups of the landed readings, exactly once.
+"""``headwater spark rollup``: a spec's rollups of a landed dataset, exactly once.
 
-Two streaming queries in one session, ``hourly`` and ``daily``, each over the
-readings stream (``_readings.file_stream``), each with its own checkpoint
-(``CHECKPOINT/hourly``, ``CHECKPOINT/daily``):
+One streaming query per grain of the spec (``_rollup_spec.RollupSpec``), each
+over the dataset's stream (``_datasets.Landing.stream``), each with its own
+checkpoint (``CHECKPOINT/<grain>``):
 
-    readings -> event_time = ts (ms) -> withWatermark(event_time, WATERMARK)
-      -> each row twice: keyed by (site, sensor) and by (site, NULL)
-      -> groupBy(window(event_time, 1 hour | 1 day), site, sensor)
-      -> count, sum, mean, min, max, stddev (sample), p95 (approximate), anomalies
-      -> UPDATE output mode -> foreachBatch: upsert into the warehouse
-         (hourly_sensor + hourly_site, or daily_sensor + daily_site)
+    dataset -> event_time = the spec's time column -> withWatermark(event_time, WATERMARK)
+      -> each row once per group, its other groups' keys NULL, the group's index in _g
+      -> groupBy(window(event_time, the grain's length), _g, every key column)
+      -> the spec's measures
+      -> UPDATE output mode -> foreachBatch: split by _g, upsert into <grain>_<group>
 
 Why this is exactly once through a SIGKILL of the driver at any moment:
 Spark writes a micro-batch's offsets before running it and its commit after
@@ -19,13 +18,15 @@ killed before the commit re-runs that batch on restart with the same offsets
 gets each changed window's whole current aggregate, not a delta, and
 ``_warehouse.upsert`` replaces rows by key with one atomic file replace per
 partition, so applying a batch a second time writes the same rows again.
-Counts, sums, min and max are then exact; the p95 sketch is approximate and
+Counts, sums, min and max are then exact; a quantile sketch is approximate and
 may differ in its last digits when a batch is re-run.
 
 Windows are written while they are open (the row of the current hour grows
 with each micro-batch) and are final once the watermark passes their end; rows
 whose event time is below the watermark when they arrive are dropped by Spark
 and counted (``numRowsDroppedByWatermark``), and each pass prints how many.
+A checkpoint remembers the spec it was made for (``_spec.json``): a changed spec
+is refused there rather than resumed over state of another shape.
 """
 
 from __future__ import annotations
@@ -41,108 +42,126 @@ from typing import TYPE_CHECKING, Any
 from headwater.common._exceptions import HeadwaterError
 
 from . import _warehouse
-from ._readings import file_stream
+from ._datasets import Landing, Layout
+from ._rollup_spec import Measure, RollupSpec, SpecError, check
 from ._session import session, stoppable_start
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
-# query name -> window length, Spark's spelling
-GRAINS = {"hourly": "1 hour", "daily": "1 day"}
-KEY = ("site", "sensor", "window_start")  # sensor NULL: the site's row, before the split
+WINDOW = ("window_start", "window_end")
 SUM_TYPE = "decimal(38,12)"  # each value rounded to 12 decimal places, then summed exactly
+GROUP = "_g"  # the group's index in the spec, on each exploded row
 
 
 @dataclass(frozen=True)
 class RollupConfig:
-    """One rollup run: where it reads and writes, and how it paces itself."""
+    """One rollup run: what it rolls up, where it reads and writes, how it paces itself."""
 
+    spec: RollupSpec
     landing: Path
     warehouse: Path
     checkpoint: Path
     once: bool = False
     interval_s: float = 5.0
-    watermark: str = "10 minutes"
     master: str | None = None
     max_files: int | None = None  # per micro-batch (maxFilesPerTrigger); None: all new
     source: str = "files"  # "files" (Spark's file source) or "manifests" (_landing_source)
 
 
-def tables(grain: str) -> tuple[str, str]:
-    """The warehouse tables a grain writes: per sensor, per site."""
-    return f"{grain}_sensor", f"{grain}_site"
-
-
-def aggregate(readings: DataFrame, grain: str, watermark: str) -> DataFrame:
-    """The streaming aggregation of one grain: a row per (window, site, sensor or NULL)."""
+def _measure(m: Measure, count: Column) -> Column:
     from pyspark.sql import functions as F
 
-    rows = (
-        readings.withColumn("event_time", F.timestamp_millis("ts"))
-        .withWatermark("event_time", watermark)
-        .select(
-            "event_time",
-            "site",
-            F.explode(F.array(F.col("sensor"), F.lit(None).cast("string"))).alias("sensor"),
-            "value",
-            F.col("anomaly").cast("long").alias("anomaly"),
-        )
-    )
-    agg = rows.groupBy(F.window("event_time", GRAINS[grain]), "site", "sensor").agg(
-        F.count(F.lit(1)).alias("count"),
+    col = F.col(m.column) if m.column is not None else None
+    if m.fn == "count":
+        return F.count(col if col is not None else F.lit(1))
+    assert col is not None
+    if m.fn in ("sum", "mean"):
         # an exact decimal sum: the same whatever order the rows come in (a double sum is not)
-        F.sum(F.col("value").cast(SUM_TYPE)).cast("double").alias("sum"),
-        F.min("value").alias("min"),
-        F.max("value").alias("max"),
-        F.stddev_samp("value").alias("stddev"),
-        F.percentile_approx("value", 0.95).alias("p95"),
-        F.sum("anomaly").alias("anomalies"),
+        total = F.sum(col.cast(SUM_TYPE)).cast("double")
+        return total if m.fn == "sum" else total / F.count(col)
+    if m.fn == "quantile":
+        return F.percentile_approx(col, m.q if m.q is not None else 0.5)
+    if m.fn in ("count_if", "rate_if"):
+        hits = F.count(F.when(col, 1))
+        return hits if m.fn == "count_if" else hits / count
+    return {"min": F.min, "max": F.max, "stddev": F.stddev_samp}[m.fn](col)
+
+
+def event_time(spec: RollupSpec, layout: Layout) -> Column:
+    from pyspark.sql import functions as F
+
+    if layout.columns.get(spec.time) == "TIMESTAMP":
+        return F.col(spec.time)
+    fn = {"s": F.timestamp_seconds, "ms": F.timestamp_millis, "us": F.timestamp_micros}
+    return fn[spec.time_unit](F.col(spec.time))
+
+
+def aggregate(rows: DataFrame, spec: RollupSpec, layout: Layout, grain: str) -> DataFrame:
+    """The streaming aggregation of one grain: a row per (window, group, its keys)."""
+    from pyspark.sql import functions as F
+
+    keys = spec.keys()
+    types = {**layout.columns, **dict.fromkeys(layout.partitions, "STRING")}
+    per_group = [
+        F.struct(
+            F.lit(i).alias(GROUP),
+            *((F.col(k) if k in cols else F.lit(None).cast(types[k])).alias(k) for k in keys),
+        )
+        for i, cols in enumerate(spec.groups.values())
+    ]
+    measured = {m.column for m in spec.measures if m.column is not None} - set(keys)
+    exploded = (
+        rows.withColumn("_event_time", event_time(spec, layout))
+        .withWatermark("_event_time", spec.watermark)
+        .select("_event_time", *measured, F.explode(F.array(*per_group)).alias("_k"))
+        .select("_event_time", *measured, "_k.*")
+    )
+    count = F.count(F.lit(1))
+    agg = exploded.groupBy(F.window("_event_time", spec.grains[grain]), GROUP, *keys).agg(
+        *(_measure(m, count).alias(m.name) for m in spec.measures)
     )
     return agg.select(
-        "site",
-        "sensor",
+        GROUP,
+        *keys,
         F.col("window.start").alias("window_start"),
         F.col("window.end").alias("window_end"),
         F.date_format("window.start", "yyyy-MM-dd").alias("date"),
-        "count",
-        "sum",
-        (F.col("sum") / F.col("count")).alias("mean"),
-        "min",
-        "max",
-        "stddev",
-        "p95",
-        "anomalies",
-        (F.col("anomalies") / F.col("count")).alias("anomaly_rate"),
+        *(m.name for m in spec.measures),
     )
 
 
-def write_batch(warehouse: Path, grain: str) -> Callable[[DataFrame, int], None]:
-    """The foreachBatch sink of a grain: split per sensor / per site, upsert both tables."""
+def write_batch(warehouse: Path, spec: RollupSpec, grain: str) -> Callable[[DataFrame, int], None]:
+    """The foreachBatch sink of a grain: split by group, upsert each group's table."""
     import pyarrow.compute as pc
 
-    per_sensor, per_site = tables(grain)
+    groups = list(spec.groups.items())
+    keys = spec.keys()
+    measures = [m.name for m in spec.measures]
 
     def sink(batch: DataFrame, batch_id: int) -> None:
         rows = batch.toArrow()  # runs the batch once: the state store commits here
-        is_site = pc.is_null(rows.column("sensor"))
-        _warehouse.upsert(warehouse / per_sensor, rows.filter(pc.invert(is_site)), KEY, "date")
-        _warehouse.upsert(
-            warehouse / per_site, rows.filter(is_site).drop_columns(["sensor"]), KEY[::2], "date"
-        )
+        for i, (group, cols) in enumerate(groups):
+            mine = rows.filter(pc.equal(rows.column(GROUP), i))
+            drop = [GROUP, *(k for k in keys if k not in cols)]
+            table = mine.drop_columns(drop).select([*cols, *WINDOW, "date", *measures])
+            _warehouse.upsert(warehouse / f"{grain}_{group}", table, (*cols, WINDOW[0]), "date")
 
     return sink
 
 
-def start(spark: SparkSession, cfg: RollupConfig, grain: str) -> StreamingQuery:
+def start(spark: SparkSession, cfg: RollupConfig, layout: Layout, grain: str) -> StreamingQuery:
     """Start one grain's query (its own checkpoint folder)."""
-    readings = _source(spark, cfg)
+    rows = Landing(cfg.landing).stream(
+        spark, cfg.spec.dataset, source=cfg.source, max_files=cfg.max_files
+    )
     writer = (
-        aggregate(readings, grain, cfg.watermark)
+        aggregate(rows, cfg.spec, layout, grain)
         .writeStream.queryName(grain)
         .outputMode("update")
         .option("checkpointLocation", str(cfg.checkpoint / grain))
-        .foreachBatch(write_batch(cfg.warehouse, grain))
+        .foreachBatch(write_batch(cfg.warehouse, cfg.spec, grain))
     )
     if cfg.once:
         writer = writer.trigger(availableNow=True)
@@ -151,12 +170,33 @@ def start(spark: SparkSession, cfg: RollupConfig, grain: str) -> StreamingQuery:
     return writer.start()
 
 
-def _source(spark: SparkSession, cfg: RollupConfig) -> DataFrame:
-    if cfg.source == "manifests":
-        from ._landing_source import manifest_stream
-
-        return manifest_stream(spark, cfg.landing)
-    return file_stream(spark, cfg.landing, cfg.max_files)
+def claim_checkpoint(checkpoint: Path, spec: RollupSpec) -> None:
+    """Record ``spec`` in ``checkpoint`` (``_spec.json``), or refuse one made for another."""
+    path = checkpoint / "_spec.json"
+    mine = {"fingerprint": spec.fingerprint(), "tables": spec.tables()}
+    try:
+        theirs = json.loads(path.read_text())
+    except FileNotFoundError:
+        made = [g for g in spec.grains if (checkpoint / g / "offsets").is_dir()]
+        if made:
+            raise SpecError(
+                f"the checkpoint {checkpoint} holds queries ({', '.join(made)}) but no spec: "
+                "made before rollups had specs; give a new --checkpoint (the rollup then "
+                "recomputes every window from the landing and upserts the same keys)"
+            ) from None
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(mine))
+        tmp.replace(path)
+        return
+    except (OSError, ValueError) as exc:
+        raise SpecError(f"{path} cannot be read ({exc}): give another --checkpoint") from None
+    if not isinstance(theirs, dict) or theirs.get("fingerprint") != mine["fingerprint"]:
+        raise SpecError(
+            f"the checkpoint {checkpoint} was made for another spec (its tables: "
+            f"{', '.join(theirs.get('tables', [])) if isinstance(theirs, dict) else '?'}): "
+            "a changed spec starts over: give a new --checkpoint and a new --warehouse"
+        )
 
 
 @dataclass
@@ -183,18 +223,59 @@ def describe(progress: dict[str, Any], totals: Totals) -> str:
     totals.watermark = watermark
     totals.busy_ms += int((progress.get("durationMs") or {}).get("triggerExecution", 0))
     return (
-        f"{progress.get('name')} batch {progress.get('batchId')}: {rows} readings rolled up, "
+        f"{progress.get('name')} batch {progress.get('batchId')}: {rows} rows rolled up, "
         f"{updated} windows updated, {dropped} late rows dropped, watermark {watermark}"
     )
+
+
+def start_all(spark: SparkSession, cfg: RollupConfig, layout: Layout) -> list[StreamingQuery]:
+    """Check the spec against the dataset, claim the checkpoint, start a query per grain."""
+    check(cfg.spec, layout)
+    claim_checkpoint(cfg.checkpoint, cfg.spec)
+    return [start(spark, cfg, layout, grain) for grain in cfg.spec.grains]
+
+
+def wait_for_layout(
+    cfg: RollupConfig, out: Callable[[str], None], stop: threading.Event | None = None
+) -> Layout | None:
+    """The dataset's layout once a file of it has landed; None at once if ``cfg.once`` and
+    nothing has. ``DatasetError`` for a name the landing does not have while it has others."""
+    from ._datasets import DatasetError
+
+    landing = Landing(cfg.landing)
+    landing.check_root()
+    said = False
+    while True:
+        if cfg.spec.dataset in landing.names():
+            try:
+                return landing.layout(cfg.spec.dataset)
+            except DatasetError:
+                if not (cfg.landing / cfg.spec.dataset / "_manifests").is_dir():
+                    raise
+        elif landing.names():
+            landing.path(cfg.spec.dataset)  # raises, naming the datasets there
+        if cfg.once:
+            return None
+        if not said:
+            out(f"waiting for {cfg.spec.dataset!r} to land under {cfg.landing}")
+            said = True
+        if (stop or threading.Event()).wait(min(cfg.interval_s, 2.0)):
+            return None
 
 
 def run(cfg: RollupConfig, out: Callable[[str], None] = print) -> dict[str, Totals]:
     """Run the rollup: one pass (``cfg.once``) or until interrupted; returns the totals.
 
     Blocks. Holds the warehouse lock throughout. Prints a line per micro-batch
-    with data, and at the end of a pass the totals.
+    with data, and at the end of a pass the totals. Waits for the dataset's first
+    commit when continuous; with ``once`` and nothing landed, says so and returns.
     """
     with _warehouse.lock(cfg.warehouse):
+        layout = wait_for_layout(cfg, out)
+        if layout is None:
+            out(f"nothing of {cfg.spec.dataset!r} has landed under {cfg.landing}: nothing to do")
+            return {}
+        check(cfg.spec, layout)  # before Spark starts: a wrong column costs no JVM
         with stoppable_start():  # Ctrl-C until its queries run: one line, no JVM left
             try:
                 spark = session("headwater-rollup", cfg.master)
@@ -205,8 +286,12 @@ def run(cfg: RollupConfig, out: Callable[[str], None] = print) -> dict[str, Tota
                     f"could not start Spark on {cfg.master or 'local[*]'}: {e}".splitlines()[0]
                 ) from e
             spark.sparkContext.setLogLevel("ERROR")
-            queries = [start(spark, cfg, grain) for grain in GRAINS]
-        totals = {grain: Totals() for grain in GRAINS}
+            try:
+                queries = start_all(spark, cfg, layout)
+            except BaseException:
+                spark.stop()
+                raise
+        totals = {grain: Totals() for grain in cfg.spec.grains}
         done = threading.Event()
         seen: dict[str, int] = {}
         try:
@@ -219,17 +304,23 @@ def run(cfg: RollupConfig, out: Callable[[str], None] = print) -> dict[str, Tota
             for q in queries:
                 _report(q, seen, totals, out)
                 if q.exception() is not None:
-                    raise HeadwaterError(f"the {q.name} rollup failed: {q.exception()}")
+                    raise HeadwaterError(f"the {q.name} rollup failed: {_first_line(q)}")
         finally:
             for q in queries:
                 q.stop()
             spark.stop()
         for grain, t in totals.items():
             out(
-                f"{grain}: {t.batches} batches, {t.rows} readings rolled up, "
+                f"{grain}: {t.batches} batches, {t.rows} rows rolled up, "
                 f"{t.dropped} late rows dropped, watermark {t.watermark or 'none yet'}"
             )
         return totals
+
+
+def _first_line(q: StreamingQuery) -> str:
+    exc = q.exception()
+    text = str(getattr(exc, "desc", None) or exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _report(

@@ -21,7 +21,8 @@ published exactly once. A rollback deletes the task's parts of the undone
 checkpoints (see ``_parts``).
 
 Column types are fixed per dataset in ``_schema.json`` (the first task to
-seal creates it): int64, double, bool or string, from the first non-None
+seal creates it, with the partition keys in folder order, ``partitions``; a
+stream that grows a column adds it): int64, double, bool or string, from the first non-None
 value (a column only ever None: string); a value that is neither is written
 as JSON text in a string column (``_landing_columns.py``). Readers of what is
 published are in ``_landing_read.py``.
@@ -374,7 +375,8 @@ class LandingSink(Bolt):
         if not stored or not mine.keys() <= stored.keys():
             merged = {**mine, **stored}
             tmp = self.dir / f".schema-{self.task}.json.tmp"
-            tmp.write_text(json.dumps({"columns": merged}, indent=1))
+            doc = {"columns": merged, "partitions": ["date", *self.partitions]}
+            tmp.write_text(json.dumps(doc, indent=1))
             if stored:
                 tmp.replace(path)  # the stream grew a column
             else:

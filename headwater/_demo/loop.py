@@ -21,6 +21,8 @@ from typing import Any
 from headwater.common.runtime._procs import spawn, terminate
 
 MODEL = "iot-anomaly"
+# the example's rollups (headwater/examples links to examples/, shipped in the package)
+ROLLUP_SPEC = Path(__file__).resolve().parents[1] / "examples" / "iot" / "rollup.toml"
 # what Spark's JVM says on its own (log4j's start-up lines, timestamped warnings)
 _SPARK_NOISE = re.compile(r"^\d\d/\d\d/\d\d \d\d:|log4j|setLogLevel|^WARNING|^Setting default log")
 HISTORY_READINGS = 1500  # readings landed before the model is trained (250 per sensor)
@@ -84,6 +86,8 @@ class SparkLoop:
             str(self.out / "landing"),
             "--warehouse",
             str(self.warehouse),
+            "--spec",
+            str(ROLLUP_SPEC),
             "--continuous",
             "--interval",
             "5",

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -56,7 +57,14 @@ def _day(ts: int) -> str:
 class Lander:
     """Lands batches of readings as committed checkpoints (one task), manifests and all."""
 
-    def __init__(self, root: Path, dataset: str = "readings") -> None:
+    def __init__(
+        self,
+        root: Path,
+        dataset: str = "readings",
+        columns: dict[str, pa.DataType] | None = None,
+    ) -> None:
+        """``columns``: the file columns and their types (default: the demo readings')."""
+        self.columns = columns or dict(zip(COLUMNS, TYPES, strict=True))
         self.dir = root / dataset
         (self.dir / "_manifests").mkdir(parents=True, exist_ok=True)
         self.seq = len(list((self.dir / "_manifests").glob("*.json")))
@@ -70,11 +78,13 @@ class Lander:
             parts.setdefault((_day(r["ts"]), r["site"]), []).append(r)
         files = []
         for (date, site), part in sorted(parts.items()):
-            rel = f"date={date}/site={site}/part-{self.checkpoint:08d}-{task}.parquet"
+            rel = (
+                f"date={date}/site={quote(site, safe='')}/part-{self.checkpoint:08d}-{task}.parquet"
+            )
             path = self.dir / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             table = pa.table(
-                {c: pa.array([r[c] for r in part], t) for c, t in zip(COLUMNS, TYPES, strict=True)}
+                {c: pa.array([r[c] for r in part], t) for c, t in self.columns.items()}
             )
             tmp = path.with_name("." + path.name + ".tmp")
             pq.write_table(table, tmp)

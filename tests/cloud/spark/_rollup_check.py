@@ -20,6 +20,7 @@ from headwater.cloud.spark._warehouse import DATA_FILE, read_table
 from tests._wait import wait_for
 
 REPO = Path(__file__).resolve().parents[3]
+IOT_SPEC = REPO / "examples" / "iot" / "rollup.toml"
 GRAIN_MS = {"hourly": 3_600_000, "daily": 86_400_000}
 CENTS = Decimal("1e-12")  # the rollup sums values rounded to 12 places, exactly
 
@@ -101,6 +102,8 @@ class Rollup:
                     str(landing),
                     "--warehouse",
                     str(warehouse),
+                    "--spec",
+                    str(IOT_SPEC),
                     *extra,
                 ],
                 cwd=REPO,

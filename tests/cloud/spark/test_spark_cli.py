@@ -10,10 +10,12 @@ from headwater._cli import main
 
 from ._landing import Lander, demo_readings
 
+SPEC = Path(__file__).resolve().parents[3] / "examples" / "iot" / "rollup.toml"
+
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     try:
-        code = main(["spark", "rollup", *argv])
+        code = main(["spark", "rollup", "--spec", str(SPEC), *argv])
     except SystemExit as e:  # argparse's own usage errors
         code = int(e.code or 0)
     err = capsys.readouterr().err
@@ -36,7 +38,7 @@ def test_the_dataset_instead_of_the_landing_root(
     dataset = tmp_path / "landing" / "readings"
     code, err = _run(capsys, "--landing", str(dataset), "--warehouse", str(tmp_path / "w"))
     assert code == 2
-    assert f"give the landing root, its parent {tmp_path / 'landing'}" in err
+    assert f"looks like a dataset: give the landing root, its parent {tmp_path / 'landing'}" in err
 
 
 def test_nothing_landed_yet_is_a_pass_with_nothing_to_do(
@@ -45,10 +47,10 @@ def test_nothing_landed_yet_is_a_pass_with_nothing_to_do(
     (tmp_path / "landing").mkdir()
     code = main(
         ["spark", "rollup", "--landing", str(tmp_path / "landing"), "--warehouse",
-         str(tmp_path / "w"), "--once"]
+         str(tmp_path / "w"), "--spec", str(SPEC), "--once"]
     )  # fmt: skip
     assert code == 0
-    assert "nothing has landed" in capsys.readouterr().out
+    assert "nothing of 'readings' has landed under" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
