@@ -10,8 +10,9 @@ two positional parameters (the session and the context), else ``{"error":
 REASON}``, the file's own error line. The master imports no PySpark: a job that
 imports it at its top level is imported by the child, where it is installed.
 
-A ``.toml`` job is a rollup spec (``headwater spark rollup``): it is parsed here
-(data, not code) and must name its dataset, time column, measures and grains.
+A ``.toml`` job is a rollup spec (``headwater spark rollup --spec``): it is parsed here
+(data, not code) as the rollup parses it (``cloud/spark/_rollup_spec.py``: dataset, time
+column, grains, groups, measures); its columns are the driver's to check, on a worker.
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ from headwater.common.plan._child_loader import (
 )
 
 _MODULE = "headwater.cloud.master._spark_check"
-SPEC_KEYS = ("dataset", "time", "measures", "grains")
-"""What a rollup spec (a ``.toml`` job) must name."""
 _ERROR_CHARS = 2000
 
 
@@ -52,19 +51,18 @@ class JobRefused(PackageRefusedError):
 
 
 def check_spec(text: bytes, entry: str) -> None:
-    """Refuse (JobRefused) a rollup spec that is not TOML or lacks a required key."""
+    """Refuse (JobRefused) a rollup spec that is not TOML or not a spec (``_rollup_spec``:
+    its keys, measures, grains and groups; its columns are checked by the driver, against
+    the landing, which only the workers have)."""
+    from headwater.cloud.spark._rollup_spec import SpecError, build  # no PySpark in it
+
     try:
-        spec = tomllib.loads(text.decode("utf-8"))
+        build(tomllib.loads(text.decode("utf-8")), entry)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise JobRefused(f"{entry} is not a TOML rollup spec: {exc}") from None
-    missing = [k for k in SPEC_KEYS if k not in spec]
-    if missing:
-        raise JobRefused(
-            f"the rollup spec {entry} has no {', '.join(missing)}: a spec names "
-            f"{', '.join(SPEC_KEYS)}"
-        )
-    if not isinstance(spec["dataset"], str) or not spec["dataset"]:
-        raise JobRefused(f"the rollup spec {entry}: dataset is the landed dataset's name")
+    except SpecError as exc:
+        said = str(exc)
+        raise JobRefused(said if said.startswith(entry) else f"{entry}: {said}") from None
 
 
 async def check_job(folder: Path, entry: str, limits: LoadLimits) -> None:

@@ -26,7 +26,7 @@ import pytest
 from headwater.common.security import TokenStore
 
 from ._daemons import Daemons
-from ._support import wait_for
+from ._support import EXAMPLES, wait_for
 
 pytestmark = pytest.mark.cluster
 STANDIN = {"HEADWATER_SPARK_DRIVER": "tests.integration._standin_driver"}
@@ -113,8 +113,7 @@ def test_refused_submissions_are_4xx_with_the_reason(daemons: Daemons, tmp_path:
             b'dataset = "d"\ntime = "ts"\n',
             {},
             400,
-            "the rollup spec spec.toml has no measures, grains: a spec names dataset, time, "
-            "measures, grains",
+            "spec.toml: no 'grains'; a spec names dataset, time, grains, groups and measures",
         ),
         ("spec.toml", b"dataset = [\n", {}, 400, "spec.toml is not a TOML rollup spec: "),
         ("big.py", big, {}, 413, f"the job file is {len(big)} bytes; the limit is 1 MiB"),
@@ -141,6 +140,12 @@ def test_refused_submissions_are_4xx_with_the_reason(daemons: Daemons, tmp_path:
     spark_job = b"from pyspark.sql import functions as F\n\ndef run(spark, ctx):\n    F.lit(1)\n"
     code, body = _submit(daemons, "uses_spark.py", spark_job)
     assert (code, body["name"], body["state"]) == (201, "uses_spark", "waiting for a worker")
+    spec = (EXAMPLES / "energy" / "rollup.toml").read_bytes()
+    code, body = _submit(daemons, "rollup.toml", spec, name="energy-rollup")
+    assert (code, body["entry"], body["mode"]) == (201, "rollup.toml", "once")
+    bad_measure = spec.replace(b'"sum(kwh)"', b'"median(kwh)"')
+    code, body = _submit(daemons, "rollup.toml", bad_measure, name="bad-rollup")
+    assert code == 400 and body["error"].startswith("rollup.toml: measure 'kwh'"), body
     code, body = _submit(daemons, "uses_spark.py", spark_job)
     assert (code, body["error"]) == (
         400,
@@ -151,7 +156,7 @@ def test_refused_submissions_are_4xx_with_the_reason(daemons: Daemons, tmp_path:
     code, body = _call(daemons, "DELETE", "/api/v1/spark/jobs/nosuch")
     assert (code, body["error"]) == (
         404,
-        "no Spark job named 'nosuch' (submitted: uses_spark, zipped)",
+        "no Spark job named 'nosuch' (submitted: energy-rollup, uses_spark, zipped)",
     )
     # the CLI: one line, exit status 2, no traceback
     bad = tmp_path / "bad.py"
