@@ -2,11 +2,11 @@
 
 ``headwater spark submit JOB.py`` sends a job file (``run(spark, ctx)``; or a ``.toml``
 rollup spec) to the master (``POST /api/v1/spark/jobs``), which checks it in a child
-process and gives it to a worker; ``--every 10m`` runs it every ten minutes,
-``--continuous`` keeps it running, the default runs it once. ``headwater spark jobs``
-lists the jobs (``--json`` the raw answer), ``headwater spark kill NAME`` stops one, and
-``headwater logs NAME`` prints a job's driver log. Bad arguments are one line and exit
-status 2, as is every refusal of the master's.
+process and gives it to a worker; ``--every 10m`` (or ``--schedule "every 10m"``) runs it
+every ten minutes, ``--continuous`` keeps it running, the default runs it once.
+``headwater spark jobs`` lists the jobs (``--json`` the raw answer), ``headwater spark kill
+NAME`` stops one, and ``headwater logs NAME`` prints a job's driver log. Bad arguments are
+one line and exit status 2, as is every refusal of the master's.
 """
 
 from __future__ import annotations
@@ -24,21 +24,30 @@ from headwater._master_client import Client, add_client_options
 from headwater.common._exceptions import HeadwaterError
 
 MASTER_HELP = "the master's API URL (default: $HEADWATER_MASTER)"
-_EVERY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
+_EVERY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_WORDS = {"second": "s", "minute": "m", "hour": "h", "day": "d"}
 _SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
 _PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}=.*", re.DOTALL)
 
 
 def _every(text: str) -> float:
     m = _EVERY.fullmatch(text)
-    seconds = (
-        float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)] if m else 0
-    )
+    unit = m.group(2) if m else ""
+    unit = _WORDS.get(unit.removesuffix("s"), unit) if len(unit) > 1 else unit
+    seconds = float(m.group(1)) * _UNITS[unit] if m and unit in _UNITS else 0
     if not 1 <= seconds <= 366 * 86400:
         raise argparse.ArgumentTypeError(
             f"{text!r}: give an interval of 1 s to 366 d, e.g. 90s, 10m, 1h or 1d"
         )
     return seconds
+
+
+def _schedule(text: str) -> float:
+    word, _, interval = text.strip().partition(" ")
+    if word != "every" or not interval:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 'every INTERVAL', e.g. 'every 10m'")
+    return _every(interval)
 
 
 def _spark_master(text: str) -> str:
@@ -66,6 +75,14 @@ def add_actions(actions: Any) -> None:
     mode = submit.add_mutually_exclusive_group()
     mode.add_argument(
         "--every", type=_every, default=None, metavar="INTERVAL", help="run it every 90s, 10m, 1h…"
+    )
+    mode.add_argument(
+        "--schedule",
+        type=_schedule,
+        default=None,
+        metavar="'every INTERVAL'",
+        dest="every",
+        help="the same as --every, spelt 'every 10m'",
     )
     mode.add_argument("--continuous", action="store_true", help="keep it running (streaming)")
     submit.add_argument(
