@@ -60,6 +60,8 @@ MAX_PARAMS = 64
 MAX_PARAM_CHARS = 1024
 MAX_EVERY_S = 366 * 86400.0
 MAX_PATH_CHARS = 1024
+MAX_REPORTED = 256
+"""The most Spark jobs of one node's report the master looks at."""
 _SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
@@ -291,7 +293,8 @@ class SparkJobs:
 
     def _take_report(self, job: SparkJob, status: pb.NodeStatus | None) -> bool:
         """Keep what the job's worker last said of it; whether its state changed."""
-        found = next((s for s in status.spark_jobs if s.name == job.name), None) if status else None
+        reported = status.spark_jobs[:MAX_REPORTED] if status else []
+        found = next((s for s in reported if s.name == job.name), None)
         if found is None or found.package != job.package:
             return False
         before = (job.status.get("state"), job.status.get("runs"))
@@ -303,9 +306,9 @@ class SparkJobs:
         for node_id, record in self.master.nodes.records.items():
             if record.queue is None or record.status is None:
                 continue
-            for s in record.status.spark_jobs:
+            for s in record.status.spark_jobs[:MAX_REPORTED]:  # a node's word, bounded
                 job = self.jobs.get(s.name)
-                if job is None or job.node != node_id:
+                if (job is None or job.node != node_id) and name_problem(s.name) is None:
                     self._stop(node_id, s.name)
 
     async def run(self) -> None:
