@@ -244,7 +244,7 @@ class SparkJobRunner:
         s.crash_loop = loop.describe() if loop is not None else ""
         proc = self.procs.get(name)
         code = proc.poll() if proc is not None else None
-        if code is not None and name not in self.done:  # dead: status.json may be stale
+        if code:  # died (not yet restarted): its status.json may be stale
             s.state = "failed"
             s.error = s.error or f"the driver exited with {code} (see its log: headwater logs)"
         return s

@@ -1,7 +1,8 @@
 """A real PySpark job submitted through the CLI to a master with one worker, run by the real
 driver (``python -m headwater.cloud.spark.driver``) to ``succeeded``: the energy example's
 report job over a landing its own topology wrote, its warehouse table exact against an
-offline recomputation, its driver log readable through ``headwater logs NAME``.
+offline recomputation, its driver log readable through ``headwater logs NAME``; then a job
+that raises, shown failed with its error line while its worker restarts its driver.
 
 WAITING: the driver is being written (issue 32); the test skips, saying so, until it is
 there."""
@@ -13,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
@@ -71,3 +73,18 @@ def test_a_submitted_pyspark_job_runs_to_success_on_a_worker(
     path = tmp_path / "w1" / "spark" / "report" / "driver.log"
     assert header == f"==> Spark job report: driver log on node w1 ({path}) <=="
     assert logs.stdout.split("\n", 1)[1] == path.read_text(errors="replace")
+    # a job that raises: failed with its error line, its driver restarted, the cluster serving
+    raising = tmp_path / "raising.py"
+    raising.write_text("def run(spark, ctx):\n    raise ValueError('no meters for ' + ctx.name)\n")
+    done = cli("spark", "submit", str(raising), "--every", "1h")
+    assert done.returncode == 0, done.stderr
+
+    def failing() -> dict[str, Any] | None:
+        j = {x["name"]: x for x in daemons.api("/api/v1/spark/jobs")}["raising"]
+        shown = j["state"] == "failed" and "ValueError: no meters for raising" in j["last_error"]
+        return j if shown and j["restarts"] >= 1 else None
+
+    failed = wait_for(failing, 300, "the failing job shown failed, its driver restarted")
+    assert (failed["node"], failed["mode"], failed["every_s"]) == ("w1", "every", 3600.0)
+    table = cli("spark", "jobs").stdout
+    assert "    error: " in table and "ValueError: no meters for raising" in table, table
