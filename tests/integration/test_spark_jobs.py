@@ -23,10 +23,12 @@ from urllib.parse import urlencode
 
 import pytest
 
+from headwater.common.node._users import FIRST_UID, LAST_UID
 from headwater.common.security import TokenStore
 
 from ._daemons import Daemons
 from ._support import EXAMPLES, wait_for
+from .test_isolation import cluster, reachable  # noqa: F401 (fixtures: a reachable folder)
 
 pytestmark = pytest.mark.cluster
 STANDIN = {"HEADWATER_SPARK_DRIVER": "tests.integration._standin_driver"}
@@ -281,3 +283,22 @@ def test_a_job_moves_off_a_worker_gone_silent(daemons: Daemons, tmp_path: Path) 
     assert _jobs(daemons)["stream"]["node"] == "w2"
     log = (tmp_path / "w2" / "spark" / "stream" / "driver.log").read_text()
     assert log == "stand-in driver stream: job job.py, params {'exit': '0'}\n"
+
+
+def test_a_driver_runs_as_the_jobs_own_user(
+    cluster: tuple[Daemons, Path],  # noqa: F811 (test_isolation's fixture)
+) -> None:
+    """Under the nodes' default isolation (as root), a job's driver runs as a user of its own,
+    as a topology's code does, in its own folder."""
+    daemons, _ = cluster
+    daemons.start_master()
+    daemons.start_worker("w1", {**STANDIN, "HW_TEST_UID": "1"})
+    wait_for(lambda: [n for n in daemons.api("/api/v1/nodes") if n["online"]], 30, "online")
+    code, body = _submit(daemons, "job.py", JOB, name="mine", param="exit=0")
+    assert code == 201, body
+    wait_for(lambda: _jobs(daemons)["mine"]["state"] == "succeeded", 60, "success")
+    log = (daemons.tmp / "w1" / "spark" / "mine" / "driver.log").read_text().splitlines()
+    assert log[0] == "stand-in driver mine: job job.py, params {'exit': '0'}"
+    uid = int(log[1].removeprefix("uid "))
+    assert FIRST_UID <= uid <= LAST_UID
+    assert (daemons.tmp / "w1" / "spark" / "mine").stat().st_uid == uid
