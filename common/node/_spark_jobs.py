@@ -124,6 +124,8 @@ class SparkJobRunner:
             await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
             log.info("stopped the driver of Spark job %r", name)
         (self.home(name) / "status.json").unlink(missing_ok=True)  # a job of that name anew
+        if not any(t == name for t, _ in self.node.containers):  # its control groups too
+            self.node.limits.remove(name)
 
     async def stop_all(self) -> None:
         procs = list(self.procs.values())
