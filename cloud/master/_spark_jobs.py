@@ -211,7 +211,8 @@ class SparkJobs:
         with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
             folder = Path(tmp)
             try:
-                unpack_package(package, package_hash(package), folder)
+                # up to 256 MiB unpacked: off the event loop
+                await asyncio.to_thread(unpack_package, package, package_hash(package), folder)
             except HeadwaterError as exc:
                 raise JobRefused(str(exc)) from None
             file = folder / entry
