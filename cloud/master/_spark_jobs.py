@@ -166,6 +166,7 @@ class SparkJobs:
         """Check and store a job, give it to a worker; JobRefused (or PackageRefusedError
         for a zip out of bounds) says why not, and then nothing is kept."""
         params = dict(params or {})
+        every_s = every_s if mode == "every" else 0.0  # the interval of an every job only
         problem = entry_problem(filename) or job_problem(
             mode, every_s, spark_master, params, [landing, warehouse]
         )
