@@ -31,7 +31,11 @@ from ._support import EXAMPLES, wait_for
 from .test_isolation import cluster, reachable  # noqa: F401 (fixtures: a reachable folder)
 
 pytestmark = pytest.mark.cluster
-STANDIN = {"HEADWATER_SPARK_DRIVER": "tests.integration._standin_driver"}
+# the stand-in is a module of the tests: the worker's children find it by the repository root
+STANDIN = {
+    "HEADWATER_SPARK_DRIVER": "tests.integration._standin_driver",
+    "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+}
 JOB = b"def run(spark, ctx):\n    ctx.count(read=1)\n"
 
 
