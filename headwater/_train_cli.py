@@ -5,10 +5,10 @@ master's model registry.
     headwater spark train --landing $IOT_OUT/landing --out iot-anomaly.json
     headwater spark train --landing DIR --master URL --token TOKEN   # admin: registers it
 
-The training is the example's own code, ``examples/iot/anomaly_train.py`` (shipped as
-``headwater/examples``): this command loads that file by path and does what a platform
-does around it (the platform serves any topology; the IoT example is one user of it).
-The arguments are checked before Spark starts; a landing with too little
+The training is the example's own code, examples/iot/anomaly_train.py (shipped as
+headwater/examples/iot/): this command loads that file by its path and does what the
+platform does around it (the platform serves any topology; the IoT example is one user
+of it). The arguments are checked before Spark starts; a landing with too little
 history is a clear message and exit 2. Its progress goes to stderr, a line as each
 stage starts and ends (starting Spark, reading the landing, fitting, evaluating,
 exporting, registering) with its rows and time, the time in all and an estimate of
