@@ -2,8 +2,9 @@
 
 Lands the IoT example's readings (``--sites`` x ``--per-site`` sensors,
 ``--counts`` readings each, flagged by the hand-set detector) in the landing
-zone layout, then times ``train`` in one local Spark session (``--spark-master``,
-default ``local[*]``): the session's start once, then each size ``--runs``
+zone layout, then times the example's ``train`` (``examples/iot/anomaly_train.py``, on
+the dataset read with ``headwater.spark.Landing``) in one local Spark session
+(``--spark-master``, default ``local[*]``): the session's start once, then each size ``--runs``
 times (the first run of a JVM is the slowest: code not yet compiled). Prints and
 writes ``bench/results/spark_train.json``: per size, the training seconds (each
 run and their median), the artifact's bytes and its figures. Run as ``python -m bench spark-train``.
@@ -34,8 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from headwater.cloud.spark import session
-    from headwater.cloud.spark._train import train
     from headwater.common.models import dump_model
+    from headwater.spark import Landing
+    from tests._iot import anomaly_train  # the example's training, as the command loads it
     from tests.cloud.spark.test_train import land_history  # the tests' landing of the example
 
     started = time.monotonic()
@@ -51,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
                 seconds = []
                 for _ in range(args.runs):
                     t = time.monotonic()
-                    doc = train(spark, landing)
+                    readings = Landing(landing).read(spark, anomaly_train.DATASET)
+                    doc = anomaly_train.train(spark, readings)
                     seconds.append(round(time.monotonic() - t, 2))
                 data = dump_model(doc)
                 ev = doc["evaluation"]

@@ -1,10 +1,14 @@
-"""`headwater spark train`: fit the anomaly model on the landed readings, print its figures,
-write the artifact and/or register it with the master's model registry.
+"""`headwater spark train`: the IoT example's anomaly training, run as a command: fit the model
+on the landed readings, print its figures, write the artifact and/or register it with the
+master's model registry.
 
     headwater spark train --landing $IOT_OUT/landing --out iot-anomaly.json
     headwater spark train --landing DIR --master URL --token TOKEN   # admin: registers it
 
-The arguments are checked before Spark starts; a landing with too little
+The training is the example's own code, examples/iot/anomaly_train.py (shipped as
+headwater/examples/iot/): this command loads that file by its path and does what the
+platform does around it (the platform serves any topology; the IoT example is one user
+of it). The arguments are checked before Spark starts; a landing with too little
 history is a clear message and exit 2. Its progress goes to stderr, a line as each
 stage starts and ends (starting Spark, reading the landing, fitting, evaluating,
 exporting, registering) with its rows and time, the time in all and an estimate of
@@ -23,7 +27,12 @@ from urllib.parse import quote
 from headwater._master_client import Client, add_client_options
 from headwater.common._exceptions import HeadwaterError
 
-DEFAULT_NAME = "iot-anomaly"
+# the training this command runs: the IoT example's (headwater/examples links to examples/)
+JOB = Path(__file__).resolve().parent / "examples" / "iot" / "anomaly_train.py"
+# what the command calls in it
+JOB_NAMES = ("DATASET", "DEFAULT_LABELS", "MODEL", "STAGES", "landed", "load_labels", "train")
+DEFAULT_NAME = "iot-anomaly"  # the job's MODEL, for the help (the parser loads no file)
+DEFAULT_LABELS = "headwater._demo.sensors:injected"  # the job's DEFAULT_LABELS, likewise
 # the command's own stages, around ``train``'s (its progress: lines on stderr)
 STARTING, EXPORTING, REGISTERING = "starting Spark", "exporting", "registering"
 
@@ -32,14 +41,13 @@ def add_train_parser(sub: Any) -> None:
     """The ``train`` subcommand, under ``headwater spark``'s subparsers ``sub``."""
     p = sub.add_parser(
         "train",
-        help="fit the anomaly model on the landed readings (Spark MLlib) and export it",
+        help="fit the IoT example's anomaly model on the landed readings (Spark MLlib) and "
+        "export it",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--landing", required=True, metavar="DIR", help="the landing zone's root")
-    p.add_argument(
-        "--name", default=DEFAULT_NAME, help=f"the model's name (default: {DEFAULT_NAME})"
-    )
+    p.add_argument("--name", default=None, help=f"the model's name (default: {DEFAULT_NAME})")
     p.add_argument("--out", default=None, metavar="FILE", help="write the artifact there")
     p.add_argument(
         "--holdout",
@@ -50,11 +58,11 @@ def add_train_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--labels",
-        default="headwater._demo.sensors:injected",
+        default=None,
         metavar="MODULE:FUNCTION",
         help="the truth per reading: a function taking some of site, sensor, seq, ts, value "
         "(by name) and returning whether it is an anomaly (default: the example's rule, "
-        "headwater._demo.sensors:injected)",
+        f"{DEFAULT_LABELS})",
     )
     p.add_argument(
         "--spark-master",
@@ -70,17 +78,20 @@ def add_train_parser(sub: Any) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from headwater.cloud.spark import session
+    from headwater.cloud.spark._datasets import Landing
+    from headwater.cloud.spark._job_file import load_job_file
     from headwater.cloud.spark._progress import Progress, spark_tasks
     from headwater.cloud.spark._session import small_job_conf
-    from headwater.cloud.spark._train import STAGES, load_labels, readings_path, train
     from headwater.common.models import NAME, dump_model, sha256
 
+    job = load_job_file(JOB, JOB_NAMES)
+    name = args.name if args.name is not None else job.MODEL
     register = bool(args.url or os.environ.get("HEADWATER_MASTER"))
     if not args.out and not register:
         raise HeadwaterError("give --out FILE, --master URL (or HEADWATER_MASTER), or both")
-    if not NAME.fullmatch(args.name):
+    if not NAME.fullmatch(name):
         raise HeadwaterError(
-            f"--name {args.name!r}: 1-64 letters, digits, '.', '_' or '-', "
+            f"--name {name!r}: 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit"
         )
     if not 0.0 < args.holdout < 1.0:
@@ -94,11 +105,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
             "registering a model needs an admin token: --token TOKEN, HEADWATER_TOKEN=TOKEN "
             "or --token-file FILE"
         )
-    labels = load_labels(args.labels)
+    labels = job.load_labels(args.labels if args.labels is not None else job.DEFAULT_LABELS)
     landing = Path(args.landing)
-    readings = readings_path(landing)  # a clear message before Spark starts
+    dataset = job.landed(landing)  # a clear message before Spark starts
 
-    stages = [(STARTING, 0.2), *STAGES, (EXPORTING, 0.0)]
+    stages = [(STARTING, 0.2), *job.STAGES, (EXPORTING, 0.0)]
     progress = Progress([*stages, (REGISTERING, 0.02)] if client else stages, _progress_line)
     try:
         from pyspark.sql import SparkSession
@@ -110,7 +121,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         spark = session(
             "headwater-train",
             args.spark_master,
-            small_job_conf(readings, spark_master=args.spark_master),
+            small_job_conf(dataset, spark_master=args.spark_master),
         )
         stage.note = f"(Spark {spark.version}, {spark.sparkContext.master})"
     progress.detail = spark_tasks(spark)
@@ -118,8 +129,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         spark.sparkContext.setLogLevel("ERROR")
     try:
         ready = progress.elapsed()
-        doc = train(
-            spark, landing, name=args.name, holdout=args.holdout, labels=labels, progress=progress
+        landed = Landing(landing).read(spark, job.DATASET)
+        doc = job.train(
+            spark, landed, name=name, holdout=args.holdout, labels=labels, progress=progress
         )
         done = progress.elapsed()
     finally:
@@ -139,7 +151,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"wrote {out}")
     if client is not None:
         with progress.stage(REGISTERING):
-            path = f"/api/v1/models/{quote(args.name, safe='')}"
+            path = f"/api/v1/models/{quote(name, safe='')}"
             made = client.call("POST", path, data=data)
         print(f"registered {made['name']} version {made['version']} (sha256 {made['sha256']})")
     sys.stdout.flush()

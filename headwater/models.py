@@ -8,10 +8,34 @@
 for it on this node (``headwater models rollout``; the default or a canary version by the
 agent's labels), checked and loaded, and its version; it raises when that model does not
 load, so a rollout shipping it rolls back. ``AnomalyModel.flag(sensor, prev, value)``
-scores a reading; ``headwater spark train`` writes the artifact (``dump_model``).
+scores a reading. A training job builds the artifact's document (``FORMAT``, ``KIND``,
+at most ``MAX_SENSORS`` sensors, a name matching ``NAME``), checks it (``check_doc``) and
+writes it (``dump_model``): the IoT example's ``examples/iot/anomaly_train.py``, which
+``headwater spark train`` runs.
 """
 
-from headwater.common.models import AnomalyModel, ModelError, dump_model, load_model
+from headwater.common.models import (
+    FORMAT,
+    KIND,
+    MAX_SENSORS,
+    NAME,
+    AnomalyModel,
+    ModelError,
+    check_doc,
+    dump_model,
+    load_model,
+)
 from headwater.common.runtime._models import live_model
 
-__all__ = ["AnomalyModel", "ModelError", "dump_model", "live_model", "load_model"]
+__all__ = [
+    "FORMAT",
+    "KIND",
+    "MAX_SENSORS",
+    "NAME",
+    "AnomalyModel",
+    "ModelError",
+    "check_doc",
+    "dump_model",
+    "live_model",
+    "load_model",
+]

@@ -17,11 +17,15 @@ from headwater.testing import TestContext
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 FILES = sorted(EXAMPLES.rglob("*.py"))
-# files beside the topologies: their steps and connectors, and the sensors' script
+# files beside the topologies: their steps and connectors, the sensors' script, the model's
+# training (a Spark job)
 HELPERS = {
     "energy": {"energy_steps.py", "energy_io.py", "energy_data.py", "meters.py", "daily_report.py"},
     "heron": {"heron_components.py", "integration_components.py", "integration_core.py"},
-    "iot": {"iot_steps.py", "iot_io.py", "sensors.py"},
+    "iot": {
+        *("iot_steps.py", "iot_io.py", "sensors.py"),
+        *("anomaly_train.py", "anomaly_fit.py", "anomaly_eval.py"),
+    },
 }
 # heronpy-style examples take their topology's name (and more) as arguments, as Heron's do
 ARGS = {"integration_topology.py": ["FieldsGrouping", "result.json"]}

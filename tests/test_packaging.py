@@ -42,6 +42,9 @@ def test_wheel_holds_only_the_headwater_namespace(tmp_path: Path) -> None:
         "headwater/examples/iot/pipeline_dsl.py",
         "headwater/examples/iot/iot_steps.py",
         "headwater/examples/iot/iot_io.py",
+        "headwater/examples/iot/anomaly_train.py",  # `headwater spark train` runs it
+        "headwater/examples/iot/anomaly_fit.py",
+        "headwater/examples/iot/anomaly_eval.py",
         "headwater/_demo/broker.py",
         "headwater/py.typed",
         "headwater/common/py.typed",

@@ -1,4 +1,4 @@
-"""The cloud's data pipeline on Spark (PySpark): rollups of the landing zone, model training.
+"""The cloud's data pipeline on Spark (PySpark): rollups of the landing zone, users' jobs.
 
 Spark runs embedded in local mode (``local[*]``) unless a ``spark://`` master is
 given; ``session()`` finds a JVM (``JAVA_HOME``, ``java`` on the PATH, else the

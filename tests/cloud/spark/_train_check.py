@@ -10,8 +10,9 @@ from typing import Any
 import pyarrow.dataset as ds
 
 from headwater._demo.sensors import injected
-from headwater.cloud.spark._train import figures
 from headwater.common.models import dump_model, load_model
+
+from ..._iot import anomaly_eval
 
 
 def held_out(landing: Path, holdout: float) -> list[dict[str, Any]]:
@@ -57,8 +58,8 @@ def assert_evaluation(doc: dict[str, Any], landing: Path, holdout: float, rows: 
         ]
 
     scored = [model.flag(r["sensor"], r["prev"], r["value"]) for r in test]
-    assert ev["model"] == figures(len(test), *counts(scored))
-    assert ev["handset"] == figures(len(test), *counts([r["anomaly"] for r in test]))
+    assert ev["model"] == anomaly_eval.figures(len(test), *counts(scored))
+    assert ev["handset"] == anomaly_eval.figures(len(test), *counts([r["anomaly"] for r in test]))
     sensors = {r["sensor"] for r in landed}
     assert doc["trained"] == {
         "from_ts": min(r["ts"] for r in train_rows),

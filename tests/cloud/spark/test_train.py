@@ -1,5 +1,7 @@
-"""``headwater spark train``: real MLlib on landed history; figures checked against the held-out
-split; the artifact loads and scores in a Python that cannot import pyspark.
+"""``headwater spark train`` (the IoT example's ``examples/iot/anomaly_train.py``, run by the
+platform's command), and the same file as a Spark job: real MLlib on landed history; figures
+checked against the held-out split; the artifact loads and scores in a Python that cannot
+import pyspark.
 
 The landing is written by ``land_history`` (the contract's layout, with pyarrow,
 from the example's generator and the hand-set detector's own functions): one
@@ -25,14 +27,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from headwater import _train_cli
 from headwater._demo.sensors import readings
 from headwater._train_cli import add_train_parser
 from headwater.cloud.spark import session
-from headwater.cloud.spark._train import load_labels
+from headwater.cloud.spark._job_file import load_job_file
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import dump_model, load_model, sha256
+from headwater.spark import JobContext
 
-from ..._iot import iot_steps
+from ..._iot import anomaly_train, iot_steps
 from ._train_check import assert_evaluation, held_out
 
 pytestmark = [
@@ -311,6 +315,7 @@ def test_bad_arguments_are_a_message_and_exit_2(
 
 
 def test_labels_name_a_function_of_the_readings_fields() -> None:
+    load_labels = anomaly_train.load_labels
     assert load_labels("headwater._demo.sensors:injected").fields == ("site", "seq")
     with pytest.raises(HeadwaterError, match="MODULE:FUNCTION"):
         load_labels("injected")
@@ -320,3 +325,40 @@ def test_labels_name_a_function_of_the_readings_fields() -> None:
         load_labels("headwater._demo.sensors:nope")
     with pytest.raises(HeadwaterError, match="parameters must be some of"):
         load_labels("headwater._demo.sensors:readings")
+
+
+def test_the_command_runs_the_examples_file_with_its_defaults() -> None:
+    """The command loads the example's training by path, as the tests import it (one module),
+    and its help names the file's defaults."""
+    job = load_job_file(_train_cli.JOB, _train_cli.JOB_NAMES)
+    assert job is anomaly_train
+    assert _train_cli.JOB.resolve() == (REPO / "examples/iot/anomaly_train.py").resolve()
+    assert (_train_cli.DEFAULT_NAME, _train_cli.DEFAULT_LABELS) == (
+        job.MODEL,
+        job.DEFAULT_LABELS,
+    )
+
+
+def test_the_training_is_a_job_too(
+    spark: Any, landing: Path, doc: dict[str, Any], tmp_path: Path
+) -> None:
+    """``run(spark, ctx)`` on ``ctx.landing``: the artifact at ``out``, the very parameters
+    and figures the command got (created_at aside); without ``out``, a message."""
+    ctx = JobContext(
+        spark,
+        name="train",
+        landing=landing,
+        warehouse=tmp_path / "warehouse",
+        checkpoint=tmp_path / "checkpoint",
+        params={"out": str(tmp_path / "m.json"), "holdout": str(HOLDOUT)},
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        anomaly_train.run(spark, ctx)
+    got = load_model((tmp_path / "m.json").read_bytes()).doc
+    assert {**got, "created_at": 0} == {**doc, "created_at": 0}
+    assert ctx.counts.read == SITES * PER_SITE * COUNT
+    assert out.getvalue().splitlines()[-1].startswith(f"wrote {tmp_path / 'm.json'}: iot-anomaly ")
+    ctx.params.pop("out")
+    with pytest.raises(HeadwaterError, match="out=FILE"):
+        anomaly_train.run(spark, ctx)

@@ -1,4 +1,4 @@
-"""The robust per-group fits of ``headwater spark train``: MLlib regressions, robust spreads.
+"""The IoT example's anomaly model's robust per-group fits: MLlib regressions, robust spreads.
 
 Every fit here is per *group* (a sensor, or ``DEFAULT``: all sensors pooled,
 for the sensors a model never saw), all groups at once: rows carry their
@@ -67,7 +67,7 @@ def spreads(df: DataFrame, cols: dict[str, Column]) -> dict[str, dict[str, tuple
 
 
 def fit(df: DataFrame, groups: list[str]) -> dict[str, dict[str, dict[str, float]]]:
-    """Per group: ``level``, ``gate``, ``next`` and ``fallback`` (see common/models).
+    """Per group: ``level``, ``gate``, ``next`` and ``fallback`` (see ``headwater.models``).
 
     ``df``: the training rows, each under its group (``group``, its index ``gi``),
     with ``value``, ``prev_value`` and ``prev_smoothed`` (null for a sensor's first).
