@@ -1,4 +1,4 @@
-"""`headwater spark rollup|train`: the cloud's Spark jobs.
+"""`headwater spark rollup|train|run`: the cloud's Spark jobs (``run``: ``_spark_run_cli``).
 
 Bad arguments, a missing landing folder, no Java or no PySpark end in a
 message that says what to do and exit status 2, never a traceback. Ctrl-C while
@@ -103,6 +103,10 @@ def add_parsers(sub: Any) -> None:
     from headwater._train_cli import add_train_parser
 
     add_train_parser(actions)
+
+    from headwater._spark_run_cli import add_run_parser
+
+    add_run_parser(actions)
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -58,7 +58,9 @@ class BoundLanding:
         """Every row committed to dataset ``name`` now (a batch DataFrame)."""
         return self._landing.read(self._spark, name)
 
-    def stream(self, name: str, *, source: str = "files", max_files: int | None = None) -> DataFrame:
+    def stream(
+        self, name: str, *, source: str = "files", max_files: int | None = None
+    ) -> DataFrame:
         """Dataset ``name`` as a stream, each committed row once per query checkpoint."""
         return self._landing.stream(self._spark, name, source=source, max_files=max_files)
 
