@@ -100,6 +100,8 @@ class Driver:
             job = load_job(self.cfg.job)
         except JobFileError as e:
             return self._fail(status, str(e), JOB_FILE)
+        ours = _no_session()  # else a caller's (a test's, in this process): left running
+        before: dict[int, Any] = {}
         try:
             with stoppable_start():
                 spark = session(
@@ -107,9 +109,10 @@ class Driver:
                     self.cfg.master,
                     conf=small_job_conf(self.cfg.landing, spark_master=self.cfg.master),
                 )
-                spark.sparkContext.setLogLevel("ERROR")
+                if ours:
+                    spark.sparkContext.setLogLevel("ERROR")
                 for sig in (signal.SIGTERM, signal.SIGINT):  # in force once started
-                    signal.signal(sig, self._on_signal(spark))
+                    before[sig] = signal.signal(sig, self._on_signal(spark))
         except StartupStopped as stop:
             self.stopping = stop.signum
             return self._stopped(status)
@@ -118,7 +121,8 @@ class Driver:
         except Exception as e:  # the JVM did not start, or the master is not there
             where = self.cfg.master or "local[*]"
             return self._fail(status, f"could not start Spark on {where}: {one_line(e)}", FAILED)
-        spark.streams.addListener(_listener(self))
+        listener = _listener(self)
+        spark.streams.addListener(listener)
         try:
             if self.cfg.continuous:
                 code = self._continuous(spark, job, status)
@@ -131,9 +135,11 @@ class Driver:
             for q in spark.streams.active:
                 with contextlib.suppress(Exception):
                     q.stop()
-            spark.stop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(sig, _DEFAULTS[sig])
+            spark.streams.removeListener(listener)
+            if ours:
+                spark.stop()
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
 
     # -- the modes ----------------------------------------------------------------------
     def _once(self, spark: SparkSession, job: Job, status: Status) -> int:
@@ -274,6 +280,14 @@ class Driver:
         print(f"{self.cfg.name}: {error}", file=sys.stderr, flush=True)
         status.set("failed", error)
         return code
+
+
+def _no_session() -> bool:
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return True  # session() says what to install
+    return SparkSession.getActiveSession() is None
 
 
 def _halt(spark: SparkSession) -> None:

@@ -46,7 +46,7 @@ def load_job(path: Path) -> Job:
             return module.run_spec_job(spark, ctx, spec_file)
 
         return run_spec
-    module = _import(path.resolve())
+    module = _import(path)
     run = getattr(module, "run", None)
     if run is None or not callable(run):
         raise JobFileError(
@@ -66,14 +66,15 @@ def load_job(path: Path) -> Job:
 
 
 def _import(path: Path) -> Any:
+    real = path.resolve()
     stem = re.sub(r"\W", "_", path.stem)
-    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(str(real).encode()).hexdigest()[:12]
     name = f"headwater_job_{stem}_{digest}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    spec = importlib.util.spec_from_file_location(name, real)
     if spec is None or spec.loader is None:
         raise JobFileError(f"{path}: not a Python file that can be imported")
     module = importlib.util.module_from_spec(spec)
-    folder = str(path.parent)
+    folder = str(real.parent)
     if folder not in sys.path:
         sys.path.insert(0, folder)
     sys.modules[name] = module
@@ -86,7 +87,7 @@ def _import(path: Path) -> Any:
         ) from None
     except (Exception, SystemExit) as e:
         sys.modules.pop(name, None)
-        line = _line_in(e, path)
+        line = _line_in(e, real)
         first = (str(e).strip().splitlines() or [""])[0]
         raise JobFileError(
             f"{path} does not import: {type(e).__name__}"

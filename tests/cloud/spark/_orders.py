@@ -118,7 +118,7 @@ def run(spark, ctx):
     sums = orders.groupBy("date", "shop").agg(
         F.sum("amount").alias("total"), F.count(F.lit(1)).alias("orders")
     )
-    ctx.warehouse.upsert(ctx.params["table"], sums, key=["date", "shop"])
+    ctx.warehouse.upsert(ctx.params["table"], sums, key=["shop"])
     ctx.count(read=orders.count())
 """
 
@@ -141,7 +141,7 @@ def run(spark, ctx):
         sums.writeStream.queryName("sums")
         .outputMode("update")
         .option("checkpointLocation", ctx.checkpoint_for("sums"))
-        .foreachBatch(ctx.warehouse.sink("shop_totals", ["date", "shop"]))
+        .foreachBatch(ctx.warehouse.sink("shop_totals", ["shop"]))
     ).start()
     if "coupon" in orders.columns:  # the landing grew it: the driver ran the job again
         counts = orders.where("coupon IS NOT NULL").groupBy("date", "coupon").count()
@@ -149,6 +149,6 @@ def run(spark, ctx):
             counts.writeStream.queryName("coupons")
             .outputMode("update")
             .option("checkpointLocation", ctx.checkpoint_for("coupons"))
-            .foreachBatch(ctx.warehouse.sink("coupon_counts", ["date", "coupon"]))
+            .foreachBatch(ctx.warehouse.sink("coupon_counts", ["coupon"]))
         ).start()
 """
