@@ -133,7 +133,9 @@ def _cmd_rollup(args: argparse.Namespace) -> int:
         max_files=args.max_files,
         source=args.source,
     )
-    problem = _folders_problem(cfg.landing, cfg.warehouse, cfg.checkpoint)
+    from headwater._spark_run_cli import folders_problem
+
+    problem = folders_problem(cfg.landing, cfg.warehouse, cfg.checkpoint)
     if problem is not None:
         return _fail(problem)
     try:
@@ -148,22 +150,6 @@ def _cmd_rollup(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-def _folders_problem(landing: Path, warehouse: Path, checkpoint: Path) -> str | None:
-    """Why the rollup's folders cannot be used, or None: each must be a folder (or not
-    exist yet), and the warehouse and the landing zone must not hold one another (the
-    rollup's tables would read as landed datasets, or the landing as warehouse tables)."""
-    for option, folder in (("--warehouse", warehouse), ("--checkpoint", checkpoint)):
-        if folder.exists() and not folder.is_dir():
-            return f"{option} {folder} is a file: give a folder (it is made if missing)"
-    land, ware = landing.resolve(), warehouse.resolve()
-    if land == ware or land in ware.parents or ware in land.parents:
-        return (
-            f"--warehouse {warehouse} and --landing {landing} overlap: give the warehouse "
-            "a folder of its own, outside the landing zone"
-        )
-    return None
 
 
 def _fail(message: str) -> int:

@@ -108,10 +108,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise HeadwaterError(
             f"--spark-master must be local[N], local[*] or spark://HOST:PORT, got {master!r}"
         )
-    from headwater._spark_cli import _folders_problem
-
     checkpoint = args.checkpoint or args.warehouse / "_checkpoints" / name
-    problem = _folders_problem(args.landing, args.warehouse, checkpoint)
+    problem = folders_problem(args.landing, args.warehouse, checkpoint)
     if problem is not None:
         raise HeadwaterError(problem)
     cfg = DriverConfig(
@@ -137,3 +135,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     sys.stdout.flush()
     return code
+
+
+def folders_problem(landing: Path, warehouse: Path, checkpoint: Path) -> str | None:
+    """Why a Spark job's folders cannot be used, or None: each must be a folder (or not
+    exist yet), and the warehouse and the landing zone must not hold one another (the
+    job's tables would read as landed datasets, or the landing as warehouse tables)."""
+    for option, folder in (("--warehouse", warehouse), ("--checkpoint", checkpoint)):
+        if folder.exists() and not folder.is_dir():
+            return f"{option} {folder} is a file: give a folder (it is made if missing)"
+    land, ware = landing.resolve(), warehouse.resolve()
+    if land == ware or land in ware.parents or ware in land.parents:
+        return (
+            f"--warehouse {warehouse} and --landing {landing} overlap: give the warehouse "
+            "a folder of its own, outside the landing zone"
+        )
+    return None

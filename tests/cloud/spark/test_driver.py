@@ -59,7 +59,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
 
 def status(path: Path) -> dict[str, Any]:
     """The status file, its times checked (numbers, in order) and taken out."""
-    doc = json.loads(path.read_text())
+    doc: dict[str, Any] = json.loads(path.read_text())
     run = doc["last_run"]
     assert isinstance(doc.pop("pid"), int)
     assert run["started"] <= run["ended"] <= doc.pop("updated"), doc
