@@ -343,7 +343,7 @@ def _listener(driver: Driver) -> Any:
 
         def onQueryTerminated(self, event: Any) -> None:
             if event.exception and not driver.stopping:
-                first = (str(event.exception).strip().splitlines() or [""])[0]
+                first = one_line(str(event.exception))
                 name = driver.names.get(str(event.id), str(event.id))
                 driver.failures.append(f"query {name} failed: {first}"[:500])
                 driver.wake.set()

@@ -80,8 +80,27 @@ def _positive(text: str) -> float:
     return value
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception as the last line of its traceback says it (its message's first line)."""
-    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return text[:500]
+def one_line(exc: BaseException | str) -> str:
+    """An error as the last line of its traceback says it: the exception's name and the
+    first line of its message, or, where the message carries a Python traceback (a job's
+    function that raised inside Spark: a foreachBatch sink, a UDF), that traceback's last
+    line (``KeyError: 'shop9'``)."""
+    text = exc if isinstance(exc, str) else str(exc)
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    inner = _traceback_end(lines)
+    if inner:
+        return inner[:500]
+    if isinstance(exc, str):
+        return (lines[0] if lines else "")[:500]
+    out = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+    return out[:500]
+
+
+def _traceback_end(lines: list[str]) -> str:
+    """The exception line of the first Python traceback in ``lines``, or ""."""
+    for i, line in enumerate(lines):
+        if line.rstrip().endswith("Traceback (most recent call last):"):
+            for after in lines[i + 1 :]:
+                if not after[:1].isspace():
+                    return after.strip()
+    return ""

@@ -128,6 +128,16 @@ def run(spark, ctx):
     raise ValueError("no shop named " + ctx.params.get("shop", "?"))
 """
 
+SINK_FAILS_JOB = """
+def run(spark, ctx):
+    def sink(batch, batch_id):
+        raise KeyError("no shop " + str(batch.count()))
+
+    writer = ctx.landing.stream("orders").writeStream.queryName("failing")
+    writer = writer.option("checkpointLocation", ctx.checkpoint_for("failing"))
+    ctx.trigger(writer.foreachBatch(sink)).start()
+"""
+
 CONTINUOUS_JOB = """
 from pyspark.sql import functions as F
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,8 +22,9 @@ import pytest
 
 from headwater._cli import main
 from headwater.cloud.spark import session
+from tests._wait import wait_for
 
-from ._orders import ONCE_JOB, RAISING_JOB, Orders, orders, table, totals
+from ._orders import ONCE_JOB, RAISING_JOB, SINK_FAILS_JOB, Orders, orders, table, totals
 
 pytestmark = [
     pytest.mark.timeout(600),
@@ -223,3 +227,62 @@ def test_spark_run_bad_arguments(tmp_path: Path) -> None:
         "spark", "run", str(job), "--landing", str(tmp_path), "--warehouse", str(tmp_path)
     )
     assert code == 2 and "overlap" in err, err
+
+
+def test_every_runs_again_and_a_restart_waits(spark: Any, tmp_path: Path) -> None:
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse"
+    lander = Orders(landing)
+    lander.land(orders(0, 9))
+    job = tmp_path / "every_sums.py"
+    job.write_text(ONCE_JOB)
+    path = warehouse / "_checkpoints" / "every_sums" / "_driver" / "status.json"
+
+    def stop_when(what: str, cond: Any) -> threading.Thread:
+        """Ctrl-C to this process (the driver's handler) once ``cond(status)`` holds."""
+
+        def watch() -> None:
+            wait_for(lambda: path.is_file() and cond(json.loads(path.read_text())), 240, what)
+            os.kill(os.getpid(), signal.SIGINT)
+
+        thread = threading.Thread(target=watch, daemon=True)
+        thread.start()
+        return thread
+
+    argv = ["spark", "run", str(job), "--landing", str(landing), "--warehouse", str(warehouse)]
+    argv += ["--param", "table=totals"]
+    watcher = stop_when("a second run", lambda d: d["runs"] == 2 and d["state"] == "waiting")
+    code, out, err = cli(*argv, "--every", "1s")
+    watcher.join()
+    assert code == 130, out + err
+    doc = json.loads(path.read_text())
+    assert (doc["state"], doc["mode"], doc["runs"], doc["last_run"]["ok"]) == (
+        "stopped",
+        "every",
+        2,
+        True,
+    )
+    assert table(warehouse, "totals", ("total", "orders")) == totals(lander.landed)
+    assert out.count("run 2 of every_sums done") == 1, out
+
+    # restarted with a longer period: its last run succeeded just now, so it waits first
+    watcher = stop_when("the restart waiting", lambda d: d["state"] == "waiting")
+    code, out, err = cli(*argv, "--every", "1h")
+    watcher.join()
+    assert code == 130, out + err
+    assert "starts" not in out and re.search(r"next run of every_sums in 3\d\d\d s", out), out
+    doc = json.loads(path.read_text())
+    assert (doc["state"], doc["runs"]) == ("stopped", 2)
+
+
+def test_a_query_that_fails(spark: Any, tmp_path: Path) -> None:
+    landing, warehouse = tmp_path / "landing", tmp_path / "warehouse"
+    Orders(landing).land(orders(0, 5))
+    job = tmp_path / "sink_fails.py"
+    job.write_text(SINK_FAILS_JOB)
+    code, out, err = cli(
+        "spark", "run", str(job), "--landing", str(landing), "--warehouse", str(warehouse)
+    )
+    assert code == 1, out + err
+    assert err.splitlines()[-1] == "sink_fails: KeyError: 'no shop 5'", err
+    doc = json.loads((warehouse / "_checkpoints/sink_fails/_driver/status.json").read_text())
+    assert (doc["state"], doc["last_run"]["error"]) == ("failed", "KeyError: 'no shop 5'"), doc
