@@ -132,12 +132,12 @@ class Driver:
                 code = self._once(spark, job, status)
             return self._stopped(status) if self.stopping else code
         finally:
-            for q in spark.streams.active:
-                with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception):  # a JVM gone: the job's error says it
+                for q in spark.streams.active:
                     q.stop()
-            spark.streams.removeListener(listener)
-            if ours:
-                spark.stop()
+                spark.streams.removeListener(listener)
+                if ours:
+                    spark.stop()
             for signum, handler in before.items():
                 signal.signal(signum, handler)
 
@@ -225,7 +225,10 @@ class Driver:
                 error = one_line(e)
         _drain(spark)  # the queries' last progress reaches the listener
         error = error or self._query_failure()
-        status.end_run("" if self.stopping else error)
+        # a run a stop cut short did not succeed: a driver --every runs it again at its start
+        status.end_run(
+            f"stopped ({signal.Signals(self.stopping).name})" if self.stopping else error
+        )
         run = status.doc["last_run"]
         if not error and not self.stopping:
             took = run["ended"] - run["started"]

@@ -133,3 +133,25 @@ def test_continuous_job_killed_restarted_and_grown(tmp_path: Path) -> None:
         assert "Traceback" not in second.log.read_text()
     finally:
         second.end()
+
+
+def test_sigterm_while_spark_starts(tmp_path: Path) -> None:
+    from .test_spark_startup_stop import listening_jvm
+
+    landing = tmp_path / "landing"
+    Orders(landing).land(orders(0, 3))
+    job = tmp_path / "shop_sums.py"
+    job.write_text(CONTINUOUS_JOB)
+    run = Run(tmp_path, job, landing, tmp_path / "warehouse", 1)
+    try:
+        wait_for(lambda: listening_jvm(run.proc.pid), 240, "Spark's JVM listening", interval=0.05)
+        os.kill(run.proc.pid, signal.SIGTERM)  # the driver only, as its worker stops it
+        assert run.proc.wait(60) == 0, run.log.read_text()
+        wait_for(lambda: not in_group(run.proc.pid), 30, "no JVM left")
+        doc = json.loads((tmp_path / "work" / "status.json").read_text())
+        assert (doc["state"], doc["runs"], doc["last_run"]) == ("stopped", 0, None), doc
+        text = run.log.read_text()
+        assert text.splitlines()[-1] == "shop-sums: stopped", text
+        assert "Traceback" not in text and "Exception" not in text, text
+    finally:
+        run.end()
