@@ -152,7 +152,8 @@ class Driver:
     def _every(self, spark: SparkSession, job: Job, status: Status, every: float) -> int:
         last = status.previous_run
         if last.get("ok") is True and isinstance(last.get("started"), int | float):
-            self._wait_until(status, float(last["started"]) + every)
+            # (never more than a period: a clock set back must not hold it for longer)
+            self._wait_until(status, min(float(last["started"]), time.time()) + every)
         while not self.stopping:
             started = time.time()
             error = self._run(spark, job, status)
@@ -164,6 +165,7 @@ class Driver:
     def _continuous(self, spark: SparkSession, job: Job, status: Status) -> int:
         ctx = self._context(spark)
         self.failures.clear()
+        self.wake.clear()
         status.begin_run(lambda: (ctx.counts.read, ctx.counts.written))
         error = self._call(job, spark, ctx)
         if not error and not spark.streams.active and not self.stopping:
@@ -214,6 +216,7 @@ class Driver:
         its error line, or ""."""
         ctx = self._context(spark)
         self.failures.clear()
+        self.wake.clear()
         status.begin_run(lambda: (ctx.counts.read, ctx.counts.written))
         print(f"run {status.doc['runs']} of {self.cfg.name} starts", flush=True)
         error = self._call(job, spark, ctx)

@@ -251,7 +251,7 @@ def test_every_runs_again_and_a_restart_waits(spark: Any, tmp_path: Path) -> Non
     argv = ["spark", "run", str(job), "--landing", str(landing), "--warehouse", str(warehouse)]
     argv += ["--param", "table=totals"]
     watcher = stop_when("a second run", lambda d: d["runs"] == 2 and d["state"] == "waiting")
-    code, out, err = cli(*argv, "--every", "1s")
+    code, out, err = cli(*argv, "--every", "15s")  # a run takes less, even on a busy machine
     watcher.join()
     assert code == 130, out + err
     doc = json.loads(path.read_text())
