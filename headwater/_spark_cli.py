@@ -1,5 +1,5 @@
-"""`headwater spark rollup|train`: the cloud's Spark jobs (``submit``, ``jobs`` and ``kill``:
-``_spark_jobs_cli.py``).
+"""`headwater spark rollup|train|run|submit|jobs|kill`: the cloud's Spark jobs (``run``:
+``_spark_run_cli``; ``submit``, ``jobs`` and ``kill``: ``_spark_jobs_cli``).
 
 Bad arguments, a missing landing folder, no Java or no PySpark end in a
 message that says what to do and exit status 2, never a traceback. Ctrl-C while
@@ -144,6 +144,10 @@ def add_parsers(sub: Any) -> None:
     add_train_parser(actions)
     add_actions(actions)  # submit, jobs, kill: on a master's cluster
 
+    from headwater._spark_run_cli import add_run_parser
+
+    add_run_parser(actions)
+
 
 def _usage(parser: argparse.ArgumentParser) -> int:
     parser.print_help()
@@ -173,7 +177,9 @@ def _cmd_rollup(args: argparse.Namespace) -> int:
         max_files=args.max_files,
         source=args.source,
     )
-    problem = _folders_problem(cfg.landing, cfg.warehouse, cfg.checkpoint)
+    from headwater._spark_run_cli import folders_problem
+
+    problem = folders_problem(cfg.landing, cfg.warehouse, cfg.checkpoint)
     if problem is not None:
         return _fail(problem)
     try:
@@ -243,22 +249,6 @@ _EXAMPLE = {
     "--measure": "revenue='sum(amount)'",
     "--grain": "hourly='1 hour'",
 }
-
-
-def _folders_problem(landing: Path, warehouse: Path, checkpoint: Path) -> str | None:
-    """Why the rollup's folders cannot be used, or None: each must be a folder (or not
-    exist yet), and the warehouse and the landing zone must not hold one another (the
-    rollup's tables would read as landed datasets, or the landing as warehouse tables)."""
-    for option, folder in (("--warehouse", warehouse), ("--checkpoint", checkpoint)):
-        if folder.exists() and not folder.is_dir():
-            return f"{option} {folder} is a file: give a folder (it is made if missing)"
-    land, ware = landing.resolve(), warehouse.resolve()
-    if land == ware or land in ware.parents or ware in land.parents:
-        return (
-            f"--warehouse {warehouse} and --landing {landing} overlap: give the warehouse "
-            "a folder of its own, outside the landing zone"
-        )
-    return None
 
 
 def _fail(message: str) -> int:

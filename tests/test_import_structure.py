@@ -68,6 +68,7 @@ _PREFIXES: dict[str, str] = {
     "headwater._train_cli": "daemons",
     "headwater._spark_cli": "daemons",
     "headwater._spark_jobs_cli": "daemons",
+    "headwater._spark_run_cli": "daemons",
     "headwater._models_cli": "daemons",
     "headwater._docker_cli": "daemons",
     "headwater._limits_cli": "daemons",

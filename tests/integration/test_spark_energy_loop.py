@@ -8,6 +8,7 @@ for a spec and for a user's job alike."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import math
@@ -59,10 +60,8 @@ def _crash(pid: int) -> None:
     proc = psutil.Process(pid)
     group = [proc, *proc.children(recursive=True)]
     for p in group:
-        try:
+        with contextlib.suppress(psutil.NoSuchProcess):
             p.send_signal(signal.SIGKILL)
-        except psutil.NoSuchProcess:
-            pass
     psutil.wait_procs(group, timeout=15)
 
 
@@ -132,15 +131,16 @@ def test_a_spec_and_a_job_submitted_survive_two_driver_kills_each_exactly(
         ok = s.get("state") == "running" and pid != after_pid and read > 0
         return pid if ok and psutil.pid_exists(pid) else 0
 
-    pids = {n: wait_for(lambda n=n: running(n), 400, f"{n} reading") for n in JOBS}
+    def restarted(name: str, old: int = 0) -> Any:
+        return lambda: running(name, old)
+
+    pids = {n: int(wait_for(restarted(n), 400, f"{n} reading")) for n in JOBS}
     for kill, part in enumerate(parts[1:3], start=1):
         landing.land(part)  # lands while the drivers work on what came before
         for name in JOBS:
             _crash(pids[name])
         for name in JOBS:
-            pids[name] = wait_for(
-                lambda n=name, old=pids[name]: running(n, old), 400, f"{name} restarted ({kill})"
-            )
+            pids[name] = int(wait_for(restarted(name, pids[name]), 400, f"{name} again ({kill})"))
     landing.land(parts[3])
     wait_for(lambda: _rollups_exact(warehouse), 400, "every rollup window exact")
     want = expected(COUNT)
