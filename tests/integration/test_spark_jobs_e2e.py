@@ -2,14 +2,10 @@
 driver (``python -m headwater.cloud.spark.driver``) to ``succeeded``: the energy example's
 report job over a landing its own topology wrote, its warehouse table exact against an
 offline recomputation, its driver log readable through ``headwater logs NAME``; then a job
-that raises, shown failed with its error line while its worker restarts its driver.
-
-WAITING: the driver is being written (issue 32); the test skips, saying so, until it is
-there."""
+that raises, shown failed with its error line while its worker restarts its driver."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -29,8 +25,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 def test_a_submitted_pyspark_job_runs_to_success_on_a_worker(
     daemons: Daemons, tmp_path: Path
 ) -> None:
-    if importlib.util.find_spec("headwater.cloud.spark.driver") is None:
-        pytest.skip("WAITING for the Spark job driver, headwater.cloud.spark.driver (issue 32)")
     landing = Landing(tmp_path / "out")
     landing.land(list(DATA.messages(SITES, METERS, COUNT)))
     warehouse = tmp_path / "warehouse"

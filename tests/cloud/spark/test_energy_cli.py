@@ -1,8 +1,6 @@
 """The energy example's Spark side from the command line, as its README runs it: the rollup
 spec (``headwater spark rollup --spec``) and the report job (``headwater spark run``).
-
-WAITING: both commands are being written (issue 32); each test skips, saying so, until the
-command is there, then checks exact rows against an offline recomputation."""
+Each checks exact rows against an offline recomputation."""
 
 from __future__ import annotations
 
@@ -32,14 +30,6 @@ def headwater(*args: str, timeout: int = 300) -> subprocess.CompletedProcess[str
     )
 
 
-def waiting_for(args: tuple[str, ...], word: str) -> None:
-    """Skip, saying what is awaited, unless ``headwater ARGS --help`` succeeds and mentions
-    ``word``."""
-    shown = headwater(*args, "--help", timeout=60)
-    if shown.returncode != 0 or word not in shown.stdout:
-        pytest.skip(f"WAITING for `headwater {' '.join(args)}` with {word} (issue 32)")
-
-
 def landed(tmp_path: Path) -> Path:
     landing = Landing(tmp_path / "out")
     landing.land(list(DATA.messages(SITES, METERS, COUNT)))
@@ -61,7 +51,6 @@ def _ms(value: Any) -> int:
 
 
 def test_the_rollup_spec_rolls_up_the_meters_exactly(tmp_path: Path) -> None:
-    waiting_for(("spark", "rollup"), "--spec")
     root, warehouse = landed(tmp_path), tmp_path / "warehouse"
     spec = str(ENERGY / "rollup.toml")
     done = headwater(
@@ -98,7 +87,6 @@ def test_the_rollup_spec_rolls_up_the_meters_exactly(tmp_path: Path) -> None:
 
 
 def test_the_report_job_runs_from_the_command_line_exactly(tmp_path: Path) -> None:
-    waiting_for(("spark", "run"), "--landing")
     root, warehouse = landed(tmp_path), tmp_path / "warehouse"
     job = str(ENERGY / "daily_report.py")
     for _ in range(2):  # a second run finds nothing new and leaves the table as it was
