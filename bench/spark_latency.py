@@ -1,6 +1,6 @@
 """Landing-to-rollup latency: a landing commit to the warehouse tables showing its rows.
 
-    python -m bench spark-latency --commits 20 --intervals default,1
+    python -m bench spark-latency --commits 20 --intervals default,1 [--via rollup,job]
 
 For each ``--interval`` (``default``: the command's own, 5 s) a fresh landing
 zone and warehouse, and ``headwater spark rollup --continuous`` started as its
@@ -12,7 +12,10 @@ anywhere in the trigger's cycle), land a commit of ``--rows`` readings as the
 landing zone's contract says (files renamed into place, then the manifest, whose
 ``committed_at`` starts the clock), and poll the warehouse every ``--poll``
 seconds until ``hourly_site`` and ``daily_site`` count every row landed so far
-(the sum of ``count`` over all windows). Latency = the time a table first shows
+(the sum of ``count`` over all windows). ``--via job`` runs a user's continuous Spark
+job instead (``bench/jobs/site_counts.py``: the same counts per site), by its driver as a
+worker runs a submitted one (``python -m headwater.cloud.spark.driver --job FILE
+--continuous [--interval S]``). Latency = the time a table first shows
 the rows - the manifest's ``committed_at``. Figures per interval: median and p95
 of each table's latency. Writes ``bench/results/spark_latency.json``.
 """
@@ -20,6 +23,7 @@ of each table's latency. Writes ``bench/results/spark_latency.json``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -38,6 +42,7 @@ import pyarrow.dataset as ds
 from bench.spark_rollup import IOT_SPEC, SENSORS, land_commit
 
 RESULTS = Path(__file__).with_name("results") / "spark_latency.json"
+JOB = Path(__file__).with_name("jobs") / "site_counts.py"
 DEFAULT_INTERVAL_S = 5.0  # headwater spark rollup --interval's default
 TABLES = ("hourly_site", "daily_site")
 
@@ -49,6 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--rows", type=int, default=600, help="readings per commit")
     p.add_argument("--poll", type=float, default=0.05, help="seconds between warehouse reads")
+    p.add_argument(
+        "--via", default="rollup", help="rollup (the command), job (a user's job's driver), or both"
+    )
     p.add_argument("--out", default=str(RESULTS))
 
 
@@ -66,10 +74,16 @@ def p95(xs: list[float]) -> float:
     return s[min(len(s) - 1, round(0.95 * (len(s) - 1)))]
 
 
-def measure(tmp: Path, interval: str, args: argparse.Namespace) -> dict[str, Any]:
-    landing, warehouse = tmp / f"landing-{interval}", tmp / f"wh-{interval}"
-    cmd = [sys.executable, "-m", "headwater", "spark", "rollup", "--landing", str(landing)]
-    cmd += ["--warehouse", str(warehouse), "--continuous", "--spec", str(IOT_SPEC)]
+def measure(tmp: Path, interval: str, args: argparse.Namespace, via: str) -> dict[str, Any]:
+    landing, warehouse = tmp / f"landing-{via}-{interval}", tmp / f"wh-{via}-{interval}"
+    if via == "job":
+        cmd = [sys.executable, "-m", "headwater.cloud.spark.driver", "--job", str(JOB)]
+        cmd += ["--name", "site-counts", "--landing", str(landing), "--warehouse", str(warehouse)]
+        cmd += ["--checkpoint", str(warehouse / "_checkpoints"), "--workdir", str(tmp / via)]
+        cmd += ["--continuous"]
+    else:
+        cmd = [sys.executable, "-m", "headwater", "spark", "rollup", "--landing", str(landing)]
+        cmd += ["--warehouse", str(warehouse), "--continuous", "--spec", str(IOT_SPEC)]
     if interval != "default":
         cmd += ["--interval", interval]
     period = DEFAULT_INTERVAL_S if interval == "default" else float(interval)
@@ -117,6 +131,7 @@ def measure(tmp: Path, interval: str, args: argparse.Namespace) -> dict[str, Any
             proc.wait()
         log.close()
     return {
+        "via": via,
         "command": shlex.join(["python", *cmd[1:]]).replace(str(tmp), "$TMP"),
         "interval_s": period,
         "commit_rows": args.rows,
@@ -141,8 +156,8 @@ def measure(tmp: Path, interval: str, args: argparse.Namespace) -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
-        for interval in args.intervals.split(","):
-            row = measure(Path(tmp), interval, args)
+        for via, interval in itertools.product(args.via.split(","), args.intervals.split(",")):
+            row = measure(Path(tmp), interval, args, via)
             results.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "latency_s"}))
             for t, f in row["latency_s"].items():
