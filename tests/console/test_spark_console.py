@@ -98,7 +98,7 @@ def test_the_spark_jobs_page_lists_the_jobs_and_an_admin_kills_one(
     ).startswith("Spark job 'boom' is crash-looping: 5 failures in ")
     assert page.count('#spark-job-table tr[data-job="tally"] .crash-loop') == 0
     assert page.count("main button") == 0
-    page.find(f"{boom} td a").click()
+    page.click(f"{boom} td a")
     page.wait_text('#spark-job tr[data-fact="last error"]', FAILURE)
     assert page.text('#spark-job tr[data-fact="mode"] td') == "every 10m"
     assert page.text('#spark-job tr[data-fact="parameters"] td') == "exit=1"
@@ -114,7 +114,7 @@ def test_the_spark_jobs_page_lists_the_jobs_and_an_admin_kills_one(
     page.go("#/spark")
     page.find('#spark-job-table tr[data-job="boom"] .crash-loop')
     page.shot("spark-jobs")
-    page.find(f"{boom} td a").click()
+    page.click(f"{boom} td a")
     log = page.wait_text('#job-logs .log[data-log="driver"] pre', "stand-in driver boom")
     assert log.splitlines()[-1] == "stand-in driver boom: job boom.py, params {'exit': '1'}"
     assert page.text('#job-logs .log[data-log="driver"] h4') == (
@@ -161,7 +161,7 @@ def test_markup_in_a_jobs_error_is_shown_as_text(
     page.login(daemons.token)
     page.go("#/spark")
     assert page.wait_text('tr[data-job="markup"] td.last-error', payload) == payload
-    page.find('tr[data-job="markup"] td a').click()
+    page.click('tr[data-job="markup"] td a')
     page.wait_text('#spark-job tr[data-fact="last error"] td', payload)
     assert page.text('#spark-job tr[data-fact="parameters"] td') == f"error={payload}, exit=3"
     page.wait_text('#job-logs .log[data-log="driver"] pre', "<img src=x")

@@ -11,6 +11,10 @@ import { logBlock, TAIL } from "./logs.js";
 
 const path = (name) => `/api/v1/spark/jobs/${encodeURIComponent(name)}`;
 
+// what the pages show of a job: not when its driver last wrote its status (`updated`), so
+// that a rewrite saying the same does not redraw the rows under a click
+const shown = (j) => ({ ...j, updated: 0 });
+
 function when(seconds) {
   return seconds ? new Date(seconds * 1000).toLocaleString() : "–";
 }
@@ -65,7 +69,7 @@ export function sparkJobs(root) {
   return {
     update(snap) {
       const jobs = snap.spark_jobs;
-      refresh(body, jobs === undefined ? null : jobs, () => {
+      refresh(body, jobs === undefined ? null : jobs.map(shown), () => {
         if (!jobs) return el("p", {}, "This server runs no Spark jobs: the master does.");
         if (!jobs.length) {
           return el(
@@ -101,7 +105,7 @@ export function sparkJob(root, ctx, name) {
     update(snap) {
       const j = (snap.spark_jobs || []).find((x) => x.name === name);
       if (kill) kill.node.hidden = !j;
-      refresh(facts, j || null, () =>
+      refresh(facts, j ? shown(j) : null, () =>
         j
           ? jobFacts(j)
           : el("p", { class: "error" }, `No Spark job named ${name}: killed, or never submitted.`),
