@@ -3,8 +3,8 @@
 The page, its routes and a topology master's snapshot are ``common/console/``
 (an agent's status port serves them too); here, the master's side: who the
 caller is by its token, and the master's snapshot (the whole topology with its
-agents' figures, the nodes, the models). docs/design.md, "The web console",
-says how the pieces fit.
+agents' figures, the nodes, the models, the Spark jobs). docs/design.md, "The web
+console", says how the pieces fit.
 """
 
 from __future__ import annotations

@@ -43,7 +43,8 @@ def _add(
     tokens: TokenStore | None,
     edits: bool,
 ) -> None:
-    """``edits``: the master's console (live edits and container logs), not ``headwater run``'s."""
+    """``edits``: the master's console (live edits, container logs, Spark jobs), not
+    ``headwater run``'s."""
 
     def caller(request: web.Request) -> tuple[str, str | None] | str:
         """(role, token id) of the caller, or why its token no longer holds."""
@@ -52,4 +53,4 @@ def _add(
         found = authenticate(tokens, request.headers.get("Authorization"))
         return found if isinstance(found, str) else (found.role, found.id)
 
-    add_console(app, snapshot_of, caller, edits, insecure=tokens is None, logs=edits)
+    add_console(app, snapshot_of, caller, edits, insecure=tokens is None, logs=edits, spark=edits)

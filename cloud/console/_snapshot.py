@@ -3,7 +3,8 @@
 Each topology's row and detail as ``common/console/_snapshot.py`` makes them
 (from the producers the REST API serves), with what only the master knows:
 the whole topology (edge components included), its agents' figures, the
-nodes, the model registry and rollouts.
+nodes, the model registry and rollouts, and the Spark jobs (as ``GET
+/api/v1/spark/jobs`` shows them).
 
 Reading only: nothing here changes the master. Runs on the event loop (the
 structures it reads are the loop's), and costs one pass over the plan.
@@ -36,6 +37,7 @@ def snapshot(master: Master, topology: str | None = None) -> dict[str, Any]:
         ],
         "nodes": [r.view() for _, r in sorted(master.nodes.records.items())],
         "models": _models(master),
+        "spark_jobs": master.spark_jobs.views(),
     }
     if topology is not None:
         tm = master.tms.get(topology)

@@ -425,7 +425,8 @@ def _console_paths() -> dict[str, dict[str, Any]]:
         "/api/v1/whoami": {
             "get": _get(
                 "the caller's role and token id (insecure: true on a master run --insecure), "
-                "and edits: whether this server makes live edits",
+                "and whether this server makes live edits (edits), serves logs (logs) and runs "
+                "Spark jobs (spark)",
                 topology=False,
             )
         },

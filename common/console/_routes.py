@@ -3,7 +3,8 @@
     GET /                           the page (public: the login form loads without a token)
     GET /console/FILE               its stylesheet and JavaScript modules (public)
     GET /api/v1/whoami              the caller's role and token id, and whether this
-                                    server makes live edits and serves logs (viewer)
+                                    server makes live edits, serves logs and runs Spark
+                                    jobs (viewer)
     GET /api/v1/events[?topology=NAME]   a text/event-stream of snapshots, one a second (viewer)
 
 Served by the master (``cloud/console/``, tokens checked), by the topology master
@@ -51,12 +52,14 @@ def add_console(
     edits: bool,
     insecure: bool,
     logs: bool = False,
+    spark: bool = False,
 ) -> None:
     """Add the routes above to ``app``: ``snapshot_of(topology)`` builds a snapshot,
     ``caller(request)`` says who asks ((role, token id), or why its token no longer holds;
     the middleware of ``cloud/_access.py`` has let the request in), ``edits`` whether this
     server makes live edits, ``insecure`` whether it asks no token at all, ``logs`` whether
-    it serves containers' logs (``/api/v1/topologies/NAME/containers/C/logs``, operator)."""
+    it serves containers' logs (``/api/v1/topologies/NAME/containers/C/logs``, operator),
+    ``spark`` whether it runs Spark jobs (its snapshots then carry ``spark_jobs``)."""
     files = static_files()
     streams: Counter[str] = Counter()
     closing = asyncio.Event()  # the server shuts down: end every stream (the page reconnects)
@@ -95,7 +98,14 @@ def add_console(
         if isinstance(who, str):  # revoked between the middleware and here
             return web.json_response({"error": who}, status=401)
         return web.json_response(
-            {"role": who[0], "id": who[1], "insecure": insecure, "edits": edits, "logs": logs}
+            {
+                "role": who[0],
+                "id": who[1],
+                "insecure": insecure,
+                "edits": edits,
+                "logs": logs,
+                "spark": spark,
+            }
         )
 
     async def events(request: web.Request) -> web.StreamResponse:

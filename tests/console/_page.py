@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 
@@ -43,6 +44,19 @@ class Page:
             timeout,
             f"{css} on the page",
         )
+
+    def click(self, css: str, timeout: float = 30) -> None:
+        """Click the first element ``css`` selects; again if the page redrew it meanwhile
+        (a table refreshed by a snapshot replaces its rows)."""
+
+        def clicked() -> bool:
+            try:
+                self.find(css, timeout).click()
+            except StaleElementReferenceException:
+                return False
+            return True
+
+        wait_for(clicked, timeout, f"a click on {css}")
 
     def wait_text(self, css: str, part: str, timeout: float = 30) -> str:
         def has() -> str | None:

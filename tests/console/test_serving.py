@@ -88,7 +88,7 @@ def test_no_script_of_the_console_writes_html() -> None:
     """Names come from user code: views build DOM with textContent and createElement only."""
     folder = Path(__file__).parents[2] / "common" / "console" / "static"
     scripts = sorted(folder.glob("*.js"))
-    assert {p.name for p in scripts} >= {"api.js", "dag.js", "views.js", "main.js", "logs.js"}
+    assert {p.name for p in scripts} >= {"api.js", "dag.js", "views.js", "main.js", "spark.js"}
     for path in scripts:
         text = path.read_text()
         for risky in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
@@ -107,6 +107,7 @@ def test_whoami_names_the_role_and_insecure_says_admin(tmp_path: Path) -> None:
                 "insecure": False,
                 "edits": True,
                 "logs": True,
+                "spark": True,
             }
         resp = await client.get("/api/v1/whoami")
         assert resp.status == 401
@@ -122,6 +123,7 @@ def test_whoami_names_the_role_and_insecure_says_admin(tmp_path: Path) -> None:
             "insecure": True,
             "edits": True,
             "logs": True,
+            "spark": True,
         }
 
     _run(tmp_path / "insecure", insecure, insecure=True)
@@ -141,6 +143,7 @@ def test_the_stream_sends_snapshots_is_bounded_and_ends_when_its_token_is_revoke
         kind, snap = await _next_event(streams[0])
         assert kind == "snapshot"
         assert (snap["topologies"], snap["nodes"], snap["models"]) == ([], [], [])
+        assert snap["spark_jobs"] == []
         assert snap["topology"] is None  # no topology of that name
         refused = await client.get("/api/v1/events", headers=_bearer(raw))
         assert refused.status == 429

@@ -2,9 +2,9 @@
 a worker's supervision of drivers only: the worker runs it through its documented test hook
 ``HEADWATER_SPARK_DRIVER`` (common/node/_spark_jobs.py). It takes the driver's options,
 beats, writes ``status.json`` as the driver does, and ends as its ``--param exit=N`` says
-(0: a run that succeeded; else a failed run), after printing its arguments to its log. A job
-that is not a once job and succeeded waits, beating, until SIGTERM (then exits 0), as the
-driver waits for its next run."""
+(0: a run that succeeded; else a failed run, whose error is ``--param error=TEXT`` if given),
+after printing its arguments to its log. A job that is not a once job and succeeded waits,
+beating, until SIGTERM (then exits 0), as the driver waits for its next run."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ def main() -> int:
         print(f"uid {os.getuid()}", flush=True)
     mode = "continuous" if args.continuous else "every" if args.every else "once"
     now = time.time()
+    failure = params.get("error", f"RuntimeError: stand-in failure {code}")
     status = {
         "name": args.name,
         "state": "succeeded" if code == 0 else "failed",
@@ -47,7 +48,7 @@ def main() -> int:
             "ok": code == 0,
             "rows_read": 7,
             "rows_written": 3 if code == 0 else 0,
-            "error": "" if code == 0 else f"RuntimeError: stand-in failure {code}",
+            "error": "" if code == 0 else failure,
         },
         "queries": [],
         "updated": now,

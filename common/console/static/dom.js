@@ -11,6 +11,18 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+export function link(hash, text) {
+  return el("a", { href: hash }, text);
+}
+
+// Re-render `node`'s children only when `data` changed (keeps focus and clicks steady).
+export function refresh(node, data, build) {
+  const key = JSON.stringify(data);
+  if (node.dataset.key === key) return;
+  node.dataset.key = key;
+  node.replaceChildren(...[build()].flat());
+}
+
 export function table(headers, rows, attrs = {}) {
   return el(
     "table",

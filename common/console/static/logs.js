@@ -53,12 +53,13 @@ export function logsPanel(topology) {
       }
       const v = res.data;
       const where = v.node ? ` on ${v.node}` : "";
+      const at = (log) => ({ "data-container": c, "data-log": log });
       if (v.worker_log !== undefined) {
-        parts.push(block(c, "worker", `container ${c}${where}: worker log`, v.worker_log));
+        parts.push(logBlock(at("worker"), `container ${c}${where}: worker log`, v.worker_log));
       }
-      parts.push(block(c, "container", `container ${c}${where}: container log`, v.container_log));
+      parts.push(logBlock(at("container"), `container ${c}${where}: container log`, v.container_log));
       for (const f of v.instance_logs || []) {
-        if (own.has(f.name)) parts.push(block(c, f.name, `container ${c}: ${f.name}`, f.text));
+        if (own.has(f.name)) parts.push(logBlock(at(f.name), `container ${c}: ${f.name}`, f.text));
       }
     });
     node.replaceChildren(...parts);
@@ -67,10 +68,11 @@ export function logsPanel(topology) {
   return { node, show };
 }
 
-function block(container, log, title, text) {
+// One log as text under its title (`attrs` name it for the tests: data-log, data-container).
+export function logBlock(attrs, title, text) {
   return el(
     "div",
-    { class: "log", "data-container": container, "data-log": log },
+    { class: "log", ...attrs },
     el("h4", {}, title),
     el("pre", {}, text || "(empty)"),
   );

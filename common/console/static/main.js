@@ -2,6 +2,7 @@
 
 import { call, lastReason, login, logout, stream, token } from "./api.js";
 import * as views from "./views.js";
+import { sparkJobs, sparkJob } from "./spark.js";
 
 const ROUTES = {
   topologies: views.topologies,
@@ -10,6 +11,8 @@ const ROUTES = {
   checkpoints: views.checkpoints,
   revisions: views.revisions,
   models: views.models,
+  spark: sparkJobs,
+  "spark-job": sparkJob,
 };
 const WINDOW_S = 3; // rates over at least this much history, so that heartbeats do not jitter
 const $ = (id) => document.getElementById(id);
@@ -51,6 +54,7 @@ async function start() {
   who = res.data;
   $("login").hidden = true;
   $("nav").hidden = false;
+  $("nav-spark").hidden = !who.spark; // only the master runs Spark jobs
   $("logout").hidden = who.insecure;
   $("who").textContent = who.insecure
     ? `${who.role} (this server asks no token)`
@@ -66,7 +70,12 @@ function mount() {
   window.scrollTo(0, 0);
   const role = who.role === "operator" || who.role === "admin";
   // headwater run's master makes no edits; only the master serves container logs
-  const ctx = { canEdit: role && who.edits, canReadLogs: role && who.logs, redraw };
+  const ctx = {
+    canEdit: role && who.edits,
+    canReadLogs: role && who.logs,
+    canKill: who.role === "admin" && who.spark, // a Spark job: only an admin kills one
+    redraw,
+  };
   view = ROUTES[r.name](root, ctx, r.param);
   const wanted = view.topology || null;
   if (live && wanted === liveTopology) {

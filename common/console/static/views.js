@@ -6,19 +6,7 @@ import { renderDag, fmtRate } from "./dag.js";
 import { editPanel, postEdit, EditResult } from "./edits.js";
 import { call } from "./api.js";
 import { logsPanel } from "./logs.js";
-import { el, table, ago, duration, bytes } from "./dom.js";
-
-function link(hash, text) {
-  return el("a", { href: hash }, text);
-}
-
-// Re-render `node`'s children only when `data` changed (keeps focus and clicks steady).
-function refresh(node, data, build) {
-  const key = JSON.stringify(data);
-  if (node.dataset.key === key) return;
-  node.dataset.key = key;
-  node.replaceChildren(...[build()].flat());
-}
+import { el, table, ago, duration, bytes, link, refresh } from "./dom.js";
 
 export function topologies(root) {
   const body = el("div", { id: "topologies" });
