@@ -82,3 +82,24 @@ def test_a_submitted_pyspark_job_runs_to_success_on_a_worker(
     assert (failed["node"], failed["mode"], failed["every_s"]) == ("w1", "every", 3600.0)
     table = cli("spark", "jobs").stdout
     assert "    error: " in table and "ValueError: no meters for raising" in table, table
+    # a spec naming a column the dataset lacks, and one naming a dataset the landing lacks:
+    # each job failed with one line saying what there is; the cluster serves on
+    spec = (ENERGY / "rollup.toml").read_text()
+    for name, text, says in (
+        ("nocolumn", spec.replace("sum(kwh)", "sum(watts)"),
+         "dataset 'meters' has no column 'watts' (measure 'kwh'); its columns: meter_id"),
+        ("nodataset", spec.replace('dataset = "meters"', 'dataset = "meter"'),
+         "no dataset 'meter' in"),
+    ):  # fmt: skip
+        (tmp_path / f"{name}.toml").write_text(text)
+        done = cli("spark", "submit", str(tmp_path / f"{name}.toml"))
+        assert done.returncode == 0, done.stderr
+
+        def shown(name: str = name, says: str = says) -> dict[str, Any] | None:
+            j = {x["name"]: x for x in daemons.api("/api/v1/spark/jobs")}[name]
+            return j if j["state"] == "failed" and says in j["last_error"] else None
+
+        job = wait_for(shown, 300, f"{name} shown failed with what is wrong")
+        assert "\n" not in job["last_error"] and "Traceback" not in job["last_error"], job
+    assert "grid_events" in job["last_error"] and "meters" in job["last_error"], job
+    assert cli("spark", "jobs").returncode == 0
