@@ -16,6 +16,8 @@ partitioned by the UTC date of ``ts``: what ``headwater spark rollup`` and the S
 job ``revenue.py`` beside this file read. Exactly once: the spout's next index is its
 checkpointed state and the sink publishes what a completed checkpoint covered, so a run
 stopped at any moment has landed each order at most once, a prefix of them, in order.
+Each ``headwater run`` starts from order 0 (and lands the orders again) unless it is given
+the ``--workdir`` of the run before, whose checkpoints it resumes from.
 """
 
 from __future__ import annotations

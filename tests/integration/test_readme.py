@@ -337,10 +337,15 @@ def test_your_own_data_on_spark(
         d["net"] = d["revenue"] - d["refunded"]
     table = _warehouse_rows(shell.cwd / "shop-out/warehouse/daily_shop_revenue")
     assert {(r.pop("shop"), r.pop("date")): r for r in table} == days
-    job = out[
+    run_job = (
         "headwater spark run examples/shop/revenue.py --landing shop-out/landing "
         "--warehouse shop-out/warehouse"
-    ]
+    )
+    job = out[run_job]
+    again = shell.check(run_job)  # "run again, it writes the same rows"
+    assert "daily_shop_revenue: 9 rows (shop, day) from 600 orders\n" in again
+    table = _warehouse_rows(shell.cwd / "shop-out/warehouse/daily_shop_revenue")
+    assert {(r.pop("shop"), r.pop("date")): r for r in table} == days
     for date in sorted({r["date"] for r in landed}):
         mine = [v for (_, day), v in days.items() if day == date]
         n, refunds = sum(v["orders"] for v in mine), sum(v["refunds"] for v in mine)
