@@ -21,6 +21,7 @@ FILES = sorted(EXAMPLES.rglob("*.py"))
 # training (a Spark job)
 HELPERS = {
     "energy": {"energy_steps.py", "energy_io.py", "energy_data.py", "meters.py", "daily_report.py"},
+    "shop": {"revenue.py"},
     "heron": {"heron_components.py", "integration_components.py", "integration_core.py"},
     "iot": {
         *("iot_steps.py", "iot_io.py", "sensors.py"),
@@ -89,6 +90,7 @@ def test_every_example_topology_loads(
     monkeypatch.setenv("IOT_OUT", str(tmp_path / "out"))
     monkeypatch.setenv("ENERGY_LOG", str(tmp_path / "log"))
     monkeypatch.setenv("ENERGY_OUT", str(tmp_path / "out"))
+    monkeypatch.setenv("SHOP_OUT", str(tmp_path / "out"))
     if file.parent.name == "heron":
         monkeypatch.setenv("HEADWATER_TOPOLOGY_ARGS", json.dumps(ARGS.get(file.name, [file.stem])))
     topology = load_topology(file)

@@ -10,6 +10,8 @@ as the README has it.
 
 from __future__ import annotations
 
+import datetime as dt
+import importlib.util
 import json
 import os
 import shutil
@@ -18,7 +20,9 @@ import socket
 import subprocess
 import urllib.request
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -40,6 +44,7 @@ RUN_HERE = {
     "Run a cluster of daemons #1",
     "The IoT example #0",
     "The cloud loop on Spark #0",
+    "Your own data on Spark #0",
 }
 COMPOSE = "deploy/compose/build && cd deploy/compose && docker-compose up -d"
 
@@ -230,3 +235,130 @@ def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) ->
 
 
 READ_FIVE = "headwater read iot-out/site_windows --limit 5 | grep -c site0 | grep -qx 5"
+
+
+def _shop_example(out: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """``examples/shop/orders.py`` loaded here, for its ``order(i)`` (landing under ``out``)."""
+    monkeypatch.setenv("SHOP_OUT", str(out))
+    spec = importlib.util.spec_from_file_location("shop_orders", ROOT / "examples/shop/orders.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _warehouse_rows(table: Path) -> list[dict[str, Any]]:
+    """A warehouse table's rows, its ``date`` partition as a string, read with pyarrow."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+
+    part = ds.partitioning(pa.schema([("date", pa.string())]), flavor="hive")
+    rows: list[dict[str, Any]] = (
+        ds.dataset(table, format="parquet", partitioning=part).to_table().to_pylist()
+    )
+    return rows
+
+
+def _day(ts: int) -> str:
+    return dt.datetime.fromtimestamp(ts / 1000, dt.UTC).strftime("%Y-%m-%d")
+
+
+def _ms(when: dt.datetime) -> int:
+    return int((when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp() * 1000)
+
+
+def test_your_own_data_on_spark(
+    shell: ReadmeShell, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shop example as the README runs it: the topology lands every order once, in
+    order; the rollup by options and the user's job write exactly what a recomputation
+    from the landed rows says; each command prints what the README shows."""
+    shell.run(block("Your own data on Spark #0"), {})
+    out = shell.outputs
+    shop = _shop_example(tmp_path / "unused", monkeypatch)
+    cols = shop.COLUMNS
+    expected = [dict(zip(cols, shop.order(i), strict=True)) for i in range(600)]
+    for row in expected:
+        row["date"] = _day(row["ts"])
+
+    from headwater.connectors import read_landing
+
+    landed = sorted(
+        read_landing(shell.cwd / "shop-out/landing", "orders"), key=lambda r: r["order_id"]
+    )
+    assert landed == expected
+    assert len({r["date"] for r in landed}) == 3 and len({r["shop"] for r in landed}) == 3
+    first = out["headwater read shop-out/landing/orders --limit 3"].splitlines()
+    assert [json.loads(line) for line in first] == expected[:3]
+
+    # the rollup by options: a row per shop and hour, exact
+    hours: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in landed:
+        start = r["ts"] // 3_600_000 * 3_600_000
+        h = hours.setdefault((r["shop"], start), {"orders": 0, "revenue": Decimal(0), "refunds": 0})
+        h["orders"] += 1
+        h["revenue"] += Decimal(str(r["amount"]))
+        h["refunds"] += int(r["refunded"])
+    hourly = {
+        (r["shop"], _ms(r["window_start"])): {
+            "end": _ms(r["window_end"]) - _ms(r["window_start"]),
+            "date": r["date"],
+            "orders": r["orders"],
+            "revenue": Decimal(str(round(r["revenue"], 2))),
+            "refunds": r["refunds"],
+        }
+        for r in _warehouse_rows(shell.cwd / "shop-out/warehouse/hourly_shop")
+    }
+    assert hourly == {k: {"end": 3_600_000, "date": _day(k[1]), **v} for k, v in hours.items()}
+    (rollup,) = [text for cmd, text in out.items() if cmd.startswith("headwater spark rollup")]
+    assert "\nhourly: " in rollup and "600 rows rolled up, 0 late rows dropped" in rollup
+
+    # the user's job: a row per shop and day, exact decimals
+    days: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in landed:
+        d = days.setdefault(
+            (r["shop"], r["date"]),
+            {
+                "orders": 0,
+                "revenue": Decimal("0.00"),
+                "refunds": 0,
+                "refunded": Decimal("0.00"),
+                "first_ts": r["ts"],
+                "last_ts": r["ts"],
+            },
+        )
+        amount = Decimal(str(r["amount"]))
+        d["orders"] += 1
+        d["revenue"] += amount
+        d["refunds"] += int(r["refunded"])
+        d["refunded"] += amount if r["refunded"] else 0
+        d["first_ts"], d["last_ts"] = min(d["first_ts"], r["ts"]), max(d["last_ts"], r["ts"])
+    for d in days.values():
+        d["net"] = d["revenue"] - d["refunded"]
+    table = _warehouse_rows(shell.cwd / "shop-out/warehouse/daily_shop_revenue")
+    assert {(r.pop("shop"), r.pop("date")): r for r in table} == days
+    run_job = (
+        "headwater spark run examples/shop/revenue.py --landing shop-out/landing "
+        "--warehouse shop-out/warehouse"
+    )
+    job = out[run_job]
+    again = shell.check(run_job)  # "run again, it writes the same rows"
+    assert "daily_shop_revenue: 9 rows (shop, day) from 600 orders\n" in again
+    table = _warehouse_rows(shell.cwd / "shop-out/warehouse/daily_shop_revenue")
+    assert {(r.pop("shop"), r.pop("date")): r for r in table} == days
+    for date in sorted({r["date"] for r in landed}):
+        mine = [v for (_, day), v in days.items() if day == date]
+        n, refunds = sum(v["orders"] for v in mine), sum(v["refunds"] for v in mine)
+        net = sum(v["net"] for v in mine)
+        assert f"{date}: 3 shops, {n} orders, {refunds} refunded, net {net}\n" in job
+    assert "daily_shop_revenue: 9 rows (shop, day) from 600 orders\n" in job
+    assert "revenue: 600 rows read, 9 rows written in " in job
+    read = out[
+        "headwater read shop-out/warehouse/daily_shop_revenue/date=2026-11-02/data.parquet"
+    ].splitlines()
+    as_json = [  # headwater read prints a decimal as its text
+        {"shop": name, **{k: str(v) if isinstance(v, Decimal) else v for k, v in d.items()}}
+        for (name, day), d in sorted(days.items())
+        if day == "2026-11-02"
+    ]
+    assert [json.loads(line) for line in read] == as_json
