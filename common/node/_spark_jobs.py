@@ -25,7 +25,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
+import re
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -165,6 +168,7 @@ class SparkJobRunner:
         run, entry = self.orders[name]
         home = self.home(name)
         home.mkdir(parents=True, exist_ok=True)
+        _unplant(home / DRIVER_LOG)
         run_as = self.code_user(name)
         if run_as is not None:  # its driver writes its status and checkpoints here
             os.chown(home, run_as.uid, run_as.gid)
@@ -275,18 +279,40 @@ class SparkJobRunner:
         return reply
 
 
-def _read_status(path: Path) -> dict[str, object]:
+def _unplant(log_path: Path) -> None:
+    """Remove what the job put where its driver's log goes (a symlink, a FIFO): its folder is
+    the job's, the log the worker's; the worker never writes through what a job planted."""
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_STATUS_BYTES + 1)
+        if not stat.S_ISREG(log_path.lstat().st_mode):
+            log.warning("%s was not a regular file (the job's doing?): replaced", log_path)
+            log_path.unlink()
+    except FileNotFoundError:
+        pass
+
+
+def _read_status(path: Path) -> dict[str, object]:
+    """The job's status file: the job's own to write, so a regular file only (never a FIFO
+    that would block the worker, nor a symlink to a file of the worker's), bounded."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return {}
+            data = os.read(fd, MAX_STATUS_BYTES + 1)
+        finally:
+            os.close(fd)
         raw = json.loads(data) if len(data) <= MAX_STATUS_BYTES else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return raw if isinstance(raw, dict) else {}
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(v: object) -> str:
-    return v[:2000] if isinstance(v, str) else ""
+    """A string the report can carry (JSON's lone surrogates are no UTF-8: replaced)."""
+    return _SURROGATE.sub("\ufffd", v[:2000]) if isinstance(v, str) else ""
 
 
 def _int(v: object) -> int:
@@ -296,4 +322,5 @@ def _int(v: object) -> int:
 
 
 def _num(v: object) -> float:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else 0.0  # type: ignore[arg-type]

@@ -1,0 +1,107 @@
+"""Attacks on a worker's Spark jobs by the job itself: its driver owns its folder, so its
+``status.json`` and ``driver.log`` are the job's to replace (a FIFO, a symlink, bytes no
+protobuf string takes); the worker must stay well and report on."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from headwater.common._health import Health
+from headwater.common.control._crashloop import CrashLoopWatch
+from headwater.common.node._spark_jobs import DRIVER_ENV, DRIVER_LOG, SparkJobRunner
+from headwater.common.runtime._procs import spawn
+from headwater.common.wire.proto import runtime_pb2 as pb
+
+
+def _runner(tmp_path: Path) -> tuple[SparkJobRunner, Path]:
+    health = Health("w1")
+    node = SimpleNamespace(
+        workdir=tmp_path,
+        health=health,
+        crash_loops=CrashLoopWatch(health),
+        code_user=lambda name: None,
+    )
+    runner = SparkJobRunner(node)  # type: ignore[arg-type]
+    run = pb.RunContainer(topology="j", package="sha256:" + "0" * 64, entry="j.py")
+    run.kind, run.job.mode = "spark-job", "continuous"
+    runner.orders["j"] = (run, tmp_path / "j.py")
+    home = runner.home("j")
+    home.mkdir(parents=True)
+    return runner, home
+
+
+def _statuses_within(runner: SparkJobRunner, deadline_s: float) -> list[pb.SparkJobStatus]:
+    out: list[list[pb.SparkJobStatus]] = []
+    reader = threading.Thread(target=lambda: out.append(runner.statuses()), daemon=True)
+    reader.start()
+    reader.join(deadline_s)
+    assert out, f"statuses() did not return within {deadline_s} s"
+    return out[0]
+
+
+def test_a_status_fifo_does_not_block_the_worker(tmp_path: Path) -> None:
+    runner, home = _runner(tmp_path)
+    os.mkfifo(home / "status.json")
+    try:
+        (s,) = _statuses_within(runner, 5.0)
+        assert s.state == "starting"
+    finally:  # a reader stuck in open() (the bug) is let go: a writer comes and goes
+        with contextlib.suppress(OSError):  # no reader waits: none was stuck
+            os.close(os.open(home / "status.json", os.O_WRONLY | os.O_NONBLOCK))
+
+
+def test_a_status_symlink_is_not_followed(tmp_path: Path) -> None:
+    runner, home = _runner(tmp_path)
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"state": "the worker's secret", "updated": 3.0}))
+    (home / "status.json").symlink_to(secret)
+    (s,) = runner.statuses()
+    assert (s.state, s.updated) == ("starting", 0.0)
+
+
+def test_status_text_no_protobuf_takes_and_non_finite_numbers(tmp_path: Path) -> None:
+    runner, home = _runner(tmp_path)
+    (home / "status.json").write_text(
+        '{"state": "run\\ud800ning", "updated": Infinity, "runs": NaN,'
+        ' "last_run": {"started": -Infinity, "ended": NaN, "error": "bad \\udfff"}}'
+    )
+    (s,) = runner.statuses()
+    s.SerializeToString()  # the node's report must go out
+    assert (s.state, s.updated, s.runs, s.started, s.ended) == ("run\ufffdning", 0, 0, 0, 0)
+    assert s.error == "bad \ufffd"
+
+
+def test_a_driver_log_symlink_is_not_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "not-the-log"
+    target.write_text("kept\n")
+    link = tmp_path / "driver.log"
+    link.symlink_to(target)
+    try:
+        proc = spawn(["-c", "print('planted')"], log_path=str(link))
+    except OSError:
+        pass  # refused: nothing written through the link
+    else:
+        proc.wait(30)
+    assert target.read_text() == "kept\n"
+
+
+def test_a_planted_driver_log_is_replaced_before_the_driver_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, home = _runner(tmp_path)
+    monkeypatch.setenv(DRIVER_ENV, "json.tool")  # any module: it ends at once
+    target = tmp_path / "the-workers-file"
+    target.write_text("kept\n")
+    (home / DRIVER_LOG).symlink_to(target)
+    runner._start("j")
+    assert runner.procs["j"].wait(30) != 0  # json.tool refuses the driver's arguments
+    assert target.read_text() == "kept\n"
+    log = home / DRIVER_LOG
+    assert not log.is_symlink() and "usage" in log.read_text()
