@@ -246,6 +246,11 @@ class Driver:
         """``job(spark, ctx)``; its error line or "" (its traceback: to the log)."""
         try:
             job(spark, ctx)
+        except SystemExit as e:  # the driver ends as its run says, not as the job's code does
+            return (
+                f"run(spark, ctx) called sys.exit({e.code!r}): a job returns when done, or "
+                "raises to fail"
+            )[:500]
         except Exception as e:
             if self.stopping:
                 return ""

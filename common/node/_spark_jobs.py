@@ -12,9 +12,12 @@ second and writes ``status.json`` (common/runtime/_procs.py ``beat_file(home, 0)
 Supervision, every 0.2 s: a driver silent for ``SILENT_AFTER_S`` is killed; one that
 exits non-zero is restarted, at once the first time and then with backoff
 (``RESTART``), each death counted by the node's ``CrashLoopWatch`` (a crash loop is
-in the node's health and in the job's status); one that exits 0 in ``once`` mode is
-done and not restarted. ``statuses`` reads each job's ``status.json`` (bounded) for
-the node's ``NodeStatus``. A stop order (kind ``spark-job``) ends the driver.
+in the node's health and in the job's status); one that exits 0 in ``once`` mode with
+its run succeeded (its ``status.json`` says so) is done and not restarted; exit 0
+mid-run (a job's ``os._exit(0)``) is a failure. ``statuses`` reads each job's
+``status.json`` (bounded; a regular file only, never through a symlink: the job owns
+its folder) for the node's ``NodeStatus``; the driver's log is never written through a
+link the job planted. A stop order (kind ``spark-job``) ends the driver.
 
 The test hook ``HEADWATER_SPARK_DRIVER`` (environment) names another module to run
 as the driver: tests supervise a process of their own with it, nothing else should.
@@ -193,7 +196,7 @@ class SparkJobRunner:
                 code = proc.poll()
                 if code is None or name not in self.orders or name in self.done:
                     continue
-                if code == 0 and self.orders[name][0].job.mode == "once":
+                if code == 0 and self._succeeded_once(name):
                     self.done.add(name)  # it succeeded: nothing to restart
                     log.info("%s succeeded", what)
                     continue
@@ -202,6 +205,13 @@ class SparkJobRunner:
                 log.exception("supervising %s", what)
                 self.health.set(f"supervise:{name}", FAILED, f"cannot restart {what}: {exc}")
                 self._due[name] = time.monotonic() + 5.0
+
+    def _succeeded_once(self, name: str) -> bool:
+        """Whether the once job's driver ended its run well (it says so before exiting 0; a
+        job that ends the process mid-run, os._exit(0), leaves it "running")."""
+        if self.orders[name][0].job.mode != "once":
+            return False
+        return _read_status(self.home(name) / "status.json").get("state") == "succeeded"
 
     def _restart(self, name: str, what: str, code: int) -> None:
         now = time.monotonic()
@@ -253,6 +263,9 @@ class SparkJobRunner:
         if code:  # died (not yet restarted): its status.json may be stale
             s.state = "failed"
             s.error = s.error or f"the driver exited with {code} (see its log: headwater logs)"
+        elif code == 0 and run.job.mode == "once" and s.state != "succeeded":
+            s.state = "failed"
+            s.error = "the driver exited 0 before its run ended (a job that calls os._exit?)"
         return s
 
     def read_logs(

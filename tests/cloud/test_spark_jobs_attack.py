@@ -7,12 +7,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from headwater.cloud.spark._driver import Driver
+from headwater.cloud.spark._driver_config import DriverConfig
 from headwater.common._health import Health
 from headwater.common.control._crashloop import CrashLoopWatch
 from headwater.common.node._spark_jobs import DRIVER_ENV, DRIVER_LOG, SparkJobRunner
@@ -105,3 +108,40 @@ def test_a_planted_driver_log_is_replaced_before_the_driver_starts(
     assert target.read_text() == "kept\n"
     log = home / DRIVER_LOG
     assert not log.is_symlink() and "usage" in log.read_text()
+
+
+def test_a_job_calling_sys_exit_fails_its_run_with_one_line(tmp_path: Path) -> None:
+    cfg = DriverConfig(tmp_path / "j.py", "j", tmp_path, tmp_path, tmp_path, tmp_path)
+    driver = Driver(cfg)
+
+    def run(spark: object, ctx: object) -> None:
+        sys.exit(0)
+
+    error = driver._call(run, None, None)  # type: ignore[arg-type]
+    assert error == (
+        "run(spark, ctx) called sys.exit(0): a job returns when done, or raises to fail"
+    )
+
+
+def test_a_once_driver_that_exits_0_mid_run_is_no_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner, home = _runner(tmp_path)
+    runner.orders["j"][0].job.mode = "once"
+    monkeypatch.setenv(DRIVER_ENV, "this")  # exits 0 at once, as a job's os._exit(0)
+    (home / "status.json").write_text(json.dumps({"state": "running", "runs": 1}))
+    runner._start("j")
+    assert runner.procs["j"].wait(30) == 0
+    (s,) = runner.statuses()
+    assert (s.state, s.error) == (
+        "failed",
+        "the driver exited 0 before its run ended (a job that calls os._exit?)",
+    )
+    runner.supervise()
+    assert "j" not in runner.done and runner.restarts["j"] == 1  # as a failed driver is
+    assert runner.procs["j"].wait(30) == 0
+    (home / "status.json").write_text(json.dumps({"state": "succeeded", "runs": 1}))
+    runner._start("j")
+    assert runner.procs["j"].wait(30) == 0
+    runner.supervise()
+    assert "j" in runner.done and runner.statuses()[0].state == "succeeded"
