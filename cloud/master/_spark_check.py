@@ -60,6 +60,8 @@ def check_spec(text: bytes, entry: str) -> None:
         build(tomllib.loads(text.decode("utf-8")), entry)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise JobRefused(f"{entry} is not a TOML rollup spec: {exc}") from None
+    except RecursionError:
+        raise JobRefused(f"{entry} is not a TOML rollup spec: nested too deep") from None
     except SpecError as exc:
         said = str(exc)
         raise JobRefused(said if said.startswith(entry) else f"{entry}: {said}") from None

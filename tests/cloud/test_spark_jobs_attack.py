@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from headwater.cloud.master._spark_check import JobRefused, check_spec
 from headwater.cloud.spark._driver import Driver
 from headwater.cloud.spark._driver_config import DriverConfig
 from headwater.common._health import Health
@@ -145,3 +146,33 @@ def test_a_once_driver_that_exits_0_mid_run_is_no_success(
     assert runner.procs["j"].wait(30) == 0
     runner.supervise()
     assert "j" in runner.done and runner.statuses()[0].state == "succeeded"
+
+
+_SPEC = 'dataset = "d"\ntime = "ts"\n[grains]\nhourly = "1 hour"\n[groups]\nsite = ["site"]\n'
+
+
+def test_hostile_specs_are_refused_with_one_line() -> None:
+    many = "".join(f"m{i} = 'count'\n" for i in range(10_000))
+    wide = "[groups]\nwide = [" + ", ".join(f'"c{i}"' for i in range(1000)) + "]\n"
+    cases = {
+        b"x = " + b"[" * 5000 + b"]" * 5000: "spec.toml is not a TOML rollup spec: nested",
+        b"\xff\xfe not utf-8": "spec.toml is not a TOML rollup spec: ",
+        (_SPEC + "[measures]\nq = 'quantile(v, 1.2.3)'\n").encode(): (
+            "spec.toml: measure 'q': the quantile must be from 0 to 1, got '1.2.3'"
+        ),
+        (_SPEC + "[measures]\n" + many).encode(): ("spec.toml: 10000 measures; at most 256"),
+        (
+            _SPEC.replace('[groups]\nsite = ["site"]\n', wide) + "[measures]\nn = 'count'\n"
+        ).encode(): "spec.toml: group 'wide' has 1000 key columns; at most 32",
+        (_SPEC + '[measures]\n"n\\n" = "count"\n').encode(): (
+            "spec.toml: measures names 'n\\n': letters, digits and '_'"
+        ),
+        (_SPEC.replace('"1 hour"', '"1 hour\\n"') + "[measures]\nn = 'count'\n").encode(): (
+            "spec.toml: grain 'hourly' = '1 hour\\n': write e.g. '1 hour', '1 day'"
+        ),
+    }
+    for text, said in cases.items():
+        with pytest.raises(JobRefused) as refused:
+            check_spec(text, "spec.toml")
+        message = str(refused.value)
+        assert message.startswith(said) and "\n" not in message, (said, message)
