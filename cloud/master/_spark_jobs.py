@@ -54,14 +54,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("headwater.master")
 KIND = "spark-job"
 MODES = ("once", "every", "continuous")
-MAX_JOB_FILE_BYTES = 1 << 20
-"""The largest bare job file (a zip package is bounded as a topology's)."""
+MAX_JOB_FILE_BYTES = 1 << 20  # a bare job file (a zip package is bounded as a topology's)
 MAX_PARAMS = 64
 MAX_PARAM_CHARS = 1024
 MAX_EVERY_S = 366 * 86400.0
 MAX_PATH_CHARS = 1024
-MAX_REPORTED = 256
-"""The most Spark jobs of one node's report the master looks at."""
+MAX_REPORTED = 256  # the most Spark jobs of one node's report the master looks at
 _SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
@@ -193,13 +191,15 @@ class SparkJobs:
         problem = name_problem(name, "Spark job name")
         if problem is not None:
             raise JobRefused(problem)
-        if name in self.jobs or name in self._checking:
+        self._not_a_topology(name)
+        if self.named(name):
             raise JobRefused(f"Spark job {name!r} exists; kill it first (headwater spark kill)")
         self._checking.add(name)
         try:
             await self._check(package, entry)
         finally:
             self._checking.discard(name)
+        self._not_a_topology(name)  # again: one may have been submitted meanwhile
         digest = self.packages.put(package)
         job = SparkJob(name, digest, entry, mode, every_s, spark_master, params, landing, warehouse)
         self.jobs[name] = job
@@ -207,6 +207,12 @@ class SparkJobs:
         self._save()
         log.info("Spark job %r submitted (%s, %s)", name, entry, mode)
         return self.view(job)
+
+    def _not_a_topology(self, name: str) -> None:
+        if name in self.master.deployments:  # a worker runs both as one user, in one cgroup
+            raise JobRefused(
+                f"a topology is named {name!r}: a Spark job takes a name no topology has"
+            )
 
     async def _check(self, package: bytes, entry: str) -> None:
         with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
@@ -237,6 +243,9 @@ class SparkJobs:
         self._save()
         log.info("Spark job %r killed", name)
         return {"killed": name}
+
+    def named(self, name: str) -> bool:  # submitted, or being checked now
+        return name in self.jobs or name in self._checking
 
     def unknown(self, name: str) -> str:
         known = ", ".join(sorted(self.jobs)[:20]) or "none"

@@ -146,8 +146,7 @@ class SparkJobRunner:
             os.environ.get(DRIVER_ENV) or DRIVER_MODULE,
             "--job",
             str(entry),
-            "--name",
-            run.topology,
+            f"--name={run.topology}",  # a name may start with '-'
             "--landing",
             job.landing or str(self.landing),
             "--warehouse",

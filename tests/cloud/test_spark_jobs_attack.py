@@ -16,7 +16,7 @@ import pytest
 
 from headwater.cloud.master._spark_check import JobRefused, check_spec
 from headwater.cloud.spark._driver import Driver
-from headwater.cloud.spark._driver_config import DriverConfig
+from headwater.cloud.spark._driver_config import DriverConfig, parse
 from headwater.common._health import Health
 from headwater.common.control._crashloop import CrashLoopWatch
 from headwater.common.node._spark_jobs import DRIVER_ENV, DRIVER_LOG, SparkJobRunner
@@ -176,3 +176,11 @@ def test_hostile_specs_are_refused_with_one_line() -> None:
             check_spec(text, "spec.toml")
         message = str(refused.value)
         assert message.startswith(said) and "\n" not in message, (said, message)
+
+
+def test_a_job_named_like_an_option_reaches_its_driver_as_its_name(tmp_path: Path) -> None:
+    runner, home = _runner(tmp_path)
+    run = runner.orders["j"][0]
+    run.topology = "-x"
+    args = runner.args(run, tmp_path / "j.py", home)
+    assert parse(args[2:]).name == "-x"  # args: -m MODULE, then the driver's own
