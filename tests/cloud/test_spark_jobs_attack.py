@@ -17,6 +17,8 @@ import pytest
 from headwater.cloud.master._spark_check import JobRefused, check_spec
 from headwater.cloud.spark._driver import Driver
 from headwater.cloud.spark._driver_config import DriverConfig, parse
+from headwater.cloud.spark._job import Counts, JobContext, Warehouse
+from headwater.common._exceptions import HeadwaterError
 from headwater.common._health import Health
 from headwater.common.control._crashloop import CrashLoopWatch
 from headwater.common.node._spark_jobs import DRIVER_ENV, DRIVER_LOG, SparkJobRunner
@@ -184,3 +186,20 @@ def test_a_job_named_like_an_option_reaches_its_driver_as_its_name(tmp_path: Pat
     run.topology = "-x"
     args = runner.args(run, tmp_path / "j.py", home)
     assert parse(args[2:]).name == "-x"  # args: -m MODULE, then the driver's own
+
+
+def test_a_jobs_table_and_query_names_stay_in_their_folders(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    warehouse = Warehouse(tmp_path / "wh", Counts())
+    rows = pa.table({"k": [1], "date": ["2026-01-01"]})
+    for bad in ("../../x", "t\n", ".hidden", "_checkpoints", ""):
+        with pytest.raises(HeadwaterError, match="letters, digits"):
+            warehouse.upsert(bad, rows, ["k"])
+        with pytest.raises(HeadwaterError, match="letters, digits"):
+            warehouse.read(bad)
+    ctx = SimpleNamespace(checkpoint=tmp_path / "cp")
+    for bad in ("../x", "q\n"):
+        with pytest.raises(HeadwaterError, match="letters, digits"):
+            JobContext.checkpoint_for(ctx, bad)  # type: ignore[arg-type]
+    assert not (tmp_path / "x").exists() and not (tmp_path / "wh").exists()
