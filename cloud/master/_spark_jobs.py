@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -46,22 +45,15 @@ from headwater.common.plan._child_loader import LoadLimits
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._nodes import NODE_OFFLINE_AFTER_S
-from ._spark_check import JobRefused, check_job, check_spec
+from ._spark_check import JobRefused, check_job, check_spec, job_problem
 
 if TYPE_CHECKING:
     from ._master import Master
 
 log = logging.getLogger("headwater.master")
 KIND = "spark-job"
-MODES = ("once", "every", "continuous")
 MAX_JOB_FILE_BYTES = 1 << 20  # a bare job file (a zip package is bounded as a topology's)
-MAX_PARAMS = 64
-MAX_PARAM_CHARS = 1024
-MAX_EVERY_S = 366 * 86400.0
-MAX_PATH_CHARS = 1024
 MAX_REPORTED = 256  # the most Spark jobs of one node's report the master looks at
-_SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 
 
 @dataclass
@@ -96,31 +88,6 @@ class SparkJob:
             topology=self.name, package=self.package, entry=self.entry, kind=KIND, job=job
         )
         return pb.NodeCommand(run=run)
-
-
-def job_problem(
-    mode: str, every_s: float, spark_master: str, params: dict[str, str], folders: list[str]
-) -> str | None:
-    """Why these settings cannot run a job, or None."""
-    if mode not in MODES:
-        return f"mode {mode[:40]!r}: once, every (with every_s) or continuous"
-    if mode == "every" and not 1.0 <= every_s <= MAX_EVERY_S:
-        return f"every_s must be from 1 s to 366 days, got {every_s:g}"
-    if spark_master and not _SPARK_MASTER.fullmatch(spark_master):
-        return f"spark master {spark_master[:80]!r}: give spark://HOST:PORT (or none: local mode)"
-    if len(params) > MAX_PARAMS:
-        return f"{len(params)} parameters; the limit is {MAX_PARAMS}"
-    for key, value in params.items():
-        if not _KEY.fullmatch(key):
-            return f"parameter {key[:40]!r}: a name of letters, digits, '_', '.' or '-'"
-        if len(value) > MAX_PARAM_CHARS or "\0" in value:
-            return f"parameter {key!r}: at most {MAX_PARAM_CHARS} characters, no NUL"
-    for folder in folders:
-        if folder and (
-            not folder.startswith("/") or len(folder) > MAX_PATH_CHARS or "\0" in folder
-        ):
-            return f"folder {folder[:80]!r}: an absolute path on the workers"
-    return None
 
 
 class SparkJobs:

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from headwater._spark_jobs_cli import jobs_table
-from headwater.cloud.master._spark_jobs import MAX_PARAMS, job_problem
+from headwater.cloud.master._spark_check import MAX_PARAMS, job_problem
 from headwater.common._health import Health
 from headwater.common.control._crashloop import CrashLoopWatch
 from headwater.common.node._spark_jobs import MAX_STATUS_BYTES, SparkJobRunner

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from headwater.cloud.master._spark_check import JobRefused, check_spec
+from headwater.cloud.master._spark_check import JobRefused, check_spec, job_problem
 from headwater.cloud.spark._driver import Driver
 from headwater.cloud.spark._driver_config import DriverConfig, parse
 from headwater.cloud.spark._job import Counts, JobContext, Warehouse
@@ -203,3 +203,18 @@ def test_a_jobs_table_and_query_names_stay_in_their_folders(tmp_path: Path) -> N
         with pytest.raises(HeadwaterError, match="letters, digits"):
             JobContext.checkpoint_for(ctx, bad)  # type: ignore[arg-type]
     assert not (tmp_path / "x").exists() and not (tmp_path / "wh").exists()
+
+
+def test_a_landing_and_warehouse_that_overlap_are_refused() -> None:
+    said = "landing {} and warehouse {} overlap: give the warehouse a folder of its own"
+    for landing, warehouse in (
+        ("/data/in", "/data/in"),
+        ("/data/in", "/data/in/wh"),
+        ("/data/in/x/..", "/data/in/"),
+        ("/data", "/data/in"),
+    ):
+        assert job_problem("once", 0.0, "", {}, [landing, warehouse]) == said.format(
+            repr(landing), repr(warehouse)
+        )
+    assert job_problem("once", 0.0, "", {}, ["/data/in", "/data/inn"]) is None
+    assert job_problem("once", 0.0, "", {}, ["", "/data/in"]) is None
