@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -342,12 +343,13 @@ class SparkJobs:
 
 
 def status_view(s: pb.SparkJobStatus) -> dict[str, Any]:
-    """A worker's report of one job, as the REST API shows it."""
+    """A worker's report of one job, as the REST API shows it (finite numbers only: NaN is
+    no JSON a browser parses)."""
     last = None
-    if s.started:
+    if _finite(s.started):
         last = {
             "started": s.started,
-            "ended": s.ended or None,
+            "ended": _finite(s.ended) or None,
             "ok": s.ok,
             "rows_read": s.rows_read,
             "rows_written": s.rows_written,
@@ -362,5 +364,9 @@ def status_view(s: pb.SparkJobStatus) -> dict[str, Any]:
         "error": s.error,
         "restarts": s.restarts,
         "crash_loop": s.crash_loop,
-        "updated": s.updated,
+        "updated": _finite(s.updated),
     }
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from headwater.cloud.master._spark_check import JobRefused, check_spec, job_problem
+from headwater.cloud.master._spark_jobs import status_view
 from headwater.cloud.spark._driver import Driver
 from headwater.cloud.spark._driver_config import DriverConfig, parse
 from headwater.cloud.spark._job import Counts, JobContext, Warehouse
@@ -218,3 +219,11 @@ def test_a_landing_and_warehouse_that_overlap_are_refused() -> None:
         )
     assert job_problem("once", 0.0, "", {}, ["/data/in", "/data/inn"]) is None
     assert job_problem("once", 0.0, "", {}, ["", "/data/in"]) is None
+
+
+def test_a_workers_non_finite_numbers_never_reach_the_api_as_nan() -> None:
+    nan, inf = float("nan"), float("inf")
+    s = pb.SparkJobStatus(name="j", state="running", started=inf, ended=nan, updated=-inf)
+    view = status_view(s)
+    json.dumps(view, allow_nan=False)  # what a browser's JSON.parse takes
+    assert view["updated"] == 0.0 and view["last_run"] is None
