@@ -49,7 +49,7 @@ MAX_PARAMS = 64
 MAX_PARAM_CHARS = 1024
 MAX_EVERY_S = 366 * 86400.0
 MAX_PATH_CHARS = 1024
-_SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
+_SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:([0-9]{1,5})")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _MODULE = "headwater.cloud.master._spark_check"
 _ERROR_CHARS = 2000
@@ -85,7 +85,8 @@ def job_problem(
         return f"mode {mode[:40]!r}: once, every (with every_s) or continuous"
     if mode == "every" and not 1.0 <= every_s <= MAX_EVERY_S:
         return f"every_s must be from 1 s to 366 days, got {every_s:g}"
-    if spark_master and not _SPARK_MASTER.fullmatch(spark_master):
+    port = _SPARK_MASTER.fullmatch(spark_master)
+    if spark_master and (port is None or not 1 <= int(port[1]) <= 65535):
         return f"spark master {spark_master[:80]!r}: give spark://HOST:PORT (or none: local mode)"
     if len(params) > MAX_PARAMS:
         return f"{len(params)} parameters; the limit is {MAX_PARAMS}"

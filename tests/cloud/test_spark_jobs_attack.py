@@ -221,6 +221,14 @@ def test_a_landing_and_warehouse_that_overlap_are_refused() -> None:
     assert job_problem("once", 0.0, "", {}, ["", "/data/in"]) is None
 
 
+def test_a_spark_master_port_out_of_range_is_refused() -> None:
+    for url in ("spark://h:0", "spark://h:99999"):
+        assert job_problem("once", 0.0, url, {}, []) == (
+            f"spark master {url!r}: give spark://HOST:PORT (or none: local mode)"
+        )
+    assert job_problem("once", 0.0, "spark://h:65535", {}, []) is None
+
+
 def test_a_workers_non_finite_numbers_never_reach_the_api_as_nan() -> None:
     nan, inf = float("nan"), float("inf")
     s = pb.SparkJobStatus(name="j", state="running", started=inf, ended=nan, updated=-inf)
