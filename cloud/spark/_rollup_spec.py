@@ -152,6 +152,9 @@ def build(doc: dict[str, Any], where: str = "the spec") -> RollupSpec:
     if not isinstance(watermark, str) or not INTERVAL.fullmatch(watermark):
         raise SpecError(f"{where}: watermark {watermark!r}: write e.g. '10 minutes'")
     grains = _table(doc["grains"], "grains", where)
+    hidden = [g for g in grains if g.startswith("_")]  # CHECKPOINT/_driver, _spec.json: not
+    if hidden:
+        raise SpecError(f"{where}: grain {hidden[0]!r}: a grain's name starts with a letter")
     for name, length in grains.items():
         if not isinstance(length, str) or not INTERVAL.fullmatch(length):
             raise SpecError(f"{where}: grain {name!r} = {length!r}: write e.g. '1 hour', '1 day'")

@@ -60,6 +60,9 @@ DRIVER_ENV = "HEADWATER_SPARK_DRIVER"
 """A test hook: the module to run instead of ``DRIVER_MODULE``."""
 DRIVER_LOG = "driver.log"
 MAX_STATUS_BYTES = 64 << 10
+JOB_CHECKPOINTS = "_checkpoints/spark-jobs"
+"""Under the warehouse, the folder of each job's checkpoints (``NAME``): never a rollup
+grain's (``WAREHOUSE/_checkpoints/GRAIN``: no grain has a '-' in its name)."""
 
 
 class SparkJobRunner:
@@ -152,7 +155,7 @@ class SparkJobRunner:
             "--warehouse",
             warehouse,
             "--checkpoint",  # with the warehouse: a job moved to another worker resumes
-            str(Path(warehouse) / "_checkpoints" / run.topology),
+            str(Path(warehouse) / JOB_CHECKPOINTS / run.topology),
             "--workdir",
             str(home),
         ]

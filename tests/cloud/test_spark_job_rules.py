@@ -76,7 +76,7 @@ def test_a_status_file_is_read_bounded_and_type_checked(tmp_path: Path) -> None:
     assert runner.statuses()[0].state == "starting"
     args = runner.args(run, tmp_path / "j.py", home)
     assert args[args.index("--checkpoint") + 1] == str(
-        tmp_path / "warehouse" / "_checkpoints" / "j"
+        tmp_path / "warehouse" / "_checkpoints" / "spark-jobs" / "j"
     )
     assert args[-1] == "--continuous" and "--every" not in args and "--spark-master" not in args
 

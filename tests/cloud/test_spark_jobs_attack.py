@@ -170,6 +170,9 @@ def test_hostile_specs_are_refused_with_one_line() -> None:
         (_SPEC + '[measures]\n"n\\n" = "count"\n').encode(): (
             "spec.toml: measures names 'n\\n': letters, digits and '_'"
         ),
+        (_SPEC.replace("hourly", "_driver") + "[measures]\nn = 'count'\n").encode(): (
+            "spec.toml: grain '_driver': a grain's name starts with a letter"
+        ),
         (_SPEC.replace('"1 hour"', '"1 hour\\n"') + "[measures]\nn = 'count'\n").encode(): (
             "spec.toml: grain 'hourly' = '1 hour\\n': write e.g. '1 hour', '1 day'"
         ),
@@ -235,3 +238,14 @@ def test_a_workers_non_finite_numbers_never_reach_the_api_as_nan() -> None:
     view = status_view(s)
     json.dumps(view, allow_nan=False)  # what a browser's JSON.parse takes
     assert view["updated"] == 0.0 and view["last_run"] is None
+
+
+def test_a_jobs_checkpoint_is_never_a_rollup_grains(tmp_path: Path) -> None:
+    """`headwater spark rollup` keeps a grain's query in WAREHOUSE/_checkpoints/GRAIN: a job
+    named "hourly" on that warehouse must not share (and corrupt) its offsets."""
+    runner, home = _runner(tmp_path)
+    run = runner.orders["j"][0]
+    run.topology = "hourly"
+    args = runner.args(run, tmp_path / "j.py", home)
+    checkpoint = Path(args[args.index("--checkpoint") + 1])
+    assert checkpoint == tmp_path / "warehouse" / "_checkpoints" / "spark-jobs" / "hourly"
