@@ -26,6 +26,7 @@ as the driver: tests supervise a process of their own with it, nothing else shou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
@@ -132,7 +133,8 @@ class SparkJobRunner:
         if proc is not None:
             await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
             log.info("stopped the driver of Spark job %r", name)
-        (self.home(name) / "status.json").unlink(missing_ok=True)  # a job of that name anew
+        with contextlib.suppress(OSError):  # a job of that name anew (a folder: read as none)
+            (self.home(name) / "status.json").unlink(missing_ok=True)
         if not any(t == name for t, _ in self.node.containers):  # its control groups too
             self.node.limits.remove(name)
 
@@ -298,11 +300,16 @@ def _unplant(log_path: Path) -> None:
     """Remove what the job put where its driver's log goes (a symlink, a FIFO): its folder is
     the job's, the log the worker's; the worker never writes through what a job planted."""
     try:
-        if not stat.S_ISREG(log_path.lstat().st_mode):
-            log.warning("%s was not a regular file (the job's doing?): replaced", log_path)
-            log_path.unlink()
+        mode = log_path.lstat().st_mode
     except FileNotFoundError:
-        pass
+        return
+    if stat.S_ISREG(mode):
+        return
+    log.warning("%s was not a regular file (the job's doing?): replaced", log_path)
+    if stat.S_ISDIR(mode):  # the job's folder: moved aside, its files kept
+        log_path.rename(log_path.with_name(f"{DRIVER_LOG}.not-a-log-{time.time_ns()}"))
+    else:
+        log_path.unlink()
 
 
 def _read_status(path: Path) -> dict[str, object]:

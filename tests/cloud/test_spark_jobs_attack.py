@@ -4,6 +4,7 @@ protobuf string takes); the worker must stay well and report on."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -11,6 +12,7 @@ import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -107,6 +109,11 @@ def test_a_planted_driver_log_is_replaced_before_the_driver_starts(
     target = tmp_path / "the-workers-file"
     target.write_text("kept\n")
     (home / DRIVER_LOG).symlink_to(target)
+    runner._start("j")
+    assert runner.procs["j"].wait(30) != 0
+    (home / DRIVER_LOG).unlink()
+    (home / DRIVER_LOG).mkdir()  # a folder in its place: moved aside, not an OSError
+    (home / DRIVER_LOG / "x").write_text("the job's")
     runner._start("j")
     assert runner.procs["j"].wait(30) != 0  # json.tool refuses the driver's arguments
     assert target.read_text() == "kept\n"
@@ -249,3 +256,14 @@ def test_a_jobs_checkpoint_is_never_a_rollup_grains(tmp_path: Path) -> None:
     args = runner.args(run, tmp_path / "j.py", home)
     checkpoint = Path(args[args.index("--checkpoint") + 1])
     assert checkpoint == tmp_path / "warehouse" / "_checkpoints" / "spark-jobs" / "hourly"
+
+
+def test_a_status_folder_does_not_fail_the_stop_order(tmp_path: Path) -> None:
+    runner, home = _runner(tmp_path)
+    removed: list[str] = []
+    node: Any = runner.node
+    node.containers, node.limits = {}, SimpleNamespace(remove=removed.append)
+    (home / "status.json").mkdir()
+    assert runner.statuses()[0].state == "starting"
+    asyncio.run(runner.stop("j"))  # a kill's order: it must not end the worker's session
+    assert runner.orders == {} and removed == ["j"]
