@@ -17,8 +17,8 @@ or in the foreground by ``headwater spark run``. Modes:
   landing's ``_schema.json``), the queries are stopped and the job run again on
   the same checkpoints, so the column is read with no restart by anyone.
 
-Exit status: 0 done (or stopped by SIGTERM), 1 the job failed (a run raised, a
-query failed, a continuous job with no query running, Spark did not start), 2 a bad
+Exit status: 0 done (or stopped by SIGTERM), 1 the job failed (a run raised or
+called sys.exit, a query failed, a continuous job with no query running, Spark did not start), 2 a bad
 command line, 3 a job file that cannot be run (``_job_file``), 130 Ctrl-C. The
 worker restarts any non-zero exit with backoff and reports a crash loop: a job
 file that does not import fails the same way at every start, so it shows as one.
