@@ -18,8 +18,9 @@ or in the foreground by ``headwater spark run``. Modes:
   the same checkpoints, so the column is read with no restart by anyone.
 
 Exit status: 0 done (or stopped by SIGTERM), 1 the job failed (a run raised or
-called sys.exit, a query failed, a continuous job with no query running, Spark did not start), 2 a bad
-command line, 3 a job file that cannot be run (``_job_file``), 130 Ctrl-C. The
+called sys.exit, a query failed, a continuous job with no query running, Spark did
+not start), 2 a bad command line, 3 a job file that cannot be run (``_job_file``),
+130 Ctrl-C. The
 worker restarts any non-zero exit with backoff and reports a crash loop: a job
 file that does not import fails the same way at every start, so it shows as one.
 What the driver does is in ``WORKDIR/status.json`` and its beats in
