@@ -37,8 +37,9 @@ never a topology's name, or killing it would delete the node's key or ingest log
 def name_problem(text: str, what: str = "name") -> str | None:
     """Why ``text`` is not a safe name (``what`` says of what), or None if it is one.
 
-    A topology name may not be one of ``NODE_ENTRIES`` either."""
-    if what == "topology name" and text in NODE_ENTRIES:
+    A topology's or a Spark job's name may not be one of ``NODE_ENTRIES`` either (a
+    worker makes its user's home in ``WORKDIR/NAME``)."""
+    if what in ("topology name", "Spark job name") and text in NODE_ENTRIES:
         return f"{text!r} is not a {what}: nodes keep their own {text!r} beside topologies"
     if _SAFE.fullmatch(text) and text not in (".", ".."):
         return None

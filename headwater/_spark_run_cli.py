@@ -43,7 +43,7 @@ def add_run_parser(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help="the job's checkpoints (default: WAREHOUSE/_checkpoints/NAME)",
+        help="the job's checkpoints (default: WAREHOUSE/_checkpoints/spark-jobs/NAME)",
     )
     p.add_argument("--name", default=None, help="the job's name (default: the file's stem)")
     p.add_argument(
@@ -108,7 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise HeadwaterError(
             f"--spark-master must be local[N], local[*] or spark://HOST:PORT, got {master!r}"
         )
-    checkpoint = args.checkpoint or args.warehouse / "_checkpoints" / name
+    checkpoint = args.checkpoint or args.warehouse / "_checkpoints" / "spark-jobs" / name
     problem = folders_problem(args.landing, args.warehouse, checkpoint)
     if problem is not None:
         raise HeadwaterError(problem)

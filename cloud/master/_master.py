@@ -221,6 +221,10 @@ class Master:
                 f"topology {topology.name!r} is already running; kill it first "
                 f"(`headwater kill {topology.name}`)"
             )
+        if self.spark_jobs.named(topology.name):
+            raise HeadwaterError(  # a worker would run both as one user, in one cgroup
+                f"a Spark job is named {topology.name!r}: a topology takes a name no Spark job has"
+            )
         self._begin(dep, described)
         self._schedule(dep)
         self._save()

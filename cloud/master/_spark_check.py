@@ -1,4 +1,5 @@
-"""Checking a submitted Spark job's file in a child process, bounded in time and memory.
+"""Checking a submitted Spark job: its settings (``job_problem``: mode, interval, Spark
+master, parameters, folders), and its file, in a child process bounded in time and memory.
 
 A ``.py`` job is Python: importing it runs its top level, so the master never
 does. ``check_job`` starts ``python -P -m headwater.cloud.master._spark_check
@@ -23,11 +24,13 @@ import importlib.util
 import inspect
 import json
 import os
+import posixpath
+import re
 import resource
 import sys
 import tomllib
 import traceback
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from headwater.common._exceptions import PackageRefusedError
@@ -41,6 +44,13 @@ from headwater.common.plan._child_loader import (
     _signal_name,
 )
 
+MODES = ("once", "every", "continuous")
+MAX_PARAMS = 64
+MAX_PARAM_CHARS = 1024
+MAX_EVERY_S = 366 * 86400.0
+MAX_PATH_CHARS = 1024
+_SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:([0-9]{1,5})")
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _MODULE = "headwater.cloud.master._spark_check"
 _ERROR_CHARS = 2000
 
@@ -60,9 +70,44 @@ def check_spec(text: bytes, entry: str) -> None:
         build(tomllib.loads(text.decode("utf-8")), entry)
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise JobRefused(f"{entry} is not a TOML rollup spec: {exc}") from None
+    except RecursionError:
+        raise JobRefused(f"{entry} is not a TOML rollup spec: nested too deep") from None
     except SpecError as exc:
         said = str(exc)
         raise JobRefused(said if said.startswith(entry) else f"{entry}: {said}") from None
+
+
+def job_problem(
+    mode: str, every_s: float, spark_master: str, params: dict[str, str], folders: list[str]
+) -> str | None:
+    """Why these settings cannot run a job, or None."""
+    if mode not in MODES:
+        return f"mode {mode[:40]!r}: once, every (with every_s) or continuous"
+    if mode == "every" and not 1.0 <= every_s <= MAX_EVERY_S:
+        return f"every_s must be from 1 s to 366 days, got {every_s:g}"
+    port = _SPARK_MASTER.fullmatch(spark_master)
+    if spark_master and (port is None or not 1 <= int(port[1]) <= 65535):
+        return f"spark master {spark_master[:80]!r}: give spark://HOST:PORT (or none: local mode)"
+    if len(params) > MAX_PARAMS:
+        return f"{len(params)} parameters; the limit is {MAX_PARAMS}"
+    for key, value in params.items():
+        if not _KEY.fullmatch(key):
+            return f"parameter {key[:40]!r}: a name of letters, digits, '_', '.' or '-'"
+        if len(value) > MAX_PARAM_CHARS or "\0" in value:
+            return f"parameter {key!r}: at most {MAX_PARAM_CHARS} characters, no NUL"
+    for folder in folders:
+        if folder and (
+            not folder.startswith("/") or len(folder) > MAX_PATH_CHARS or "\0" in folder
+        ):
+            return f"folder {folder[:80]!r}: an absolute path on the workers"
+    if len(folders) == 2 and all(folders):  # the landing, the warehouse
+        a, b = (PurePosixPath(posixpath.normpath(f)) for f in folders)
+        if a == b or a in b.parents or b in a.parents:
+            return (
+                f"landing {folders[0][:80]!r} and warehouse {folders[1][:80]!r} overlap: give "
+                "the warehouse a folder of its own"
+            )
+    return None
 
 
 async def check_job(folder: Path, entry: str, limits: LoadLimits) -> None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
+import math
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -46,24 +46,15 @@ from headwater.common.plan._child_loader import LoadLimits
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._nodes import NODE_OFFLINE_AFTER_S
-from ._spark_check import JobRefused, check_job, check_spec
+from ._spark_check import JobRefused, check_job, check_spec, job_problem
 
 if TYPE_CHECKING:
     from ._master import Master
 
 log = logging.getLogger("headwater.master")
 KIND = "spark-job"
-MODES = ("once", "every", "continuous")
-MAX_JOB_FILE_BYTES = 1 << 20
-"""The largest bare job file (a zip package is bounded as a topology's)."""
-MAX_PARAMS = 64
-MAX_PARAM_CHARS = 1024
-MAX_EVERY_S = 366 * 86400.0
-MAX_PATH_CHARS = 1024
-MAX_REPORTED = 256
-"""The most Spark jobs of one node's report the master looks at."""
-_SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:[0-9]{1,5}")
-_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
+MAX_JOB_FILE_BYTES = 1 << 20  # a bare job file (a zip package is bounded as a topology's)
+MAX_REPORTED = 256  # the most Spark jobs of one node's report the master looks at
 
 
 @dataclass
@@ -98,31 +89,6 @@ class SparkJob:
             topology=self.name, package=self.package, entry=self.entry, kind=KIND, job=job
         )
         return pb.NodeCommand(run=run)
-
-
-def job_problem(
-    mode: str, every_s: float, spark_master: str, params: dict[str, str], folders: list[str]
-) -> str | None:
-    """Why these settings cannot run a job, or None."""
-    if mode not in MODES:
-        return f"mode {mode[:40]!r}: once, every (with every_s) or continuous"
-    if mode == "every" and not 1.0 <= every_s <= MAX_EVERY_S:
-        return f"every_s must be from 1 s to 366 days, got {every_s:g}"
-    if spark_master and not _SPARK_MASTER.fullmatch(spark_master):
-        return f"spark master {spark_master[:80]!r}: give spark://HOST:PORT (or none: local mode)"
-    if len(params) > MAX_PARAMS:
-        return f"{len(params)} parameters; the limit is {MAX_PARAMS}"
-    for key, value in params.items():
-        if not _KEY.fullmatch(key):
-            return f"parameter {key[:40]!r}: a name of letters, digits, '_', '.' or '-'"
-        if len(value) > MAX_PARAM_CHARS or "\0" in value:
-            return f"parameter {key!r}: at most {MAX_PARAM_CHARS} characters, no NUL"
-    for folder in folders:
-        if folder and (
-            not folder.startswith("/") or len(folder) > MAX_PATH_CHARS or "\0" in folder
-        ):
-            return f"folder {folder[:80]!r}: an absolute path on the workers"
-    return None
 
 
 class SparkJobs:
@@ -193,13 +159,15 @@ class SparkJobs:
         problem = name_problem(name, "Spark job name")
         if problem is not None:
             raise JobRefused(problem)
-        if name in self.jobs or name in self._checking:
+        self._not_a_topology(name)
+        if self.named(name):
             raise JobRefused(f"Spark job {name!r} exists; kill it first (headwater spark kill)")
         self._checking.add(name)
         try:
             await self._check(package, entry)
         finally:
             self._checking.discard(name)
+        self._not_a_topology(name)  # again: one may have been submitted meanwhile
         digest = self.packages.put(package)
         job = SparkJob(name, digest, entry, mode, every_s, spark_master, params, landing, warehouse)
         self.jobs[name] = job
@@ -207,6 +175,12 @@ class SparkJobs:
         self._save()
         log.info("Spark job %r submitted (%s, %s)", name, entry, mode)
         return self.view(job)
+
+    def _not_a_topology(self, name: str) -> None:
+        if name in self.master.deployments:  # a worker runs both as one user, in one cgroup
+            raise JobRefused(
+                f"a topology is named {name!r}: a Spark job takes a name no topology has"
+            )
 
     async def _check(self, package: bytes, entry: str) -> None:
         with tempfile.TemporaryDirectory(prefix="spark-job-") as tmp:
@@ -237,6 +211,9 @@ class SparkJobs:
         self._save()
         log.info("Spark job %r killed", name)
         return {"killed": name}
+
+    def named(self, name: str) -> bool:  # submitted, or being checked now
+        return name in self.jobs or name in self._checking
 
     def unknown(self, name: str) -> str:
         known = ", ".join(sorted(self.jobs)[:20]) or "none"
@@ -366,12 +343,13 @@ class SparkJobs:
 
 
 def status_view(s: pb.SparkJobStatus) -> dict[str, Any]:
-    """A worker's report of one job, as the REST API shows it."""
+    """A worker's report of one job, as the REST API shows it (finite numbers only: NaN is
+    no JSON a browser parses)."""
     last = None
-    if s.started:
+    if _finite(s.started):
         last = {
             "started": s.started,
-            "ended": s.ended or None,
+            "ended": _finite(s.ended) or None,
             "ok": s.ok,
             "rows_read": s.rows_read,
             "rows_written": s.rows_written,
@@ -386,5 +364,9 @@ def status_view(s: pb.SparkJobStatus) -> dict[str, Any]:
         "error": s.error,
         "restarts": s.restarts,
         "crash_loop": s.crash_loop,
-        "updated": s.updated,
+        "updated": _finite(s.updated),
     }
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0

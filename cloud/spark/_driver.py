@@ -17,9 +17,10 @@ or in the foreground by ``headwater spark run``. Modes:
   landing's ``_schema.json``), the queries are stopped and the job run again on
   the same checkpoints, so the column is read with no restart by anyone.
 
-Exit status: 0 done (or stopped by SIGTERM), 1 the job failed (a run raised, a
-query failed, a continuous job with no query running, Spark did not start), 2 a bad
-command line, 3 a job file that cannot be run (``_job_file``), 130 Ctrl-C. The
+Exit status: 0 done (or stopped by SIGTERM), 1 the job failed (a run raised or
+called sys.exit, a query failed, a continuous job with no query running, Spark did
+not start), 2 a bad command line, 3 a job file that cannot be run (``_job_file``),
+130 Ctrl-C. The
 worker restarts any non-zero exit with backoff and reports a crash loop: a job
 file that does not import fails the same way at every start, so it shows as one.
 What the driver does is in ``WORKDIR/status.json`` and its beats in
@@ -246,6 +247,11 @@ class Driver:
         """``job(spark, ctx)``; its error line or "" (its traceback: to the log)."""
         try:
             job(spark, ctx)
+        except SystemExit as e:  # the driver ends as its run says, not as the job's code does
+            return (
+                f"run(spark, ctx) called sys.exit({e.code!r}): a job returns when done, or "
+                "raises to fail"
+            )[:500]
         except Exception as e:
             if self.stopping:
                 return ""

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-_QUERY = re.compile(r"^[A-Za-z0-9][\w.-]{0,99}$")
+_QUERY = re.compile(r"[A-Za-z0-9][\w.-]{0,99}", re.ASCII)
 
 
 class BoundLanding:
@@ -79,8 +79,7 @@ class Warehouse:
         (``rows[date_column]``, a string, names it); returns the rows given."""
         import pyarrow as pa
 
-        if not _QUERY.match(table):
-            raise HeadwaterError(f"table {table!r}: letters, digits, '_', '-', '.'")
+        _table_name(table)
         arrow = rows if isinstance(rows, pa.Table) else rows.toArrow()
         missing = [c for c in [*key, date_column] if c not in arrow.column_names]
         if missing:
@@ -102,7 +101,14 @@ class Warehouse:
 
     def read(self, table: str) -> pa.Table:
         """The whole table, with its ``date`` partition column (pyarrow)."""
-        return _warehouse.read_table(self.path / table)
+        return _warehouse.read_table(self.path / _table_name(table))
+
+
+def _table_name(table: str) -> str:
+    """``table``, a name that stays a folder of the warehouse; HeadwaterError if not one."""
+    if not isinstance(table, str) or not _QUERY.fullmatch(table):
+        raise HeadwaterError(f"table {table!r}: letters, digits, '_', '-', '.'")
+    return table
 
 
 @dataclass
@@ -145,7 +151,7 @@ class JobContext:
 
     def checkpoint_for(self, query: str) -> str:
         """The checkpoint location of the job's streaming query ``query`` (its own folder)."""
-        if not _QUERY.match(query):
+        if not isinstance(query, str) or not _QUERY.fullmatch(query):
             raise HeadwaterError(f"query name {query!r}: letters, digits, '_', '-', '.'")
         return str(self.checkpoint / query)
 

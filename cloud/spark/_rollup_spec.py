@@ -59,6 +59,9 @@ FUNCTIONS = {  # name -> (takes a column, what the column must be)
 TIME_UNITS = ("s", "ms", "us")
 RESERVED = {"window_start", "window_end", "date"}  # the columns every rollup table has
 MAX_TABLES = 64
+MAX_MEASURES = 256
+MAX_KEYS = 32
+"""The most key columns of one group."""
 
 
 class SpecError(HeadwaterError):
@@ -119,9 +122,12 @@ def parse_measure(name: str, text: str) -> Measure:
         )
     qv = None
     if q is not None:
-        qv = float(q)
+        try:
+            qv = float(q)
+        except ValueError:
+            qv = -1.0  # "1.2.3": not a number
         if not 0.0 <= qv <= 1.0:
-            raise SpecError(f"measure {name!r}: the quantile must be from 0 to 1, got {q}")
+            raise SpecError(f"measure {name!r}: the quantile must be from 0 to 1, got {q!r}")
     return Measure(name, fn, column, qv)
 
 
@@ -143,11 +149,14 @@ def build(doc: dict[str, Any], where: str = "the spec") -> RollupSpec:
     if unit not in TIME_UNITS:
         raise SpecError(f"{where}: time_unit must be one of {', '.join(TIME_UNITS)}, got {unit!r}")
     watermark = doc.get("watermark", "10 minutes")
-    if not isinstance(watermark, str) or not INTERVAL.match(watermark):
+    if not isinstance(watermark, str) or not INTERVAL.fullmatch(watermark):
         raise SpecError(f"{where}: watermark {watermark!r}: write e.g. '10 minutes'")
     grains = _table(doc["grains"], "grains", where)
+    hidden = [g for g in grains if g.startswith("_")]  # CHECKPOINT/_driver, _spec.json: not
+    if hidden:
+        raise SpecError(f"{where}: grain {hidden[0]!r}: a grain's name starts with a letter")
     for name, length in grains.items():
-        if not isinstance(length, str) or not INTERVAL.match(length):
+        if not isinstance(length, str) or not INTERVAL.fullmatch(length):
             raise SpecError(f"{where}: grain {name!r} = {length!r}: write e.g. '1 hour', '1 day'")
     groups_doc = _table(doc["groups"], "groups", where)
     groups: dict[str, tuple[str, ...]] = {}
@@ -155,12 +164,17 @@ def build(doc: dict[str, Any], where: str = "the spec") -> RollupSpec:
         cols = [given] if isinstance(given, str) else given
         if not isinstance(cols, list) or not cols or not all(isinstance(c, str) for c in cols):
             raise SpecError(f'{where}: group {name!r} must list key columns, e.g. ["site"]')
+        if len(cols) > MAX_KEYS:
+            raise SpecError(
+                f"{where}: group {name!r} has {len(cols)} key columns; at most {MAX_KEYS}"
+            )
         if len(set(cols)) != len(cols):
             raise SpecError(f"{where}: group {name!r} names a column twice")
         groups[name] = tuple(cols)
-    measures = tuple(
-        parse_measure(n, t) for n, t in _table(doc["measures"], "measures", where).items()
-    )
+    measures_doc = _table(doc["measures"], "measures", where)
+    if len(measures_doc) > MAX_MEASURES:
+        raise SpecError(f"{where}: {len(measures_doc)} measures; at most {MAX_MEASURES}")
+    measures = tuple(parse_measure(n, t) for n, t in measures_doc.items())
     if len(grains) * len(groups) > MAX_TABLES:
         raise SpecError(f"{where}: {len(grains) * len(groups)} tables; at most {MAX_TABLES}")
     clash = RESERVED.intersection(m.name for m in measures) | (
@@ -177,7 +191,7 @@ def build(doc: dict[str, Any], where: str = "the spec") -> RollupSpec:
 def _table(value: Any, key: str, where: str) -> dict[str, Any]:
     if not isinstance(value, dict) or not value:
         raise SpecError(f"{where}: {key!r} must be a table of name = value")
-    bad = [k for k in value if not _NAME.match(k)]
+    bad = [k for k in value if not _NAME.fullmatch(k)][:5]
     if bad:
         raise SpecError(
             f"{where}: {key} names {', '.join(map(repr, bad))}: letters, digits and '_', "
@@ -196,6 +210,8 @@ def load(path: Path) -> RollupSpec:
         raise SpecError(f"--spec {path}: cannot read it ({exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"--spec {path}: not TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError(f"--spec {path}: not TOML: nested too deep") from None
     return build(doc, f"--spec {path}")
 
 

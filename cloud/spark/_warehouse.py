@@ -10,9 +10,11 @@ and never a row twice. ``upsert`` replaces the rows whose key it is given and
 keeps the others: applying the same rows twice leaves the same file, which is
 what makes the rollup's re-executed micro-batches harmless.
 
-Writers: one process at a time (``lock`` holds an exclusive ``flock`` on
-``WAREHOUSE/_lock``; the kernel drops it when the holder dies, even by SIGKILL).
-Not thread-safe per table: the rollup writes each table from one query's thread.
+Writers: one rollup at a time (``lock`` holds an exclusive ``flock`` on
+``WAREHOUSE/_lock``; the kernel drops it when the holder dies, even by SIGKILL). Each
+upsert holds its table's ``TABLE/_lock`` (waiting for it), so writers that take no
+warehouse lock (users' Spark jobs, submitted specs, threads) never lose each other's
+rows; readers skip ``_``- and ``.``-prefixed files.
 """
 
 from __future__ import annotations
@@ -59,9 +61,12 @@ def lock(warehouse: Path) -> Iterator[None]:
 
 
 def _clear_leftovers(warehouse: Path) -> None:
-    """Temporary files a killed writer left behind (never visible to readers: hidden names)."""
-    for tmp in warehouse.glob("*/date=*/.*.tmp"):
-        tmp.unlink(missing_ok=True)
+    """Temporary files a killed writer left behind (never visible to readers: hidden names),
+    each table's under its lock (a job's upsert may be writing one now)."""
+    for table_dir in {tmp.parent.parent for tmp in warehouse.glob("*/date=*/.*.tmp")}:
+        with _table_lock(table_dir):
+            for tmp in table_dir.glob("date=*/.*.tmp"):
+                tmp.unlink(missing_ok=True)
 
 
 def upsert(table_dir: Path, rows: pa.Table, key: Sequence[str], date_column: str) -> int:
@@ -74,11 +79,26 @@ def upsert(table_dir: Path, rows: pa.Table, key: Sequence[str], date_column: str
     if rows.num_rows == 0:
         return 0
     written = 0
-    for date in sorted(set(rows.column(date_column).to_pylist())):
-        part = rows.filter(pc.equal(rows.column(date_column), date)).drop_columns([date_column])
-        _upsert_partition(table_dir / f"date={date}", part, key)
-        written += 1
+    with _table_lock(table_dir):
+        for date in sorted(set(rows.column(date_column).to_pylist())):
+            part = rows.filter(pc.equal(rows.column(date_column), date))
+            _upsert_partition(table_dir / f"date={date}", part.drop_columns([date_column]), key)
+            written += 1
     return written
+
+
+@contextmanager
+def _table_lock(table_dir: Path) -> Iterator[None]:
+    """Hold the table's writer lock (``TABLE/_lock``, waiting for it): its read-merge-replace
+    is one writer's at a time, whoever writes (two jobs, a job and a rollup, two threads);
+    a temporary file under it is the holder's, or a dead writer's leftover."""
+    table_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(table_dir / "_lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _upsert_partition(folder: Path, rows: pa.Table, key: Sequence[str]) -> None:

@@ -12,9 +12,12 @@ second and writes ``status.json`` (common/runtime/_procs.py ``beat_file(home, 0)
 Supervision, every 0.2 s: a driver silent for ``SILENT_AFTER_S`` is killed; one that
 exits non-zero is restarted, at once the first time and then with backoff
 (``RESTART``), each death counted by the node's ``CrashLoopWatch`` (a crash loop is
-in the node's health and in the job's status); one that exits 0 in ``once`` mode is
-done and not restarted. ``statuses`` reads each job's ``status.json`` (bounded) for
-the node's ``NodeStatus``. A stop order (kind ``spark-job``) ends the driver.
+in the node's health and in the job's status); one that exits 0 in ``once`` mode with
+its run succeeded (its ``status.json`` says so) is done and not restarted; exit 0
+mid-run (a job's ``os._exit(0)``) is a failure. ``statuses`` reads each job's
+``status.json`` (bounded; a regular file only, never through a symlink: the job owns
+its folder) for the node's ``NodeStatus``; the driver's log is never written through a
+link the job planted. A stop order (kind ``spark-job``) ends the driver.
 
 The test hook ``HEADWATER_SPARK_DRIVER`` (environment) names another module to run
 as the driver: tests supervise a process of their own with it, nothing else should.
@@ -23,9 +26,13 @@ as the driver: tests supervise a process of their own with it, nothing else shou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import math
 import os
+import re
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +61,9 @@ DRIVER_ENV = "HEADWATER_SPARK_DRIVER"
 """A test hook: the module to run instead of ``DRIVER_MODULE``."""
 DRIVER_LOG = "driver.log"
 MAX_STATUS_BYTES = 64 << 10
+JOB_CHECKPOINTS = "_checkpoints/spark-jobs"
+"""Under the warehouse, the folder of each job's checkpoints (``NAME``): never a rollup
+grain's (``WAREHOUSE/_checkpoints/GRAIN``: no grain has a '-' in its name)."""
 
 
 class SparkJobRunner:
@@ -123,7 +133,8 @@ class SparkJobRunner:
         if proc is not None:
             await asyncio.get_running_loop().run_in_executor(None, terminate, [proc], 10.0)
             log.info("stopped the driver of Spark job %r", name)
-        (self.home(name) / "status.json").unlink(missing_ok=True)  # a job of that name anew
+        with contextlib.suppress(OSError):  # a job of that name anew (a folder: read as none)
+            (self.home(name) / "status.json").unlink(missing_ok=True)
         if not any(t == name for t, _ in self.node.containers):  # its control groups too
             self.node.limits.remove(name)
 
@@ -140,14 +151,13 @@ class SparkJobRunner:
             os.environ.get(DRIVER_ENV) or DRIVER_MODULE,
             "--job",
             str(entry),
-            "--name",
-            run.topology,
+            f"--name={run.topology}",  # a name may start with '-'
             "--landing",
             job.landing or str(self.landing),
             "--warehouse",
             warehouse,
             "--checkpoint",  # with the warehouse: a job moved to another worker resumes
-            str(Path(warehouse) / "_checkpoints" / run.topology),
+            str(Path(warehouse) / JOB_CHECKPOINTS / run.topology),
             "--workdir",
             str(home),
         ]
@@ -165,6 +175,7 @@ class SparkJobRunner:
         run, entry = self.orders[name]
         home = self.home(name)
         home.mkdir(parents=True, exist_ok=True)
+        _unplant(home / DRIVER_LOG)
         run_as = self.code_user(name)
         if run_as is not None:  # its driver writes its status and checkpoints here
             os.chown(home, run_as.uid, run_as.gid)
@@ -189,7 +200,7 @@ class SparkJobRunner:
                 code = proc.poll()
                 if code is None or name not in self.orders or name in self.done:
                     continue
-                if code == 0 and self.orders[name][0].job.mode == "once":
+                if code == 0 and self._succeeded_once(name):
                     self.done.add(name)  # it succeeded: nothing to restart
                     log.info("%s succeeded", what)
                     continue
@@ -198,6 +209,13 @@ class SparkJobRunner:
                 log.exception("supervising %s", what)
                 self.health.set(f"supervise:{name}", FAILED, f"cannot restart {what}: {exc}")
                 self._due[name] = time.monotonic() + 5.0
+
+    def _succeeded_once(self, name: str) -> bool:
+        """Whether the once job's driver ended its run well (it says so before exiting 0; a
+        job that ends the process mid-run, os._exit(0), leaves it "running")."""
+        if self.orders[name][0].job.mode != "once":
+            return False
+        return _read_status(self.home(name) / "status.json").get("state") == "succeeded"
 
     def _restart(self, name: str, what: str, code: int) -> None:
         now = time.monotonic()
@@ -249,6 +267,9 @@ class SparkJobRunner:
         if code:  # died (not yet restarted): its status.json may be stale
             s.state = "failed"
             s.error = s.error or f"the driver exited with {code} (see its log: headwater logs)"
+        elif code == 0 and run.job.mode == "once" and s.state != "succeeded":
+            s.state = "failed"
+            s.error = "the driver exited 0 before its run ended (a job that calls os._exit?)"
         return s
 
     def read_logs(
@@ -275,18 +296,45 @@ class SparkJobRunner:
         return reply
 
 
-def _read_status(path: Path) -> dict[str, object]:
+def _unplant(log_path: Path) -> None:
+    """Remove what the job put where its driver's log goes (a symlink, a FIFO): its folder is
+    the job's, the log the worker's; the worker never writes through what a job planted."""
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_STATUS_BYTES + 1)
+        mode = log_path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    log.warning("%s was not a regular file (the job's doing?): replaced", log_path)
+    if stat.S_ISDIR(mode):  # the job's folder: moved aside, its files kept
+        log_path.rename(log_path.with_name(f"{DRIVER_LOG}.not-a-log-{time.time_ns()}"))
+    else:
+        log_path.unlink()
+
+
+def _read_status(path: Path) -> dict[str, object]:
+    """The job's status file: the job's own to write, so a regular file only (never a FIFO
+    that would block the worker, nor a symlink to a file of the worker's), bounded."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return {}
+            data = os.read(fd, MAX_STATUS_BYTES + 1)
+        finally:
+            os.close(fd)
         raw = json.loads(data) if len(data) <= MAX_STATUS_BYTES else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return raw if isinstance(raw, dict) else {}
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(v: object) -> str:
-    return v[:2000] if isinstance(v, str) else ""
+    """A string the report can carry (JSON's lone surrogates are no UTF-8: replaced)."""
+    return _SURROGATE.sub("\ufffd", v[:2000]) if isinstance(v, str) else ""
 
 
 def _int(v: object) -> int:
@@ -296,4 +344,5 @@ def _int(v: object) -> int:
 
 
 def _num(v: object) -> float:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0.0
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else 0.0  # type: ignore[arg-type]

@@ -7,13 +7,14 @@ import ctypes.util
 import logging
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from .._sandbox import RunAs
 
@@ -65,7 +66,21 @@ def _die_with_parent() -> None:
     _libc.signal(signal.SIGINT, _SIG_IGN)
 
 
-_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+_LOG_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+
+
+def _open_log(path: str) -> BinaryIO:
+    """The child's log, opened to append: a regular file, never through a final symlink nor
+    into a FIFO (OSError), since a child's code may own the folder its log lies in."""
+    fd = os.open(path, _LOG_FLAGS | os.O_NONBLOCK, 0o600)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file: no log is written there")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "ab")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _before_exec(preexec: Callable[[], None] | None) -> None:
@@ -99,7 +114,7 @@ def spawn(
     ``preexec`` runs in the child first, between fork and exec; ``run_as``: the child runs as
     that user, with its environment (``RunAs.env``)."""
     # the log is its process's and this one's: a topology's code as another user reads none
-    out = os.fdopen(os.open(log_path, _LOG_FLAGS, 0o600), "ab") if log_path else None
+    out = _open_log(log_path) if log_path else None
     environment = {**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})}
     if run_as is not None:
         environment = run_as.env(environment)

@@ -9,7 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from headwater._spark_jobs_cli import jobs_table
-from headwater.cloud.master._spark_jobs import MAX_PARAMS, job_problem
+from headwater.cloud.master._spark_check import MAX_PARAMS, job_problem
 from headwater.common._health import Health
 from headwater.common.control._crashloop import CrashLoopWatch
 from headwater.common.node._spark_jobs import MAX_STATUS_BYTES, SparkJobRunner
@@ -76,7 +76,7 @@ def test_a_status_file_is_read_bounded_and_type_checked(tmp_path: Path) -> None:
     assert runner.statuses()[0].state == "starting"
     args = runner.args(run, tmp_path / "j.py", home)
     assert args[args.index("--checkpoint") + 1] == str(
-        tmp_path / "warehouse" / "_checkpoints" / "j"
+        tmp_path / "warehouse" / "_checkpoints" / "spark-jobs" / "j"
     )
     assert args[-1] == "--continuous" and "--every" not in args and "--spark-master" not in args
 

@@ -86,7 +86,7 @@ def test_once_runs_a_job_and_a_job_that_raises(spark: Any, tmp_path: Path) -> No
     assert re.fullmatch(
         rf"shop_sums: 40 rows read, {groups} rows written in \d+\.\d s", out.splitlines()[-1]
     ), out
-    path = warehouse / "_checkpoints" / "shop_sums" / "_driver" / "status.json"
+    path = warehouse / "_checkpoints" / "spark-jobs" / "shop_sums" / "_driver" / "status.json"
     doc = status(path)
     took = doc["last_run"].pop("took")
     assert 0 < took < 300
@@ -119,7 +119,7 @@ def test_once_runs_a_job_and_a_job_that_raises(spark: Any, tmp_path: Path) -> No
     assert code == 1, out + err
     assert err.splitlines()[-1] == "bad_shop: ValueError: no shop named nowhere", err
     assert "Traceback" in err  # the job's own: the log has it
-    doc = status(warehouse / "_checkpoints" / "bad_shop" / "_driver" / "status.json")
+    doc = status(warehouse / "_checkpoints" / "spark-jobs" / "bad_shop" / "_driver" / "status.json")
     doc["last_run"].pop("took")
     assert doc == {
         "name": "bad_shop",
@@ -235,7 +235,7 @@ def test_every_runs_again_and_a_restart_waits(spark: Any, tmp_path: Path) -> Non
     lander.land(orders(0, 9))
     job = tmp_path / "every_sums.py"
     job.write_text(ONCE_JOB)
-    path = warehouse / "_checkpoints" / "every_sums" / "_driver" / "status.json"
+    path = warehouse / "_checkpoints" / "spark-jobs" / "every_sums" / "_driver" / "status.json"
 
     def stop_when(what: str, cond: Any) -> threading.Thread:
         """Ctrl-C to this process (the driver's handler) once ``cond(status)`` holds."""
@@ -284,5 +284,7 @@ def test_a_query_that_fails(spark: Any, tmp_path: Path) -> None:
     )
     assert code == 1, out + err
     assert err.splitlines()[-1] == "sink_fails: KeyError: 'no shop 5'", err
-    doc = json.loads((warehouse / "_checkpoints/sink_fails/_driver/status.json").read_text())
+    doc = json.loads(
+        (warehouse / "_checkpoints/spark-jobs/sink_fails/_driver/status.json").read_text()
+    )
     assert (doc["state"], doc["last_run"]["error"]) == ("failed", "KeyError: 'no shop 5'"), doc
