@@ -64,7 +64,7 @@ def add_parsers(sub: Any, master_help: str) -> None:
         "--meta",
         default=None,
         metavar="JSON|@FILE",
-        help='a small JSON object kept with it, e.g. \'{"dataset": "readings 2026-11"}\'',
+        help='a small JSON object kept with it, e.g. \'{"dataset": "orders 2026-11"}\'',
     )
     add_client_options(register, master_help)
     register.set_defaults(func=_cmd_register)
