@@ -60,10 +60,16 @@ class ChildOutcome:
 
 
 async def run_bounded(
-    module: str, args: list[str], stdin: bytes, limits: ChildLimits, max_answer: int = 1 << 20
+    module: str,
+    args: list[str],
+    stdin: bytes,
+    limits: ChildLimits,
+    max_answer: int = 1 << 20,
+    env: dict[str, str] | None = None,
 ) -> ChildOutcome:
-    """Run ``python -m module args`` with ``stdin`` under ``limits``; never raises for
-    what the child does (it is in the outcome). Cancelling it kills the child."""
+    """Run ``python -m module args`` with ``stdin`` under ``limits`` (``env``: set in its
+    environment too); never raises for what the child does (it is in the outcome).
+    Cancelling it kills the child."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-P",
@@ -74,7 +80,7 @@ async def run_bounded(
         str(limits.memory_bytes),
         "--parent",
         str(os.getpid()),
-        env=_child_env(),
+        env={**_child_env(), **(env or {})},
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

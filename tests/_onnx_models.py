@@ -52,3 +52,18 @@ def memory_bomb() -> bytes:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         initializer=[shape],
     )
+
+
+def large(mib: int) -> bytes:
+    """``y = x + sum(w)`` with a float initializer ``w`` of ``mib`` MiB: a big, valid model."""
+    n = mib << 18  # floats of 4 bytes
+    weights = helper.make_tensor("w", TensorProto.FLOAT, [n], b"\x00" * (4 * n), raw=True)
+    return _model(
+        [
+            helper.make_node("ReduceSum", ["w"], ["total"], keepdims=0),
+            helper.make_node("Add", ["x", "total"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=[weights],
+    )

@@ -25,6 +25,7 @@ survives a restart as it is.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -48,6 +49,12 @@ MAX_MODEL_BYTES = 1 << 20
 MAX_USER_META_BYTES = 2048
 """The largest user metadata (dataset, data range, evaluation figures) kept with a version."""
 MAX_USER_META_DEPTH = 8
+MAX_CHECKS = 2
+"""ONNX checks at once (each a child of up to 1 GiB); more wait their turn."""
+_REGISTER_HINT = (
+    "upload takes JSON model documents; register a model of another kind (ONNX) with "
+    "`headwater models register FILE --name NAME`"
+)
 _VERSION = re.compile(r"([1-9][0-9]{0,8})\.meta\.json")
 
 
@@ -82,6 +89,7 @@ class ModelRegistry:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        self._checks = asyncio.Semaphore(MAX_CHECKS)
 
     def _folder(self, name: str) -> Path:
         problem = model_name_problem(name)
@@ -95,7 +103,13 @@ class ModelRegistry:
         folder = self._folder(name)
         if not data:
             raise ModelRefusedError("the artifact is empty: send its bytes as the body")
-        return self._keep(folder, data, _json_record(data), ".json", None)
+        try:
+            record = _json_record(data)
+        except ModelRefusedError as exc:
+            if model_kind(data) == ONNX_KIND and not exc.too_large:  # say where it goes
+                exc.args = (f"{exc}; {_REGISTER_HINT}",)
+            raise
+        return self._keep(folder, data, record, ".json", None)
 
     async def register(
         self, name: str, data: bytes, user: dict[str, Any] | None = None
@@ -109,7 +123,8 @@ class ModelRegistry:
             record = _json_record(data)
             return {**self._keep(folder, data, record, ".json", user), "kind": record["kind"]}
         try:
-            record = await inspect_onnx(data)
+            async with self._checks:
+                record = await inspect_onnx(data)
         except OnnxModelError as exc:
             raise ModelRefusedError(str(exc), too_large=exc.too_large) from None
         record = {k: v for k, v in record.items() if k not in ("sha256", "size")}

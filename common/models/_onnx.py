@@ -37,6 +37,8 @@ MAX_ONNX_BYTES = 64 << 20
 ONNX_LIMITS = ChildLimits(time_s=30.0, memory_bytes=1 << 30)
 """What checking one model may take: 30 s and 1 GiB of address space."""
 _CHILD = "headwater.common.models._onnx_child"
+# one thread for numpy's BLAS too: its per-core threads would spend the address space bound
+_ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _WHITESPACE = b" \t\r\n"
 
 
@@ -64,7 +66,7 @@ async def inspect_onnx(data: bytes, limits: ChildLimits = ONNX_LIMITS) -> dict[s
         raise OnnxModelError(
             f"the ONNX model is {len(data)} bytes; the limit is {MAX_ONNX_BYTES}", too_large=True
         )
-    got = await run_bounded(_CHILD, [], bytes(data), limits)
+    got = await run_bounded(_CHILD, [], bytes(data), limits, env=_ONE_THREAD)
     if got.timed_out:
         raise OnnxModelError(f"loading the model took longer than {limits.time_s:g} s, the limit")
     answer = got.answer if isinstance(got.answer, dict) else {}

@@ -132,6 +132,11 @@ def test_register_list_show_and_refuse_through_a_real_master(
         status, body = _call(url, "POST", f"/api/v1/models/{name}/versions", admin, data)
         assert (status, body["error"][: len(says)]) == (400, says), (name, body)
         _serving(master, admin)
+    status, body = _call(url, "POST", "/api/v1/models/vib", admin, good)  # upload: JSON only
+    assert status == 400 and body["error"].endswith(
+        "upload takes JSON model documents; register a model of another kind (ONNX) with "
+        "`headwater models register FILE --name NAME`"
+    ), body
     cut = tmp_path / "cut.onnx"
     cut.write_bytes(bad["cut"][0])
     refused = _cli("models", "register", str(cut), "--name", "cut", *auth)

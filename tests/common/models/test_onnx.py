@@ -43,6 +43,14 @@ def test_a_good_model_gives_its_record_with_exact_inputs_and_outputs() -> None:
     }
 
 
+def test_a_model_of_tens_of_mib_reaches_the_child_whole() -> None:
+    data = _onnx_models.large(40)
+    record = check_onnx(data)
+    assert (record["size"], record["sha256"]) == (len(data), hashlib.sha256(data).hexdigest())
+    assert record["inputs"] == [{"name": "x", "type": "tensor(float)", "shape": [1]}]
+    assert record["outputs"] == [{"name": "y", "type": "tensor(float)", "shape": [1]}]
+
+
 def test_bytes_that_are_not_onnx_are_refused_as_such() -> None:
     for data in (b"this is not a model" * 10, bytes(range(256)) * 4, b"\x00" * 64):
         assert str(_refused(data)) == "not an ONNX model: its bytes are not an ONNX protobuf"
