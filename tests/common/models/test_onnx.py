@@ -5,6 +5,9 @@ hand (``tests/_onnx_models.py``)."""
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -92,6 +95,27 @@ def test_a_load_over_the_time_bound_is_killed_and_refused() -> None:
     # no graph is slow to load cheaply: a bound shorter than starting the child is
     exc = _refused(_onnx_models.linear(), ChildLimits(time_s=0.05, memory_bytes=1 << 30))
     assert str(exc) == "loading the model took longer than 0.05 s, the limit"
+
+
+def test_without_onnxruntime_the_check_says_what_to_install() -> None:
+    blocked = (
+        "import sys; sys.modules['onnxruntime'] = None; "  # import onnxruntime: ImportError
+        "from headwater.common.models._onnx_child import main; main(['--memory', str(1 << 30)])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked],
+        input=_onnx_models.linear(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (done.returncode, json.loads(done.stdout)) == (
+        0,
+        {
+            "error": "onnxruntime is not installed where the model is checked: "
+            "pip install 'headwater[onnx]'"
+        },
+    )
 
 
 def test_the_kind_is_told_by_content() -> None:
