@@ -40,6 +40,7 @@ _CHILD = "headwater.common.models._onnx_child"
 # one thread for numpy's BLAS too: its per-core threads would spend the address space bound
 _ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _WHITESPACE = b" \t\r\n"
+_RECORD = ("ir_version", "producer", "opsets", "inputs", "outputs")  # what the child tells
 
 
 class OnnxModelError(ModelError):
@@ -73,7 +74,8 @@ async def inspect_onnx(data: bytes, limits: ChildLimits = ONNX_LIMITS) -> dict[s
     if isinstance(answer.get("error"), str):
         raise OnnxModelError(answer["error"])
     if isinstance(answer.get("model"), dict):
-        return {"kind": ONNX_KIND, "sha256": sha256(data), "size": len(data), **answer["model"]}
+        model = {k: answer["model"].get(k) for k in _RECORD}
+        return {"kind": ONNX_KIND, "sha256": sha256(data), "size": len(data), **model}
     if got.code is not None and got.code < 0:
         raise OnnxModelError(
             f"the process loading the model was killed by {got.signal_name()} (it may have "
