@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import subprocess
 import sys
 
@@ -17,10 +18,12 @@ from headwater.common.models import (
     JSON_KIND,
     MAX_ONNX_BYTES,
     ONNX_KIND,
+    ModelError,
     OnnxModelError,
     check_onnx,
     model_kind,
 )
+from headwater.common.models._onnx_child import wire_summary
 from tests import _onnx_models
 from tests._artifacts import artifact
 
@@ -95,6 +98,29 @@ def test_a_load_over_the_time_bound_is_killed_and_refused() -> None:
     # no graph is slow to load cheaply: a bound shorter than starting the child is
     exc = _refused(_onnx_models.linear(), ChildLimits(time_s=0.05, memory_bytes=1 << 30))
     assert str(exc) == "loading the model took longer than 0.05 s, the limit"
+
+
+def test_the_wire_walk_refuses_any_mangled_bytes_with_a_model_error() -> None:
+    """``wire_summary`` (in the child) meets bytes from the network: whatever they are, it
+    gives a summary or a ModelError, nothing else (seeded: the same inputs each run)."""
+    rng = random.Random(33)
+    good = _onnx_models.linear()
+    outcomes = {"summary": 0, "refused": 0}
+    for i in range(3000):
+        if i % 2:
+            data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 64)))
+        else:
+            mangled = bytearray(good)
+            for _ in range(rng.randrange(1, 4)):
+                mangled[rng.randrange(len(mangled))] = rng.getrandbits(8)
+            data = bytes(mangled[: rng.randrange(1, len(mangled) + 1)])
+        try:
+            wire_summary(data)
+        except ModelError:
+            outcomes["refused"] += 1
+        else:
+            outcomes["summary"] += 1
+    assert outcomes["refused"] > 1000 and outcomes["summary"] > 0, outcomes
 
 
 def test_without_onnxruntime_the_check_says_what_to_install() -> None:
