@@ -1,5 +1,5 @@
 """The model register route (``_models_http.py``) in the master's OpenAPI document
-(``_openapi.py`` merges it in)."""
+(``_openapi.py`` merges it in), and the answer of a version's bytes, of either kind."""
 
 from __future__ import annotations
 
@@ -57,3 +57,12 @@ def model_register_paths() -> dict[str, dict[str, Any]]:
             )
         }
     }
+
+
+def artifact_answer() -> dict[str, Any]:
+    """``GET /api/v1/models/NAME/VERSION``: metadata, or a JSON artifact, or ONNX bytes."""
+    answer = _json("the metadata (or the artifact)")
+    answer["content"]["application/octet-stream"] = {
+        "schema": {"type": "string", "format": "binary"}
+    }
+    return answer
