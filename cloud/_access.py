@@ -64,6 +64,7 @@ ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/api/v1/models/{name}/rollouts"): "operator",
     ("POST", "/api/v1/models/{name}/rollback"): "operator",
     ("POST", "/api/v1/models/{name}"): "admin",
+    ("POST", "/api/v1/models/{name}/versions"): "admin",
     ("POST", "/api/v1/topologies"): "admin",
     ("DELETE", _TOPOLOGY): "admin",
     ("DELETE", "/api/v1/nodes/{id}"): "admin",

@@ -1,4 +1,8 @@
-"""`headwater models list|show|upload|rollout|rollback|rollouts`: the master's model registry.
+"""`headwater models list|show|upload|register|rollout|rollback|rollouts`: the model registry.
+
+``register`` takes a model of any kind (an ONNX file, or a JSON anomaly
+document) with optional metadata (``--meta JSON`` or ``--meta @FILE``);
+``show`` prints each version's kind and, for ONNX, its inputs and outputs.
 
 ``rollout`` follows the rollout until it ends and prints each step with its
 time (request -> canary live -> all live, or the rollback and why); exit 0 when
@@ -12,7 +16,7 @@ import json
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from headwater._argtypes import number, whole
 from headwater._master_client import Client, add_client_options
@@ -50,6 +54,20 @@ def add_parsers(sub: Any, master_help: str) -> None:
     upload.add_argument("file", help="the artifact (a headwater-model/1 JSON document)")
     add_client_options(upload, master_help)
     upload.set_defaults(func=_cmd_upload)
+
+    register = actions.add_parser(
+        "register", help="register a model of any kind (ONNX, JSON) as its next version"
+    )
+    register.add_argument("file", help="the model: an ONNX file or a headwater-model/1 document")
+    register.add_argument("--name", required=True, help="the model's name (new: version 1)")
+    register.add_argument(
+        "--meta",
+        default=None,
+        metavar="JSON|@FILE",
+        help='a small JSON object kept with it, e.g. \'{"dataset": "orders 2026-11"}\'',
+    )
+    add_client_options(register, master_help)
+    register.set_defaults(func=_cmd_register)
 
     rollout = actions.add_parser(
         "rollout", help="run a version on a running component, canary first if asked"
@@ -159,6 +177,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
             f"  v{v['version']:<3} {_when(v['created_at'])}  {v['sha256'][:12]}  "
             f"{v['size']} bytes  {v.get('kind', '')}  {extra}".rstrip()
         )
+        for side in ("inputs", "outputs"):
+            for port in v.get(side) or []:
+                shape = ", ".join("?" if d is None else str(d) for d in port["shape"])
+                print(f"        {side[:-1]:<6} {port['name']}: {port['type']} [{shape}]")
+        if v.get("metadata"):
+            print(f"        metadata {json.dumps(v['metadata'], sort_keys=True)}")
     for r in view["running"]:
         canary = r["canary"]
         where = f"{r['topology']}/{r['component']} (revision {r['revision']})"
@@ -179,6 +203,26 @@ def _cmd_upload(args: argparse.Namespace) -> int:
     got = Client.from_args(args).call("POST", _path(args.name), data)
     print(f"model {got['name']} version {got['version']} ({got['sha256'][:12]})")
     return 0
+
+
+def _cmd_register(args: argparse.Namespace) -> int:
+    data = _read(args.file)
+    path = _path(args.name, "/versions")
+    if args.meta is not None:
+        text = args.meta
+        if text.startswith("@"):
+            text = _read(text[1:]).decode(errors="replace")
+        path += "?" + urlencode({"meta": text})
+    got = Client.from_args(args).call("POST", path, data)
+    print(f"model {got['name']} version {got['version']} ({got['kind']}, {got['sha256'][:12]})")
+    return 0
+
+
+def _read(file: str) -> bytes:
+    try:
+        return Path(file).read_bytes()
+    except OSError as exc:
+        raise HeadwaterError(f"cannot read {file!r}: {exc.strerror}") from None
 
 
 def _cmd_rollout(args: argparse.Namespace) -> int:

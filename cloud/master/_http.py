@@ -17,6 +17,8 @@ POST   /api/v1/tokens                               create a token: {"role", "tt
 GET    /api/v1/tokens                               every token, without its secret
 DELETE /api/v1/tokens/ID                            revoke a token
 POST   /api/v1/models/NAME                          upload a model artifact: the next version
+POST   /api/v1/models/NAME/versions?meta=JSON       register a model of any kind (ONNX too:
+                                                    ``_models_http.py``)
 GET    /api/v1/models                               every model with its latest version
 GET    /api/v1/models/NAME                          its versions and where they run
 GET    /api/v1/models/NAME/VERSION[?artifact=1]     a version's metadata (or its bytes)
@@ -54,6 +56,7 @@ from aiohttp import web
 from headwater.common._exceptions import HeadwaterError, PackageRefusedError
 from headwater.common._package import MAX_PACKAGE_BYTES
 from headwater.common.control._revisions import EditError, StaleRevisionError
+from headwater.common.models import JSON_KIND, model_kind
 from headwater.common.security import JOIN_ROLES, JoinToken, parse_ttl
 
 from .._access import require_tokens
@@ -62,6 +65,7 @@ from ..console._snapshot import topology_errors
 from ..tmaster._http import add_metrics_route, add_topology_routes
 from ._master import Master, topology_name_problem
 from ._models import MAX_MODEL_BYTES, ModelRefusedError, UnknownModelError
+from ._models_http import add_model_register_route
 from ._openapi import openapi
 from ._prometheus import master_exposition
 from ._rollout import RolloutError
@@ -234,6 +238,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     _add_token_routes(app, master)
     _add_log_routes(app, master)
     _add_model_routes(app, master)
+    add_model_register_route(app, master.models)
     add_spark_job_routes(app, master.spark_jobs)
     add_metrics_route(app, master_exposition(master))
 
@@ -395,7 +400,9 @@ def _add_model_routes(app: web.Application, master: Master) -> None:
         try:
             if request.query.get("artifact") not in (None, "", "0"):
                 data = registry.artifact(name, int(text))
-                return web.Response(body=data, content_type="application/json")
+                json_kind = model_kind(data) == JSON_KIND
+                media = "application/json" if json_kind else "application/octet-stream"
+                return web.Response(body=data, content_type=media)
             return web.json_response(registry.meta(name, int(text)))
         except (ModelRefusedError, UnknownModelError) as exc:
             return _error(404, str(exc))

@@ -1,13 +1,20 @@
 """The master's model registry: model artifacts by name, versions 1, 2, 3... on upload.
 
 A model is code-like data that reaches the edge, so its artifact is
-untrusted input: bounded (``MAX_MODEL_BYTES``), loaded with
-``headwater.common.models.load_model`` before it is kept (an artifact that
-does not load is refused), named by a safe name, and stored as uploaded::
+untrusted input: bounded, checked before it is kept (an artifact that does not
+load is refused), named by a safe name, and stored as uploaded. Two kinds,
+told apart by content (``model_kind``): the JSON anomaly document (``upload``
+and ``register``; at most ``MAX_MODEL_BYTES``, loaded with ``load_model``)
+and ONNX (``register`` only; at most ``MAX_ONNX_BYTES``, checked by
+``inspect_onnx`` in a child process, never in the master's)::
 
-    STATE/models/<name>/<version>.json        the artifact's bytes
-    STATE/models/<name>/<version>.meta.json   sha256, size, created_at and the
-                                              artifact's kind, trained, evaluation
+    STATE/models/<name>/<version>.json        a JSON artifact's bytes
+    STATE/models/<name>/<version>.onnx        an ONNX model's bytes
+    STATE/models/<name>/<version>.meta.json   name, version, sha256, size, created_at,
+                                              kind (the document's, or onnx/1); a JSON
+                                              one's trained and evaluation; an ONNX one's
+                                              inputs, outputs, ir_version, producer,
+                                              opsets; the user's metadata if given
 
 Versions are assigned in upload order and never reused; the bytes file is in
 place (by atomic rename) before its metadata, and a version exists once its
@@ -18,6 +25,7 @@ survives a restart as it is.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -27,10 +35,26 @@ from typing import Any
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._ids import name_problem
-from headwater.common.models import AnomalyModel, load_model
+from headwater.common.models import (
+    ONNX_KIND,
+    AnomalyModel,
+    OnnxModelError,
+    inspect_onnx,
+    load_model,
+    model_kind,
+)
 
 MAX_MODEL_BYTES = 1 << 20
-"""The largest artifact the registry keeps."""
+"""The largest JSON artifact the registry keeps."""
+MAX_USER_META_BYTES = 2048
+"""The largest user metadata (dataset, data range, evaluation figures) kept with a version."""
+MAX_USER_META_DEPTH = 8
+MAX_CHECKS = 2
+"""ONNX checks at once (each a child of up to 1 GiB); more wait their turn."""
+_REGISTER_HINT = (
+    "upload takes JSON model documents; register a model of another kind (ONNX) with "
+    "`headwater models register FILE --name NAME`"
+)
 _VERSION = re.compile(r"([1-9][0-9]{0,8})\.meta\.json")
 
 
@@ -65,6 +89,7 @@ class ModelRegistry:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        self._checks = asyncio.Semaphore(MAX_CHECKS)
 
     def _folder(self, name: str) -> Path:
         problem = model_name_problem(name)
@@ -73,33 +98,63 @@ class ModelRegistry:
         return self.root / name
 
     def upload(self, name: str, data: bytes) -> dict[str, Any]:
-        """Keep ``data`` as the next version of ``name``; ``{"name", "version", "sha256"}``."""
+        """Keep the JSON artifact ``data`` as the next version of ``name``;
+        ``{"name", "version", "sha256"}``."""
         folder = self._folder(name)
         if not data:
             raise ModelRefusedError("the artifact is empty: send its bytes as the body")
-        if len(data) > MAX_MODEL_BYTES:
-            raise ModelRefusedError(
-                f"the artifact is {len(data)} bytes; the limit is {MAX_MODEL_BYTES}",
-                too_large=True,
-            )
-        model = load_artifact(data)
-        doc = model.doc
+        try:
+            record = _json_record(data)
+        except ModelRefusedError as exc:
+            if model_kind(data) == ONNX_KIND and not exc.too_large:  # say where it goes
+                exc.args = (f"{exc}; {_REGISTER_HINT}",)
+            raise
+        return self._keep(folder, data, record, ".json", None)
+
+    async def register(
+        self, name: str, data: bytes, user: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Keep ``data``, a model of either kind, as the next version of ``name``, with the
+        ``user``'s metadata (``user_meta``); ``{"name", "version", "sha256", "kind"}``."""
+        folder = self._folder(name)
+        if not data:
+            raise ModelRefusedError("the model is empty: send its bytes as the body")
+        if model_kind(data) != ONNX_KIND:
+            record = _json_record(data)
+            return {**self._keep(folder, data, record, ".json", user), "kind": record["kind"]}
+        try:
+            async with self._checks:
+                record = await inspect_onnx(data)
+        except OnnxModelError as exc:
+            raise ModelRefusedError(str(exc), too_large=exc.too_large) from None
+        record = {k: v for k, v in record.items() if k not in ("sha256", "size")}
+        return {**self._keep(folder, data, record, ".onnx", user), "kind": ONNX_KIND}
+
+    def _keep(
+        self,
+        folder: Path,
+        data: bytes,
+        record: dict[str, Any],
+        suffix: str,
+        user: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """Store the next version (no await in here: versions are assigned in order)."""
         sha = hashlib.sha256(data).hexdigest()
         folder.mkdir(exist_ok=True)
         version = max(self._versions(folder), default=0) + 1
         meta = {
-            "name": name,
+            "name": folder.name,
             "version": version,
             "sha256": sha,
             "size": len(data),
             "created_at": time.time(),
-            "kind": doc.get("kind", ""),
-            "trained": doc.get("trained"),
-            "evaluation": doc.get("evaluation"),
+            **record,
         }
-        _write(folder / f"{version}.json", data)
+        if user is not None:
+            meta["metadata"] = user
+        _write(folder / f"{version}{suffix}", data)
         _write(folder / f"{version}.meta.json", json.dumps(meta).encode())
-        return {"name": name, "version": version, "sha256": sha}
+        return {"name": folder.name, "version": version, "sha256": sha}
 
     @staticmethod
     def _versions(folder: Path) -> list[int]:
@@ -138,13 +193,68 @@ class ModelRegistry:
     def artifact(self, name: str, version: int) -> bytes:
         """The bytes of a version, checked against the SHA-256 kept for it."""
         meta = self.meta(name, version)
-        data = (self._folder(name) / f"{version}.json").read_bytes()
+        suffix = ".onnx" if meta.get("kind") == ONNX_KIND else ".json"
+        data = (self._folder(name) / f"{version}{suffix}").read_bytes()
         if hashlib.sha256(data).hexdigest() != meta["sha256"]:
             raise HeadwaterError(
                 f"model {name!r} version {version} no longer hashes to its sha256: the "
                 "registry's files were altered; upload it again"
             )
         return data
+
+
+def _json_record(data: bytes) -> dict[str, Any]:
+    """What a JSON artifact's metadata records of it; ModelRefusedError if it is refused."""
+    if len(data) > MAX_MODEL_BYTES:
+        raise ModelRefusedError(
+            f"the artifact is {len(data)} bytes; the limit is {MAX_MODEL_BYTES}", too_large=True
+        )
+    doc = load_artifact(data).doc
+    return {
+        "kind": doc.get("kind", ""),
+        "trained": doc.get("trained"),
+        "evaluation": doc.get("evaluation"),
+    }
+
+
+def user_meta(text: str) -> dict[str, Any]:
+    """The user's metadata of a version (what it was trained on, its figures): a JSON object
+    of at most ``MAX_USER_META_BYTES``; ModelRefusedError saying why not."""
+    if len(text.encode()) > MAX_USER_META_BYTES:
+        raise ModelRefusedError(
+            f"the metadata is over {MAX_USER_META_BYTES} bytes: keep it to a small JSON object "
+            "(dataset, data range, evaluation figures)",
+            too_large=True,
+        )
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        raise ModelRefusedError("the metadata is not JSON: give a JSON object") from None
+    try:
+        deep = _depth(value) > MAX_USER_META_DEPTH
+    except RecursionError:
+        deep = True
+    if deep:
+        raise ModelRefusedError(
+            f"the metadata nests deeper than {MAX_USER_META_DEPTH} levels: keep it flat"
+        )
+    if not isinstance(value, dict):
+        raise ModelRefusedError(
+            'the metadata must be a JSON object, e.g. {"dataset": "...", "auc": 0.91}'
+        )
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._access import ACCESS, PUBLIC
+from ._models_openapi import artifact_answer, model_register_paths
 from ._openapi_parts import ERROR as _ERROR
 from ._openapi_parts import answer as _json
 from ._openapi_parts import op as _op
@@ -324,9 +325,10 @@ def _model_paths() -> dict[str, dict[str, Any]]:
         },
         f"{m}/{{version}}": {
             "get": _op(
-                "a version's metadata, or with artifact=1 its bytes",
+                "a version's metadata, or with artifact=1 its bytes (an ONNX model's as "
+                "application/octet-stream)",
                 "200",
-                _json("the metadata (or the artifact)"),
+                artifact_answer(),
                 parameters=[
                     name,
                     {
@@ -374,7 +376,7 @@ def _model_paths() -> dict[str, dict[str, Any]]:
 
 def openapi(version: str) -> dict[str, Any]:
     """The document, each operation with the role it needs (``x-role``)."""
-    paths = {**_paths(), **_console_paths(), **spark_job_paths()}
+    paths = {**_paths(), **_console_paths(), **spark_job_paths(), **model_register_paths()}
     for path, methods in paths.items():
         for method, op in methods.items():
             op["x-role"] = ACCESS.get((method.upper(), path), "none: refused")

@@ -56,6 +56,7 @@ from headwater.common._exceptions import HeadwaterError
 from headwater.common._package import check_package
 from headwater.common.api import Placement
 from headwater.common.control._revisions import StaleRevisionError
+from headwater.common.models import ONNX_KIND
 
 from ._model_package import entry_version, models_of, package_with
 from ._models import ModelRegistry, model_name_problem
@@ -233,7 +234,12 @@ class Rollouts:
         problem = model_name_problem(model)
         if problem is not None:
             raise RolloutError(problem)
-        self.registry.meta(model, version)  # UnknownModelError: a 404
+        if self.registry.meta(model, version).get("kind") == ONNX_KIND:  # unknown: a 404
+            raise RolloutError(
+                f"{model} v{version} is an ONNX model: rollout of onnx models: not yet (the "
+                "edge scores the JSON anomaly kind only)",
+                409,
+            )
         if not 0 <= watch_s <= MAX_WATCH_S:
             raise RolloutError(f"watch must be from 0 to {MAX_WATCH_S:.0f} seconds")
         if not 0.0 <= max_anomaly_rate <= 1.0:

@@ -3,7 +3,9 @@
 ``headwater spark train`` writes one (``dump_model``); the master's registry
 stores it by version; the edge's anomaly component loads it (``load_model``)
 and calls ``flag`` per reading. See docs/design.md, "The anomaly model and its
-artifact".
+artifact". ONNX models are the second kind: ``check_onnx`` checks one in a
+child process and gives its record (docs/design.md, "Model kinds and the
+registry record").
 """
 
 from ._anomaly import AnomalyModel, load_model
@@ -18,17 +20,35 @@ from ._artifact import (
     dump_model,
     sha256,
 )
+from ._onnx import (
+    JSON_KIND,
+    MAX_ONNX_BYTES,
+    ONNX_KIND,
+    ONNX_LIMITS,
+    OnnxModelError,
+    check_onnx,
+    inspect_onnx,
+    model_kind,
+)
 
 __all__ = [
     "FORMAT",
+    "JSON_KIND",
     "KIND",
     "MAX_BYTES",
+    "MAX_ONNX_BYTES",
     "MAX_SENSORS",
     "NAME",
+    "ONNX_KIND",
+    "ONNX_LIMITS",
     "AnomalyModel",
     "ModelError",
+    "OnnxModelError",
     "check_doc",
+    "check_onnx",
     "dump_model",
+    "inspect_onnx",
     "load_model",
+    "model_kind",
     "sha256",
 ]

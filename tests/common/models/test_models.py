@@ -63,19 +63,28 @@ def test_exports_are_pinned() -> None:
     assert sorted(models.__all__) == sorted(
         [
             "FORMAT",
+            "JSON_KIND",
             "KIND",
             "MAX_BYTES",
+            "MAX_ONNX_BYTES",
             "MAX_SENSORS",
             "NAME",
+            "ONNX_KIND",
+            "ONNX_LIMITS",
             "AnomalyModel",
             "ModelError",
+            "OnnxModelError",
             "check_doc",
+            "check_onnx",
             "dump_model",
+            "inspect_onnx",
             "load_model",
+            "model_kind",
             "sha256",
         ]
     )
     assert issubclass(ModelError, HeadwaterError)
+    assert issubclass(models.OnnxModelError, ModelError)
 
 
 def test_canonical_bytes_round_trip() -> None:

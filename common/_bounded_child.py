@@ -1,0 +1,180 @@
+"""Running untrusted work in a child process bounded in time and memory, for any layer.
+
+The pattern of ``common/plan/_child_loader.py`` (which loads topology files),
+without its topology parts: ``run_bounded`` starts ``python -P -m MODULE
+ARGS...`` in its own session, hands it ``stdin`` bytes, awaits it on the
+event loop (the caller goes on serving) and kills its whole process group
+when it exits or after ``ChildLimits.time_s``. The child calls
+``child_start`` first: it asks to die with its parent, sets its own address
+space limit (``RLIMIT_AS``) and moves its standard output aside, so that
+only ``child_answer``'s one JSON document reaches the parent (what libraries
+print goes to standard error, of which the parent keeps a tail for its log).
+
+Not a jail: the child has the parent's user, files and network. It bounds
+what the work does to the process that asked, which is what the master needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import os
+import resource
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+_PR_SET_PDEATHSIG = 1
+_STDERR_TAIL = 4096
+
+
+@dataclass(frozen=True)
+class ChildLimits:
+    """What one child may take: wall-clock seconds and bytes of address space."""
+
+    time_s: float
+    memory_bytes: int
+
+
+@dataclass(frozen=True)
+class ChildOutcome:
+    """How a child ended: ``answer`` is its JSON document (None when it printed none, or
+    more than the cap, or not JSON); ``code`` its exit status (negative: a signal)."""
+
+    timed_out: bool
+    code: int | None
+    answer: Any
+    stderr_tail: bytes
+
+    def signal_name(self) -> str:
+        number = -(self.code or 0)
+        try:
+            return signal.Signals(number).name
+        except ValueError:
+            return f"signal {number}"
+
+
+async def run_bounded(
+    module: str,
+    args: list[str],
+    stdin: bytes,
+    limits: ChildLimits,
+    max_answer: int = 1 << 20,
+    env: dict[str, str] | None = None,
+) -> ChildOutcome:
+    """Run ``python -m module args`` with ``stdin`` under ``limits`` (``env``: set in its
+    environment too); never raises for what the child does (it is in the outcome).
+    Cancelling it kills the child."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-P",
+        "-m",
+        module,
+        *args,
+        "--memory",
+        str(limits.memory_bytes),
+        "--parent",
+        str(os.getpid()),
+        env={**_child_env(), **(env or {})},
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own process group: what it starts dies with it
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    feed = asyncio.create_task(_feed(proc.stdin, stdin))
+    out = asyncio.create_task(_read_capped(proc.stdout, max_answer))
+    err = asyncio.create_task(_read_tail(proc.stderr, _STDERR_TAIL))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), limits.time_s)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        kill_group(proc.pid)
+    if timed_out:
+        await proc.wait()
+    await asyncio.wait({feed, out, err}, timeout=1.0)  # the group is dead: pipes are closing
+    for task in (feed, out, err):
+        task.cancel()
+    text = out.result() if out.done() and not out.cancelled() else None
+    tail = err.result() if err.done() and not err.cancelled() else b""
+    answer = None
+    if text:
+        with contextlib.suppress(ValueError):
+            answer = json.loads(text)
+    return ChildOutcome(timed_out, proc.returncode, answer, tail)
+
+
+async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
+    with contextlib.suppress(ConnectionError):  # the child ended before reading it all
+        stream.write(data)
+        await stream.drain()
+        stream.close()
+
+
+async def _read_capped(stream: asyncio.StreamReader, limit: int) -> bytes | None:
+    """All of ``stream``, or None once it passes ``limit`` bytes (then drained unkept)."""
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := await stream.read(65536):
+        size += len(chunk)
+        if size <= limit:
+            chunks.append(chunk)
+        else:
+            chunks.clear()
+    return b"".join(chunks) if size <= limit else None
+
+
+async def _read_tail(stream: asyncio.StreamReader, keep: int) -> bytes:
+    tail = b""
+    while chunk := await stream.read(65536):
+        tail = (tail + chunk)[-keep:]
+    return tail
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL process group ``pgid`` (gone already: nothing)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _child_env() -> dict[str, str]:
+    """This environment, with the folder this headwater was imported from first on the path."""
+    root = str(Path(sys.modules["headwater"].__file__ or ".").resolve().parent.parent)
+    path = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        "PYTHONPATH": root + (os.pathsep + path if path else ""),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+# -- in the child -------------------------------------------------------------------------
+def child_start(memory: int, parent: int) -> int:
+    """Die with ``parent``, limit the address space to ``memory`` bytes, send standard output
+    to standard error; the descriptor of the real standard output (for ``child_answer``)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: the parent's kill after the time limit still ends it
+    if parent and os.getppid() != parent:
+        os._exit(1)  # the parent died before the line above
+    out = os.dup(1)
+    os.dup2(2, 1)
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    return out
+
+
+def child_answer(fd: int, doc: dict[str, Any]) -> NoReturn:
+    """Write ``doc`` as JSON to ``fd`` and end the process at once (no atexit hooks)."""
+    data = json.dumps(doc).encode()
+    while data:
+        data = data[os.write(fd, data) :]
+    os._exit(0)
