@@ -1,17 +1,21 @@
 """Running untrusted work in a child process bounded in time and memory, for any layer.
 
-The pattern of ``common/plan/_child_loader.py`` (which loads topology files),
-without its topology parts: ``run_bounded`` starts ``python -P -m MODULE
-ARGS...`` in its own session, hands it ``stdin`` bytes, awaits it on the
-event loop (the caller goes on serving) and kills its whole process group
-when it exits or after ``ChildLimits.time_s``. The child calls
-``child_start`` first: it asks to die with its parent, sets its own address
-space limit (``RLIMIT_AS``) and moves its standard output aside, so that
-only ``child_answer``'s one JSON document reaches the parent (what libraries
-print goes to standard error, of which the parent keeps a tail for its log).
+The one runner of its kind: topology files are loaded with it
+(``common/plan/_child_loader.py``), submitted Spark job files imported
+(``cloud/master/_spark_check.py``) and ONNX models checked
+(``common/models/_onnx.py``). ``run_bounded`` starts ``python -P -m MODULE
+ARGS...`` in its own session (in ``cwd``, as ``run_as``'s user where given),
+hands it ``stdin`` bytes, awaits it on the event loop (the caller goes on
+serving) and kills its whole process group when it exits or after
+``ChildLimits.time_s``. The child calls ``child_start`` first: it asks to die
+with its parent, sets its own address space limit (``RLIMIT_AS``) and moves
+its standard output aside, so that only ``child_answer``'s one JSON document
+reaches the parent (what libraries print goes to standard error, of which the
+parent keeps a tail for its log).
 
-Not a jail: the child has the parent's user, files and network. It bounds
-what the work does to the process that asked, which is what the master needs.
+Not a jail: the child has the parent's user (or ``run_as``'s), files and
+network, and a process it starts in a new session outlives it. It bounds what
+the work does to the process that asked, which is what the master needs.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+from ._sandbox import RunAs
+
 _PR_SET_PDEATHSIG = 1
 _STDERR_TAIL = 4096
 
@@ -40,39 +46,56 @@ class ChildLimits:
     time_s: float
     memory_bytes: int
 
+    def memory_mib(self) -> str:
+        """``memory_bytes`` in MiB, for a message."""
+        return mib(self.memory_bytes)
+
 
 @dataclass(frozen=True)
 class ChildOutcome:
-    """How a child ended: ``answer`` is its JSON document (None when it printed none, or
-    more than the cap, or not JSON); ``code`` its exit status (negative: a signal)."""
+    """How a child ended: ``output`` what it wrote to its answer's descriptor (None: more
+    than the cap); ``code`` its exit status (negative: a signal)."""
 
     timed_out: bool
     code: int | None
-    answer: Any
+    output: bytes | None
     stderr_tail: bytes
 
-    def signal_name(self) -> str:
-        number = -(self.code or 0)
+    @property
+    def answer(self) -> Any:
+        """The child's JSON document: None when it printed none, more than the cap, or not
+        JSON."""
+        if not self.output:
+            return None
         try:
-            return signal.Signals(number).name
+            return json.loads(self.output)
         except ValueError:
-            return f"signal {number}"
+            return None
+
+    def signal_name(self) -> str:
+        """The signal that ended it (``code`` negative): ``SIGKILL``."""
+        return signal_name(self.code)
 
 
 async def run_bounded(
     module: str,
     args: list[str],
-    stdin: bytes,
+    stdin: bytes | None,
     limits: ChildLimits,
     max_answer: int = 1 << 20,
     env: dict[str, str] | None = None,
+    *,
+    cwd: Path | None = None,
+    run_as: RunAs | None = None,
 ) -> ChildOutcome:
-    """Run ``python -m module args`` with ``stdin`` under ``limits`` (``env``: set in its
-    environment too); never raises for what the child does (it is in the outcome).
-    Cancelling it kills the child."""
+    """Run ``python -P -m module args`` with ``stdin`` (None: none) under ``limits``, in
+    ``cwd`` (None: here); ``env``: set in its environment too; ``run_as``: as that user, with
+    its environment (``common/_sandbox.py``). Never raises for what the child does (it is in
+    the outcome). Cancelling it kills the child."""
+    child_env = {**_child_env(), **(env or {})}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        "-P",
+        "-P",  # the child's folder does not shadow headwater
         "-m",
         module,
         *args,
@@ -80,35 +103,36 @@ async def run_bounded(
         str(limits.memory_bytes),
         "--parent",
         str(os.getpid()),
-        env={**_child_env(), **(env or {})},
-        stdin=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=run_as.env(child_env) if run_as is not None else child_env,
+        preexec_fn=run_as.preexec if run_as is not None else None,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own process group: what it starts dies with it
     )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    feed = asyncio.create_task(_feed(proc.stdin, stdin))
+    assert proc.stdout is not None and proc.stderr is not None
     out = asyncio.create_task(_read_capped(proc.stdout, max_answer))
     err = asyncio.create_task(_read_tail(proc.stderr, _STDERR_TAIL))
+    tasks = {out, err}
+    if stdin is not None:
+        assert proc.stdin is not None
+        tasks.add(asyncio.create_task(_feed(proc.stdin, stdin)))
     timed_out = False
     try:
         await asyncio.wait_for(proc.wait(), limits.time_s)
     except TimeoutError:
         timed_out = True
     finally:
-        kill_group(proc.pid)
+        kill_group(proc.pid)  # what the child started goes too; also when we are cancelled
     if timed_out:
         await proc.wait()
-    await asyncio.wait({feed, out, err}, timeout=1.0)  # the group is dead: pipes are closing
-    for task in (feed, out, err):
+    await asyncio.wait(tasks, timeout=1.0)  # the group is dead: its pipes are closing
+    for task in tasks:
         task.cancel()
     text = out.result() if out.done() and not out.cancelled() else None
     tail = err.result() if err.done() and not err.cancelled() else b""
-    answer = None
-    if text:
-        with contextlib.suppress(ValueError):
-            answer = json.loads(text)
-    return ChildOutcome(timed_out, proc.returncode, answer, tail)
+    return ChildOutcome(timed_out, proc.returncode, text, tail)
 
 
 async def _feed(stream: asyncio.StreamWriter, data: bytes) -> None:
@@ -132,6 +156,7 @@ async def _read_capped(stream: asyncio.StreamReader, limit: int) -> bytes | None
 
 
 async def _read_tail(stream: asyncio.StreamReader, keep: int) -> bytes:
+    """The last ``keep`` bytes of ``stream``."""
     tail = b""
     while chunk := await stream.read(65536):
         tail = (tail + chunk)[-keep:]
@@ -151,8 +176,22 @@ def _child_env() -> dict[str, str]:
     return {
         **os.environ,
         "PYTHONPATH": root + (os.pathsep + path if path else ""),
-        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",  # nothing written beside a package's files
     }
+
+
+def signal_name(code: int | None) -> str:
+    """The name of the signal exit status ``code`` (negative) says: ``SIGKILL``."""
+    number = -(code or 0)
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def mib(n: int) -> str:
+    """``n`` bytes in MiB, for a message: ``1024``, ``0.5``."""
+    return f"{n / (1 << 20):g}"
 
 
 # -- in the child -------------------------------------------------------------------------

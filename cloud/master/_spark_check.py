@@ -3,9 +3,10 @@ master, parameters, folders), and its file, in a child process bounded in time a
 
 A ``.py`` job is Python: importing it runs its top level, so the master never
 does. ``check_job`` starts ``python -P -m headwater.cloud.master._spark_check
-ENTRY`` in the unpacked job's folder, as topologies are loaded
-(``common/plan/_child_loader.py``: the same limits, ``LoadLimits``, the same
-process-group kill, the same death with the parent); the child imports the
+ENTRY`` in the unpacked job's folder with ``common/_bounded_child.py``'s
+``run_bounded``, as topologies are loaded (``common/plan/_child_loader.py``:
+the same limits, ``LoadLimits``, the same process-group kill, the same death
+with the parent); the child imports the
 file and prints ``{"ok": true}`` when it defines a callable ``run`` that takes
 two positional parameters (the session and the context), else ``{"error":
 REASON}``, the file's own error line. The master imports no PySpark: a job that
@@ -19,30 +20,19 @@ column, grains, groups, measures); its columns are the driver's to check, on a w
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib.util
 import inspect
-import json
-import os
 import posixpath
 import re
-import resource
 import sys
 import tomllib
 import traceback
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from headwater.common._bounded_child import ChildOutcome, child_answer, child_start, run_bounded
 from headwater.common._exceptions import PackageRefusedError
-from headwater.common.plan._child_loader import (
-    LoadLimits,
-    _child_env,
-    _die_with_parent,
-    _kill_group,
-    _mib,
-    _read_capped,
-    _signal_name,
-)
+from headwater.common.plan._child_loader import LoadLimits
 
 MODES = ("once", "every", "continuous")
 MAX_PARAMS = 64
@@ -53,6 +43,7 @@ _SPARK_MASTER = re.compile(r"spark://[A-Za-z0-9.-]{1,253}:([0-9]{1,5})")
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")
 _MODULE = "headwater.cloud.master._spark_check"
 _ERROR_CHARS = 2000
+_MAX_ANSWER = 64 << 10
 
 
 class JobRefused(PackageRefusedError):
@@ -113,61 +104,26 @@ def job_problem(
 async def check_job(folder: Path, entry: str, limits: LoadLimits) -> None:
     """Refuse (JobRefused) a ``.py`` job that does not import or defines no ``run(spark,
     ctx)``, imported in a child process within ``limits``; never blocks the event loop."""
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-P",
-        "-m",
-        _MODULE,
-        entry,
-        "--memory",
-        str(limits.memory_bytes),
-        "--parent",
-        str(os.getpid()),
-        cwd=folder,
-        env=_child_env(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    out = asyncio.create_task(_read_capped(proc.stdout, 64 << 10))
-    timed_out = False
-    try:
-        await asyncio.wait_for(proc.wait(), limits.time_s)
-    except TimeoutError:
-        timed_out = True
-    finally:
-        _kill_group(proc.pid)
-    if timed_out:
-        await proc.wait()
-    await asyncio.wait({out}, timeout=1.0)
-    out.cancel()
-    text = out.result() if out.done() and not out.cancelled() else None
-    _outcome(entry, limits, timed_out, proc.returncode, text)
+    got = await run_bounded(_MODULE, [entry], None, limits, _MAX_ANSWER, cwd=folder)
+    _outcome(entry, limits, got)
 
 
-def _outcome(
-    entry: str, limits: LoadLimits, timed_out: bool, code: int | None, text: bytes | None
-) -> None:
-    if timed_out:
+def _outcome(entry: str, limits: LoadLimits, got: ChildOutcome) -> None:
+    if got.timed_out:
         raise JobRefused(
             f"importing {entry} took longer than {limits.time_s:g} s: a job file should do its "
             "work in run(spark, ctx), not at the top level"
         )
-    if code is None or code < 0:
+    if got.code is None or got.code < 0:
         raise JobRefused(
-            f"the process importing {entry} was killed by {_signal_name(-(code or 0))} (it "
-            f"may have run out of memory: the limit is {_mib(limits.memory_bytes)} MiB)"
+            f"the process importing {entry} was killed by {got.signal_name()} (it "
+            f"may have run out of memory: the limit is {limits.memory_mib()} MiB)"
         )
-    try:
-        result = json.loads(text or b"")
-    except ValueError:
-        result = None
+    result = got.answer
     if not isinstance(result, dict):
         raise JobRefused(
-            f"{entry} ended the process importing it (exit code {code}) before it was checked: "
-            "do not exit at the top level of a job file"
+            f"{entry} ended the process importing it (exit code {got.code}) before it was "
+            "checked: do not exit at the top level of a job file"
         )
     if isinstance(result.get("error"), str):
         raise JobRefused(result["error"][:_ERROR_CHARS])
@@ -222,14 +178,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory", type=int, default=LoadLimits().memory_bytes)
     parser.add_argument("--parent", type=int, default=0)
     args = parser.parse_args(argv)
-    _die_with_parent(args.parent)
-    out = os.dup(1)
-    os.dup2(2, 1)  # the file's prints never reach the answer
-    resource.setrlimit(resource.RLIMIT_AS, (args.memory, args.memory))
-    data = json.dumps(_checked(args.entry)).encode()
-    while data:
-        data = data[os.write(out, data) :]
-    os._exit(0)
+    out = child_start(args.memory, args.parent)  # the file's prints never reach the answer
+    child_answer(out, _checked(args.entry))
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ async def inspect_onnx(data: bytes, limits: ChildLimits = ONNX_LIMITS) -> dict[s
     if got.code is not None and got.code < 0:
         raise OnnxModelError(
             f"the process loading the model was killed by {got.signal_name()} (it may have "
-            f"run out of memory: the limit is {limits.memory_bytes / (1 << 20):g} MiB)"
+            f"run out of memory: the limit is {limits.memory_mib()} MiB)"
         )
     raise OnnxModelError(
         f"the process loading the model ended (exit code {got.code}) without an answer"
