@@ -3,38 +3,21 @@ from the landing, and a column the landing adds later read without anything rest
 
 from __future__ import annotations
 
-import gc
 import json
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from headwater.spark import DatasetError, Landing, session
+from headwater.spark import DatasetError, Landing
 
 from ._landing import Lander
+from ._spark import spark_fixture
 from .test_rollup_spec import ORDERS, orders
 
-
-@pytest.fixture  # per test: its Python workers (the manifests source) end with it
-def spark() -> Iterator[Any]:
-    s = session("headwater-test-datasets", "local[2]")
-    yield s
-    s.stop()
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is not None:  # the JVM outlives stop(): end it with the module
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(30)
-        SparkContext._gateway = SparkContext._jvm = None
-    with warnings.catch_warnings():  # Py4J's client sockets, closed by the JVM's end
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
+# per test: its Python workers (the manifests source) end with it
+spark = spark_fixture("headwater-test-datasets", "function")
 
 
 def _stream_all(

@@ -14,40 +14,21 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from headwater._cli import main
-from headwater.cloud.spark import session
 from tests._wait import wait_for
 
 from ._orders import ONCE_JOB, RAISING_JOB, SINK_FAILS_JOB, Orders, orders, table, totals
+from ._spark import GATEWAY_SOCKET, spark_fixture
 
-pytestmark = [
-    pytest.mark.timeout(600),
-    # py4j leaves a socket of its gateway to the garbage collector
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    s = session("headwater-test-driver", "local[2]")
-    yield s
-    s.stop()
-    from pyspark import SparkContext  # the JVM too: it exits when its stdin closes
-
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(30)
-        SparkContext._gateway = SparkContext._jvm = None
+spark = spark_fixture("headwater-test-driver", "module")
 
 
 def cli(*argv: str) -> tuple[int, str, str]:

@@ -5,39 +5,20 @@ offline recomputation, after the landing grows and after any re-run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from headwater.spark import JobContext, session
+from headwater.spark import JobContext
 
 from ._energy import COUNT, DATA, FIRST, JOB, METERS, SITES, Landing, expected, key
+from ._spark import GATEWAY_SOCKET, spark_fixture
 
-pytestmark = [
-    pytest.mark.timeout(600),
-    # py4j leaves a socket of its gateway to the garbage collector
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    s = session("headwater-test-energy", "local[2]")
-    yield s
-    s.stop()
-    # and the JVM with it (it outlives stop()); it exits when its stdin closes
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(30)
-        SparkContext._gateway = SparkContext._jvm = None
+spark = spark_fixture("headwater-test-energy", "module")
 
 
 def run_job(spark: Any, landing: Path, warehouse: Path, checkpoint: Path) -> JobContext:

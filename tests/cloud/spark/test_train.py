@@ -30,22 +30,16 @@ import pytest
 from headwater import _train_cli
 from headwater._demo.sensors import readings
 from headwater._train_cli import add_train_parser
-from headwater.cloud.spark import session
 from headwater.cloud.spark._job_file import load_job_file
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import dump_model, load_model, sha256
 from headwater.spark import JobContext
 
 from ..._iot import anomaly_train, iot_steps
+from ._spark import GATEWAY_SOCKET, spark_fixture
 from ._train_check import assert_evaluation, held_out
 
-pytestmark = [
-    pytest.mark.timeout(600),
-    # py4j leaves a socket of its gateway to the garbage collector
-    pytest.mark.filterwarnings(
-        "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
-    ),
-]
+pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
 
 SITES, PER_SITE, COUNT = 2, 2, 1000  # 4 sensors x 1000 readings
 HOLDOUT = 0.25
@@ -116,21 +110,7 @@ def land_history(
     return root
 
 
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    s = session("headwater-test-train", "local[2]")
-    yield s
-    s.stop()
-    # and the JVM with it (it outlives stop(): it would sit in the rest of the suite's memory);
-    # it exits when its stdin closes
-    from pyspark import SparkContext
-
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(30)
-        SparkContext._gateway = SparkContext._jvm = None
+spark = spark_fixture("headwater-test-train", "module")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,65 @@
+"""The Spark session of a test file: ``spark_fixture(app, scope)`` makes the file's ``spark``
+fixture, a real local PySpark session (``local[2]``) that ends with its JVM.
+
+``SparkSession.stop()`` leaves the JVM running (it would sit in the rest of the
+suite's memory), so the fixture ends it too: it shuts Py4J's gateway down and
+closes the JVM's standard input, on which it exits, waits for it and forgets
+it (the next session starts a fresh one); then it collects Py4J's client
+sockets, closed by the JVM's end, without their ResourceWarnings.
+``GATEWAY_SOCKET`` is the mark that ignores the socket Py4J still leaves to
+the garbage collector.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any, Literal
+
+import pytest
+
+from headwater.spark import session
+
+GATEWAY_SOCKET = pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
+)
+"""Py4J leaves a socket of its gateway to the garbage collector: ignore its warning."""
+
+
+@contextlib.contextmanager
+def spark_session(app: str) -> Iterator[Any]:
+    """A local Spark session named ``app``; its JVM ends after it."""
+    s = session(app, "local[2]")
+    try:
+        yield s
+    finally:
+        s.stop()
+        _end_jvm()
+
+
+def spark_fixture(app: str, scope: Literal["function", "module"]) -> Callable[..., Any]:
+    """The ``spark`` fixture of a test file: ``spark_session(app)``, one per test
+    (``function``) or per file (``module``)."""
+
+    @pytest.fixture(scope=scope, name="spark")
+    def spark() -> Iterator[Any]:
+        with spark_session(app) as s:
+            yield s
+
+    return spark
+
+
+def _end_jvm() -> None:
+    from pyspark import SparkContext  # the JVM exits when its stdin closes
+
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()
+        gateway.proc.wait(30)
+        SparkContext._gateway = SparkContext._jvm = None
+    with warnings.catch_warnings():  # Py4J's client sockets, closed by the JVM's end
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
