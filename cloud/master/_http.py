@@ -1,4 +1,5 @@
-"""The master's REST API: every topology's routes, the Spark jobs' (``_spark_http.py``), plus
+"""The master's REST API: every topology's routes, the Spark jobs' (``_spark_http.py``), the
+models' (``_models_http.py``), plus
 
 POST   /api/v1/topologies?entry=FILE&containers=N   submit a package (zip body)
 DELETE /api/v1/topologies/NAME                      kill a topology
@@ -56,7 +57,6 @@ from aiohttp import web
 from headwater.common._exceptions import HeadwaterError, PackageRefusedError
 from headwater.common._package import MAX_PACKAGE_BYTES
 from headwater.common.control._revisions import EditError, StaleRevisionError
-from headwater.common.models import JSON_KIND, model_kind
 from headwater.common.security import JOIN_ROLES, JoinToken, parse_ttl
 
 from .._access import require_tokens
@@ -64,11 +64,9 @@ from ..console import add_console_routes
 from ..console._snapshot import topology_errors
 from ..tmaster._http import add_metrics_route, add_topology_routes
 from ._master import Master, topology_name_problem
-from ._models import MAX_MODEL_BYTES, ModelRefusedError, UnknownModelError
-from ._models_http import add_model_register_route
+from ._models_http import add_model_routes
 from ._openapi import openapi
 from ._prometheus import master_exposition
-from ._rollout import RolloutError
 from ._scheduler import LogsError
 from ._spark_http import add_spark_job_routes
 from ._topology_view import edge_view
@@ -237,8 +235,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     app.router.add_post("/api/v1/nodes/{id}/revoke", revoke)
     _add_token_routes(app, master)
     _add_log_routes(app, master)
-    _add_model_routes(app, master)
-    add_model_register_route(app, master.models)
+    add_model_routes(app, master.models, master.rollouts)
     add_spark_job_routes(app, master.spark_jobs)
     add_metrics_route(app, master_exposition(master))
 
@@ -365,122 +362,3 @@ def _add_log_routes(app: web.Application, master: Master) -> None:
     app.router.add_get("/api/v1/topologies/{name}/logs", of_topology)
     app.router.add_get("/api/v1/topologies/{name}/containers/{container}/logs", of_container)
     app.router.add_get("/api/v1/nodes/{id}/logs", of_node)
-
-
-def _add_model_routes(app: web.Application, master: Master) -> None:
-    registry, rollouts = master.models, master.rollouts
-
-    async def upload(request: web.Request) -> web.Response:
-        if (request.content_length or 0) > MAX_MODEL_BYTES:
-            return _error(413, f"the artifact is over {MAX_MODEL_BYTES} bytes")
-        data = await request.read()
-        try:
-            result = registry.upload(request.match_info["name"], data)
-        except ModelRefusedError as exc:
-            return _error(413 if exc.too_large else 400, str(exc))
-        return web.json_response(result, status=201)
-
-    async def listing(request: web.Request) -> web.Response:
-        return web.json_response(registry.names())
-
-    async def show(request: web.Request) -> web.Response:
-        name = request.match_info["name"]
-        try:
-            versions = registry.versions(name)
-        except (ModelRefusedError, UnknownModelError) as exc:  # a bad name names no model
-            return _error(404, str(exc))
-        return web.json_response(
-            {"name": name, "versions": versions, "running": rollouts.running(name)}
-        )
-
-    async def version(request: web.Request) -> web.StreamResponse:
-        name, text = request.match_info["name"], request.match_info["version"]
-        if not _VERSION.fullmatch(text):
-            return _error(404, f"no version {text[:40]!r}: versions are numbers (1, 2, ...)")
-        try:
-            if request.query.get("artifact") not in (None, "", "0"):
-                data = registry.artifact(name, int(text))
-                json_kind = model_kind(data) == JSON_KIND
-                media = "application/json" if json_kind else "application/octet-stream"
-                return web.Response(body=data, content_type=media)
-            return web.json_response(registry.meta(name, int(text)))
-        except (ModelRefusedError, UnknownModelError) as exc:
-            return _error(404, str(exc))
-
-    async def body_of(request: web.Request) -> dict[str, Any] | web.Response:
-        try:
-            body = await _json_body(request)
-        except ValueError:
-            return _error(400, "send a JSON object")
-        if not isinstance(body, dict):
-            return _error(400, "send a JSON object")
-        for key in ("topology", "component"):
-            if not isinstance(body.get(key), str) or not body[key]:
-                return _error(400, f"{key} (a string) is needed")
-        return body
-
-    async def start(request: web.Request) -> web.Response:
-        body = await body_of(request)
-        if isinstance(body, web.Response):
-            return body
-        version, canary = body.get("version"), body.get("canary")
-        numbers = [body.get(k, 0) for k in ("watch_s", "max_anomaly_rate", "max_errors")]
-        if not isinstance(version, int) or isinstance(version, bool) or not 0 < version < 10**9:
-            return _error(400, "version must be a version number (1, 2, ...)")
-        if canary is not None and (
-            not isinstance(canary, dict)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in canary.items())
-        ):
-            return _error(400, 'canary must be an object of label: value, e.g. {"site": "a"}')
-        if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
-            return _error(400, "watch_s, max_anomaly_rate and max_errors are numbers")
-        if not float(numbers[2]).is_integer():
-            return _error(400, "max_errors is a whole number")
-        try:
-            view = rollouts.start(
-                request.match_info["name"],
-                version,
-                body["topology"],
-                body["component"],
-                canary,
-                float(body.get("watch_s", 30.0)),
-                float(body.get("max_anomaly_rate", 0.2)),
-                int(body.get("max_errors", 0)),
-            )
-        except RolloutError as exc:
-            return _error(exc.status, str(exc))
-        except UnknownModelError as exc:
-            return _error(404, str(exc))
-        except HeadwaterError as exc:
-            return _error(400, str(exc))
-        return web.json_response(view, status=202)
-
-    async def history(request: web.Request) -> web.Response:
-        name = request.match_info["name"]
-        try:
-            registry.versions(name)
-        except (ModelRefusedError, UnknownModelError) as exc:
-            return _error(404, str(exc))
-        return web.json_response(rollouts.of(name))
-
-    async def rollback(request: web.Request) -> web.Response:
-        body = await body_of(request)
-        if isinstance(body, web.Response):
-            return body
-        try:
-            view = rollouts.rollback(
-                request.match_info["name"], body["topology"], body["component"]
-            )
-        except RolloutError as exc:
-            return _error(exc.status, str(exc))
-        except HeadwaterError as exc:
-            return _error(400, str(exc))
-        return web.json_response(view, status=202)
-
-    app.router.add_get("/api/v1/models", listing)
-    app.router.add_post("/api/v1/models/{name}", upload)
-    app.router.add_get("/api/v1/models/{name}", show)
-    app.router.add_get("/api/v1/models/{name}/rollouts", history)
-    app.router.add_post("/api/v1/models/{name}/rollouts", start)
-    app.router.add_post("/api/v1/models/{name}/rollback", rollback)
-    app.router.add_get("/api/v1/models/{name}/{version}", version)
