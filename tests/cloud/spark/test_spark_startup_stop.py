@@ -15,6 +15,7 @@ from tests._procs import in_group
 from tests._wait import wait_for
 
 from ._landing import Lander, demo_readings
+from ._rollup_check import IOT_SPEC
 
 
 def listening_jvm(pid: int) -> bool:
@@ -35,6 +36,7 @@ def test_ctrl_c_while_spark_starts(tmp_path: Path) -> None:
     Lander(tmp_path / "landing").land(demo_readings(1, 1, 3, 1000))
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     folders = ["--landing", str(tmp_path / "landing"), "--warehouse", str(tmp_path / "w")]
+    folders += ["--spec", str(IOT_SPEC)]
     with open(out, "wb") as o, open(err, "wb") as e:  # files: a JVM left would hold a pipe
         proc = subprocess.Popen(
             [sys.executable, "-m", "headwater", "spark", "rollup", "--once", *folders],

@@ -24,6 +24,8 @@ from headwater.common.plan._description import (
     from_description,
 )
 from headwater.common.plan._loader import load_topology
+from tests.test_examples import ARGS
+from tests.test_examples import HELPERS as EXAMPLE_HELPERS
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -74,12 +76,8 @@ def _shape(c: ComponentSpec) -> tuple[object, ...]:
     return (c.name, c.kind, c.parallelism, c.placement, c.inputs, streams, config)
 
 
-HELPERS = (
-    *("heron_components.py", "integration_core.py", "integration_components.py"),
-    *("sensors.py", "iot_steps.py", "iot_io.py"),
-)
-# heronpy-style examples take their topology's name (and more) as arguments, as Heron's do
-ARGS = {"integration_topology.py": ["FieldsGrouping", "result.json"]}
+# the files beside the topologies (their steps, publishers, Spark jobs): tests/test_examples.py's
+HELPERS = {name for names in EXAMPLE_HELPERS.values() for name in names}
 
 
 @pytest.mark.parametrize(
