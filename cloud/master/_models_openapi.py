@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._openapi_parts import answer as _json
+from ._openapi_parts import binary_body
 from ._openapi_parts import op as _op
 from ._openapi_parts import query as _query
 
@@ -45,14 +46,7 @@ def model_register_paths() -> dict[str, dict[str, Any]]:
                         text,
                     ),
                 ],
-                requestBody={
-                    "required": True,
-                    "content": {
-                        "application/octet-stream": {
-                            "schema": {"type": "string", "format": "binary"}
-                        }
-                    },
-                },
+                requestBody=binary_body(),
                 refusals=("400", "413"),
             )
         }

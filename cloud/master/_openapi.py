@@ -15,6 +15,7 @@ from .._access import ACCESS, PUBLIC
 from ._models_openapi import artifact_answer, model_register_paths
 from ._openapi_parts import ERROR as _ERROR
 from ._openapi_parts import answer as _json
+from ._openapi_parts import binary_body
 from ._openapi_parts import op as _op
 from ._openapi_parts import query as _query
 from ._spark_openapi import spark_job_paths
@@ -312,14 +313,7 @@ def _model_paths() -> dict[str, dict[str, Any]]:
                 "201",
                 _json("name, version, sha256"),
                 parameters=[name],
-                requestBody={
-                    "required": True,
-                    "content": {
-                        "application/octet-stream": {
-                            "schema": {"type": "string", "format": "binary"}
-                        }
-                    },
-                },
+                requestBody=binary_body(),
                 refusals=("400", "413"),
             ),
         },

@@ -41,3 +41,9 @@ def op(summary: str, ok: str, answer: dict[str, Any], **extra: Any) -> dict[str,
     for status in extra.pop("refusals", ("400", "404")):
         responses[status] = ERROR
     return {"summary": summary, "responses": responses, **extra}
+
+
+def binary_body() -> dict[str, Any]:
+    """A required request body of raw bytes (a model's file)."""
+    binary = {"type": "string", "format": "binary"}
+    return {"required": True, "content": {"application/octet-stream": {"schema": binary}}}
