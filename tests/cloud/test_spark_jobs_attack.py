@@ -22,22 +22,15 @@ from headwater.cloud.spark._driver import Driver
 from headwater.cloud.spark._driver_config import DriverConfig, parse
 from headwater.cloud.spark._job import Counts, JobContext, Warehouse
 from headwater.common._exceptions import HeadwaterError
-from headwater.common._health import Health
-from headwater.common.control._crashloop import CrashLoopWatch
 from headwater.common.node._spark_jobs import DRIVER_ENV, DRIVER_LOG, SparkJobRunner
 from headwater.common.runtime._procs import spawn
 from headwater.common.wire.proto import runtime_pb2 as pb
 
+from .test_spark_job_rules import _runner as bare_runner
+
 
 def _runner(tmp_path: Path) -> tuple[SparkJobRunner, Path]:
-    health = Health("w1")
-    node = SimpleNamespace(
-        workdir=tmp_path,
-        health=health,
-        crash_loops=CrashLoopWatch(health),
-        code_user=lambda name: None,
-    )
-    runner = SparkJobRunner(node)  # type: ignore[arg-type]
+    runner = bare_runner(tmp_path)
     run = pb.RunContainer(topology="j", package="sha256:" + "0" * 64, entry="j.py")
     run.kind, run.job.mode = "spark-job", "continuous"
     runner.orders["j"] = (run, tmp_path / "j.py")
