@@ -17,18 +17,8 @@ GET    /api/v1/traffic                              bytes the master's gRPC serv
 POST   /api/v1/tokens                               create a token: {"role", "ttl", "description"}
 GET    /api/v1/tokens                               every token, without its secret
 DELETE /api/v1/tokens/ID                            revoke a token
-POST   /api/v1/models/NAME                          upload a model artifact: the next version
-POST   /api/v1/models/NAME/versions?meta=JSON       register a model of any kind (ONNX too:
-                                                    ``_models_http.py``)
-GET    /api/v1/models                               every model with its latest version
-GET    /api/v1/models/NAME                          its versions and where they run
-GET    /api/v1/models/NAME/VERSION[?artifact=1]     a version's metadata (or its bytes)
-POST   /api/v1/models/NAME/rollouts                 roll a version out: {"version", "topology",
-                                                    "component", "canary", "watch_s",
-                                                    "max_anomaly_rate", "max_errors"}
-GET    /api/v1/models/NAME/rollouts                 its rollouts, each step with its time
-POST   /api/v1/models/NAME/rollback                 back to the version before: {"topology",
-                                                    "component"}
+/api/v1/models/...                                   the model registry and rollouts
+                                                    (``_models_http.py``)
 GET    /api/v1/openapi.json                         all of this as an OpenAPI 3 document
 GET    /metrics                                     the cluster in the Prometheus text format
                                                     (``_prometheus.py``)

@@ -30,7 +30,6 @@ published are in ``_landing_read.py``.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import os
@@ -51,6 +50,7 @@ from ._landing_columns import (
     kind_of,
     read_schema,
     segment,
+    settle_schema,
 )
 from ._landing_read import published_seqs
 from ._parts import fsync_dir, pending_name, roll_back, write_durably
@@ -370,20 +370,7 @@ class LandingSink(Bolt):
     def _settle(self) -> None:
         """Fix the dataset's column types in ``_schema.json`` (the first writer's win)."""
         mine = {c: k or "string" for c, k in self._kinds.items()}
-        path = self.dir / "_schema.json"
-        stored = read_schema(self.dir)
-        if not stored or not mine.keys() <= stored.keys():
-            merged = {**mine, **stored}
-            tmp = self.dir / f".schema-{self.task}.json.tmp"
-            doc = {"columns": merged, "partitions": ["date", *self.partitions]}
-            tmp.write_text(json.dumps(doc, indent=1))
-            if stored:
-                tmp.replace(path)  # the stream grew a column
-            else:
-                with contextlib.suppress(FileExistsError):
-                    os.link(tmp, path)
-                tmp.unlink()
-            stored = read_schema(self.dir)
+        stored = settle_schema(self.dir, self.task, mine, ("date", *self.partitions))
         changed = [c for c in mine if stored[c] != self._kinds[c]]
         kinds = {c: stored[c] for c in mine}
         if changed:  # another task settled first, differently: convert what is buffered

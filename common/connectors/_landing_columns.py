@@ -2,14 +2,16 @@
 
 A column's kind is int64, double, bool or string (``KINDS``), inferred from its
 first non-None value (``infer``) and fixed per dataset in ``_schema.json``
-(``read_schema``); ``convert`` holds a value as its column's kind (a value that
+(``read_schema``, ``settle_schema``); ``convert`` holds a value as its column's kind (a value that
 is neither goes to a string column as JSON text). ``segment`` writes a
 partition value as a path segment, escaped as Hive does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -102,3 +104,24 @@ def read_schema(directory: Path) -> dict[str, str]:
     if not isinstance(columns, dict) or not all(k in KINDS for k in columns.values()):
         raise ValueError(f"{directory / '_schema.json'} is not a landing schema: {doc!r}")
     return columns
+
+
+def settle_schema(
+    directory: Path, task: int, mine: dict[str, str], partitions: tuple[str, ...]
+) -> dict[str, str]:
+    """Fix a dataset's column kinds in ``_schema.json`` (the first writer's win; a writer
+    with a column more adds it) with its partition keys in folder order; the stored kinds."""
+    stored = read_schema(directory)
+    if stored and mine.keys() <= stored.keys():
+        return stored
+    path = directory / "_schema.json"
+    tmp = directory / f".schema-{task}.json.tmp"
+    doc = {"columns": {**mine, **stored}, "partitions": list(partitions)}
+    tmp.write_text(json.dumps(doc, indent=1))
+    if stored:
+        tmp.replace(path)  # the stream grew a column
+    else:
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+        tmp.unlink()
+    return read_schema(directory)
