@@ -244,6 +244,7 @@ def wait_for_layout(
 
     landing = Landing(cfg.landing)
     landing.check_root()
+    stop = stop or threading.Event()
     said = False
     while True:
         if cfg.spec.dataset in landing.names():
@@ -259,7 +260,7 @@ def wait_for_layout(
         if not said:
             out(f"waiting for {cfg.spec.dataset!r} to land under {cfg.landing}")
             said = True
-        if (stop or threading.Event()).wait(min(cfg.interval_s, 2.0)):
+        if stop.wait(min(cfg.interval_s, 2.0)):
             return None
 
 
