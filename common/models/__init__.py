@@ -30,6 +30,7 @@ from ._onnx import (
     inspect_onnx,
     model_kind,
 )
+from ._score_spec import SCORE_CONFIG, ScoreSpec, mismatch
 
 __all__ = [
     "FORMAT",
@@ -41,14 +42,17 @@ __all__ = [
     "NAME",
     "ONNX_KIND",
     "ONNX_LIMITS",
+    "SCORE_CONFIG",
     "AnomalyModel",
     "ModelError",
     "OnnxModelError",
+    "ScoreSpec",
     "check_doc",
     "check_onnx",
     "dump_model",
     "inspect_onnx",
     "load_model",
+    "mismatch",
     "model_kind",
     "sha256",
 ]
