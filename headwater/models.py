@@ -12,6 +12,19 @@ scores a reading. A training job builds the artifact's document (``FORMAT``, ``K
 at most ``MAX_SENSORS`` sensors, a name matching ``NAME``), checks it (``check_doc``) and
 writes it (``dump_model``): the IoT example's ``examples/iot/anomaly_train.py``, which
 ``headwater spark train`` runs.
+
+ONNX models are scored by a scoring step: the DSL's ``Streamlet.score``, or, in a
+topology of components, ``ScoreBolt(model, inputs)`` (its component's config:
+``ScoreBolt.config(model, inputs)``). A bolt of your own calls
+``live_scorer(ctx, ScoreSpec(model, inputs))`` at open: the model its package ships
+for it here, checked against the declaration (``load_scorer``; onnxruntime is
+``pip install 'headwater[onnx]'``), with ``run(rows)`` (one model run for a frame's
+rows) and ``version`` ("" and ``loaded`` false while no model is rolled out):
+
+>>> from headwater.models import ScoreSpec, live_scorer
+>>> scorer = live_scorer({}, ScoreSpec("vibration", ("rms", "peak")))
+>>> scorer.loaded, scorer.version
+(False, '')
 """
 
 from headwater.common.models import (
@@ -19,23 +32,34 @@ from headwater.common.models import (
     KIND,
     MAX_SENSORS,
     NAME,
+    SCORE_CONFIG,
     AnomalyModel,
     ModelError,
+    ScoreSpec,
     check_doc,
     dump_model,
     load_model,
 )
+from headwater.common.models._scorer import Scorer, load_scorer
 from headwater.common.runtime._models import live_model
+from headwater.common.runtime._scoring import LiveScorer, ScoreBolt, live_scorer
 
 __all__ = [
     "FORMAT",
     "KIND",
     "MAX_SENSORS",
     "NAME",
+    "SCORE_CONFIG",
     "AnomalyModel",
+    "LiveScorer",
     "ModelError",
+    "ScoreBolt",
+    "ScoreSpec",
+    "Scorer",
     "check_doc",
     "dump_model",
     "live_model",
+    "live_scorer",
     "load_model",
+    "load_scorer",
 ]

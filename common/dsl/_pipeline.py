@@ -21,13 +21,14 @@ physical plan shows them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
-from .._exceptions import InvalidTopologyError
+from .._exceptions import HeadwaterError, InvalidTopologyError
 from ..api import Bolt, Placement, Spout, Topology
 from ..api._system import system_component
+from ..models._score_spec import SCORE_CONFIG
 from ._build import DeadLetters, _Step, build
 from ._keyed_ops import KeyedFlatMapOp, ReduceByKeyOp
 from ._ops import (
@@ -40,6 +41,7 @@ from ._ops import (
     PartitionedKeyByOp,
     SinkOp,
 )
+from ._score import ScoreOp, spec_of
 from ._sources import CollectionSpout, GeneratorSpout
 from ._window_ops import JoinOp, WindowOp
 from ._windows import Assigner, Session
@@ -327,6 +329,35 @@ class Streamlet:
         """A step of your own: ``op()`` makes an ``Op`` (``headwater.dsl.Op``; a keyed one
         that opens something first may extend ``headwater.dsl.KeyedFlatMapOp``)."""
         return self._then(name, op, **kw)
+
+    def score(
+        self,
+        name: str,
+        model: str,
+        *,
+        inputs: Sequence[str | int] | Callable[[Any], Sequence[float]],
+        output: str | Callable[[Any, Any, str], Any] = "score",
+        take: str | None = None,
+        version_field: str | None = "model_version",
+        width: int | None = None,
+        placement: Placement | None = None,
+        parallelism: int | None = None,
+    ) -> Streamlet:
+        """Score each record with the ONNX model named ``model`` that a rollout ships
+        (``headwater.common.dsl._score``): ``inputs`` are a dict record's keys, a list
+        record's indexes, or a function of the record giving ``width`` numbers; a dict
+        gets its score under ``output`` and the model version under ``version_field``, a
+        list both appended; ``output`` may be a function ``(value, score, version)``.
+        ``take`` names the model output (None: its first). A frame is one model run."""
+        try:
+            spec = spec_of(model, inputs, output, take, width)
+        except HeadwaterError as exc:
+            raise InvalidTopologyError(self.pipeline.name, [f"step {name!r}: {exc}"]) from None
+        op = partial(ScoreOp, name, spec, inputs, output, version_field)
+        config = {SCORE_CONFIG: spec.doc()}
+        return self._then(
+            name, op, exchange=True, config=config, placement=placement, parallelism=parallelism
+        )
 
     def log(self, name: str) -> Streamlet:
         """Log every record (and pass it on)."""

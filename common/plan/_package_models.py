@@ -3,7 +3,8 @@
 A model rollout (``cloud/master/_rollout.py``; its package is built by
 ``cloud/master/_model_package.py``) makes a new package revision: the running
 package plus, beside its topology file, ``headwater_models.json`` and each
-model's artifact as ``models/<sha256>.json``. The file says, per
+model's artifact as ``models/<sha256>.json`` (the JSON kind) or ``models/<sha256>.onnx``
+(ONNX). The file says, per
 component, which model version runs by default and which on the agents a
 canary selector picks::
 
@@ -11,8 +12,10 @@ canary selector picks::
                  "default": {"version": 1, "sha256": "..."},
                  "canary": {"selector": {"site": "site0"}, "version": 2, "sha256": "..."}}}
 
-``default`` may be null (the component's own logic, e.g. a hand-set
-detector, runs where no canary applies). Loading a topology file
+An entry may say its model's ``kind`` (``"onnx/1"``; the JSON kind when absent), so the
+edge knows which loader takes it, and an expected output ``range`` ``[lo, hi]`` (a scoring
+step counts the scores outside it). ``default`` may be null (the component's own
+logic, e.g. a hand-set detector, runs where no canary applies). Loading a topology file
 (``_loader``) puts a component's entry into its config under ``MODEL_CONFIG``
 (as canonical JSON), so that a change of model is a change of the component:
 a ``replace`` edit replaces it on every agent, with its state carried, and
@@ -31,12 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import HeadwaterError, TopologyLoadError
-from ..models import MAX_BYTES
+from ..models import MAX_BYTES, MAX_ONNX_BYTES
 
 MODELS_FILE = "headwater_models.json"
 """The file, beside the topology file, naming each component's models."""
 MODELS_DIR = "models"
-"""The folder, beside the topology file, holding the artifacts as ``<sha256>.json``."""
+"""The folder, beside the topology file, holding the artifacts as ``<sha256>.json`` or
+``<sha256>.onnx``."""
+ARTIFACT_SUFFIXES = {".json": MAX_BYTES, ".onnx": MAX_ONNX_BYTES}
+"""An artifact's file suffix in ``MODELS_DIR`` by kind (JSON, ONNX), and its size bound."""
 MODEL_CONFIG = "headwater.model"
 """The component config key holding its entry of ``MODELS_FILE`` (canonical JSON)."""
 _SHA = re.compile(r"[0-9a-f]{64}")
@@ -138,15 +144,17 @@ def pick(entry: Mapping[str, Any] | None, labels: Mapping[str, str]) -> dict[str
 
 
 def model_bytes(folder: Path, sha256: str) -> bytes:
-    """The artifact ``models/<sha256>.json`` in ``folder``, checked against its SHA-256."""
+    """The artifact ``models/<sha256>.json`` or ``models/<sha256>.onnx`` in ``folder``,
+    checked against its SHA-256."""
     if not _SHA.fullmatch(sha256):
         raise PackageModelError(f"{sha256[:80]!r} is not a SHA-256 (64 lowercase hex digits)")
-    path = folder / MODELS_DIR / f"{sha256}.json"
+    paths = [(folder / MODELS_DIR / f"{sha256}{s}", b) for s, b in ARTIFACT_SUFFIXES.items()]
+    path, bound = next(((p, b) for p, b in paths if p.is_file()), paths[0])
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:  # no model is that large: do not read (and hash) it all
+        if size > bound:  # no model is that large: do not read (and hash) it all
             raise PackageModelError(
-                f"model file {path.name} is {size} bytes; a model is at most {MAX_BYTES}"
+                f"model file {path.name} is {size} bytes; a model is at most {bound}"
             )
         data = path.read_bytes()
     except OSError as exc:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import HeadwaterError
-from ..models import AnomalyModel, load_model
+from ..models import ONNX_KIND, AnomalyModel, load_model
 from ..plan._package_models import MODEL_CONFIG, model_bytes, pick
 
 
@@ -36,9 +36,15 @@ def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
     entry = config.get(MODEL_CONFIG)
     if not entry:
         return None, ""
-    chosen = pick(json.loads(entry), _labels())
+    doc = json.loads(entry)
+    chosen = pick(doc, _labels())
     if chosen is None:
         return None, ""
+    if doc.get("kind") == ONNX_KIND:
+        raise HeadwaterError(
+            f"model {chosen['name']!r} is of kind {doc['kind']!r}; this step loads the JSON "
+            "anomaly model (an ONNX model is scored by a scoring step: Streamlet.score)"
+        )
     file = _topology_file()
     if not file:
         raise HeadwaterError(

@@ -187,6 +187,47 @@ def test_a_rollout_package_carries_the_models_file_and_only_the_artifacts_it_nam
         model_bytes(code, sha2)
 
 
+def test_a_rollout_package_keeps_onnx_artifacts_as_onnx_beside_json_ones(
+    tmp_path: Path,
+) -> None:
+    from tests import _onnx_models
+
+    data, entry = _source(tmp_path)
+    doc, onnx = _artifact(5.0), _onnx_models.linear()
+    sha_doc, sha_onnx = hashlib.sha256(doc).hexdigest(), hashlib.sha256(onnx).hexdigest()
+    first = package_with(
+        data,
+        entry,
+        "count",
+        {"name": "m", "kind": "onnx/1", "default": {"version": 1, "sha256": sha_onnx}},
+        {sha_onnx: onnx},
+    )
+    both = package_with(
+        first,
+        entry,
+        "words",
+        {"name": "a", "default": {"version": 1, "sha256": sha_doc}},
+        {sha_doc: doc},
+    )
+    files = _unzip(both)
+    assert files[f"models/{sha_onnx}.onnx"] == onnx  # kept from the package it was in
+    assert files[f"models/{sha_doc}.json"] == doc
+    assert sorted(files) == [
+        "headwater_models.json",
+        f"models/{sha_onnx}.onnx",
+        f"models/{sha_doc}.json",
+        "topo.py",
+    ]
+    code = tmp_path / "code"
+    for name, content in files.items():
+        (code / name).parent.mkdir(parents=True, exist_ok=True)
+        (code / name).write_bytes(content)
+    assert model_bytes(code, sha_onnx) == onnx and model_bytes(code, sha_doc) == doc
+    (code / "models" / f"{sha_onnx}.onnx").write_bytes(onnx[:-1])
+    with pytest.raises(PackageModelError, match=f"model file {sha_onnx}.onnx hashes to"):
+        model_bytes(code, sha_onnx)
+
+
 def test_the_anomaly_step_loads_its_model_or_refuses_to_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
