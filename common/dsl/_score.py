@@ -218,7 +218,9 @@ class ScoreOp(Op):
                     scores.append(_FAILED)
                     self._dead(value, f"the model raised on this record: {exc}")
         ctx.incr("score_us", (time.perf_counter_ns() - t0) // 1000)
-        ctx.incr("scored", sum(1 for s in scores if s is not _FAILED))
+        scored = sum(1 for s in scores if s is not _FAILED)
+        if scored:
+            ctx.incr("scored", scored)
         if live.range is not None:
             lo, hi = live.range
             outside = sum(1 for s in scores if s is not _FAILED and not _within(s, lo, hi))

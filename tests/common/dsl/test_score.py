@@ -201,3 +201,31 @@ def test_a_score_bolt_scores_plain_tuples(package: Path) -> None:
     bare = bare.add_bolt("score", partial(ScoreBolt, "vib", (0,)), inputs={"src": shuffle()})
     with pytest.raises(HeadwaterError, match="needs its declaration in its config"):
         LocalRun(bare).open()
+
+
+def test_a_record_the_model_raises_on_is_dead_lettered_and_the_frame_goes_on(
+    package: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _ship(package, "vib", _onnx_models.linear())
+    out: list[Any] = []
+    topology = with_models(_pipeline([], out), package)
+    real = Scorer.run
+
+    def picky(self: Scorer, rows: Any) -> list[Any]:
+        if any(r[0] == 999.0 for r in rows):
+            raise RuntimeError("a row it cannot take")
+        return real(self, rows)
+
+    monkeypatch.setattr(Scorer, "run", picky)
+    bolt = topology.component("vib").factory()
+    ctx = TestContext(topology, "vib")
+    bolt.open(ctx)
+    poison = {"id": 99, "a": 999.0, "b": 0.0, "c": 0.0}
+    bolt.process_values(
+        "readings", "default", 1, [["k", r] for r in [*GOOD[:2], poison, *GOOD[2:]]]
+    )
+    assert [r["id"] for r in out] == [r["id"] for r in GOOD]
+    assert [(d[1], d[3]["id"]) for d in ctx.dead_letters] == [
+        ("score 'vib': the model raised on this record: a row it cannot take", 99)
+    ]
+    assert ctx.counters["scored"] == 6
