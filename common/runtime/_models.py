@@ -9,8 +9,9 @@ loads it. Anything wrong raises: the step does not open, so a replace that
 ships a model this edge cannot load fails and rolls back rather than falling
 back silently to the hand-set detector.
 
-The instance process says where its topology file is and the agent's labels
-(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``; ``common/runtime/instance.py``); a task
+The instance process says where its topology file is, the agent's labels and its id
+(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``, ``HEADWATER_AGENT_ID``;
+``common/runtime/instance.py``); a task
 on a thread (the small footprints) has its own (``TASK_PACKAGE``), read first.
 """
 
@@ -36,7 +37,7 @@ def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
     entry = config.get(MODEL_CONFIG)
     if not entry:
         return None, ""
-    chosen = pick(json.loads(entry), _labels())
+    chosen = pick(json.loads(entry), _labels(), agent_id())
     if chosen is None:
         return None, ""
     file = _topology_file()
@@ -54,6 +55,14 @@ def _topology_file() -> str | None:
     from .instance import TASK_PACKAGE, TOPOLOGY_FILE_ENV
 
     return getattr(TASK_PACKAGE, "file", None) or os.environ.get(TOPOLOGY_FILE_ENV)
+
+
+def agent_id() -> str:
+    """The id of the agent running this task ("" outside an edge container), by which a
+    rollout's wave picks a version (``AGENT_ID_ENV``; a task on a thread has its own)."""
+    from .instance import AGENT_ID_ENV, TASK_PACKAGE
+
+    return getattr(TASK_PACKAGE, "agent", None) or os.environ.get(AGENT_ID_ENV) or ""
 
 
 def _labels() -> dict[str, str]:
