@@ -225,7 +225,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
         where = f"{r['topology']}/{r['component']} (revision {r['revision']})"
         line = f"  running on {where}: default v{r['default'] or '- (own logic)'}"
         if canary:
-            line += f", canary v{canary['version']} on {canary['selector']}"
+            on = canary.get("selector") or ", ".join(canary.get("agents") or [])
+            line += f", canary v{canary['version']} on {on}"
         print(line)
         for agent, version in sorted(r["agents"].items()):
             print(f"    agent {agent}: v{version}" if version else f"    agent {agent}: own logic")

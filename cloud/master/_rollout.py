@@ -308,7 +308,8 @@ class Rollouts(Driving):
                         "default": entry_version(entry),
                         "canary": (
                             {
-                                "selector": entry["canary"]["selector"],
+                                "selector": entry["canary"].get("selector"),
+                                "agents": entry["canary"].get("agents"),
                                 "version": entry["canary"]["version"],
                             }
                             if entry.get("canary")
