@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from headwater._demo.linkproxy import LinkProxy
 from headwater.common.connectors import read_landing
 from headwater.common.models import load_model
 from tests._artifacts import artifact
@@ -243,15 +244,19 @@ def _check_flags(
 def test_waves_then_a_guard_out_of_bounds_on_the_first_wave_rolls_back(
     daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path
 ) -> None:
-    """Two agents, waves 50,100: the first wave is gw-site0 alone (sorted ids), watched, then
-    every agent. A version that flags nearly every reading goes out the same way and its
+    """Two agents, waves 50,100: the first wave is gw-site0 alone (the online one), watched,
+    then every agent; site1, cut off meanwhile, is not waited for and runs the version once
+    it is back. A version that flags nearly every reading goes out the same way and its
     first wave passes the guard's bound: rolled back, site1 never ran it. Every reading
     lands once, flagged by the version its row names."""
     out = tmp_path / "out"
     daemons.start_master()
     daemons.start_worker("w1", env={"IOT_OUT": str(out)})
+    proxy = LinkProxy(daemons.grpc)  # site1 reaches the master through it
     for site in SITES:
-        daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, daemons.grpc))
+        master = proxy.address if site == "site1" else daemons.grpc
+        route = ["--ingress-proxy", proxy.address] if site == "site1" else []
+        daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, master, *route))
     wait_for(
         lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
         30,
@@ -279,13 +284,17 @@ def test_waves_then_a_guard_out_of_bounds_on_the_first_wave_rolls_back(
         target = ("--topology", "iot", "--component", "anomaly", "--watch", "4")
         waves = ("--waves", "50,100", "--guard", "anomalies/scored<=0.5")
 
+        proxy.cut()
+        wait_for(lambda: not _node(daemons, "gw-site1")["online"], 30, "site1 offline")
         res = _cli(daemons, "models", "rollout", MODEL, "1", *target, *waves)
         assert res.returncode == 0, res.stdout + res.stderr
         assert "wave 1 (50%): wave live" in res.stdout, res.stdout
         assert "wave 1 (50%) on gw-site0: within bounds; errors 0 (ok)" in res.stdout
-        assert _live(daemons, "site0") == _live(daemons, "site1") == 1.0
+        assert _live(daemons, "site0") == 1.0
         (done,) = daemons.api(f"/api/v1/models/{MODEL}/rollouts")
         assert (done["phase"], [s["agents"] for s in done["stages"]]) == ("done", [["gw-site0"]])
+        proxy.restore()  # back: it takes the newest revision, version 1 everywhere
+        wait_for(lambda: _live(daemons, "site1") == 1.0, 120, "site1 running version 1")
 
         res = _cli(daemons, "models", "rollout", MODEL, "2", *target, *waves)
         assert res.returncode == 1, res.stdout + res.stderr
@@ -301,17 +310,21 @@ def test_waves_then_a_guard_out_of_bounds_on_the_first_wave_rolls_back(
         landed = len(_rows(out))
         wait_for(lambda: len(_rows(out)) > landed + 120, 60, "readings after it")
     finally:
+        proxy.restore()  # site1's uplink lands what it kept through it
         publisher.stop.set()
         publisher.join(30)
         sensors.close()
-    sent = sum(publisher.sent.values())
-    expected: dict[str, list[dict[str, Any]]] = {}
-    for _, payload in messages[:sent]:
-        r = json.loads(payload)
-        expected.setdefault(r["sensor"], []).append(r)
-    wait_for(lambda: len(_rows(out)) >= sent, 120, "every reading landed")
-    rows = _rows(out)
-    keys = [(r["sensor"], r["seq"]) for r in rows]
-    assert len(keys) == len(set(keys)) == sent, "a reading missing or landed twice"
-    runs = {"site0": ["", "1", "2", "1"], "site1": ["", "1"]}
-    _check_flags(rows, expected, {1: good, 2: noisy}, runs)
+    try:
+        sent = sum(publisher.sent.values())
+        expected: dict[str, list[dict[str, Any]]] = {}
+        for _, payload in messages[:sent]:
+            r = json.loads(payload)
+            expected.setdefault(r["sensor"], []).append(r)
+        wait_for(lambda: len(_rows(out)) >= sent, 120, "every reading landed")
+        rows = _rows(out)
+        keys = [(r["sensor"], r["seq"]) for r in rows]
+        assert len(keys) == len(set(keys)) == sent, "a reading missing or landed twice"
+        runs = {"site0": ["", "1", "2", "1"], "site1": ["", "1"]}
+        _check_flags(rows, expected, {1: good, 2: noisy}, runs)
+    finally:
+        proxy.close()
