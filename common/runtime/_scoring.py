@@ -3,7 +3,7 @@
 At open a scoring component (the DSL's ``score`` step, or a ``ScoreBolt`` in a
 topology of plain components) reads its entry of the package's
 ``headwater_models.json`` (its config carries it under ``MODEL_CONFIG``), picks
-the default or the canary version by the agent's labels as ``live_model`` does,
+the default or the canary version by the agent's labels and id as ``live_model`` does,
 reads ``models/<sha256>.onnx``, checks its SHA-256, and loads it for its
 declaration (``ScoreSpec``, in its config under ``SCORE_CONFIG``): a model whose
 inputs or outputs do not fit the step raises, so the component does not open
@@ -26,7 +26,7 @@ from ..dsl._score import Inputs, Output, ScoreOp, install_live_scorer, spec_of
 from ..models._onnx import JSON_KIND, ONNX_KIND
 from ..models._score_spec import SCORE_CONFIG, ScoreSpec
 from ..plan._package_models import MODEL_CONFIG, model_bytes, pick
-from ._models import _labels, _topology_file
+from ._models import _labels, _topology_file, agent_id
 
 
 class LiveScorer:
@@ -72,10 +72,11 @@ def live_scorer(ctx: Context | Mapping[str, Any], spec: ScoreSpec | None = None)
     if not text:
         return LiveScorer()
     entry = json.loads(text)
-    chosen = pick(entry, _labels())
+    chosen = pick(entry, _labels(), agent_id())
     if chosen is None:
         return LiveScorer()
-    fields = _chosen_fields(entry, chosen["sha256"])
+    # the pick's own kind and range (a rollout sets them), else the entry's
+    fields = {**{k: entry[k] for k in ("kind", "range") if k in entry}, **chosen}
     kind = fields.get("kind") or JSON_KIND
     if kind != ONNX_KIND:
         raise HeadwaterError(
@@ -100,18 +101,6 @@ def live_scorer(ctx: Context | Mapping[str, Any], spec: ScoreSpec | None = None)
             f"model {chosen['name']!r} version {chosen['version']}: {exc}"
         ) from None
     return LiveScorer(scorer, chosen["name"], str(chosen["version"]), _range(fields))
-
-
-def _chosen_fields(entry: Mapping[str, Any], sha: str) -> dict[str, Any]:
-    """The entry's fields for the version with ``sha``: its own pick's ``kind`` and
-    ``range`` where it has them, else the entry's."""
-    out = {k: entry[k] for k in ("kind", "range") if k in entry}
-    for value in entry.values():
-        picks = value if isinstance(value, list) else [value]
-        for p in picks:
-            if isinstance(p, Mapping) and p.get("sha256") == sha:
-                out.update({k: p[k] for k in ("kind", "range") if k in p})
-    return out
 
 
 def _range(fields: Mapping[str, Any]) -> tuple[float, float] | None:
