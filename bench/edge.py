@@ -117,6 +117,7 @@ class Landing:
         # --trace: (received_ms, edge_ms, cloud_ms, cloud checkpoint of its part file)
         self.traced: dict[tuple[str, int], tuple[float, float, float, int]] = {}
         self.duplicates = 0
+        self.scored = 0  # rows a model scored (BENCH_SCORE)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -136,7 +137,9 @@ class Landing:
                     if (sensor, seq) in self.arrived:
                         self.duplicates += 1
                     self.arrived[(sensor, seq)] = (sent, now)
-                    if trace:
+                    if len(trace) == 2:  # BENCH_SCORE: the score and the model version
+                        self.scored += trace[1] != ""
+                    elif trace:
                         received, edge_ms, cloud_ms = trace
                         self.traced[(sensor, seq)] = (received, edge_ms, cloud_ms, checkpoint)
 
@@ -223,8 +226,15 @@ class EdgeCluster:
         insecure: bool = False,
         trace: bool = False,
         footprint: str = "normal",
+        env: dict[str, str] | None = None,
+        package: tuple[bytes, str] | None = None,
+        status_page: bool = True,
     ) -> None:
+        """``env``: more for every daemon; ``package``: (zip, entry) to submit instead of
+        ``bench/edge_topology.py`` alone; ``status_page``: False runs the agent without
+        ``--status-port`` (then ``status()`` is empty and the uplink is not waited for)."""
         self.work, self.out = work, work / "out"
+        extra = env or {}
         work.mkdir(parents=True)
         self.procs: list[Any] = []
         self.tree_env = _tree_env(tree)
@@ -234,7 +244,7 @@ class EdgeCluster:
         # the cloud domain's topology master runs in the master, the edge's in the agent:
         # each reads its interval from the topology file, so each daemon is given its own
         edge_interval, cloud_interval = interval
-        env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(cloud_interval)}
+        env = {"BENCH_OUT": str(self.out), "BENCH_INTERVAL": str(cloud_interval), **extra}
         env["BENCH_TRACE"] = "1" if trace else "0"
         if trace and _logs_each_checkpoint_at_debug(tree):  # where_the_time_went reads them
             env["HEADWATER_LOG_LEVEL"] = "INFO,headwater.tmaster.checkpoints=DEBUG"
@@ -296,8 +306,7 @@ class EdgeCluster:
             f"127.0.0.1:{broker_port}",
             "--workdir",
             str(work / "gw"),
-            "--status-port",
-            str(self.status_port),
+            *(["--status-port", str(self.status_port)] if status_page else []),
             *via,
             *join("agent"),
             *(["--footprint", footprint] if footprint != "normal" else []),
@@ -310,7 +319,7 @@ class EdgeCluster:
             ),
             30,
         )
-        data, entry = build_package(str(TOPOLOGY))
+        data, entry = package or build_package(str(TOPOLOGY))
         query = urlencode({"entry": entry, "containers": 1})
         req = urllib.request.Request(
             f"{self.http}/api/v1/topologies?{query}",
@@ -319,7 +328,8 @@ class EdgeCluster:
             headers={"Authorization": f"Bearer {self.token}"} if self.token else {},
         )
         urllib.request.urlopen(req, timeout=60).close()
-        _wait(lambda: self.status()["metrics"].get("uplink_connected") == 1.0, 60)
+        if status_page:
+            _wait(lambda: self.status()["metrics"].get("uplink_connected") == 1.0, 60)
         self.peak = {"daemon": 0, "tree": 0, "edge": 0}
         self.processes = 0  # the most processes under the agent at a sample
         self._stop = threading.Event()

@@ -8,6 +8,10 @@ daemon that loads this file must have it, the master too, whose topology master 
 domain). BENCH_TRACE=1 (``python -m bench edge --trace``): each row also carries when the
 agent's ingest took it, when the edge's ``stamp`` handled it and when the cloud first saw it
 (a cloud ``arrive`` bolt before the sink), for the bench's account of where the time goes.
+BENCH_SCORE=1 (``python -m bench edge-scoring``): an edge ``score`` component after
+``stamp``, a ``ScoreBolt`` scoring each row's ``seq`` and ``sent_ms`` with the ONNX model
+``edge-model`` the package ships (``headwater_models.json``, ``models/<sha256>.onnx``), so
+rows land with the score and the model version appended.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ LOG = os.environ.get("HEADWATER_INGEST_LOG", "/tmp/hw-bench-ingest")
 OUT = os.environ.get("BENCH_OUT", "/tmp/hw-bench-edge")
 INTERVAL = float(os.environ.get("BENCH_INTERVAL", "1"))
 TRACE = os.environ.get("BENCH_TRACE") == "1"
+SCORE = os.environ.get("BENCH_SCORE") == "1"
+SCORE_MODEL, SCORE_INPUTS = "edge-model", (1, 2)  # seq, sent_ms
 
 
 class Readings(LogSpout):
@@ -71,11 +77,24 @@ topology = (
     )
     .add_bolt("stamp", Stamp, inputs={"readings": fields("topic")}, placement=edge())
 )
+last = "stamp"
+if SCORE:
+    from headwater.models import ScoreBolt
+
+    topology = topology.add_bolt(
+        "score",
+        partial(ScoreBolt, SCORE_MODEL, SCORE_INPUTS),
+        inputs={"stamp": fields("sensor")},
+        outputs=(*Stamp.outputs, "score", "model_version"),
+        config=ScoreBolt.config(SCORE_MODEL, SCORE_INPUTS),
+        placement=edge(),
+    )
+    last = "score"
 if TRACE:
     topology = topology.add_bolt(
         "arrive", Arrive, inputs={"stamp": fields("sensor")}, outputs=Arrive.outputs
     ).add_bolt("landing", partial(TransactionalFileSink, OUT), inputs={"arrive": fields("sensor")})
 else:
     topology = topology.add_bolt(
-        "landing", partial(TransactionalFileSink, OUT), inputs={"stamp": fields("sensor")}
+        "landing", partial(TransactionalFileSink, OUT), inputs={last: fields("sensor")}
     )

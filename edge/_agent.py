@@ -58,7 +58,6 @@ from ._ingest import MqttIngest, MqttSource, describe_write_error
 from ._orders import OrderBook
 from ._resume import Resume
 from ._revisions import EdgeRevisions
-from ._status import serve_status
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
@@ -177,6 +176,8 @@ class Agent(Node):
         # the status page and ingest first: neither needs the master
         http = None
         if self.status_port is not None:
+            from ._status import serve_status  # aiohttp (~9 MB): only for the status page
+
             try:
                 http = await serve_status(self, self.status_port)
             except BaseException:  # taken since: stop the server, or it complains at exit

@@ -49,3 +49,16 @@ def test_instance_does_not_import_grpc() -> None:
     proc = _run(code)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_the_agent_imports_aiohttp_only_for_its_status_page() -> None:
+    # aiohttp is about 9 MB of a gateway's memory: an agent without --status-port spares it
+    code = (
+        "import sys\n"
+        "import headwater.edge._agent\n"
+        "import headwater._daemon_cli\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'aiohttp'))\n"
+    )
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
