@@ -2,6 +2,10 @@
 
     headwater spark run daily.py --landing DIR --warehouse DIR [--param day=2026-11-28]
     headwater spark run sums.py --landing DIR --warehouse DIR --continuous   # until Ctrl-C
+    headwater spark run train.py --landing DIR --warehouse DIR --master URL --token-file F
+
+With ``--master`` (or ``$HEADWATER_MASTER``) and an admin token, the job may register
+the models it trains (``ctx.register``); the token stays in this process.
 
 The driver (``cloud/spark/_driver.py``) is the one a worker runs for a submitted
 job; here it runs in the foreground with its status in CHECKPOINT/_driver/status.json.
@@ -16,9 +20,13 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from headwater._master_client import add_client_options, given_token
 from headwater.common._exceptions import HeadwaterError
+
+if TYPE_CHECKING:
+    from headwater._registry_client import Registry
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -73,6 +81,11 @@ def add_run_parser(sub: Any) -> None:
         metavar="URL",
         help="spark://HOST:PORT for a standalone cluster (default: local[*], embedded)",
     )
+    add_client_options(
+        p,
+        "a master whose model registry the job may register with (ctx.register; an "
+        "admin token); default: $HEADWATER_MASTER",
+    )
     p.set_defaults(func=_cmd_run)
 
 
@@ -112,6 +125,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     problem = folders_problem(args.landing, args.warehouse, checkpoint)
     if problem is not None:
         raise HeadwaterError(problem)
+    registry = _registry(args)
     cfg = DriverConfig(
         job=job,
         name=name,
@@ -124,6 +138,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         continuous=args.continuous,
         interval_s=args.interval,
         master=master,
+        registry=registry,
     )
     driver = Driver(cfg)
     code = driver.main()
@@ -135,6 +150,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     sys.stdout.flush()
     return code
+
+
+def _registry(args: argparse.Namespace) -> Registry | None:
+    """The registry the job may register with: ``--master`` (or $HEADWATER_MASTER) and a
+    token, checked before Spark starts; None when no master is named."""
+    import os
+
+    from headwater._registry_client import Registry
+
+    url = args.url or os.environ.get("HEADWATER_MASTER")
+    if not url:
+        return None
+    token = given_token(args)
+    if not token:
+        raise HeadwaterError(
+            f"--master {url}: registering models needs an admin token: --token TOKEN, "
+            "HEADWATER_TOKEN=TOKEN or --token-file FILE"
+        )
+    cacert = args.cacert or os.environ.get("HEADWATER_CACERT")
+    return Registry(url.rstrip("/"), token, cacert)
 
 
 def folders_problem(landing: Path, warehouse: Path, checkpoint: Path) -> str | None:
