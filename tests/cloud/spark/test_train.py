@@ -381,3 +381,22 @@ def test_the_job_registers_with_the_master_it_was_run_with(
         "evaluation": {k: model[k] for k in ("rows", "precision", "recall", "f1")},
         "output_range": [0.0, 1.0],
     }
+
+
+def test_the_command_registers_as_the_job_does(
+    spark: Any,
+    landing: Path,
+    master: dict[str, Any],  # noqa: F811
+) -> None:
+    """``headwater spark train --master``: the figures as without, then the registration
+    line; the registry keeps the artifact with the job's metadata (``registry_meta``)."""
+    admin = (master["state"] / "admin.token").read_text().strip()
+    code, out, err = cli("--landing", str(landing), "--master", master["http"], "--token", admin)
+    assert code == 0, out + err
+    got = Client(master["http"], admin).call("GET", "/api/v1/models/iot-anomaly/1")
+    lines = out.splitlines()
+    assert lines[0].startswith("trained iot-anomaly (gated-linear/1) on ")
+    assert lines[-1] == f"registered iot-anomaly version 1 (sha256 {got['sha256']})"
+    assert "registering" in err
+    assert got["metadata"] == anomaly_train.registry_meta(got)  # its trained and evaluation
+    assert got["metadata"]["output_range"] == [0.0, 1.0]
