@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from headwater._master_client import Client, read_token
+from headwater._master_client import Client
 from headwater.common._exceptions import HeadwaterError
 
 MAX_META_BYTES = 2048
@@ -41,19 +41,16 @@ class Registry:
 
     @classmethod
     def from_env(cls) -> Registry | None:
-        """The master of ``HEADWATER_MASTER`` with ``HEADWATER_TOKEN`` (or the file
-        ``HEADWATER_TOKEN_FILE``), ``HEADWATER_CACERT``; None when no master is named."""
+        """The master of ``HEADWATER_MASTER`` with ``HEADWATER_TOKEN``, trusting
+        ``HEADWATER_CACERT``, as the CLI takes them; None when no master is named."""
         url = os.environ.get("HEADWATER_MASTER")
         if not url:
             return None
         token = os.environ.get("HEADWATER_TOKEN")
-        file = os.environ.get("HEADWATER_TOKEN_FILE")
-        if not token and file:
-            token = read_token(Path(file), "HEADWATER_TOKEN_FILE")
         if not token:
             raise HeadwaterError(
                 f"HEADWATER_MASTER={url} names a master but no token: registering a model "
-                "needs an admin token (HEADWATER_TOKEN=TOKEN or HEADWATER_TOKEN_FILE=FILE)"
+                "needs an admin token (HEADWATER_TOKEN=TOKEN)"
             )
         return cls(url.rstrip("/"), token.strip(), os.environ.get("HEADWATER_CACERT"))
 

@@ -4,8 +4,9 @@
     headwater spark run sums.py --landing DIR --warehouse DIR --continuous   # until Ctrl-C
     headwater spark run train.py --landing DIR --warehouse DIR --master URL --token-file F
 
-With ``--master`` (or ``$HEADWATER_MASTER``) and an admin token, the job may register
-the models it trains (``ctx.register``); the token stays in this process.
+With ``--master URL`` and an admin token, the job may register the models it trains
+(``ctx.register``); the token stays in this process. Only ``--master`` hands a job the
+token: ``$HEADWATER_MASTER`` alone does not.
 
 The driver (``cloud/spark/_driver.py``) is the one a worker runs for a submitted
 job; here it runs in the foreground with its status in CHECKPOINT/_driver/status.json.
@@ -84,7 +85,7 @@ def add_run_parser(sub: Any) -> None:
     add_client_options(
         p,
         "a master whose model registry the job may register with (ctx.register; an "
-        "admin token); default: $HEADWATER_MASTER",
+        "admin token); none by default, whatever $HEADWATER_MASTER says",
     )
     p.set_defaults(func=_cmd_run)
 
@@ -153,13 +154,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _registry(args: argparse.Namespace) -> Registry | None:
-    """The registry the job may register with: ``--master`` (or $HEADWATER_MASTER) and a
-    token, checked before Spark starts; None when no master is named."""
+    """The registry the job may register with: ``--master`` and a token, checked before
+    Spark starts; None without ``--master`` (an exported $HEADWATER_MASTER with
+    $HEADWATER_TOKEN must not hand every job an admin token)."""
     import os
 
     from headwater._registry_client import Registry
 
-    url = args.url or os.environ.get("HEADWATER_MASTER")
+    url = args.url
     if not url:
         return None
     token = given_token(args)

@@ -70,7 +70,6 @@ def test_refused_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
         register(b"x", "m")
     monkeypatch.setenv("HEADWATER_MASTER", "http://127.0.0.1:9")
     monkeypatch.delenv("HEADWATER_TOKEN", raising=False)
-    monkeypatch.delenv("HEADWATER_TOKEN_FILE", raising=False)
     with pytest.raises(HeadwaterError, match="names a master but no token"):
         register(b"x", "m")
     assert json.loads(json.dumps({"ok": 1}))  # the module imports no Spark and no converter

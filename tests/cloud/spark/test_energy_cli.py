@@ -115,7 +115,8 @@ def test_the_readme_trains_writes_and_registers_the_energy_model(
     assert len(lines) == 2 and "--master $HEADWATER_MASTER" in lines[1]
     root = landed(tmp_path)
     admin = (master["state"] / "admin.token").read_text().strip()
-    env = {**os.environ, "HEADWATER_TOKEN": admin}
+    # the README's shell: both exported; only --master hands the job the token
+    env = {**os.environ, "HEADWATER_TOKEN": admin, "HEADWATER_MASTER": master["http"]}
     for line in lines:
         words = [
             {
@@ -135,6 +136,7 @@ def test_the_readme_trains_writes_and_registers_the_energy_model(
             env=env,
         )
         assert done.returncode == 0, done.stderr[-3000:]
+        assert ("registered" in done.stdout) == ("--master" in words), done.stdout
     onnx = tmp_path / "wh" / "_models" / "energy-next-kwh.onnx"
     assert onnx.stat().st_size > 0 and onnx.with_name(onnx.name + ".meta.json").is_file()
     assert "registered energy-next-kwh version 1 (" in done.stdout
