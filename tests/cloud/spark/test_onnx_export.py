@@ -129,3 +129,24 @@ def test_an_unsupported_spark_stage_is_named(spark: Any) -> None:
         match=r"cannot convert a Spark SQLTransformer stage; it converts: .*LinearRegressionModel",
     ):
         to_onnx(model)
+
+
+def test_a_missing_converter_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from sklearn.linear_model import LinearRegression
+
+    monkeypatch.setitem(sys.modules, "skl2onnx", None)  # as if not installed
+    with pytest.raises(ExportError, match=r"needs skl2onnx .*pip install 'headwater\[train\]'"):
+        to_onnx(LinearRegression().fit(X, Y))
+
+
+def test_a_sklearn_pipeline_classifier_has_numeric_outputs() -> None:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    clf = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, LABEL)
+    out = _scores(to_onnx(clf), X)
+    np.testing.assert_array_equal(out["label"], clf.predict(X))
+    np.testing.assert_allclose(out["probabilities"], clf.predict_proba(X), atol=1e-5)
