@@ -12,7 +12,8 @@ step scores with ``onnxruntime``:
   converts): a pipeline that begins with a ``VectorAssembler`` over ``n`` numeric
   columns is converted from its next stage on, with the assembled vector as the one
   input (the columns' order is the assembler's ``inputCols``); a bare model takes
-  its features vector (``n``: its ``numFeatures``). Outputs are the converter's:
+  its features vector (``n``: its ``numFeatures``). A stage the converter gets wrong
+  (``MISCONVERTED``: ``GBTRegressionModel``) is refused. Outputs are the converter's:
   ``prediction`` (float for a regression, int64 for a classifier) and, for
   classifiers, ``probability``. A stage the converter does not know is refused
   with its name and the list of those it knows.
@@ -34,6 +35,13 @@ INPUT = "input"
 """The name of an exported graph's one input."""
 
 _EXTRA = "pip install 'headwater[train]'"
+# stages onnxmltools converts into a graph that scores otherwise than Spark (checked with
+# PySpark 4.1 and onnxmltools 1.16): refused rather than shipped wrong
+MISCONVERTED = {
+    "GBTRegressionModel": "onnxmltools' converter gives a graph whose scores differ from "
+    "Spark's (by several units on a plain regression): use a RandomForestRegressor or a "
+    "DecisionTreeRegressor, or a scikit-learn GradientBoostingRegressor",
+}
 
 
 class ExportError(HeadwaterError):
@@ -128,6 +136,10 @@ def _from_spark(model: Any, n_features: int | None, spark: Any) -> bytes:
         )
     known = ops.sparkml_operator_name_map
     for stage in stages:
+        if type(stage).__name__ in MISCONVERTED:
+            raise ExportError(
+                f"a Spark {type(stage).__name__} stage: {MISCONVERTED[type(stage).__name__]}"
+            )
         if type(stage) not in known:
             names = sorted(t.__name__ for t in known)
             raise ExportError(
@@ -135,9 +147,13 @@ def _from_spark(model: Any, n_features: int | None, spark: Any) -> bytes:
                 f"converts: {', '.join(names)}"
             )
     first = stages[0]
-    features = first.getOrDefault("featuresCol") if first.hasParam("featuresCol") else None
-    if features is None:
-        features = first.getOrDefault("inputCol")
+    param = next((p for p in ("featuresCol", "inputCol") if first.hasParam(p)), None)
+    if param is None:
+        raise ExportError(
+            f"the Spark {type(first).__name__} stage reads no features column (featuresCol "
+            "or inputCol): begin the pipeline with a VectorAssembler or a model"
+        )
+    features = first.getOrDefault(param)
     target = stages[0] if len(stages) == 1 else PipelineModel(stages)
     session = spark or SparkSession.getActiveSession()
     try:

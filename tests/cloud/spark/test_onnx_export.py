@@ -150,3 +150,16 @@ def test_a_sklearn_pipeline_classifier_has_numeric_outputs() -> None:
     out = _scores(to_onnx(clf), X)
     np.testing.assert_array_equal(out["label"], clf.predict(X))
     np.testing.assert_allclose(out["probabilities"], clf.predict_proba(X), atol=1e-5)
+
+
+def test_a_stage_the_converter_gets_wrong_is_refused(spark: Any) -> None:
+    """onnxmltools' GBT regression graph scores otherwise than Spark: refused, not shipped."""
+    from pyspark.ml import Pipeline
+    from pyspark.ml.feature import VectorAssembler
+    from pyspark.ml.regression import GBTRegressor
+
+    df = _frame(spark)
+    assemble = VectorAssembler(inputCols=["a", "b", "c"], outputCol="features")
+    model = Pipeline(stages=[assemble, GBTRegressor(labelCol="y", maxIter=2)]).fit(df)
+    with pytest.raises(ExportError, match="GBTRegressionModel stage: onnxmltools' converter"):
+        to_onnx(model)
