@@ -90,8 +90,12 @@ def _frame(spark: Any) -> Any:
 def test_mllib_pipelines_score_as_the_model(spark: Any) -> None:
     from pyspark.ml import Pipeline
     from pyspark.ml.classification import LogisticRegression
-    from pyspark.ml.feature import VectorAssembler
-    from pyspark.ml.regression import DecisionTreeRegressor, LinearRegression
+    from pyspark.ml.feature import StandardScaler, VectorAssembler
+    from pyspark.ml.regression import (
+        DecisionTreeRegressor,
+        LinearRegression,
+        RandomForestRegressor,
+    )
 
     df = _frame(spark)
     assemble = VectorAssembler(inputCols=["a", "b", "c"], outputCol="features")
@@ -112,6 +116,14 @@ def test_mllib_pipelines_score_as_the_model(spark: Any) -> None:
         # the bare model: its features vector is the input
         bare = _scores(to_onnx(model.stages[-1]), x)
         np.testing.assert_allclose(bare["prediction"].ravel(), want, rtol=1e-4, atol=1e-4)
+
+    # more stages: a scaler between the assembler and a forest
+    scale = StandardScaler(inputCol="features", outputCol="scaled")
+    forest = RandomForestRegressor(labelCol="y", featuresCol="scaled", numTrees=4, seed=1)
+    model = Pipeline(stages=[assemble, scale, forest]).fit(df)
+    want = np.array([r.prediction for r in model.transform(df).collect()])
+    got = _scores(to_onnx(model), x)["prediction"].ravel()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_an_unsupported_spark_stage_is_named(spark: Any) -> None:
