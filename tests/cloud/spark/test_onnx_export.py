@@ -89,7 +89,7 @@ def _frame(spark: Any) -> Any:
 
 def test_mllib_pipelines_score_as_the_model(spark: Any) -> None:
     from pyspark.ml import Pipeline
-    from pyspark.ml.classification import LogisticRegression
+    from pyspark.ml.classification import LogisticRegression, RandomForestClassifier
     from pyspark.ml.feature import StandardScaler, VectorAssembler
     from pyspark.ml.regression import (
         DecisionTreeRegressor,
@@ -104,6 +104,7 @@ def test_mllib_pipelines_score_as_the_model(spark: Any) -> None:
         LinearRegression(labelCol="y"),
         DecisionTreeRegressor(labelCol="y", maxDepth=4),
         LogisticRegression(labelCol="label"),
+        RandomForestClassifier(labelCol="label", numTrees=3, seed=1),
     ):
         model = Pipeline(stages=[assemble, est]).fit(df)
         rows = model.transform(df).collect()
