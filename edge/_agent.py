@@ -446,7 +446,7 @@ class Agent(Node):
                 )
         for name, tm in list(self.tms.items()):
             s.metrics[f"revision:{name}"] = float(self.revisions.running(name, tm))
-            s.metrics.update(component_metrics(name, tm, self.labels))
+            s.metrics.update(component_metrics(name, tm, self.labels, self.node_id))
             figures = CheckpointFigures.of(tm)  # the edge domain's, for the master's /metrics
             if figures is not None:
                 s.metrics.update(figures.metrics(name))

@@ -26,8 +26,11 @@ from headwater.common.wire._states import RevisionStatus
 _SUMMED = ("emitted", "executed", "exceptions", "dead_letters")
 
 
-def component_metrics(name: str, tm: TopologyMaster, labels: Mapping[str, str]) -> dict[str, float]:
-    """The metrics above for the edge subgraph ``name`` run by ``tm``."""
+def component_metrics(
+    name: str, tm: TopologyMaster, labels: Mapping[str, str], agent: str = ""
+) -> dict[str, float]:
+    """The metrics above for the edge subgraph ``name`` run by ``tm`` on the agent ``agent``
+    with ``labels`` (which pick its model version)."""
     out: dict[str, float] = {}
     for inst in tm.plan.instances:
         m = tm.metrics.get(f"task:{inst.task_id}", {})
@@ -39,7 +42,7 @@ def component_metrics(name: str, tm: TopologyMaster, labels: Mapping[str, str]) 
         for c in tm.topology.components:
             entry = c.config.get(MODEL_CONFIG)
             if entry:
-                chosen = pick(json.loads(entry), labels)
+                chosen = pick(json.loads(entry), labels, agent)
                 out[f"model:{name}/{c.name}"] = float(chosen["version"] if chosen else 0)
     failed = [
         r.revision

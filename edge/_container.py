@@ -25,12 +25,13 @@ from headwater.common.plan._domains import OUTBOX_PREFIX
 from headwater.common.runtime._container import Container
 from headwater.common.runtime._container_config import ContainerConfig, parse_config
 from headwater.common.runtime._hooks import Metric
+from headwater.common.runtime.instance import AGENT_ID_ENV
 
 from ._uplink import Uplink
 
 UPLINK_ENV = "HEADWATER_UPLINK"
 PROXY_ENV = "HEADWATER_INGRESS_PROXY"
-AGENT_ENV = "HEADWATER_AGENT_ID"
+AGENT_ENV = AGENT_ID_ENV  # its instances read it too (a rollout wave picks by agent id)
 BUDGET_ENV = "HEADWATER_OUTBOX_BUDGET"
 DEFAULT_OUTBOX_BUDGET = 256 << 20
 

@@ -5,8 +5,12 @@ document) with optional metadata (``--meta JSON`` or ``--meta @FILE``);
 ``show`` prints each version's kind and, for ONNX, its inputs and outputs.
 
 ``rollout`` follows the rollout until it ends and prints each step with its
-time (request -> canary live -> all live, or the rollback and why); exit 0 when
-the version is live everywhere, 1 when it was rolled back or failed.
+time (request -> canary live -> each wave live -> all live, or the rollback and
+why) and each watch's guard values; exit 0 when the version is live
+everywhere, 1 when it was rolled back or failed. ``--waves 10,50,100`` rolls it
+out in waves (cumulative percentages of the agents, the last 100);
+``--guard 'EXPR<=BOUND'`` (repeatable) bounds a counter or a ratio of two over
+each watch (``common/models/_rollout_guards.py`` says which).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from urllib.parse import quote, urlencode
 from headwater._argtypes import number, whole
 from headwater._master_client import Client, add_client_options
 from headwater.common._exceptions import HeadwaterError
+from headwater.common.models._rollout_guards import parse_guard
+from headwater.common.models._rollout_waves import parse_waves
 
 VERSION = whole(1, what="a version number (1, 2, ...)")
 WATCH_SECONDS = number(0, 86_400, what="a number of seconds")
@@ -103,6 +109,23 @@ def add_parsers(sub: Any, master_help: str) -> None:
         help="roll back if the canary's component errs more than N times (default 0)",
     )
     rollout.add_argument(
+        "--waves",
+        type=_waves,
+        default=None,
+        metavar="P,P,...,100",
+        help="after the canary, waves of this cumulative share of the agents, each watched "
+        "(e.g. 10,50,100; default: all at once)",
+    )
+    rollout.add_argument(
+        "--guard",
+        type=_guard,
+        action="append",
+        default=[],
+        metavar="EXPR<=BOUND",
+        help="roll back when a counter or ratio over a watch passes BOUND, e.g. "
+        "'score_us/scored<=500', 'out_of_range/scored<=0.01' (repeatable; errors<=0 always)",
+    )
+    rollout.add_argument(
         "--no-wait", action="store_true", help="return once accepted, without following it"
     )
     add_client_options(rollout, master_help)
@@ -138,6 +161,20 @@ def parse_selector(text: str) -> dict[str, str]:
             raise HeadwaterError(f"--canary {text!r}: use LABEL=VALUE[,LABEL=VALUE] (site=a)")
         out[key] = value
     return out
+
+
+def _waves(text: str) -> list[float]:
+    try:
+        return parse_waves(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _guard(text: str) -> str:
+    try:
+        return parse_guard(text).text()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _path(name: str, rest: str = "") -> str:
@@ -188,7 +225,8 @@ def _cmd_show(args: argparse.Namespace) -> int:
         where = f"{r['topology']}/{r['component']} (revision {r['revision']})"
         line = f"  running on {where}: default v{r['default'] or '- (own logic)'}"
         if canary:
-            line += f", canary v{canary['version']} on {canary['selector']}"
+            on = canary.get("selector") or ", ".join(canary.get("agents") or [])
+            line += f", canary v{canary['version']} on {on}"
         print(line)
         for agent, version in sorted(r["agents"].items()):
             print(f"    agent {agent}: v{version}" if version else f"    agent {agent}: own logic")
@@ -236,6 +274,10 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
     }
     if args.canary is not None:
         body["canary"] = parse_selector(args.canary)
+    if args.waves is not None:
+        body["waves"] = args.waves
+    if args.guard:
+        body["guards"] = args.guard
     client = Client.from_args(args)
     rollout = client.call("POST", _path(args.name, "/rollouts"), body=body)
     return _follow(client, args.name, rollout, args.no_wait, args.watch)
@@ -254,7 +296,8 @@ def _follow(
     """Print each step as it comes; 0 if it ends done, 1 otherwise."""
     printed = 0
     start = rollout["steps"][0]["at"] if rollout["steps"] else time.time()
-    deadline = time.monotonic() + watch_s + WAIT_MARGIN_S
+    waves = len(rollout.get("waves") or [100]) + 1  # the canary too
+    deadline = time.monotonic() + watch_s * waves + WAIT_MARGIN_S
     while True:
         for step in rollout["steps"][printed:]:
             note = f": {step['note']}" if step["note"] else ""
@@ -277,12 +320,8 @@ def _follow(
             f"rollout {rollout['id']} accepted; follow it with `headwater models rollouts {name}`"
         )
         return 0
-    if rollout["figures"]:
-        f = rollout["figures"]
-        print(
-            f"watched: {f.get('scored', 0):.0f} readings scored, anomaly rate "
-            f"{f.get('anomaly_rate', 0):.3f}, {f.get('errors', 0):.0f} errors"
-        )
+    for line in _stages(rollout):
+        print(line)
     if rollout["error"]:
         print(f"rollout {rollout['id']} {rollout['phase'].replace('_', ' ')}: {rollout['error']}")
     return 0 if rollout["phase"] == "done" else 1
@@ -297,10 +336,30 @@ def _cmd_rollouts(args: argparse.Namespace) -> int:
         what = f"v{r['version']}" if r["kind"] == "rollout" else "rollback"
         canary = f" canary {r['canary']}" if r["canary"] else ""
         print(f"#{r['id']} {what} on {r['topology']}/{r['component']}{canary}: {r['phase']}")
+        if len(r.get("waves") or [100]) > 1:
+            print(f"    waves {', '.join(f'{w:g}%' for w in r['waves'])}")
         for step in r["steps"]:
             print(f"    {_when(step['at'])}  {step['phase']:<12} {step['note']}")
+        for line in _stages(r):
+            print(f"    {line}")
         if r["error"]:
             print(f"    {r['error']}")
     if not rollouts:
         print(f"no rollouts of {args.name}")
     return 0
+
+
+def _stages(rollout: dict[str, Any]) -> list[str]:
+    """Each watch of a rollout (the canary, each wave): its agents, guard values, verdict."""
+    out = []
+    for stage in rollout.get("stages") or []:
+        values = ", ".join(
+            f"{g['guard'].split('<=')[0]} {'-' if g['value'] is None else format(g['value'], 'g')}"
+            f" ({'ok' if g['ok'] else 'out of bounds'})"
+            for g in stage["guards"]
+        )
+        agents = ", ".join(stage["agents"]) or "no agent online"
+        out.append(
+            f"{stage['stage']} on {agents}: {stage['verdict']}" + (f"; {values}" if values else "")
+        )
+    return out

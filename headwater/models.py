@@ -13,6 +13,19 @@ at most ``MAX_SENSORS`` sensors, a name matching ``NAME``), checks it (``check_d
 writes it (``dump_model``): the IoT example's ``examples/iot/anomaly_train.py``, which
 ``headwater spark train`` runs.
 
+ONNX models are scored by a scoring step: the DSL's ``Streamlet.score``, or, in a
+topology of components, ``ScoreBolt(model, inputs)`` (its component's config:
+``ScoreBolt.config(model, inputs)``). A bolt of your own calls
+``live_scorer(ctx, ScoreSpec(model, inputs))`` at open: the model its package ships
+for it here, checked against the declaration (``load_scorer``; onnxruntime is
+``pip install 'headwater[onnx]'``), with ``run(rows)`` (one model run for a frame's
+rows) and ``version`` ("" and ``loaded`` false while no model is rolled out):
+
+>>> from headwater.models import ScoreSpec, live_scorer
+>>> scorer = live_scorer({}, ScoreSpec("vibration", ("rms", "peak")))
+>>> scorer.loaded, scorer.version
+(False, '')
+
 A model of the user's own travels as ONNX: ``to_onnx(model)`` exports a fitted
 scikit-learn estimator or Spark MLlib model (or ``PipelineModel``) to ONNX bytes with
 one float input ``INPUT`` ("input") shaped ``[None, n]`` (``pip install
@@ -28,15 +41,19 @@ from headwater.common.models import (
     KIND,
     MAX_SENSORS,
     NAME,
+    SCORE_CONFIG,
     AnomalyModel,
     ExportError,
     ModelError,
+    ScoreSpec,
     check_doc,
     dump_model,
     load_model,
     to_onnx,
 )
+from headwater.common.models._scorer import Scorer, load_scorer
 from headwater.common.runtime._models import live_model
+from headwater.common.runtime._scoring import LiveScorer, ScoreBolt, live_scorer
 
 __all__ = [
     "FORMAT",
@@ -45,14 +62,21 @@ __all__ = [
     "MAX_META_BYTES",
     "MAX_SENSORS",
     "NAME",
+    "SCORE_CONFIG",
     "AnomalyModel",
     "ExportError",
+    "LiveScorer",
     "ModelError",
     "Registry",
+    "ScoreBolt",
+    "ScoreSpec",
+    "Scorer",
     "check_doc",
     "dump_model",
     "live_model",
+    "live_scorer",
     "load_model",
+    "load_scorer",
     "register",
     "to_onnx",
     "training_meta",

@@ -67,3 +67,28 @@ def large(mib: int) -> bytes:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
         initializer=[weights],
     )
+
+
+def linear_double() -> bytes:
+    """``linear`` in doubles: features double [batch, 3] -> score double [batch]."""
+    weights = helper.make_tensor("w", TensorProto.DOUBLE, [3], [0.5, -1.0, 2.0])
+    return _model(
+        [
+            helper.make_node("Mul", ["features", "w"], ["scaled"]),
+            helper.make_node("ReduceSum", ["scaled", "axes"], ["score"], keepdims=0),
+        ],
+        [helper.make_tensor_value_info("features", TensorProto.DOUBLE, ["batch", 3])],
+        [helper.make_tensor_value_info("score", TensorProto.DOUBLE, ["batch"])],
+        initializer=[weights, helper.make_tensor("axes", TensorProto.INT64, [1], [1])],
+    )
+
+
+def fixed_batch() -> bytes:
+    """``linear`` with a batch of exactly 1: a scoring step refuses it."""
+    weights = helper.make_tensor("w", TensorProto.FLOAT, [3, 1], [0.5, -1.0, 2.0])
+    return _model(
+        [helper.make_node("MatMul", ["features", "w"], ["score"])],
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("score", TensorProto.FLOAT, [1, 1])],
+        initializer=[weights],
+    )

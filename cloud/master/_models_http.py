@@ -6,7 +6,9 @@ GET    /api/v1/models/NAME                        its versions and where they ru
 GET    /api/v1/models/NAME/VERSION[?artifact=1]   a version's metadata (or its bytes)
 POST   /api/v1/models/NAME/rollouts               roll a version out: {"version", "topology",
                                                   "component", "canary", "watch_s",
-                                                  "max_anomaly_rate", "max_errors"}
+                                                  "max_anomaly_rate", "max_errors",
+                                                  "waves": [10, 50, 100],
+                                                  "guards": ["score_us/scored<=500"]}
 GET    /api/v1/models/NAME/rollouts               its rollouts, each step with its time
 POST   /api/v1/models/NAME/rollback               back to the version before: {"topology",
                                                   "component"}
@@ -31,6 +33,8 @@ from aiohttp import web
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import JSON_KIND, MAX_ONNX_BYTES, model_kind
+from headwater.common.models._rollout_guards import SYNTAX as GUARD_SYNTAX
+from headwater.common.models._rollout_waves import waves_problem
 
 from ._models import (
     MAX_MODEL_BYTES,
@@ -160,6 +164,12 @@ def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Ro
             return _error(400, "watch_s, max_anomaly_rate and max_errors are numbers")
         if not float(numbers[2]).is_integer():
             return _error(400, "max_errors is a whole number")
+        waves, guards = body.get("waves", [100]), body.get("guards", [])
+        problem = waves_problem(waves)
+        if problem is not None:
+            return _error(400, problem)
+        if not isinstance(guards, list) or not all(isinstance(g, str) for g in guards):
+            return _error(400, f"guards must be a list of strings: {GUARD_SYNTAX}")
         try:
             view = rollouts.start(
                 request.match_info["name"],
@@ -170,6 +180,8 @@ def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Ro
                 float(body.get("watch_s", 30.0)),
                 float(body.get("max_anomaly_rate", 0.2)),
                 int(body.get("max_errors", 0)),
+                [float(w) for w in waves],
+                guards,
             )
         except RolloutError as exc:
             return _error(exc.status, str(exc))

@@ -1,5 +1,6 @@
 """The model register route (``_models_http.py``) in the master's OpenAPI document
-(``_openapi.py`` merges it in), and the answer of a version's bytes, of either kind."""
+(``_openapi.py`` merges it in), the answer of a version's bytes, of either kind, and the
+body of a rollout request (its waves and guards)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,42 @@ def artifact_answer() -> dict[str, Any]:
         "schema": {"type": "string", "format": "binary"}
     }
     return answer
+
+
+def rollout_schema(target: dict[str, Any]) -> dict[str, Any]:
+    """The body of ``POST /api/v1/models/NAME/rollouts`` (``target``: topology, component)."""
+    number_list = {"type": "array", "items": {"type": "number"}}
+    return {
+        "type": "object",
+        "properties": {
+            "version": {"type": "integer", "minimum": 1, "description": "the version to run"},
+            **target,
+            "canary": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": 'agents\' labels that take it first, e.g. {"site": "a"}',
+            },
+            "watch_s": {
+                "type": "number",
+                "description": "how long the canary and each wave are watched",
+            },
+            "max_anomaly_rate": {
+                "type": "number",
+                "description": "the JSON anomaly kind's bound (the guard anomalies/scored), 0 to 1",
+            },
+            "max_errors": {"type": "integer", "description": "errors it may make (errors<=N)"},
+            "waves": {
+                **number_list,
+                "description": "cumulative percentages of the component's agents after the "
+                "canary, growing, the last 100, e.g. [10, 50, 100] (default [100])",
+            },
+            "guards": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "EXPR<=BOUND, judged over each watch window's counter growth: "
+                "EXPR a counter (errors, exceptions, dead_letters, executed, a user counter) "
+                "or a ratio A/B of two, e.g. score_us/scored<=500, out_of_range/scored<=0.01",
+            },
+        },
+        "required": ["version", "topology", "component"],
+    }

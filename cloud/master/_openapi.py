@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._access import ACCESS, PUBLIC
-from ._models_openapi import artifact_answer, model_register_paths
+from ._models_openapi import artifact_answer, model_register_paths, rollout_schema
 from ._openapi_parts import ERROR as _ERROR
 from ._openapi_parts import answer as _json
 from ._openapi_parts import binary_body
@@ -276,22 +276,7 @@ def _model_paths() -> dict[str, dict[str, Any]]:
         "topology": {"type": "string", "description": "the running topology"},
         "component": {"type": "string", "description": "its component that runs the model"},
     }
-    rollout = {
-        "type": "object",
-        "properties": {
-            "version": {"type": "integer", "minimum": 1, "description": "the version to run"},
-            **target,
-            "canary": {
-                "type": "object",
-                "additionalProperties": {"type": "string"},
-                "description": 'agents\' labels that take it first, e.g. {"site": "a"}',
-            },
-            "watch_s": {"type": "number", "description": "how long the canary is watched"},
-            "max_anomaly_rate": {"type": "number", "description": "its bound, 0 to 1"},
-            "max_errors": {"type": "integer", "description": "errors it may make"},
-        },
-        "required": ["version", "topology", "component"],
-    }
+    rollout = rollout_schema(target)
 
     def body(schema: dict[str, Any]) -> dict[str, Any]:
         return {"required": True, "content": {"application/json": {"schema": schema}}}

@@ -8,14 +8,17 @@ is not placed on never reports a model. What an agent last reported
 entry gives it (``runs``: ``model:T/C`` in its status, see
 ``edge/_component_status.py``), whether that revision failed on it
 (``failed_on``: ``revision_failed:T``), and the component's counters
-(``counters``: ``scored``, ``anomalies``, exceptions and dead letters).
+(``counters``: executed, emitted, exceptions, dead letters, their sum
+``errors``, and each user counter by its name).
 
 ``window`` watches agents for a rollout's ``watch_s``, keeping its figures (the
-counters' growth and the anomaly rate) and stopping early on errors above its
-bound or an agent gone offline; ``verdict`` judges the figures once the time is
-up. The watch never imports the rollouts or the master: it is handed the node
-registry, the deployments, the component's placement and the agents' revisions
-(callbacks), and the rollout by what it watches (``Watched``).
+counters' growth, and the anomaly rate when the component counts anomalies)
+and stopping early on a plain counter above its guard's bound or an agent gone
+offline; the rollout judges the figures by its guards once the time is up
+(``_rollout_guards.judge``). The watch never imports the rollouts or the
+master: it is handed the node registry, the deployments, the component's
+placement and the agents' revisions (callbacks), and the rollout by what it
+watches (``Watched``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from headwater.common.api import Placement
+from headwater.common.models._rollout_guards import BUILT_IN, early
+from headwater.common.plan._package_models import pick
 
-from ._model_package import entry_version
 from ._nodes import Nodes
 
 POLL_S = 0.25
@@ -40,13 +44,12 @@ class Deployed(Protocol):
 
 
 class Watched(Protocol):
-    """A rollout as the watch sees it: what it watches, its bounds, the figures it keeps."""
+    """A rollout as the watch sees it: what it watches, its guards, the figures it keeps."""
 
     topology: str
     component: str
     watch_s: float
-    max_anomaly_rate: float
-    max_errors: int
+    guards: list[str]
     figures: dict[str, float]
 
 
@@ -100,14 +103,9 @@ class AgentWatch:
             return False
         node = self.nodes.records.get(agent)
         labels = dict(node.info.labels) if node is not None else {}
-        canary = entry.get("canary")
-        key = (
-            "canary"
-            if canary and Placement("edge", canary["selector"]).matches(labels)
-            else "default"
-        )
+        chosen = pick(entry, labels, agent)
         live = self.metrics(agent).get(f"model:{topology}/{component}")
-        return live is not None and int(live) == entry_version(entry, key)
+        return live is not None and int(live) == (chosen["version"] if chosen else 0)
 
     def failed_on(self, topology: str, revision: int, agents: list[str]) -> str:
         """Why ``revision`` failed on one of ``agents`` (its replace rolled back), or ""."""
@@ -117,15 +115,21 @@ class AgentWatch:
         return ""
 
     def counters(self, topology: str, component: str, agents: list[str]) -> dict[str, float]:
+        """The component's counters summed over ``agents``: the built-in ones (and
+        ``errors``, exceptions + dead letters) and each user counter by its name."""
         prefix = f"component:{topology}/{component}:"
-        total = {"scored": 0.0, "anomalies": 0.0, "errors": 0.0}
+        total = {name: 0.0 for name in BUILT_IN}
         for a in agents:
-            m = self.metrics(a)
-            total["scored"] += m.get(prefix + "user:scored", 0.0)
-            total["anomalies"] += m.get(prefix + "user:anomalies", 0.0)
-            total["errors"] += m.get(prefix + "exceptions", 0.0) + m.get(
-                prefix + "dead_letters", 0.0
-            )
+            for key, value in self.metrics(a).items():
+                if not key.startswith(prefix):
+                    continue
+                name = key[len(prefix) :]
+                if name.startswith("user:"):
+                    name = name[len("user:") :]
+                    if name in BUILT_IN:  # a user counter never hides a built-in one
+                        continue
+                total[name] = total.get(name, 0.0) + value
+        total["errors"] = total["exceptions"] + total["dead_letters"]
         return total
 
     async def window(
@@ -136,31 +140,26 @@ class AgentWatch:
         clock: Callable[[], float],
     ) -> str:
         """Watch ``agents`` for ``r.watch_s`` (by the rollouts' ``sleep`` and ``clock``),
-        keeping ``r.figures``: why it stopped early (errors above the bound, an agent
-        offline), "" once the time is up."""
+        keeping ``r.figures`` (the counters' growth): why it stopped early (a plain
+        counter above its guard's bound, an agent offline), "" once the time is up."""
         start = self.counters(r.topology, r.component, agents)
         end_at = clock() + r.watch_s
         while True:
             now = self.counters(r.topology, r.component, agents)
             # a container that restarted starts its counters again: count from zero
-            delta = {k: now[k] - start[k] if now[k] >= start[k] else now[k] for k in now}
-            rate = delta["anomalies"] / delta["scored"] if delta["scored"] else 0.0
-            r.figures = {**delta, "anomaly_rate": round(rate, 6)}
-            if delta["errors"] > r.max_errors:
-                return f"{delta['errors']:.0f} errors (at most {r.max_errors})"
+            delta = {
+                k: v - start.get(k, 0.0) if v >= start.get(k, 0.0) else v for k, v in now.items()
+            }
+            if "scored" in delta and "anomalies" in delta:
+                rate = delta["anomalies"] / delta["scored"] if delta["scored"] else 0.0
+                delta["anomaly_rate"] = round(rate, 6)
+            r.figures = delta
+            why = early(r.guards, delta)
+            if why:
+                return why
             offline = [a for a in agents if not self.online(a)]
             if offline:
                 return f"{', '.join(offline)} went offline"
             if clock() >= end_at:
                 return ""
             await sleep(POLL_S)
-
-    def verdict(self, r: Watched) -> str:
-        """What the figures of a watch that ran its time say: "" within bounds, else why not."""
-        scored, anomalies = r.figures["scored"], r.figures["anomalies"]
-        rate = anomalies / scored if scored else 0.0
-        if not scored:
-            return f"the watched agents scored no reading in {r.watch_s:.0f} s: nothing to judge by"
-        if rate > r.max_anomaly_rate:
-            return f"anomaly rate {rate:.3f} above {r.max_anomaly_rate}"
-        return ""

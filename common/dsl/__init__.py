@@ -3,8 +3,9 @@
 from ._keyed_ops import KeyedFlatMapOp
 from ._ops import Op
 from ._partition import partition_of
-from ._pipeline import Pipeline, Streamlet, WindowedStreamlet
+from ._pipeline import Pipeline
 from ._sources import CollectionSpout
+from ._streamlet import Streamlet, WindowedStreamlet
 from ._windows import Session, Sliding, Tumbling
 
 __all__ = [

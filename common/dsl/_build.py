@@ -68,6 +68,7 @@ class _Step:
     key_fn: Callable[[Any], Any] | None = None  # key_by's function
     clock: bool = False  # processing time: needs ticks
     partitioner: Callable[[Any, int], Any] | None = None  # repartition by a function
+    config: dict[str, Any] = field(default_factory=dict)  # its component's (a scoring step's)
 
 
 def build(
@@ -172,6 +173,8 @@ def _add_chain(
     my_taps = taps.get(name, [])
     outputs += [Stream(RECORD, name=stream) for _, stream in my_taps]
     config: dict[str, Any] = {STEPS: tuple(s.name for s in chain)}
+    for s in chain:
+        config.update(s.config)
     if (my_taps or first.clock) and first.source is None:
         config[TICK_SECS] = 0.1  # watermarks leave, and clocks move, without records
     if first.source is not None:

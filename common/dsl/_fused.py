@@ -71,10 +71,8 @@ def _each(first: Out, entries: list[list[Any]]) -> None:
 
 class _Chain:
     """Runs ``ops`` in order: each op's output is the next op's input; the last emits.
-
-    A run of consecutive steps that ``_compile`` knows is one generated function;
-    the other steps are closures linked between (``Op.link``).
-    """
+    A run of consecutive steps that ``_compile`` knows is one generated function; the
+    other steps are closures linked between (``Op.link``)."""
 
     def __init__(self, ops: Sequence[Op], ctx: Context, taps: Sequence[Tap] = ()) -> None:
         self.ctx = ctx
@@ -156,6 +154,8 @@ class _Chain:
             if self.compiled and self.compiled[-1].call is first
             else partial(_each, first)
         )
+        if ops and hasattr(ops[0], "process_frame"):  # a scoring step: the frame whole
+            self.first_all = partial(ops[0].process_frame, self.links[ops[0].name][1])
         # what the first step's output goes to (a join drives its first step itself)
         self.after_first: Out = self.links[ops[0].name][1] if ops else last
         self.side_of_first: Side | None = self.links[ops[0].name][2] if ops else None

@@ -70,7 +70,7 @@ from ._supervisor import Supervisor
 from ._switch import EditSwitch
 from ._telemetry import Telemetry
 from ._threads import InstanceThread
-from .instance import LABELS_ENV, TOPOLOGY_FILE_ENV
+from .instance import AGENT_ID_ENV, LABELS_ENV, TOPOLOGY_FILE_ENV
 
 log = logging.getLogger("headwater.container")
 KILLED_EXIT = 75
@@ -195,8 +195,10 @@ class Container:
             plan = rev.plan if rev.plan_file else None  # as the instance process reads it
             # what a component reads at open (live_model), as an instance process has it
             # (each thread has its own too: hosted, this environment is every container's)
-            package = (os.path.abspath(rev.file), json.dumps(self.config.labels, sort_keys=True))
-            os.environ[TOPOLOGY_FILE_ENV], os.environ[LABELS_ENV] = package
+            labels = json.dumps(self.config.labels, sort_keys=True)
+            agent = os.environ.get(AGENT_ID_ENV, "")  # an edge container's (its agent's id)
+            package = (os.path.abspath(rev.file), labels, agent)
+            os.environ[TOPOLOGY_FILE_ENV], os.environ[LABELS_ENV] = package[:2]
             return InstanceThread(
                 task, self.socket_path, lambda: (rev.topology, plan), self._kill, package
             )

@@ -9,8 +9,9 @@ loads it. Anything wrong raises: the step does not open, so a replace that
 ships a model this edge cannot load fails and rolls back rather than falling
 back silently to the hand-set detector.
 
-The instance process says where its topology file is and the agent's labels
-(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``; ``common/runtime/instance.py``); a task
+The instance process says where its topology file is, the agent's labels and its id
+(``HEADWATER_TOPOLOGY_FILE``, ``HEADWATER_LABELS``, ``HEADWATER_AGENT_ID``;
+``common/runtime/instance.py``); a task
 on a thread (the small footprints) has its own (``TASK_PACKAGE``), read first.
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .._exceptions import HeadwaterError
-from ..models import AnomalyModel, load_model
+from ..models import ONNX_KIND, AnomalyModel, load_model
 from ..plan._package_models import MODEL_CONFIG, model_bytes, pick
 
 
@@ -36,9 +37,16 @@ def live_model(config: Mapping[str, Any]) -> tuple[AnomalyModel | None, str]:
     entry = config.get(MODEL_CONFIG)
     if not entry:
         return None, ""
-    chosen = pick(json.loads(entry), _labels())
+    doc = json.loads(entry)
+    chosen = pick(doc, _labels(), agent_id())
     if chosen is None:
         return None, ""
+    kind = chosen.get("kind") or doc.get("kind")
+    if kind == ONNX_KIND:
+        raise HeadwaterError(
+            f"model {chosen['name']!r} is of kind {kind!r}; this step loads the JSON "
+            "anomaly model (an ONNX model is scored by a scoring step: Streamlet.score)"
+        )
     file = _topology_file()
     if not file:
         raise HeadwaterError(
@@ -54,6 +62,14 @@ def _topology_file() -> str | None:
     from .instance import TASK_PACKAGE, TOPOLOGY_FILE_ENV
 
     return getattr(TASK_PACKAGE, "file", None) or os.environ.get(TOPOLOGY_FILE_ENV)
+
+
+def agent_id() -> str:
+    """The id of the agent running this task ("" outside an edge container), by which a
+    rollout's wave picks a version (``AGENT_ID_ENV``; a task on a thread has its own)."""
+    from .instance import AGENT_ID_ENV, TASK_PACKAGE
+
+    return getattr(TASK_PACKAGE, "agent", None) or os.environ.get(AGENT_ID_ENV) or ""
 
 
 def _labels() -> dict[str, str]:

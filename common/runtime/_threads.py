@@ -52,10 +52,11 @@ class InstanceThread:
         socket_path: str,
         load: Callable[[], tuple[Topology, PhysicalPlan | None]],
         on_kill: Callable[[InstanceThread], None],
-        package: tuple[str, str] = ("", ""),
+        package: tuple[str, str, str] = ("", "", ""),
     ) -> None:
-        """``package``: its topology file and the labels (JSON) a component reads at open
-        (``live_model``), as ``TOPOLOGY_FILE_ENV`` and ``LABELS_ENV`` say them to a process."""
+        """``package``: its topology file, the labels (JSON) and the agent's id a component
+        reads at open (``live_model``), as ``TOPOLOGY_FILE_ENV``, ``LABELS_ENV`` and
+        ``AGENT_ID_ENV`` say them to a process."""
         self.task = task
         self._package = package
         self.pid = os.getpid()
@@ -72,7 +73,7 @@ class InstanceThread:
         self, socket_path: str, load: Callable[[], tuple[Topology, PhysicalPlan | None]]
     ) -> None:
         code = 1
-        TASK_PACKAGE.file, TASK_PACKAGE.labels = self._package
+        TASK_PACKAGE.file, TASK_PACKAGE.labels, TASK_PACKAGE.agent = self._package
         try:
             code = run_task(self.task, socket_path, load, self._stop)
         except BaseException:  # not user code (run_task reports that): the socket, a bug

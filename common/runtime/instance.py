@@ -39,9 +39,12 @@ TOPOLOGY_FILE_ENV = "HEADWATER_TOPOLOGY_FILE"
 """Set in an instance process: the topology file it runs (inside its revision's package)."""
 LABELS_ENV = "HEADWATER_LABELS"
 """Set in an instance process: the agent's labels as JSON (``{}`` outside an edge domain)."""
+AGENT_ID_ENV = "HEADWATER_AGENT_ID"
+"""Set in an edge container's processes (by its agent) and so in its instances: the agent's
+id, by which a rollout's wave picks a model version (``_package_models.pick``)."""
 TASK_PACKAGE = threading.local()
-"""On a task's own thread (``_threads.InstanceThread``): ``file`` and ``labels`` as the two
-variables above say them, which it reads first (a process's environment is shared by every
+"""On a task's own thread (``_threads.InstanceThread``): ``file``, ``labels`` and ``agent`` as
+the three variables above say them, which it reads first (a process's environment is shared by every
 container an agent hosts, ``--footprint single``, and by every revision of one)."""
 
 

@@ -187,6 +187,47 @@ def test_a_rollout_package_carries_the_models_file_and_only_the_artifacts_it_nam
         model_bytes(code, sha2)
 
 
+def test_a_rollout_package_keeps_onnx_artifacts_as_onnx_beside_json_ones(
+    tmp_path: Path,
+) -> None:
+    from tests import _onnx_models
+
+    data, entry = _source(tmp_path)
+    doc, onnx = _artifact(5.0), _onnx_models.linear()
+    sha_doc, sha_onnx = hashlib.sha256(doc).hexdigest(), hashlib.sha256(onnx).hexdigest()
+    first = package_with(
+        data,
+        entry,
+        "count",
+        {"name": "m", "kind": "onnx/1", "default": {"version": 1, "sha256": sha_onnx}},
+        {sha_onnx: onnx},
+    )
+    both = package_with(
+        first,
+        entry,
+        "words",
+        {"name": "a", "default": {"version": 1, "sha256": sha_doc}},
+        {sha_doc: doc},
+    )
+    files = _unzip(both)
+    assert files[f"models/{sha_onnx}.onnx"] == onnx  # kept from the package it was in
+    assert files[f"models/{sha_doc}.json"] == doc
+    assert sorted(files) == [
+        "headwater_models.json",
+        f"models/{sha_onnx}.onnx",
+        f"models/{sha_doc}.json",
+        "topo.py",
+    ]
+    code = tmp_path / "code"
+    for name, content in files.items():
+        (code / name).parent.mkdir(parents=True, exist_ok=True)
+        (code / name).write_bytes(content)
+    assert model_bytes(code, sha_onnx) == onnx and model_bytes(code, sha_doc) == doc
+    (code / "models" / f"{sha_onnx}.onnx").write_bytes(onnx[:-1])
+    with pytest.raises(PackageModelError, match=f"model file {sha_onnx}.onnx hashes to"):
+        model_bytes(code, sha_onnx)
+
+
 def test_the_anomaly_step_loads_its_model_or_refuses_to_open(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -240,10 +281,18 @@ class _Rec:
 
 class _Cluster:
     """A master as a rollout sees it: one topology 't' whose component 'count' runs the
-    models, two agents (site a, site b) that run what each edit gives them, unless told to
-    fail it, and score ``per_tick`` readings per 0.25 s with ``anomaly_rate`` flagged."""
+    models, agents (``gw-a`` on site a, ``gw-b`` on site b, ...) that run what each edit
+    gives them, unless told to fail it, and score 100 readings per 0.25 s with
+    ``anomaly_rate`` flagged, plus ``on_new`` counters while they run version 1."""
 
-    def __init__(self, tmp_path: Path, fail_on: str = "", anomaly_rate: float = 0.0) -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        fail_on: str = "",
+        anomaly_rate: float = 0.0,
+        sites: str = "ab",
+        on_new: dict[str, float] | None = None,
+    ) -> None:
         data, entry = _source(tmp_path)
         self.packages = PackageStore(tmp_path / "packages")
         tm = SimpleNamespace(
@@ -252,17 +301,20 @@ class _Cluster:
         tm.revlog = SimpleNamespace(find=tm.records.get)
         self.tm = tm
         self.tms = {"t": tm}
-        self.deployments = {"t": SimpleNamespace(agents=["gw-a", "gw-b"])}
+        self.deployments = {"t": SimpleNamespace(agents=[f"gw-{s}" for s in sites])}
         records = {
             f"gw-{s}": SimpleNamespace(
                 info=SimpleNamespace(labels={"site": s}), status=SimpleNamespace(metrics={})
             )
-            for s in "ab"
+            for s in sites
         }
         self.nodes = SimpleNamespace(records=records, online=lambda agent: True)
         self._described: dict[Any, Any] = {}
-        self.fail_on, self.anomaly_rate = fail_on, anomaly_rate
+        self.fail_on, self.anomaly_rate, self.on_new = fail_on, anomaly_rate, on_new or {}
         self.now = 0.0
+        self.offline: set[str] = set()
+        self.nodes.online = lambda agent: agent not in self.offline
+        self.live: list[dict[str, float]] = []  # each edit: the version each agent runs
 
     def described(self, package: str, entry: str) -> Any:
         return self._described.get((package, entry))
@@ -286,9 +338,14 @@ class _Cluster:
             if agent == self.fail_on and models.get("canary"):
                 node.status.metrics["revision_failed:t"] = float(n)
                 continue
-            chosen = pick(models, node.info.labels)
+            if agent in self.offline:
+                continue
+            chosen = pick(models, node.info.labels, agent)
             node.status.metrics["model:t/count"] = float(chosen["version"] if chosen else 0)
             node.status.metrics["revision:t"] = float(n)
+        self.live.append(
+            {a: n.status.metrics.get("model:t/count", 0.0) for a, n in self.nodes.records.items()}
+        )
         return {"revision": n}
 
     def agent_revisions(self, name: str) -> dict[str, int]:
@@ -305,6 +362,10 @@ class _Cluster:
             m["component:t/count:user:scored"] = m.get("component:t/count:user:scored", 0) + 100
             flagged = m.get("component:t/count:user:anomalies", 0) + 100 * self.anomaly_rate
             m["component:t/count:user:anomalies"] = flagged
+            if m.get("model:t/count") == 1.0:
+                for name, n in self.on_new.items():
+                    key = f"component:t/count:user:{name}"
+                    m[key] = m.get(key, 0) + n
 
     def rollouts(self, tmp_path: Path) -> Rollouts:
         registry = ModelRegistry(tmp_path / "models")
@@ -364,7 +425,7 @@ def test_a_canary_within_bounds_goes_to_every_agent(tmp_path: Path) -> None:
 def test_a_canary_out_of_bounds_or_failing_rolls_back(tmp_path: Path) -> None:
     noisy = _Cluster(tmp_path / "noisy", anomaly_rate=0.5)
     r = _drive(noisy, noisy.rollouts(tmp_path / "noisy"), canary={"site": "a"}, watch_s=5.0)
-    assert r.phase is Phase.ROLLED_BACK and "anomaly rate 0.500 above 0.2" in r.error
+    assert r.phase is Phase.ROLLED_BACK and r.error == "canary: anomalies/scored 0.500 above 0.2"
     assert {n.status.metrics["model:t/count"] for n in noisy.nodes.records.values()} == {0.0}
 
     broken = _Cluster(tmp_path / "broken", fail_on="gw-a")

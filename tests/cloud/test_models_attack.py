@@ -58,7 +58,7 @@ def _placed(cluster: _Cluster, **placements: Placement) -> None:
     """Describe the fake cluster's current revision with these component placements."""
     rec = cluster.tm.records[cluster.tm.current]
     cluster._described[(rec.package, rec.entry)] = SimpleNamespace(
-        components=[SimpleNamespace(name=n, placement=p) for n, p in placements.items()]
+        components=[SimpleNamespace(name=n, placement=p, config={}) for n, p in placements.items()]
     )
 
 
@@ -124,7 +124,9 @@ def test_a_canary_of_another_model_than_the_one_running_is_refused(tmp_path: Pat
     rollouts = cluster.rollouts(tmp_path)
     assert _drive(cluster, rollouts, watch_s=1.0).phase is Phase.DONE  # 'm' v1 runs now
     rollouts.registry.upload("other", _artifact(5.0, name="other"))
-    with pytest.raises(RolloutError, match="runs model 'm': a canary of 'other'") as refused:
+    with pytest.raises(
+        RolloutError, match="runs model 'm': a canary or wave of 'other'"
+    ) as refused:
         rollouts.start("other", 1, "t", "count", canary={"site": "a"})
     assert refused.value.status == 409 and len(rollouts.records) == 1
 

@@ -175,10 +175,18 @@ def test_register_list_show_and_refuse_through_a_real_master(
         "vib",
     ]
 
-    # an ONNX model's rollout: not yet
-    rollout = json.dumps({"version": 1, "topology": "t", "component": "c"}).encode()
-    status, body = _call(url, "POST", "/api/v1/models/vib/rollouts", admin, rollout, True)
-    assert status == 409 and "rollout of onnx models: not yet" in body["error"], body
+    # an ONNX model's rollout: its waves and guards are checked, then its target
+    target = {"version": 1, "topology": "t", "component": "c"}
+    for extra, status_says in (
+        ({"waves": [10, 50]}, (400, "the last wave must be 100")),
+        ({"waves": "10,100"}, (400, "waves must be a non-empty list")),
+        ({"guards": ["errors"]}, (400, "'errors' is not a guard: a guard is EXPR<=BOUND")),
+        ({"guards": "errors<=0"}, (400, "guards must be a list of strings")),
+        ({"waves": [10, 100], "guards": ["score_us/scored<=500"]}, (404, "no topology")),
+    ):
+        rollout = json.dumps({**target, **extra}).encode()
+        status, body = _call(url, "POST", "/api/v1/models/vib/rollouts", admin, rollout, True)
+        assert (status, body["error"][: len(status_says[1])]) == status_says, body
 
     # a viewer reads models, and may not register one
     made = _cli("token", "create", "--role", "viewer", *auth)

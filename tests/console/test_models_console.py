@@ -3,9 +3,10 @@
 A master, a worker and one agent run the IoT example (its ``anomaly`` step on
 the edge runs the model its package names) on readings published through
 Mosquitto; a model version is uploaded through the API. On the page an admin
-rolls version 1 out to ``iot/anomaly`` and the agent runs it (its
-``model:iot/anomaly`` report), then rolls back to the hand-set detector; each
-rollout's phase shows live. A viewer's page has no rollout form.
+rolls version 1 out to ``iot/anomaly`` in waves with a guard and the agent runs
+it (its ``model:iot/anomaly`` report), the wave's guard values and verdict
+show, then rolls back to the hand-set detector; each rollout's phase shows
+live. A viewer's page has no rollout form.
 """
 
 from __future__ import annotations
@@ -94,10 +95,24 @@ def _scenario(daemons: Daemons, page: Page) -> None:
     rate = page.find(f"{form} input[name=max_anomaly_rate]")
     rate.clear()
     rate.send_keys("0.5")
+    page.find(f"{form} input[name=waves]").send_keys("50,100")
+    page.find(f"{form} input[name=guards]").send_keys("dead_letters<=0")
     page.find(f"{form} button.rollout").click()
     page.wait_text(f"{form} .rollout-result", "rollout 1")
     page.wait_text(ROW.format(1), "done", 120)
-    assert daemons.api(f"/api/v1/models/{MODEL}/rollouts")[0]["phase"] == "done"
+    (done,) = daemons.api(f"/api/v1/models/{MODEL}/rollouts")
+    assert (done["phase"], done["waves"]) == ("done", [50.0, 100.0])
+    assert done["guards"] == ["errors<=0", "anomalies/scored<=0.5", "dead_letters<=0"]
+    (stage,) = done["stages"]  # one agent: the first wave has it all; the last is not watched
+    assert (stage["stage"], stage["agents"], stage["ok"]) == ("wave 1 (50%)", ["gw-site0"], True)
+    waves = f'section[data-model="{MODEL}"] tr[data-rollout="1"] .waves'
+    assert page.find(waves).text == "50% 100%"
+    row = f'section[data-model="{MODEL}"] tr[data-stage="1/0"]'
+    assert page.find(f"{row} .verdict").text == "within bounds"
+    shown = page.find(f"{row} .guards").text
+    assert (
+        shown.startswith("errors<=0: 0; anomalies/scored<=0.5: ") and "dead_letters<=0: 0" in shown
+    )
     wait_for(lambda: _live(daemons) == 1.0, 30, "the agent running version 1")
     page.shot("models")
 

@@ -1,4 +1,5 @@
-"""Issue 16, acceptance 3: a model rolled out to two agents canary first, a bad one rolled back.
+"""Issue 16, acceptance 3: a model rolled out to two agents canary first, a bad one rolled back;
+issue 33: the same in waves, a guard out of bounds on the first wave rolled back.
 
 A master, a worker and two agents (site0, site1) run the IoT example, whose
 anomaly step runs the model its package names and whose cloud half lands every
@@ -23,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from headwater._demo.linkproxy import LinkProxy
 from headwater.common.connectors import read_landing
 from headwater.common.models import load_model
 from tests._artifacts import artifact
@@ -198,11 +200,15 @@ def test_canary_rollout_then_all_a_bad_model_rolls_back_every_reading_once(
 
 
 def _check_flags(
-    rows: list[dict[str, Any]], expected: dict[str, list[dict[str, Any]]], models: dict[int, bytes]
+    rows: list[dict[str, Any]],
+    expected: dict[str, list[dict[str, Any]]],
+    models: dict[int, bytes],
+    runs_by_site: dict[str, list[str]] | None = None,
 ) -> None:
     """Recompute each reading offline: its smoothed value, then its flag by the version its
     row names ("" the hand-set detector) from the previous reading, with the state carried
-    across every replace. Each sensor's versions run "" -> 1 -> "", and site0 took 1 first."""
+    across every replace. Each sensor's versions run as ``runs_by_site`` says (by default
+    "" -> 1 -> "", and site0 took 1 first)."""
     loaded = {str(v): load_model(data) for v, data in models.items()}
     by_key = {(r["sensor"], r["seq"]): r for r in rows}
     first_v1: dict[str, int] = {}
@@ -228,6 +234,97 @@ def _check_flags(
             if row["model"] == "1":
                 site = row["site"]
                 first_v1[site] = min(first_v1.get(site, reading["ts"]), reading["ts"])
-        assert runs == ["", "1", ""], (sensor, runs)
-    # the canary's first reading under version 1 came before any of site1's
+        site = readings[0]["site"]
+        assert runs == (runs_by_site or {}).get(site, ["", "1", ""]), (sensor, runs)
+    # the canary's (the first wave's) first reading under version 1 came before site1's
     assert first_v1["site0"] < first_v1["site1"], first_v1
+
+
+@pytest.mark.timeout(900)
+def test_waves_then_a_guard_out_of_bounds_on_the_first_wave_rolls_back(
+    daemons: Daemons, mosquitto: tuple[str, int], tmp_path: Path
+) -> None:
+    """Two agents, waves 50,100: the first wave is gw-site0 alone (the online one), watched,
+    then every agent; site1, cut off meanwhile, is not waited for and runs the version once
+    it is back. A version that flags nearly every reading goes out the same way and its
+    first wave passes the guard's bound: rolled back, site1 never ran it. Every reading
+    lands once, flagged by the version its row names."""
+    out = tmp_path / "out"
+    daemons.start_master()
+    daemons.start_worker("w1", env={"IOT_OUT": str(out)})
+    proxy = LinkProxy(daemons.grpc)  # site1 reaches the master through it
+    for site in SITES:
+        master = proxy.address if site == "site1" else daemons.grpc
+        route = ["--ingress-proxy", proxy.address] if site == "site1" else []
+        daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, master, *route))
+    wait_for(
+        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
+        30,
+        "the worker and both agents online",
+    )
+    daemons.cli("submit", str(TOPOLOGY))
+    wait_for(
+        lambda: all(
+            _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected") for s in SITES
+        ),
+        60,
+        "both agents' uplinks open",
+    )
+    messages = _messages(int(RATE * 600))
+    sensors = Sensors(*mosquitto)
+    publisher = SteadySensors(sensors, messages, RATE)
+    good, noisy = artifact(threshold=6.0), artifact(threshold=0.001, created_at=2.0)
+    try:
+        publisher.start()
+        wait_for(lambda: _rows(out), 60, "the first readings landed")
+        for n, data in ((1, good), (2, noisy)):
+            (tmp_path / f"v{n}.json").write_bytes(data)
+            up = _cli(daemons, "models", "upload", MODEL, str(tmp_path / f"v{n}.json"))
+            assert up.returncode == 0 and f"version {n}" in up.stdout, up.stdout + up.stderr
+        target = ("--topology", "iot", "--component", "anomaly", "--watch", "4")
+        waves = ("--waves", "50,100", "--guard", "anomalies/scored<=0.5")
+
+        proxy.cut()
+        wait_for(lambda: not _node(daemons, "gw-site1")["online"], 30, "site1 offline")
+        res = _cli(daemons, "models", "rollout", MODEL, "1", *target, *waves)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert "wave 1 (50%): wave live" in res.stdout, res.stdout
+        assert "wave 1 (50%) on gw-site0: within bounds; errors 0 (ok)" in res.stdout
+        assert _live(daemons, "site0") == 1.0
+        (done,) = daemons.api(f"/api/v1/models/{MODEL}/rollouts")
+        assert (done["phase"], [s["agents"] for s in done["stages"]]) == ("done", [["gw-site0"]])
+        proxy.restore()  # back: it takes the newest revision, version 1 everywhere
+        wait_for(lambda: _live(daemons, "site1") == 1.0, 120, "site1 running version 1")
+
+        res = _cli(daemons, "models", "rollout", MODEL, "2", *target, *waves)
+        assert res.returncode == 1, res.stdout + res.stderr
+        back = daemons.api(f"/api/v1/models/{MODEL}/rollouts")[-1]
+        assert back["phase"] == "rolled_back", back
+        assert back["error"].startswith("wave 1 (50%): anomalies/scored "), back["error"]
+        (stage,) = back["stages"]
+        assert (stage["agents"], stage["ok"]) == (["gw-site0"], False)
+        assert [g["guard"] for g in stage["guards"]] == ["errors<=0", "anomalies/scored<=0.5"]
+        assert stage["guards"][1]["value"] > 0.5
+        assert "promoting" not in [s["phase"] for s in back["steps"]]
+        assert _live(daemons, "site0") == _live(daemons, "site1") == 1.0
+        landed = len(_rows(out))
+        wait_for(lambda: len(_rows(out)) > landed + 120, 60, "readings after it")
+    finally:
+        proxy.restore()  # site1's uplink lands what it kept through it
+        publisher.stop.set()
+        publisher.join(30)
+        sensors.close()
+    try:
+        sent = sum(publisher.sent.values())
+        expected: dict[str, list[dict[str, Any]]] = {}
+        for _, payload in messages[:sent]:
+            r = json.loads(payload)
+            expected.setdefault(r["sensor"], []).append(r)
+        wait_for(lambda: len(_rows(out)) >= sent, 120, "every reading landed")
+        rows = _rows(out)
+        keys = [(r["sensor"], r["seq"]) for r in rows]
+        assert len(keys) == len(set(keys)) == sent, "a reading missing or landed twice"
+        runs = {"site0": ["", "1", "2", "1"], "site1": ["", "1"]}
+        _check_flags(rows, expected, {1: good, 2: noisy}, runs)
+    finally:
+        proxy.close()

@@ -3,6 +3,7 @@
 import { call, lastReason, login, logout, stream, token } from "./api.js";
 import * as views from "./views.js";
 import { sparkJobs, sparkJob } from "./spark.js";
+import { models } from "./models.js";
 
 const ROUTES = {
   topologies: views.topologies,
@@ -10,7 +11,7 @@ const ROUTES = {
   nodes: views.nodes,
   checkpoints: views.checkpoints,
   revisions: views.revisions,
-  models: views.models,
+  models,
   spark: sparkJobs,
   "spark-job": sparkJob,
 };

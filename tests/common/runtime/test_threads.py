@@ -47,15 +47,16 @@ class Hung(Spout):
 
 
 class ReadsPackage(Spout):
-    """Notes, at open, the package and labels ``live_model`` would read."""
+    """Notes, at open, the package, labels and agent id ``live_model`` would read."""
 
     outputs = ("v",)
-    seen: list[tuple[str | None, dict[str, str]]] = []
+    seen: list[tuple[str | None, dict[str, str], str]] = []
 
     def open(self, ctx: Context) -> None:
         from headwater.common.runtime import _models
 
-        ReadsPackage.seen.append((_models._topology_file(), _models._labels()))
+        seen = (_models._topology_file(), _models._labels(), _models.agent_id())
+        ReadsPackage.seen.append(seen)
 
     def next_tuple(self) -> None:
         pass
@@ -104,7 +105,9 @@ def stmgr() -> Iterator[tuple[str, list[socket.socket]]]:
     home.rmdir()
 
 
-def _start(path: str, spout: type[Spout], package: tuple[str, str] = ("", "")) -> InstanceThread:
+def _start(
+    path: str, spout: type[Spout], package: tuple[str, str, str] = ("", "", "")
+) -> InstanceThread:
     topology = _topology(spout)
     killed: list[InstanceThread] = []
 
@@ -150,14 +153,15 @@ def test_a_task_reads_its_own_package_whatever_the_process_environment_says(
 ) -> None:
     """Hosted (``--footprint single``), the agent's environment is every edge container's:
     another topology's container may set it between a task's start and its open."""
-    from headwater.common.runtime.instance import LABELS_ENV, TOPOLOGY_FILE_ENV
+    from headwater.common.runtime.instance import AGENT_ID_ENV, LABELS_ENV, TOPOLOGY_FILE_ENV
 
     monkeypatch.setenv(TOPOLOGY_FILE_ENV, "/other/topology.py")
     monkeypatch.setenv(LABELS_ENV, '{"site": "other"}')
+    monkeypatch.setenv(AGENT_ID_ENV, "gw-other")
     ReadsPackage.seen.clear()
     path, _ = stmgr
-    thread = _start(path, ReadsPackage, ("/mine/topology.py", '{"site": "mine"}'))
+    thread = _start(path, ReadsPackage, ("/mine/topology.py", '{"site": "mine"}', "gw-mine"))
     wait_for(lambda: ReadsPackage.seen, 10, "the component opened")
     thread.abandon()
     thread.wait(10)
-    assert ReadsPackage.seen == [("/mine/topology.py", {"site": "mine"})]
+    assert ReadsPackage.seen == [("/mine/topology.py", {"site": "mine"}, "gw-mine")]

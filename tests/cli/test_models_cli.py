@@ -1,0 +1,51 @@
+"""`headwater models rollout|rollouts`: bad waves and guards are usage errors saying what to
+write (before any request), and a rollout's watches print with their guard values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from headwater import _cli
+from headwater._models_cli import _stages
+
+
+def _usage(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as ended:
+        _cli.main(["models", "rollout", "m", "1", "--topology", "t", "--component", "c", *args])
+    assert ended.value.code == 2
+    return capsys.readouterr().err.splitlines()[-1]
+
+
+def test_bad_waves_and_guards_say_what_to_write(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _usage(capsys, "--waves", "10,50") == (
+        "headwater models rollout: error: argument --waves: --waves '10,50': the last wave "
+        "must be 100 (everyone): waves are cumulative percentages of the agents, the last "
+        "100, e.g. 10,50,100"
+    )
+    said = _usage(capsys, "--guard", "p99 < 5")
+    assert said.startswith("headwater models rollout: error: argument --guard: 'p99 < 5' is not")
+    assert said.endswith("e.g. errors<=0, score_us/scored<=500, out_of_range/scored<=0.01")
+
+
+def test_watches_print_with_their_guard_values() -> None:
+    rollout: dict[str, Any] = {
+        "stages": [
+            {
+                "stage": "wave 1 (50%)",
+                "agents": ["gw-a"],
+                "guards": [
+                    {"guard": "errors<=0", "value": 0.0, "ok": True},
+                    {"guard": "score_us/scored<=500", "value": 812.5, "ok": False},
+                ],
+                "verdict": "score_us/scored 812.500 above 500",
+                "ok": False,
+            }
+        ]
+    }
+    assert _stages(rollout) == [
+        "wave 1 (50%) on gw-a: score_us/scored 812.500 above 500; errors 0 (ok), "
+        "score_us/scored 812.5 (out of bounds)"
+    ]
+    assert _stages({"figures": {}}) == []  # a record an older master kept
