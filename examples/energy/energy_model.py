@@ -25,9 +25,12 @@ Where it goes: with a master (``ctx.registry``) it is registered as the next ver
 ``--param name=`` (default ``MODEL``); else it is written to ``--param out=FILE``
 (default ``WAREHOUSE/_models/energy-next-kwh.onnx``) for ``headwater models register``.
 
-Scoring it on the edge (the seam): the ``score`` step of the functional DSL, added after
-the readings are parsed, is ``.score(MODEL, model, inputs=INPUTS, output="kwh_next")``
-(``SCORE_STEP``); the energy pipeline is written with bolts and does not score yet.
+Scoring it on the edge (the seam): the step is ``SCORE_STEP`` (model ``MODEL``, inputs
+``INPUTS``, output ``kwh_next``): in the functional DSL ``.score("next_kwh", MODEL,
+inputs=INPUTS, output="kwh_next")`` on the parsed readings; in this example's bolt
+topology a ``headwater.models.ScoreBolt(MODEL, [4, 5])`` (``kwh`` and ``voltage`` in
+``READING``) after ``dedup``, with ``config=ScoreBolt.config(MODEL, [4, 5])``. The
+pipeline does not score yet: a new component changes what it lands.
 """
 
 from __future__ import annotations

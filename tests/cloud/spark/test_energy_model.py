@@ -16,7 +16,7 @@ import onnxruntime as ort
 import pytest
 
 from headwater._master_client import Client
-from headwater.models import INPUT, MAX_META_BYTES, Registry
+from headwater.models import INPUT, MAX_META_BYTES, Registry, ScoreSpec, load_scorer
 from headwater.spark import JobContext
 from tests.cloud.test_rest_auth import master  # noqa: F401  (the fixture)
 
@@ -99,6 +99,13 @@ def test_the_job_writes_an_onnx_model_that_beats_the_baseline(spark: Any, tmp_pa
     assert meta["evaluation"]["mae"] == pytest.approx(mae, abs=1e-5)
     assert meta["evaluation"]["baseline_mae"] == pytest.approx(baseline, abs=1e-6)
     assert mae < baseline / 4
+
+    # the edge's own scorer (a score step's) takes it as the job file declares the step
+    step = JOB.SCORE_STEP
+    spec = ScoreSpec(step["name"], tuple(step["inputs"]), output=step["output"])
+    scorer = load_scorer(out.read_bytes(), spec)
+    rows = [[kwh, v] for _, kwh, v, _ in test]
+    np.testing.assert_allclose(scorer.run(rows), got, rtol=1e-6)
 
 
 def test_the_job_registers_its_model_with_a_real_master(

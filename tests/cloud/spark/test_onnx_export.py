@@ -13,7 +13,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from headwater.models import INPUT, ExportError, to_onnx
+from headwater.models import INPUT, ExportError, ScoreSpec, load_scorer, to_onnx
 
 from ._spark import GATEWAY_SOCKET, spark_session
 
@@ -62,6 +62,9 @@ def test_sklearn_regression_and_classifier_score_as_the_model() -> None:
     reg = make_pipeline(StandardScaler(), LinearRegression()).fit(X, Y)
     (pred,) = _scores(to_onnx(reg), X).values()
     np.testing.assert_allclose(pred.ravel(), reg.predict(X), rtol=1e-4, atol=1e-4)
+    # and through the edge's scorer, as a score step of three inputs runs it
+    scorer = load_scorer(to_onnx(reg), ScoreSpec("reg", ("a", "b", "c")))
+    np.testing.assert_allclose(scorer.run(X.tolist()), reg.predict(X), rtol=1e-4, atol=1e-4)
 
     for clf in (
         LogisticRegression().fit(X, LABEL),
