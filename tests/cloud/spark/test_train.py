@@ -347,7 +347,7 @@ def test_the_training_is_a_job_too(
         anomaly_train.run(spark, ctx)
 
 
-def test_the_job_registers_with_the_master_it_was_run_with(
+def test_the_job_and_the_command_register_with_a_master(
     spark: Any,
     landing: Path,
     doc: dict[str, Any],
@@ -355,7 +355,8 @@ def test_the_job_registers_with_the_master_it_was_run_with(
     master: dict[str, Any],  # noqa: F811
 ) -> None:
     """Run with a master (``ctx.registry``), the job registers the artifact (no file) with
-    its metadata: the dataset, the training range, the held-out figures, the flag's range."""
+    its metadata: the dataset, the training range, the held-out figures, the flag's range;
+    ``headwater spark train --master`` registers the same way, after the same figures."""
     admin = (master["state"] / "admin.token").read_text().strip()
     ctx = JobContext(
         spark,
@@ -370,9 +371,9 @@ def test_the_job_registers_with_the_master_it_was_run_with(
     with contextlib.redirect_stdout(out):
         anomaly_train.run(spark, ctx)
     lines = out.getvalue().splitlines()
-    assert lines[-2].startswith("trained: iot-anomaly on ")
-    assert lines[-1].startswith("registered iot-anomaly version 1 (sha256 ")
     got = Client(master["http"], admin).call("GET", "/api/v1/models/iot-anomaly/1")
+    assert lines[-2].startswith("trained: iot-anomaly on ")
+    assert lines[-1] == f"registered iot-anomaly version 1 (sha256 {got['sha256']})"
     assert got["kind"] == doc["kind"]
     trained, model = doc["trained"], doc["evaluation"]["model"]
     assert got["metadata"] == {
@@ -382,21 +383,9 @@ def test_the_job_registers_with_the_master_it_was_run_with(
         "output_range": [0.0, 1.0],
     }
 
-
-def test_the_command_registers_as_the_job_does(
-    spark: Any,
-    landing: Path,
-    master: dict[str, Any],  # noqa: F811
-) -> None:
-    """``headwater spark train --master``: the figures as without, then the registration
-    line; the registry keeps the artifact with the job's metadata (``registry_meta``)."""
-    admin = (master["state"] / "admin.token").read_text().strip()
-    code, out, err = cli("--landing", str(landing), "--master", master["http"], "--token", admin)
-    assert code == 0, out + err
-    got = Client(master["http"], admin).call("GET", "/api/v1/models/iot-anomaly/1")
-    lines = out.splitlines()
-    assert lines[0].startswith("trained iot-anomaly (gated-linear/1) on ")
-    assert lines[-1] == f"registered iot-anomaly version 1 (sha256 {got['sha256']})"
-    assert "registering" in err
+    code, text, err = cli("--landing", str(landing), "--master", master["http"], "--token", admin)
+    assert code == 0, text + err
+    got = Client(master["http"], admin).call("GET", "/api/v1/models/iot-anomaly/2")
+    assert text.startswith("trained iot-anomaly (gated-linear/1) on ") and "registering" in err
+    assert text.splitlines()[-1] == f"registered iot-anomaly version 2 (sha256 {got['sha256']})"
     assert got["metadata"] == anomaly_train.registry_meta(got)  # its trained and evaluation
-    assert got["metadata"]["output_range"] == [0.0, 1.0]
