@@ -2,6 +2,11 @@
 
     headwater spark run daily.py --landing DIR --warehouse DIR [--param day=2026-11-28]
     headwater spark run sums.py --landing DIR --warehouse DIR --continuous   # until Ctrl-C
+    headwater spark run train.py --landing DIR --warehouse DIR --master URL --token-file F
+
+With ``--master URL`` and an admin token, the job may register the models it trains
+(``ctx.register``); the token stays in this process. Only ``--master`` hands a job the
+token: ``$HEADWATER_MASTER`` alone does not.
 
 The driver (``cloud/spark/_driver.py``) is the one a worker runs for a submitted
 job; here it runs in the foreground with its status in CHECKPOINT/_driver/status.json.
@@ -16,9 +21,13 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from headwater._master_client import add_client_options, given_token
 from headwater.common._exceptions import HeadwaterError
+
+if TYPE_CHECKING:
+    from headwater._registry_client import Registry
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d)$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -73,6 +82,11 @@ def add_run_parser(sub: Any) -> None:
         metavar="URL",
         help="spark://HOST:PORT for a standalone cluster (default: local[*], embedded)",
     )
+    add_client_options(
+        p,
+        "a master whose model registry the job may register with (ctx.register; an "
+        "admin token); none by default, whatever $HEADWATER_MASTER says",
+    )
     p.set_defaults(func=_cmd_run)
 
 
@@ -112,6 +126,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     problem = folders_problem(args.landing, args.warehouse, checkpoint)
     if problem is not None:
         raise HeadwaterError(problem)
+    registry = _registry(args)
     cfg = DriverConfig(
         job=job,
         name=name,
@@ -124,6 +139,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         continuous=args.continuous,
         interval_s=args.interval,
         master=master,
+        registry=registry,
     )
     driver = Driver(cfg)
     code = driver.main()
@@ -135,6 +151,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     sys.stdout.flush()
     return code
+
+
+def _registry(args: argparse.Namespace) -> Registry | None:
+    """The registry the job may register with: ``--master`` and a token, checked before
+    Spark starts; None without ``--master`` (an exported $HEADWATER_MASTER with
+    $HEADWATER_TOKEN must not hand every job an admin token)."""
+    import os
+
+    from headwater._registry_client import Registry
+
+    url = args.url
+    if not url:
+        return None
+    token = given_token(args)
+    if not token:
+        raise HeadwaterError(
+            f"--master {url}: registering models needs an admin token: --token TOKEN, "
+            "HEADWATER_TOKEN=TOKEN or --token-file FILE"
+        )
+    cacert = args.cacert or os.environ.get("HEADWATER_CACERT")
+    return Registry(url.rstrip("/"), token, cacert)
 
 
 def folders_problem(landing: Path, warehouse: Path, checkpoint: Path) -> str | None:

@@ -22,15 +22,24 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from headwater._master_client import Client, add_client_options
+from headwater._registry_client import Registry
 from headwater.common._exceptions import HeadwaterError
 
 # the training this command runs: the IoT example's (headwater/examples links to examples/)
 JOB = Path(__file__).resolve().parent / "examples" / "iot" / "anomaly_train.py"
 # what the command calls in it
-JOB_NAMES = ("DATASET", "DEFAULT_LABELS", "MODEL", "STAGES", "landed", "load_labels", "train")
+JOB_NAMES = (
+    "DATASET",
+    "DEFAULT_LABELS",
+    "MODEL",
+    "STAGES",
+    "landed",
+    "load_labels",
+    "registry_meta",
+    "train",
+)
 DEFAULT_NAME = "iot-anomaly"  # the job's MODEL, for the help (the parser loads no file)
 DEFAULT_LABELS = "headwater._demo.sensors:injected"  # the job's DEFAULT_LABELS, likewise
 # the command's own stages, around ``train``'s (its progress: lines on stderr)
@@ -150,9 +159,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if out is not None:
         print(f"wrote {out}")
     if client is not None:
-        with progress.stage(REGISTERING):
-            path = f"/api/v1/models/{quote(name, safe='')}"
-            made = client.call("POST", path, data=data)
+        with progress.stage(REGISTERING):  # as the job registers (ctx.register)
+            registry = Registry(client.url, client.token or "", client.cacert)
+            made = registry.register(data, name, meta=job.registry_meta(doc))
         print(f"registered {made['name']} version {made['version']} (sha256 {made['sha256']})")
     sys.stdout.flush()
     return 0

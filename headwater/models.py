@@ -25,20 +25,31 @@ rows) and ``version`` ("" and ``loaded`` false while no model is rolled out):
 >>> scorer = live_scorer({}, ScoreSpec("vibration", ("rms", "peak")))
 >>> scorer.loaded, scorer.version
 (False, '')
+
+A model of the user's own travels as ONNX: ``to_onnx(model)`` exports a fitted
+scikit-learn estimator or Spark MLlib model (or ``PipelineModel``) to ONNX bytes with
+one float input ``INPUT`` ("input") shaped ``[None, n]`` (``pip install
+'headwater[train]'``); ``register(data, name, meta=training_meta(...), master=URL,
+token=TOKEN)`` registers it with the master's registry (``Registry``; in a Spark job,
+``ctx.register``) and returns the version's record. See docs/design.md, "Training as jobs".
 """
 
+from headwater._registry_client import MAX_META_BYTES, Registry, register, training_meta
 from headwater.common.models import (
     FORMAT,
+    INPUT,
     KIND,
     MAX_SENSORS,
     NAME,
     SCORE_CONFIG,
     AnomalyModel,
+    ExportError,
     ModelError,
     ScoreSpec,
     check_doc,
     dump_model,
     load_model,
+    to_onnx,
 )
 from headwater.common.models._scorer import Scorer, load_scorer
 from headwater.common.runtime._models import live_model
@@ -46,13 +57,17 @@ from headwater.common.runtime._scoring import LiveScorer, ScoreBolt, live_scorer
 
 __all__ = [
     "FORMAT",
+    "INPUT",
     "KIND",
+    "MAX_META_BYTES",
     "MAX_SENSORS",
     "NAME",
     "SCORE_CONFIG",
     "AnomalyModel",
+    "ExportError",
     "LiveScorer",
     "ModelError",
+    "Registry",
     "ScoreBolt",
     "ScoreSpec",
     "Scorer",
@@ -62,4 +77,7 @@ __all__ = [
     "live_scorer",
     "load_model",
     "load_scorer",
+    "register",
+    "to_onnx",
+    "training_meta",
 ]

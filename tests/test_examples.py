@@ -20,7 +20,10 @@ FILES = sorted(EXAMPLES.rglob("*.py"))
 # files beside the topologies: their steps and connectors, the sensors' script, the model's
 # training (a Spark job)
 HELPERS = {
-    "energy": {"energy_steps.py", "energy_io.py", "energy_data.py", "meters.py", "daily_report.py"},
+    "energy": {
+        *("energy_steps.py", "energy_io.py", "energy_data.py", "meters.py"),
+        *("daily_report.py", "energy_model.py"),
+    },
     "shop": {"revenue.py"},
     "heron": {"heron_components.py", "integration_components.py", "integration_core.py"},
     "iot": {

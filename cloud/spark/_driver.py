@@ -208,6 +208,7 @@ class Driver:
             params=cfg.params,
             continuous=cfg.continuous,
             interval_s=cfg.interval_s,
+            registry=cfg.registry,
         )
         ctx.landing = WatchedLanding(Landing(cfg.landing), spark, ctx)
         return ctx

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from headwater._registry_client import Registry
+
 
 @dataclass(frozen=True)
 class DriverConfig:
@@ -27,6 +29,9 @@ class DriverConfig:
     continuous: bool = False
     interval_s: float = 5.0
     master: str | None = None
+    # the model registry a job may register with: given in-process only (``headwater spark
+    # run --master``), never on the driver's command line (a token there is in `ps`)
+    registry: Registry | None = None
 
     @property
     def mode(self) -> str:

@@ -13,7 +13,11 @@ the platform made (embedded ``local[*]``, or the cluster's standalone master),
 - ``ctx.trigger(writer)``: the trigger the job's mode wants (``availableNow``
   for a run that ends, a processing-time interval for a continuous job);
 - ``ctx.params``: the job's parameters (strings), ``ctx.count(read=, written=)``:
-  rows to add to what the job reports.
+  rows to add to what the job reports;
+- ``ctx.registry``: the master's model registry when the job was run with one
+  (``headwater spark run --master URL --token ...``), else None;
+  ``ctx.register(data, name, meta=)`` registers a model there (docs/design.md,
+  "Training as jobs").
 
 A streaming query written with ``ctx.checkpoint_for`` and a ``ctx.warehouse``
 sink is exactly once through a driver killed at any moment: Spark logs a
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from headwater._registry_client import Registry
 from headwater.common._exceptions import HeadwaterError
 
 from . import _warehouse
@@ -139,6 +144,7 @@ class JobContext:
         params: dict[str, str] | None = None,
         continuous: bool = False,
         interval_s: float = 5.0,
+        registry: Registry | None = None,
     ) -> None:
         self.name = name
         self.counts = Counts()
@@ -148,6 +154,7 @@ class JobContext:
         self.params: dict[str, str] = dict(params or {})
         self.continuous = continuous
         self.interval_s = interval_s
+        self.registry = registry
 
     def checkpoint_for(self, query: str) -> str:
         """The checkpoint location of the job's streaming query ``query`` (its own folder)."""
@@ -165,3 +172,17 @@ class JobContext:
     def count(self, read: int = 0, written: int = 0) -> None:
         """Add rows to what the job reports as read and written (its upserts count already)."""
         self.counts.add(read=read, written=written)
+
+    def register(
+        self, data: bytes | str | Path, name: str, *, meta: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Register a model with the master the job was run with (``ctx.registry``);
+        the version's record. A job given no master is told how to give one."""
+        if self.registry is None:
+            raise HeadwaterError(
+                f"job {self.name!r} was run with no master to register model {name!r} with: "
+                "run it with `headwater spark run JOB.py --master URL --token-file FILE` "
+                "(an admin token), or write the model to a file and `headwater models "
+                "register FILE --name NAME`"
+            )
+        return self.registry.register(data, name, meta=meta)

@@ -5,7 +5,8 @@ stores it by version; the edge's anomaly component loads it (``load_model``)
 and calls ``flag`` per reading. See docs/design.md, "The anomaly model and its
 artifact". ONNX models are the second kind: ``check_onnx`` checks one in a
 child process and gives its record (docs/design.md, "Model kinds and the
-registry record").
+registry record"). ``to_onnx`` exports a fitted scikit-learn or Spark MLlib model
+to ONNX bytes (``_export.py``; the converters are the ``train`` extra).
 """
 
 from ._anomaly import AnomalyModel, load_model
@@ -20,6 +21,7 @@ from ._artifact import (
     dump_model,
     sha256,
 )
+from ._export import INPUT, ExportError, to_onnx
 from ._onnx import (
     JSON_KIND,
     MAX_ONNX_BYTES,
@@ -34,6 +36,7 @@ from ._score_spec import SCORE_CONFIG, ScoreSpec, mismatch
 
 __all__ = [
     "FORMAT",
+    "INPUT",
     "JSON_KIND",
     "KIND",
     "MAX_BYTES",
@@ -44,6 +47,7 @@ __all__ = [
     "ONNX_LIMITS",
     "SCORE_CONFIG",
     "AnomalyModel",
+    "ExportError",
     "ModelError",
     "OnnxModelError",
     "ScoreSpec",
@@ -55,4 +59,5 @@ __all__ = [
     "mismatch",
     "model_kind",
     "sha256",
+    "to_onnx",
 ]

@@ -32,7 +32,15 @@ from anomaly_eval import DEFAULT_LABELS, Labels, evaluate, load_labels
 from anomaly_fit import DEFAULT, fit
 
 from headwater import HeadwaterError
-from headwater.models import FORMAT, KIND, MAX_SENSORS, NAME, check_doc, dump_model
+from headwater.models import (
+    FORMAT,
+    KIND,
+    MAX_SENSORS,
+    NAME,
+    check_doc,
+    dump_model,
+    training_meta,
+)
 from headwater.spark import Progress
 
 if TYPE_CHECKING:
@@ -48,6 +56,7 @@ __all__ = [
     "Labels",
     "landed",
     "load_labels",
+    "registry_meta",
     "run",
     "train",
 ]
@@ -213,18 +222,19 @@ def _fit(
 
 def run(spark: SparkSession, ctx: JobContext) -> None:
     """The training as a job: the artifact of ``ctx.landing.read("readings")`` to the file
-    ``ctx.params["out"]`` (required), its progress and a summary line on stdout.
+    ``ctx.params["out"]`` and/or registered with the master the job was run with
+    (``ctx.register``: ``headwater spark run --master URL --token-file FILE``), its
+    progress and a summary line on stdout.
 
     Parameters (strings): ``out``, ``name`` (default ``iot-anomaly``), ``holdout``
-    (default 0.25), ``labels`` (``MODULE:FUNCTION``). A job does not register the model:
-    the registry takes an admin's token (``headwater models upload NAME FILE``, or
-    ``headwater spark train --master``).
+    (default 0.25), ``labels`` (``MODULE:FUNCTION``).
     """
     params = ctx.params
     out = Path(params["out"]) if params.get("out") else None
-    if out is None or not out.parent.is_dir():
+    if (out is None and ctx.registry is None) or (out is not None and not out.parent.is_dir()):
         raise HeadwaterError(
-            "the parameter out=FILE (in an existing folder) says where the artifact goes"
+            "the parameter out=FILE (in an existing folder) says where the artifact goes; "
+            "or run the job with a master (--master URL, an admin token) to register it"
         )
     name = params.get("name", MODEL)
     if not NAME.fullmatch(name):
@@ -244,14 +254,30 @@ def run(spark: SparkSession, ctx: JobContext) -> None:
         progress=progress,
     )
     data = dump_model(doc)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(out)
+    if out is not None:
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(out)
     ctx.count(read=doc["trained"]["rows"] + doc["evaluation"]["test_rows"])
     f1 = doc["evaluation"]["model"]["f1"]
     print(
-        f"wrote {out}: {name} on {doc['trained']['rows']} readings of "
-        f"{doc['trained']['sensors']} sensors, held-out F1 {'-' if f1 is None else f'{f1:.3f}'}"
-        f" ({len(data)} bytes)",
+        f"{f'wrote {out}' if out is not None else 'trained'}: {name} on "
+        f"{doc['trained']['rows']} readings of {doc['trained']['sensors']} sensors, "
+        f"held-out F1 {'-' if f1 is None else f'{f1:.3f}'} ({len(data)} bytes)",
         flush=True,
+    )
+    if ctx.registry is not None:
+        made = ctx.register(data, name, meta=registry_meta(doc))
+        print(f"registered {made['name']} version {made['version']} (sha256 {made['sha256']})")
+
+
+def registry_meta(doc: dict[str, Any]) -> dict[str, Any]:
+    """The metadata the registry keeps with the artifact ``doc``: the dataset, the
+    training range, the held-out figures and the output's range (a flag: 0 or 1)."""
+    trained, model = doc["trained"], doc["evaluation"]["model"]
+    return training_meta(
+        dataset=DATASET,
+        data_range={k: trained[k] for k in ("from_ts", "to_ts", "rows", "sensors")},
+        evaluation={k: model[k] for k in ("rows", "precision", "recall", "f1")},
+        output_range=[0, 1],
     )

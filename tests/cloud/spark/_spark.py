@@ -29,9 +29,9 @@ GATEWAY_SOCKET = pytest.mark.filterwarnings(
 
 
 @contextlib.contextmanager
-def spark_session(app: str) -> Iterator[Any]:
-    """A local Spark session named ``app``; its JVM ends after it."""
-    s = session(app, "local[2]")
+def spark_session(app: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A local Spark session named ``app`` (``conf`` added); its JVM ends after it."""
+    s = session(app, "local[2]", conf)
     try:
         yield s
     finally:

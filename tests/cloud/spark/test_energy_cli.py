@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from typing import Any
 
 import pyarrow.dataset as ds
 import pytest
+
+from tests.cloud.test_rest_auth import master  # noqa: F401  (the fixture)
 
 from ._energy import COUNT, DATA, ENERGY, METERS, SITES, Landing, expected, expected_rollups, key
 
@@ -94,3 +97,51 @@ def test_the_report_job_runs_from_the_command_line_exactly(tmp_path: Path) -> No
         assert done.returncode == 0, done.stderr[-3000:]
         got = sorted(table_rows(warehouse, "daily_meter_report"), key=key)
         assert got == expected(COUNT)
+
+
+def test_the_readme_trains_writes_and_registers_the_energy_model(
+    tmp_path: Path,
+    master: dict[str, Any],  # noqa: F811
+) -> None:
+    """The README's ``energy_model.py`` commands, as written (the landing, warehouse and
+    master substituted): the first writes the ONNX file and its metadata, the second
+    (``--master``, the admin token in ``HEADWATER_TOKEN``) registers it."""
+    readme = (ENERGY / "README.md").read_text()
+    lines = [
+        x
+        for x in readme.splitlines()
+        if x.startswith("headwater spark run examples/energy/energy_model.py")
+    ]
+    assert len(lines) == 2 and "--master $HEADWATER_MASTER" in lines[1]
+    root = landed(tmp_path)
+    admin = (master["state"] / "admin.token").read_text().strip()
+    # the README's shell: both exported; only --master hands the job the token
+    env = {**os.environ, "HEADWATER_TOKEN": admin, "HEADWATER_MASTER": master["http"]}
+    for line in lines:
+        words = [
+            {
+                "energy-out/landing": str(root),
+                "energy-wh": str(tmp_path / "wh"),
+                "$HEADWATER_MASTER": master["http"],
+            }.get(w, w)
+            for w in line.split()[1:]
+        ]
+        words[2] = str(ENERGY / "energy_model.py")
+        done = subprocess.run(
+            [sys.executable, "-m", "headwater", *words],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert ("registered" in done.stdout) == ("--master" in words), done.stdout
+    onnx = tmp_path / "wh" / "_models" / "energy-next-kwh.onnx"
+    assert onnx.stat().st_size > 0 and onnx.with_name(onnx.name + ".meta.json").is_file()
+    assert "registered energy-next-kwh version 1 (" in done.stdout
+    shown = headwater(
+        "models", "show", "energy-next-kwh", "--master", master["http"], "--token", admin
+    )
+    assert shown.returncode == 0, shown
+    assert "onnx/1" in shown.stdout and '"dataset": "meters"' in shown.stdout

@@ -29,11 +29,14 @@ import pytest
 
 from headwater import _train_cli
 from headwater._demo.sensors import readings
+from headwater._master_client import Client
 from headwater._train_cli import add_train_parser
 from headwater.cloud.spark._job_file import load_job_file
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import dump_model, load_model, sha256
+from headwater.models import Registry
 from headwater.spark import JobContext
+from tests.cloud.test_rest_auth import master  # noqa: F401  (the fixture)
 
 from ..._iot import anomaly_train, iot_steps
 from ._spark import GATEWAY_SOCKET, spark_fixture
@@ -342,3 +345,47 @@ def test_the_training_is_a_job_too(
     ctx.params.pop("out")
     with pytest.raises(HeadwaterError, match="out=FILE"):
         anomaly_train.run(spark, ctx)
+
+
+def test_the_job_and_the_command_register_with_a_master(
+    spark: Any,
+    landing: Path,
+    doc: dict[str, Any],
+    tmp_path: Path,
+    master: dict[str, Any],  # noqa: F811
+) -> None:
+    """Run with a master (``ctx.registry``), the job registers the artifact (no file) with
+    its metadata: the dataset, the training range, the held-out figures, the flag's range;
+    ``headwater spark train --master`` registers the same way, after the same figures."""
+    admin = (master["state"] / "admin.token").read_text().strip()
+    ctx = JobContext(
+        spark,
+        name="train",
+        landing=landing,
+        warehouse=tmp_path / "warehouse",
+        checkpoint=tmp_path / "checkpoint",
+        params={"holdout": str(HOLDOUT)},
+        registry=Registry(master["http"], admin),
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        anomaly_train.run(spark, ctx)
+    lines = out.getvalue().splitlines()
+    got = Client(master["http"], admin).call("GET", "/api/v1/models/iot-anomaly/1")
+    assert lines[-2].startswith("trained: iot-anomaly on ")
+    assert lines[-1] == f"registered iot-anomaly version 1 (sha256 {got['sha256']})"
+    assert got["kind"] == doc["kind"]
+    trained, model = doc["trained"], doc["evaluation"]["model"]
+    assert got["metadata"] == {
+        "dataset": "readings",
+        "data_range": {k: trained[k] for k in ("from_ts", "to_ts", "rows", "sensors")},
+        "evaluation": {k: model[k] for k in ("rows", "precision", "recall", "f1")},
+        "output_range": [0.0, 1.0],
+    }
+
+    code, text, err = cli("--landing", str(landing), "--master", master["http"], "--token", admin)
+    assert code == 0, text + err
+    got = Client(master["http"], admin).call("GET", "/api/v1/models/iot-anomaly/2")
+    assert text.startswith("trained iot-anomaly (gated-linear/1) on ") and "registering" in err
+    assert text.splitlines()[-1] == f"registered iot-anomaly version 2 (sha256 {got['sha256']})"
+    assert got["metadata"] == anomaly_train.registry_meta(got)  # its trained and evaluation
