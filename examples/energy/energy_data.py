@@ -107,9 +107,16 @@ def _date(ts: int) -> str:
 
 
 def meters_rows(sites: int, meters: int, count: int) -> list[dict[str, Any]]:
-    """Every reading once as the landing holds it (with its partitions, ``date`` and ``site``)."""
+    """Every reading once as the landing holds it (with its partitions, ``date`` and
+    ``site``), unscored: no model rolled out (``predicted_kwh`` None, ``model_version`` "")."""
     return [
-        {**(r := reading(s, m, seq)), "low_voltage": r["voltage"] < SAG_V, "date": _date(r["ts"])}
+        {
+            **(r := reading(s, m, seq)),
+            "low_voltage": r["voltage"] < SAG_V,
+            "predicted_kwh": None,
+            "model_version": "",
+            "date": _date(r["ts"]),
+        }
         for s in range(sites)
         for m in range(meters)
         for seq in range(count)

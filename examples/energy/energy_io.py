@@ -6,7 +6,9 @@
 - the landing zone: ``$ENERGY_OUT/landing`` (``ENERGY_OUT``, else ``./energy-out``),
   Parquet partitioned by the UTC date of the event time (``ts``) and the site::
 
-    meters        every reading once, with its low_voltage flag
+    meters        every reading once, with its low_voltage flag and the prediction of
+                  the example's model (``predicted_kwh``, ``model_version``) once one is
+                  rolled out
     grid_events   the sags and recoveries the edge detected
     dead_letters  every refused record with its reason (the record as JSON text)
 """
@@ -17,6 +19,8 @@ import os
 import sys
 from functools import partial
 from typing import Any
+
+import pyarrow as pa
 
 from headwater import Context
 from headwater.connectors import LandingSink, LogSpout
@@ -30,6 +34,27 @@ NO_LOG = (
 READING = ("meter_id", "site", "seq", "ts", "kwh", "voltage")
 METERS = (*READING, "low_voltage")
 GRID_EVENT = ("meter_id", "site", "ts", "kind", "voltage")
+# the example's own model (``energy_model.py`` trains it; the pipeline's ``predict`` step
+# scores each reading with the version rolled out to its agent): its input row, in order
+MODEL = "energy-next-kwh"
+MODEL_INPUTS = ("kwh", "voltage")
+# a scored reading: the prediction of the meter's next kwh and the model version that made
+# it (None and "" before a model is rolled out to the agent)
+SCORED = (*METERS, "predicted_kwh", "model_version")
+# the landed meters' column types, fixed here rather than by the first rows written: before
+# the first rollout every prediction is None, which alone would make the column text
+SCORED_SCHEMA = pa.schema(
+    [
+        ("meter_id", pa.string()),
+        ("seq", pa.int64()),
+        ("ts", pa.int64()),
+        ("kwh", pa.float64()),
+        ("voltage", pa.float64()),
+        ("low_voltage", pa.bool_()),
+        ("predicted_kwh", pa.float64()),
+        ("model_version", pa.string()),
+    ]
+)
 
 
 def ingest_log() -> str:
@@ -65,9 +90,10 @@ class MeterLog(LogSpout):
         super().open(ctx)
 
 
-def land(root: str, dataset: str) -> partial[LandingSink]:
-    """A landing sink of ``dataset``, dated by ``ts``, partitioned by site."""
-    return partial(LandingSink, root, dataset, event_time="ts", site="site")
+def land(root: str, dataset: str, schema: pa.Schema | None = None) -> partial[LandingSink]:
+    """A landing sink of ``dataset``, dated by ``ts``, partitioned by site (its columns'
+    types from ``schema`` when given, else from the first rows)."""
+    return partial(LandingSink, root, dataset, event_time="ts", site="site", schema=schema)
 
 
 def land_dead_letters(root: str) -> partial[LandingSink]:

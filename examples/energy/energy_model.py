@@ -25,12 +25,11 @@ Where it goes: with a master (``ctx.registry``) it is registered as the next ver
 ``--param name=`` (default ``MODEL``); else it is written to ``--param out=FILE``
 (default ``WAREHOUSE/_models/energy-next-kwh.onnx``) for ``headwater models register``.
 
-Scoring it on the edge (the seam): the step is ``SCORE_STEP`` (model ``MODEL``, inputs
-``INPUTS``, output ``kwh_next``): in the functional DSL ``.score("next_kwh", MODEL,
-inputs=INPUTS, output="kwh_next")`` on the parsed readings; in this example's bolt
-topology a ``headwater.models.ScoreBolt(MODEL, [4, 5])`` (``kwh`` and ``voltage`` in
-``READING``) after ``dedup``, with ``config=ScoreBolt.config(MODEL, [4, 5])``. The
-pipeline does not score yet: a new component changes what it lands.
+Scoring it on the edge: the energy pipeline's ``predict`` step (a
+``headwater.models.ScoreBolt`` after ``sag``) scores each reading's ``MODEL_INPUTS``
+with the version ``headwater models rollout`` ships to its agent, and lands the
+prediction as ``predicted_kwh`` with its ``model_version``. The model's name and inputs
+are ``energy_io``'s, which both files import.
 """
 
 from __future__ import annotations
@@ -39,18 +38,18 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from energy_io import MODEL, MODEL_INPUTS
+
 if TYPE_CHECKING:
     from pyspark.ml import PipelineModel
     from pyspark.sql import DataFrame, Row, SparkSession
 
     from headwater.spark import JobContext
 
-MODEL = "energy-next-kwh"
 DATASET = "meters"
-INPUTS = ["kwh", "voltage"]  # the model's input columns, in this order
+INPUTS = list(MODEL_INPUTS)  # the model's input columns, in this order (the edge's step's)
 OUTPUT = "prediction"  # the ONNX graph's output: the next interval's kwh
 LABEL = "kwh_next"
-SCORE_STEP = {"name": MODEL, "inputs": INPUTS, "output": LABEL}  # the edge's step, to come
 MIN_ROWS = 20
 
 

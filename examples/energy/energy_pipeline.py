@@ -11,10 +11,14 @@ A meter publishes ``{"meter_id", "site", "seq", "ts", "kwh", "voltage"}`` on
       -> dedup   per meter: drop repeats (MQTT QoS 1 may deliver a reading twice)
       -> sag     per meter: flag readings below 207 V (low_voltage); emit a grid event
                  "sag" when a meter's voltage drops below it, "recover" when it is back
-    sag's readings -> the landing, meters; its events -> the landing, grid_events;
+      -> predict the example's model (``energy_model.py`` trains it, ``headwater models
+                 rollout`` ships it to the agents): each reading's next kwh from its
+                 kwh and voltage, with the version that predicted it (none before the
+                 first rollout: the readings flow unscored)
+    predict's readings -> the landing, meters; sag's events -> the landing, grid_events;
     every component's dead letters -> the landing, dead_letters
 
-Placement: parse..sag run on every edge agent (``edge()``), next to its broker and log;
+Placement: parse..predict run on every edge agent (``edge()``), next to its broker and log;
 the landing sinks run in the cloud. Exactly once: the topology runs EXACTLY_ONCE, the
 per-meter state is keyed state (checkpointed with the stream), and the landing commits
 what a checkpoint covered. The steps are in ``energy_steps.py``, the log and the landing
@@ -34,7 +38,11 @@ import energy_steps as steps
 from energy_io import (
     GRID_EVENT,
     METERS,
+    MODEL,
+    MODEL_INPUTS,
     READING,
+    SCORED,
+    SCORED_SCHEMA,
     MeterLog,
     ingest_log,
     land,
@@ -43,6 +51,7 @@ from energy_io import (
 )
 
 from headwater import Bolt, Context, Reliability, Stream, Topology, Tuple, fields
+from headwater.models import ScoreBolt
 from headwater.placement import edge
 
 LOG = ingest_log()
@@ -103,6 +112,10 @@ def _by_meter(component: str) -> dict[Any, Any]:
     return {component: fields("meter_id")}
 
 
+# the model's inputs as positions in a reading of METERS
+PREDICT_INPUTS = [METERS.index(c) for c in MODEL_INPUTS]
+
+
 topology = (
     Topology(
         "energy",
@@ -116,8 +129,16 @@ topology = (
     .add_bolt("parse", Parse, inputs={"meter_log": fields("topic")}, placement=edge())
     .add_bolt("dedup", Dedup, inputs=_by_meter("parse"), placement=edge())
     .add_bolt("sag", Sag, inputs=_by_meter("dedup"), placement=edge())
+    .add_bolt(
+        "predict",
+        partial(ScoreBolt, MODEL, PREDICT_INPUTS),
+        inputs=_by_meter("sag"),
+        outputs=SCORED,
+        config=ScoreBolt.config(MODEL, PREDICT_INPUTS),
+        placement=edge(),
+    )
     # cloud (the default): the landing zone
-    .add_bolt("land_meters", land(LANDING, "meters"), inputs=_by_meter("sag"))
+    .add_bolt("land_meters", land(LANDING, "meters", SCORED_SCHEMA), inputs=_by_meter("predict"))
     .add_bolt(
         "land_grid_events",
         land(LANDING, "grid_events"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,15 @@ import onnxruntime as ort
 import pytest
 
 from headwater._master_client import Client
-from headwater.models import INPUT, MAX_META_BYTES, Registry, ScoreSpec, load_scorer
+from headwater.models import (
+    INPUT,
+    MAX_META_BYTES,
+    SCORE_CONFIG,
+    Registry,
+    ScoreBolt,
+    ScoreSpec,
+    load_scorer,
+)
 from headwater.spark import JobContext
 from tests.cloud.test_rest_auth import master  # noqa: F401  (the fixture)
 
@@ -26,7 +35,11 @@ from ._spark import GATEWAY_SOCKET, spark_fixture
 pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
 
 spark = spark_fixture("headwater-test-energy-model", "module")
+sys.path.insert(0, str(ENERGY))  # the job imports its neighbour energy_io, as `spark run` lets it
 JOB = _module("energy_model")
+IO = _module("energy_io")
+sys.path.remove(str(ENERGY))
+PREDICT = ScoreBolt.config(IO.MODEL, [IO.METERS.index(c) for c in IO.MODEL_INPUTS])
 
 
 def _landed(tmp_path: Path) -> Path:
@@ -100,9 +113,9 @@ def test_the_job_writes_an_onnx_model_that_beats_the_baseline(spark: Any, tmp_pa
     assert meta["evaluation"]["baseline_mae"] == pytest.approx(baseline, abs=1e-6)
     assert mae < baseline / 4
 
-    # the edge's own scorer (a score step's) takes it as the job file declares the step
-    step = JOB.SCORE_STEP
-    spec = ScoreSpec(step["name"], tuple(step["inputs"]), output=step["output"])
+    # the edge's own scorer takes it as the pipeline's predict step declares it
+    spec = ScoreSpec.parse(PREDICT[SCORE_CONFIG])
+    assert spec.model == JOB.MODEL and spec.width == len(JOB.INPUTS)
     scorer = load_scorer(out.read_bytes(), spec)
     rows = [[kwh, v] for _, kwh, v, _ in test]
     np.testing.assert_allclose(scorer.run(rows), got, rtol=1e-6)
