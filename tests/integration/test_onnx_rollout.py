@@ -11,7 +11,7 @@ scikit-learn tree (exported with skl2onnx) and a Spark MLlib linear regression i
 pipeline behind a ``VectorAssembler`` (real PySpark, exported with onnxmltools), both
 through ``headwater.models.to_onnx`` and registered with ``headwater models register``.
 
-- v1 (scikit-learn) goes to site0 first, watched, then to both;
+- v1 (scikit-learn) goes to site0 first, watched, then to both, by the example README's command;
 - v2 (four inputs where the step gives two) is refused before any agent switches;
 - v3 (MLlib) goes to site1 first, then to both;
 - v4 (its metadata says its scores lie in [100, 101]; they do not) goes to site0, whose
@@ -25,6 +25,7 @@ row names computes offline from that reading (scikit-learn's ``predict``, Spark'
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from itertools import pairwise
@@ -146,6 +147,13 @@ def _rows(out: Path) -> list[dict[str, Any]]:
     return read_landing(out / "landing", "meters")
 
 
+def _readme_rollout() -> str:
+    """The example's README's rollout command, as written."""
+    lines = (ENERGY / "README.md").read_text().splitlines()
+    (line,) = [x for x in lines if x.startswith(f"headwater models rollout {MODEL} 1 ")]
+    return line
+
+
 def _rollout(daemons: Daemons, version: str, *more: str) -> subprocess.CompletedProcess[str]:
     return _cli(
         daemons,
@@ -198,8 +206,8 @@ def test_onnx_models_roll_out_canary_first_and_score_as_offline(
         wait_for(lambda: _rows(out), 60, "the first readings landed")
         assert _live(daemons, "site0") is None  # nothing rolled out: readings unscored
 
-        # scikit-learn, canary site0 first, then both
-        res = _rollout(daemons, "1", "--canary", "site=site0")
+        # scikit-learn, canary site0 first, then both: the example's README's command
+        res = _cli(daemons, *shlex.split(_readme_rollout())[1:])
         assert res.returncode == 0, res.stdout + res.stderr
         for step in ("requested", "canary live", "watching", "all live"):
             assert step in res.stdout, res.stdout
