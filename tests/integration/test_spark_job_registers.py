@@ -3,7 +3,8 @@ master and worker on loopback, the worker's driver the stand-in (``_standin_driv
 through ``HEADWATER_SPARK_DRIVER``), which reads its registry from its standard input as
 the real driver does and registers through it. The version is in the registry with its
 metadata; the job's token could not list the jobs, is nowhere on disk in plaintext nor in
-the worker's environment, and goes with the job; an operator cannot submit such a job."""
+the worker's environment, and goes with the job; an operator cannot submit such a job.
+Then the same through the real driver, Spark started: ``ctx.register`` in the job."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from headwater.common.security import TokenStore
 
+from .._artifacts import artifact
 from ._daemons import Daemons
 from ._support import wait_for
 from .test_spark_jobs import JOB, STANDIN, _jobs
@@ -86,3 +88,51 @@ def test_a_submitted_job_registers_its_model(daemons: Daemons, tmp_path: Path) -
     done = _cli(daemons, daemons.token, "spark", "kill", "trainer")
     assert done.returncode == 0, done.stderr
     assert [r for r in store.records() if r.role == "job"] == []
+
+
+REGISTERING_JOB = """
+import json
+
+
+def run(spark, ctx):
+    model = json.loads(ctx.params["model"])
+    record = ctx.register(json.dumps(model).encode(), "energy-next-kwh", meta={"rows": 3})
+    print("registered", record["name"], "version", record["version"], flush=True)
+    try:
+        ctx.register(b"{}", "other")
+    except Exception as exc:
+        print("refused:", exc, flush=True)
+"""
+
+
+@pytest.mark.timeout(600)
+def test_the_real_driver_registers_through_ctx_register(daemons: Daemons, tmp_path: Path) -> None:
+    """The same through the real driver (``python -m headwater.cloud.spark.driver``, Spark
+    started): ``ctx.register`` in a submitted job, as under ``spark run --master``."""
+    daemons.start_master()
+    warehouse = tmp_path / "warehouse"
+    daemons.start_worker("w1", more=("--warehouse", str(warehouse)))
+    wait_for(lambda: daemons.api("/api/v1/nodes"), 30, "the worker to attach")
+    job = tmp_path / "trainer.py"
+    job.write_text(REGISTERING_JOB)
+    model = artifact(name=MODEL).decode()
+    done = _cli(
+        daemons,
+        daemons.token,
+        *("spark", "submit", str(job), "--registers", MODEL, "--param", f"model={model}"),
+    )
+    assert done.returncode == 0, done.stderr
+    ended = wait_for(
+        lambda: (j := _jobs(daemons)["trainer"])["state"] in ("succeeded", "failed") and j,
+        400,
+        "the job to end",
+    )
+    assert (ended["state"], ended["last_error"]) == ("succeeded", ""), ended
+    version = daemons.api(f"/api/v1/models/{MODEL}/1")
+    assert (version["version"], version["metadata"]) == (1, {"rows": 3})
+    log = (tmp_path / "w1" / "spark" / "trainer" / "driver.log").read_text()
+    assert f"registered {MODEL} version 1\n" in log
+    assert (
+        f"refused: this job may register models {MODEL} only (headwater spark submit "
+        "--registers NAME declares them); not 'other'\n"
+    ) in log
