@@ -81,6 +81,7 @@ class SparkJob:
 
     def order(self, registry_url: str = "", token: str = "") -> pb.NodeCommand:
         """The worker's order; a registering job's carries the API's URL and its token."""
+        token = token if registry_url else ""  # no API to reach: no registry
         job = pb.SparkJob(
             mode=self.mode,
             every_s=self.every_s,

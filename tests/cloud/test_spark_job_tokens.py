@@ -203,6 +203,8 @@ def test_a_master_started_again_mints_the_job_a_new_token(tmp_path: Path) -> Non
     assert order.run.job.registry_token == new
     plain = again.spark_jobs.jobs["trainer"].order(again.http_url, "")
     assert (list(plain.run.job.registers), plain.run.job.registry_url) == ([], "")
+    nowhere = again.spark_jobs.jobs["trainer"].order("", new)  # no API listening yet
+    assert (list(nowhere.run.job.registers), nowhere.run.job.registry_token) == ([], "")
 
 
 def test_the_worker_hands_the_token_on_stdin_only(tmp_path: Path) -> None:
