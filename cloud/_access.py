@@ -13,6 +13,11 @@ ones before it may:
 - ``admin``: submit, kill (topologies and Spark jobs), forget a node, tokens, model
   uploads (a model is code-like data that reaches the edge).
 
+A job token (role ``job``, minted by the master for a Spark job submitted with
+``registers``) is outside that order: it may call ``JOB_ROUTES`` only (register a
+version, read it back), and only for the model names in its ``scope``; anything else
+is a 403.
+
 ``ACCESS`` is the whole policy. A route missing from it is refused (deny by
 default; ``tests/cloud/test_rest_auth.py`` checks that every route the apps
 register is in it). A request for no route at all (a 404 or a 405) needs a
@@ -25,12 +30,12 @@ a valid token whose role is too low is a 403; both say why in
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from headwater.common.security import API_ROLES, TokenRecord, TokenStore, role_allows
+from headwater.common.security import API_ROLES, JOB_ROLE, TokenRecord, TokenStore, role_allows
 
 PUBLIC = "public"  # needs no token
 _TOPOLOGY = "/api/v1/topologies/{name}"
@@ -80,6 +85,14 @@ ACCESS: dict[tuple[str, str], str] = {
 }
 """(method, route as registered) -> the role it needs, or ``PUBLIC``."""
 
+JOB_ROUTES = frozenset(
+    {
+        ("POST", "/api/v1/models/{name}/versions"),
+        ("GET", "/api/v1/models/{name}/{version}"),
+    }
+)
+"""What a job token may call (for the models of its scope): register, and read it back."""
+
 UNROUTED = "viewer"  # what a request that matches no route (404, 405) needs
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -124,13 +137,27 @@ def authenticate(tokens: TokenStore, header: str | None) -> TokenRecord | str:
     return "unknown or revoked token"
 
 
+def job_refusal(
+    record: TokenRecord, method: str, route: str | None, match: Mapping[str, str]
+) -> str | None:
+    """Why the job token ``record`` may not call ``method route``; None when it may."""
+    names = ", ".join(record.scope) or "none"
+    what = f"a job's token ({record.description}) registers versions of its models only ({names})"
+    if ("GET" if method == "HEAD" else method, route) not in JOB_ROUTES:
+        return f"{what}: {method} {route or 'this path'} is refused"
+    if match.get("name") not in record.scope:
+        return f"{what}: model {str(match.get('name'))[:64]!r} was not declared at submit"
+    return None
+
+
 def require_tokens(tokens: TokenStore) -> Middleware:
     """The middleware that holds every request to ``ACCESS``, checking tokens in ``tokens``."""
 
     @web.middleware
     async def access(request: web.Request, handler: _Handler) -> web.StreamResponse:
         resource = request.match_info.route.resource
-        needed = needed_role(request.method, None if resource is None else resource.canonical)
+        route = None if resource is None else resource.canonical
+        needed = needed_role(request.method, route)
         if needed is None:
             return web.json_response(
                 {"error": f"{request.method} {request.path} has no access rule: refused"},
@@ -141,6 +168,11 @@ def require_tokens(tokens: TokenStore) -> Middleware:
         found = authenticate(tokens, request.headers.get("Authorization"))
         if isinstance(found, str):
             return _unauthorized(found)
+        if found.role == JOB_ROLE:
+            refusal = job_refusal(found, request.method, route, request.match_info)
+            if refusal is not None:
+                return web.json_response({"error": refusal}, status=403)
+            return await handler(request)
         if found.role not in API_ROLES:
             return web.json_response(
                 {"error": f"this is a join token ({found.role}): it enrols a node, not the API"},

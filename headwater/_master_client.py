@@ -110,10 +110,9 @@ class Client:
                 raise HeadwaterError(
                     f"{self.url} refused the request: {reason}; {_NO_TOKEN}"
                 ) from None
-            if exc.code == 403:
-                raise HeadwaterError(
-                    f"{self.url} refused the request: {reason}; {_LOW_ROLE}"
-                ) from None
+            if exc.code == 403:  # a job's token: no role would help it
+                hint = "" if reason.startswith("a job's token") else f"; {_LOW_ROLE}"
+                raise HeadwaterError(f"{self.url} refused the request: {reason}{hint}") from None
             raise HeadwaterError(reason) from exc
         except (urllib.error.URLError, OSError) as exc:
             why = getattr(exc, "reason", exc)

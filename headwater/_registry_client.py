@@ -30,11 +30,13 @@ MAX_META_BYTES = 2048
 
 @dataclass(frozen=True)
 class Registry:
-    """The model registry of the master at ``url``, called with the admin ``token``."""
+    """The model registry of the master at ``url``, called with the admin ``token`` (or a
+    submitted job's own token, which may register ``models`` only)."""
 
     url: str
     token: str
     cacert: str | None = None
+    models: tuple[str, ...] | None = None  # a job's token: the names it may register
 
     def __repr__(self) -> str:  # never the token (a job's log, a traceback)
         return f"Registry({self.url!r})"
@@ -60,6 +62,12 @@ class Registry:
         """Register ``data`` (the model's bytes, or a file's path) as the next version of
         ``name``, with ``meta``; the version's record as the registry keeps it (name,
         version, sha256, kind, inputs and outputs for ONNX, metadata)."""
+        if self.models is not None and name not in self.models:
+            declared = ", ".join(self.models) or "none"
+            raise HeadwaterError(
+                f"this job may register models {declared} only (headwater spark submit "
+                f"--registers NAME declares them); not {name!r}"
+            )
         body = _bytes(data)
         path = f"/api/v1/models/{quote(name, safe='')}/versions"
         if meta is not None:

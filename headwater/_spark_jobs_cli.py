@@ -3,7 +3,9 @@
 ``headwater spark submit JOB.py`` sends a job file (``run(spark, ctx)``; or a ``.toml``
 rollup spec) to the master (``POST /api/v1/spark/jobs``), which checks it in a child
 process and gives it to a worker; ``--every 10m`` (or ``--schedule "every 10m"``) runs it
-every ten minutes, ``--continuous`` keeps it running, the default runs it once.
+every ten minutes, ``--continuous`` keeps it running, the default runs it once;
+``--registers NAME`` (an admin's submit) lets the job register versions of model NAME
+(``ctx.register``) with a token of its own that may do nothing else.
 ``headwater spark jobs`` lists the jobs (``--json`` the raw answer), ``headwater spark kill
 NAME`` stops one, and ``headwater logs NAME`` prints a job's driver log. Bad arguments are
 one line and exit status 2, as is every refusal of the master's.
@@ -100,6 +102,14 @@ def add_actions(actions: Any) -> None:
         metavar="KEY=VALUE",
         help="a parameter of the job (ctx.params); repeat it for more",
     )
+    submit.add_argument(
+        "--registers",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="a model the job registers (ctx.register) with a token of its own that may "
+        "register versions of the models named so and nothing else; repeat it for more",
+    )
     submit.add_argument("--landing", default=None, metavar="DIR", help="on the workers")
     submit.add_argument("--warehouse", default=None, metavar="DIR", help="on the workers")
     add_client_options(submit, MASTER_HELP)
@@ -134,6 +144,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     if args.spark_master:
         query.append(("spark_master", args.spark_master))
     query += [("param", p) for p in args.param]
+    query += [("registers", m) for m in args.registers]
     for key in ("landing", "warehouse"):
         folder = getattr(args, key)
         if folder is not None:
@@ -143,6 +154,8 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     job = Client.from_args(args).call("POST", f"/api/v1/spark/jobs?{urlencode(query)}", data)
     node = f", on worker {job['node']}" if job.get("node") else ", waiting for a worker"
     print(f"submitted Spark job {job['name']!r} ({job['mode']}{node})")
+    if job.get("registers"):
+        print(f"it may register versions of {', '.join(job['registers'])}")
     return 0
 
 

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import ssl
 from pathlib import Path
 
@@ -134,6 +135,10 @@ async def serve(
             "ca_fingerprint": master.ca_fingerprint,
             "pid": os.getpid(),
         }
+        reachable = socket.getfqdn() if http_host in ("", "0.0.0.0", "::") else http_host
+        if ":" in reachable:  # an IPv6 address
+            reachable = f"[{reachable}]"
+        master.http_url = f"{scheme}://{reachable}:{http_bound}"  # a job's registry
         log.info("master: gRPC %s, API %s, state %s", info["grpc"], info["http"], state_dir)
         if ready_file is not None:
             tmp = ready_file.with_suffix(".tmp")

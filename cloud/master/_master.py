@@ -125,6 +125,9 @@ class Master:
         self.tokens = TokenStore(self.state_dir / "tokens.json")
         self.join_port: int = 0  # the enrolment port (0: insecure, nodes need no token)
         self.ca_fingerprint: str = ""
+        # the REST API's URL as a worker's Spark job reaches it (registering models); serve()
+        # sets it once the API listens
+        self.http_url: str = ""
         if not self.tokens.path.exists():
             admin = self.tokens.create("admin", description="made at the master's first start")
             write_private(self.state_dir / "admin.token", f"{admin}\n".encode())

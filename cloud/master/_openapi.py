@@ -155,7 +155,12 @@ def _paths() -> dict[str, dict[str, Any]]:
             )
         },
         "/api/v1/tokens": {
-            "get": _get("every token, without its secret", {"type": "array"}, topology=False),
+            "get": _get(
+                "every token, without its secret; a Spark job's own (role job, minted when it "
+                "was submitted with registers) with its scope, the models it may register",
+                {"type": "array"},
+                topology=False,
+            ),
             "post": _op(
                 "create a token; its text is in the answer, this once",
                 "201",

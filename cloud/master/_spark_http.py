@@ -2,16 +2,18 @@
 
 POST   /api/v1/spark/jobs?file=JOB.py[&name=N][&mode=once|every|continuous][&every_s=S]
        [&spark_master=spark://H:P][&param=K=V ...][&landing=DIR][&warehouse=DIR]
-       [&entry=FILE]                        submit a job: the file's bytes as the body (a
+       [&entry=FILE][&registers=MODEL ...]  submit a job: the file's bytes as the body (a
                                             .py job, a .toml rollup spec, or a .zip package
-                                            with entry naming its job file)
+                                            with entry naming its job file); registers: the
+                                            models it may register (its own token)
 GET    /api/v1/spark/jobs                   every job: state, node, mode, last run, errors
 GET    /api/v1/spark/jobs/NAME              one job
 DELETE /api/v1/spark/jobs/NAME              kill it: its order withdrawn, its record removed
 GET    /api/v1/spark/jobs/NAME/logs?tail=N  its driver's log, asked of the worker running it
 
 Roles as for topologies (``cloud/_access.py``): viewers read, operators read logs, admins
-submit and kill. Every refusal is a 4xx with ``{"error": REASON}``.
+submit and kill (and so only an admin submits a job that registers models). Every refusal
+is a 4xx with ``{"error": REASON}``.
 """
 
 from __future__ import annotations
@@ -71,6 +73,7 @@ def add_spark_job_routes(app: web.Application, jobs: SparkJobs) -> None:
                 params=_params(q.getall("param", [])),
                 landing=q.get("landing", ""),
                 warehouse=q.get("warehouse", ""),
+                registers=q.getall("registers", []),
             )
         except PackageRefusedError as exc:
             return _error(413 if exc.too_large else 400, str(exc))

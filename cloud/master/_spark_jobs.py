@@ -17,7 +17,8 @@ re-sends it when the worker attaches again, gives it to another worker once its 
 been offline for ``NODE_OFFLINE_AFTER_S``, keeps the latest status the worker reports
 for it (``NodeStatus.spark_jobs``: its driver's ``status.json``), and stops a job a
 worker runs that the master no longer gives it. Kill withdraws the order and removes
-the record.
+the record. A job that declared the models it registers (``registers``) is given its own
+token, which may register versions of those only (``_spark_tokens.py``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._nodes import NODE_OFFLINE_AFTER_S
 from ._spark_check import JobRefused, check_job, check_spec, job_problem
+from ._spark_tokens import JobTokens, registers_problem
 
 if TYPE_CHECKING:
     from ._master import Master
@@ -71,12 +73,15 @@ class SparkJob:
     submitted: float = field(default_factory=time.time)
     node: str = ""
     status: dict[str, Any] = field(default_factory=dict)  # the worker's last report
+    registers: list[str] = field(default_factory=list)  # the models it may register
 
     @property
     def finished(self) -> bool:
         return self.mode == "once" and self.status.get("state") == "succeeded"
 
-    def order(self) -> pb.NodeCommand:
+    def order(self, registry_url: str = "", token: str = "") -> pb.NodeCommand:
+        """The worker's order; a registering job's carries the API's URL and its token."""
+        token = token if registry_url else ""  # no API to reach: no registry
         job = pb.SparkJob(
             mode=self.mode,
             every_s=self.every_s,
@@ -84,6 +89,9 @@ class SparkJob:
             params=self.params,
             landing=self.landing,
             warehouse=self.warehouse,
+            registers=self.registers if token else [],
+            registry_url=registry_url if token else "",
+            registry_token=token,
         )
         run = pb.RunContainer(
             topology=self.name, package=self.package, entry=self.entry, kind=KIND, job=job
@@ -108,6 +116,8 @@ class SparkJobs:
                 job = SparkJob(**raw)
                 if name_problem(job.name, "Spark job name") is None:
                     self.jobs[job.name] = job
+        self.tokens = JobTokens(master.tokens)  # after the jobs: it mints theirs anew
+        self.tokens.resume({j.name: j.registers for j in self.jobs.values()})
 
     def _save(self) -> None:
         tmp = self.path.with_suffix(".tmp")
@@ -128,13 +138,17 @@ class SparkJobs:
         params: dict[str, str] | None = None,
         landing: str = "",
         warehouse: str = "",
+        registers: list[str] | None = None,
     ) -> dict[str, Any]:
         """Check and store a job, give it to a worker; JobRefused (or PackageRefusedError
         for a zip out of bounds) says why not, and then nothing is kept."""
         params = dict(params or {})
         every_s = every_s if mode == "every" else 0.0  # the interval of an every job only
-        problem = entry_problem(filename) or job_problem(
-            mode, every_s, spark_master, params, [landing, warehouse]
+        registers = list(dict.fromkeys(registers or []))  # in order, once each
+        problem = (
+            entry_problem(filename)
+            or job_problem(mode, every_s, spark_master, params, [landing, warehouse])
+            or registers_problem(registers)
         )
         if problem is not None:
             raise JobRefused(problem)
@@ -170,7 +184,10 @@ class SparkJobs:
         self._not_a_topology(name)  # again: one may have been submitted meanwhile
         digest = self.packages.put(package)
         job = SparkJob(name, digest, entry, mode, every_s, spark_master, params, landing, warehouse)
+        job.registers = registers
         self.jobs[name] = job
+        if registers:
+            self.tokens.mint(name, registers)
         self._place(job)
         self._save()
         log.info("Spark job %r submitted (%s, %s)", name, entry, mode)
@@ -205,6 +222,7 @@ class SparkJobs:
             raise KeyError(self.unknown(name))
         if job.node:
             self._stop(job.node, name)
+        self.tokens.revoke(name)
         self._sent.pop(name, None)
         if all(j.package != job.package for j in self.jobs.values()):
             self.packages.delete(job.package)
@@ -240,7 +258,8 @@ class SparkJobs:
     def _send(self, job: SparkJob) -> None:
         record = self.master.nodes.records.get(job.node)
         if record is not None and record.queue is not None:
-            record.queue.put_nowait(job.order())
+            order = job.order(self.master.http_url, self.tokens.text(job.name))
+            record.queue.put_nowait(order)
             self._sent[job.name] = record.queue
 
     def tick(self) -> None:
@@ -318,6 +337,7 @@ class SparkJobs:
             "params": job.params,
             "landing": job.landing,
             "warehouse": job.warehouse,
+            "registers": job.registers,
             "submitted": job.submitted,
             "node": job.node,
             "state": state,

@@ -40,6 +40,11 @@ JOB_VIEW = {
         "params": {"type": "object", "additionalProperties": {"type": "string"}},
         "landing": {"type": "string", "description": "empty: the worker's own"},
         "warehouse": {"type": "string", "description": "empty: the worker's own"},
+        "registers": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "the models the job may register (ctx.register), with its own token",
+        },
         "submitted": {"type": "number"},
         "node": {"type": "string", "description": "the worker running it (empty: none yet)"},
         "state": {
@@ -95,6 +100,13 @@ def spark_job_paths() -> dict[str, dict[str, Any]]:
                     ),
                     _query("landing", "the landing folder on the workers", text),
                     _query("warehouse", "the warehouse folder on the workers", text),
+                    _query(
+                        "registers",
+                        "MODEL, repeated (at most 16): the models the job may register "
+                        "(ctx.register); the master mints the job a token that may register "
+                        "versions of those models only, revoked when the job is killed",
+                        {"type": "array", "items": text},
+                    ),
                 ],
                 requestBody={"content": {"application/octet-stream": {"schema": body}}},
                 refusals=("400", "413"),

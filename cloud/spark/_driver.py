@@ -36,12 +36,13 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from headwater.common._exceptions import HeadwaterError, StartupStopped
 
 from ._datasets import DatasetError, Landing, Layout
-from ._driver_config import DriverConfig, one_line, parse
+from ._driver_config import DriverConfig, one_line, parse, read_registry
 from ._job import BoundLanding, JobContext
 from ._job_file import Job, JobFileError, load_job
 from ._job_status import Heart, Status
@@ -367,4 +368,10 @@ def _listener(driver: Driver) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     """The driver's process: its command line, then ``Driver.main()``."""
     cfg = parse(sys.argv[1:] if argv is None else argv)
+    if cfg.registry_stdin:  # a submitted job's registry: its token, never on the command line
+        try:
+            cfg = replace(cfg, registry=read_registry(sys.stdin.readline(1 << 16)))
+        except HeadwaterError as e:
+            print(e, file=sys.stderr, flush=True)
+            return 2
     return Driver(cfg).main()

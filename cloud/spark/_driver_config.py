@@ -1,17 +1,21 @@
 """A Spark job driver's command line (``DriverConfig``, ``parse``) and its one-line errors.
 
 The command line is the worker's contract with the driver (``_driver``); argparse
-ends a bad one with its usage and exit status 2.
+ends a bad one with its usage and exit status 2. A registering job's token never is on
+it: ``--registry-stdin`` says that one JSON line on the standard input holds the
+registry (``read_registry``), as the worker hands it (common/node/_spark_jobs.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from headwater._registry_client import Registry
+from headwater.common._exceptions import HeadwaterError
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class DriverConfig:
     # the model registry a job may register with: given in-process only (``headwater spark
     # run --master``), never on the driver's command line (a token there is in `ps`)
     registry: Registry | None = None
+    registry_stdin: bool = False  # the registry comes on stdin (a submitted job's)
 
     @property
     def mode(self) -> str:
@@ -51,6 +56,7 @@ def parse(argv: Sequence[str]) -> DriverConfig:
     mode.add_argument("--continuous", action="store_true")
     p.add_argument("--interval", type=_positive, default=5.0, metavar="SECONDS")
     p.add_argument("--spark-master", default=None, metavar="URL")
+    p.add_argument("--registry-stdin", action="store_true")
     a = p.parse_args(argv)
     return DriverConfig(
         job=a.job,
@@ -64,7 +70,30 @@ def parse(argv: Sequence[str]) -> DriverConfig:
         continuous=a.continuous,
         interval_s=a.interval,
         master=a.spark_master,
+        registry_stdin=a.registry_stdin,
     )
+
+
+def read_registry(line: str) -> Registry:
+    """The registry of one JSON line, ``{"url": ..., "token": ..., "models": [...]}``, as
+    the worker writes it on a registering job's stdin; HeadwaterError when it is not."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        doc = None
+    if not (
+        isinstance(doc, dict)
+        and isinstance(doc.get("url"), str)
+        and doc["url"]
+        and isinstance(doc.get("token"), str)
+        and isinstance(doc.get("models"), list)
+        and all(isinstance(m, str) for m in doc["models"])
+    ):
+        raise HeadwaterError(
+            "--registry-stdin: the standard input holds no registry (one JSON line with "
+            "url, token and models, as a worker writes it)"
+        )
+    return Registry(doc["url"].rstrip("/"), doc["token"], models=tuple(doc["models"]))
 
 
 def param(text: str) -> tuple[str, str]:

@@ -15,7 +15,8 @@ the platform made (embedded ``local[*]``, or the cluster's standalone master),
 - ``ctx.params``: the job's parameters (strings), ``ctx.count(read=, written=)``:
   rows to add to what the job reports;
 - ``ctx.registry``: the master's model registry when the job was run with one
-  (``headwater spark run --master URL --token ...``), else None;
+  (``headwater spark run --master URL --token ...``, or submitted with ``headwater spark
+  submit --registers NAME``: a token of its own for those models), else None;
   ``ctx.register(data, name, meta=)`` registers a model there (docs/design.md,
   "Training as jobs").
 
@@ -182,7 +183,8 @@ class JobContext:
             raise HeadwaterError(
                 f"job {self.name!r} was run with no master to register model {name!r} with: "
                 "run it with `headwater spark run JOB.py --master URL --token-file FILE` "
-                "(an admin token), or write the model to a file and `headwater models "
-                "register FILE --name NAME`"
+                "(an admin token), submit it with `headwater spark submit JOB.py --registers "
+                "NAME`, or write the model to a file and `headwater models register FILE "
+                "--name NAME`"
             )
         return self.registry.register(data, name, meta=meta)

@@ -8,6 +8,10 @@ common never imports cloud) in ``WORKDIR/spark/NAME/``, its output in ``driver.l
 there, under the job's own user where the node isolates user code (``code_user``,
 the job's name standing for the topology). The driver touches its beat file every
 second and writes ``status.json`` (common/runtime/_procs.py ``beat_file(home, 0)``).
+A job whose order carries a registry token (it declared the models it registers) gets
+``--registry-stdin``, and the master's API URL, the token and the model names as one
+JSON line on its standard input (``registry_input``): never on its command line, in
+the environment or in a file.
 
 Supervision, every 0.2 s: a driver silent for ``SILENT_AFTER_S`` is killed; one that
 exits non-zero is restarted, at once the first time and then with backoff
@@ -169,6 +173,8 @@ class SparkJobRunner:
             out.append("--continuous")
         if job.spark_master:
             out += ["--spark-master", job.spark_master]
+        if job.registry_token:
+            out.append("--registry-stdin")  # the flag only: the token comes on stdin
         return out
 
     def _start(self, name: str) -> None:
@@ -185,6 +191,7 @@ class SparkJobRunner:
             log_path=str(home / DRIVER_LOG),
             cwd=str(home),  # Spark writes beside it; never into the package's folder
             run_as=run_as,
+            stdin=registry_input(run.job),
         )
         log.info("started the driver of Spark job %r (%s)", name, run.job.mode)
 
@@ -294,6 +301,16 @@ class SparkJobRunner:
             pb.LogFile(name=DRIVER_LOG, path=str(path), text=text, truncated=truncated)
         )
         return reply
+
+
+def registry_input(job: pb.SparkJob) -> bytes | None:
+    """What a registering job's driver reads on its standard input: one JSON line with
+    the API's URL, the job's token and its model names; None for a job that registers
+    nothing."""
+    if not job.registry_token:
+        return None
+    doc = {"url": job.registry_url, "token": job.registry_token, "models": list(job.registers)}
+    return (json.dumps(doc) + "\n").encode()
 
 
 def _unplant(log_path: Path) -> None:

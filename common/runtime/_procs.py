@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import logging
@@ -109,10 +110,13 @@ def spawn(
     cwd: str | None = None,
     preexec: Callable[[], None] | None = None,
     run_as: RunAs | None = None,
+    stdin: bytes | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start a child (``python ARGS`` unless ``executable``) that dies when this process dies;
     ``preexec`` runs in the child first, between fork and exec; ``run_as``: the child runs as
-    that user, with its environment (``RunAs.env``)."""
+    that user, with its environment (``RunAs.env``); ``stdin``: what its standard input
+    reads, then its end (a secret handed to it: never on its command line, where ``ps``
+    shows it, nor in its environment; at most a pipe's buffer, 64 KiB)."""
     # the log is its process's and this one's: a topology's code as another user reads none
     out = _open_log(log_path) if log_path else None
     environment = {**os.environ, **NO_GRPC_FORK_HANDLERS, **(env or {})}
@@ -120,16 +124,22 @@ def spawn(
         environment = run_as.env(environment)
         preexec = _then(preexec, run_as.preexec)
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             # -P: not the current folder first on the path (a module planted there would run)
             [executable, *args] if executable else [sys.executable, "-P", *args],
             env=environment,
             stdout=out or subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out else None,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             cwd=cwd,
             preexec_fn=partial(_before_exec, preexec),  # noqa: PLW1509 (no locks taken there)
         )
+        if proc.stdin is not None and stdin is not None:
+            with contextlib.suppress(OSError):  # a child that ended at once reads nothing
+                proc.stdin.write(stdin)
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+        return proc
     finally:
         if out is not None:
             out.close()

@@ -22,6 +22,7 @@ from ._identity import (
 )
 from ._tokens import (
     API_ROLES,
+    JOB_ROLE,
     JOIN_ROLES,
     JoinToken,
     TokenRecord,
@@ -45,6 +46,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AGENT_NAME",
     "API_ROLES",
+    "JOB_ROLE",
     "JOIN_ROLES",
     "MASTER_NAME",
     "TRUSTED",

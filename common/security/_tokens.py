@@ -11,6 +11,9 @@ secret is 32 random bytes and is kept only as its SHA-256 (a stolen
   A join token as printed also carries the master's enrolment port and the
   cluster CA's fingerprint (``JoinToken``), so a node trusts the CA it names
   and nothing it merely found on the network.
+- The job role, ``job``: a token the master mints for one submitted Spark job that
+  declared the models it registers (``create_job``); its ``scope`` names them, and it
+  may only register versions of those (``cloud/_access.py``). Never made by hand.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import re
 import secrets
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .._exceptions import HeadwaterError
@@ -31,6 +34,7 @@ from ._files import write_private
 API_ROLES = ("viewer", "operator", "admin")
 JOIN_ROLES = ("agent", "worker")
 ROLES = API_ROLES + JOIN_ROLES
+JOB_ROLE = "job"  # minted by the master for one Spark job (create_job), never by hand
 JOIN_PREFIX = "hwjoin"
 _TOKEN = re.compile(r"^([0-9a-f]{12})\.([A-Za-z0-9_-]{20,64})$")
 
@@ -60,15 +64,19 @@ class TokenRecord:
     created: float
     expires: float | None  # epoch seconds; None: never
     description: str = ""
+    scope: list[str] = field(default_factory=list)  # a job token's model names
 
     def view(self) -> dict[str, object]:
-        return {
+        view: dict[str, object] = {
             "id": self.id,
             "role": self.role,
             "created": self.created,
             "expires": self.expires,
             "description": self.description,
         }
+        if self.role == JOB_ROLE:
+            view["scope"] = list(self.scope)
+        return view
 
     def expired(self, now: float) -> bool:
         return self.expires is not None and now >= self.expires
@@ -148,6 +156,14 @@ class TokenStore:
             raise HeadwaterError(f"no role {role!r}: one of {', '.join(ROLES)}")
         if ttl_s is not None and ttl_s <= 0:
             raise HeadwaterError("a token's lifetime must be positive")
+        return self._create(role, ttl_s, description, [])
+
+    def create_job(self, job: str, models: list[str]) -> str:
+        """A token for Spark job ``job`` that may register versions of ``models`` only;
+        its text, shown this once (the master hands it to the job's driver) and never kept."""
+        return self._create(JOB_ROLE, None, f"Spark job {job}", list(models))
+
+    def _create(self, role: str, ttl_s: float | None, description: str, scope: list[str]) -> str:
         token_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         now = time.time()
         with self._lock:
@@ -159,6 +175,7 @@ class TokenStore:
                 now,
                 None if ttl_s is None else now + ttl_s,
                 description[:200],
+                scope,
             )
             self._save()
         return f"{token_id}.{secret}"
@@ -183,6 +200,15 @@ class TokenStore:
                 return False
             self._save()
             return True
+
+    def revoke_all(self, ids: set[str]) -> None:
+        """Revoke the tokens of ``ids`` (those there are), in one save."""
+        with self._lock:
+            self._reload()
+            if ids & self._tokens.keys():
+                for token_id in ids:
+                    self._tokens.pop(token_id, None)
+                self._save()
 
     def records(self) -> list[TokenRecord]:
         self._reload()

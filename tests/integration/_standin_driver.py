@@ -4,7 +4,12 @@ a worker's supervision of drivers only: the worker runs it through its documente
 beats, writes ``status.json`` as the driver does, and ends as its ``--param exit=N`` says
 (0: a run that succeeded; else a failed run, whose error is ``--param error=TEXT`` if given),
 after printing its arguments to its log. A job that is not a once job and succeeded waits,
-beating, until SIGTERM (then exits 0), as the driver waits for its next run."""
+beating, until SIGTERM (then exits 0), as the driver waits for its next run.
+
+With ``--registry-stdin`` it reads its registry as the real driver does (``read_registry``)
+and, given ``--param register=NAME``, registers a JSON artifact as NAME through it with
+metadata ``{"by": JOB}`` (a failure is its run's error), then tries a listing of the jobs
+with the same token and prints the answer (a job's token may not list)."""
 
 from __future__ import annotations
 
@@ -26,17 +31,24 @@ def main() -> int:
     p.add_argument("--every", type=float, default=None)
     p.add_argument("--continuous", action="store_true")
     p.add_argument("--spark-master", default=None)
+    p.add_argument("--registry-stdin", action="store_true")
     args = p.parse_args()
     params = dict(x.split("=", 1) for x in args.param)
     code = int(params.get("exit", "0"))
     work = Path(args.workdir)
     (work / "c0.alive").touch()
     print(f"stand-in driver {args.name}: job {Path(args.job).name}, params {params}", flush=True)
+    failure = params.get("error", f"RuntimeError: stand-in failure {code}")
+    if args.registry_stdin and "register" in params:
+        try:
+            _register(sys.stdin.readline(), params["register"], args.name)
+        except Exception as exc:
+            code, failure = 1, f"{type(exc).__name__}: {exc}"
+            print(failure, flush=True)
     if "HW_TEST_UID" in os.environ:  # the isolation test: who runs it
         print(f"uid {os.getuid()}", flush=True)
     mode = "continuous" if args.continuous else "every" if args.every else "once"
     now = time.time()
-    failure = params.get("error", f"RuntimeError: stand-in failure {code}")
     status = {
         "name": args.name,
         "state": "succeeded" if code == 0 else "failed",
@@ -62,6 +74,23 @@ def main() -> int:
         while not stop.wait(0.5):  # beats until SIGTERM, which ends the wait at once
             (work / "c0.alive").touch()
     return code
+
+
+def _register(line: str, name: str, job: str) -> None:
+    from headwater._master_client import Client
+    from headwater.cloud.spark._driver_config import read_registry
+    from headwater.common._exceptions import HeadwaterError
+    from tests._artifacts import artifact
+
+    registry = read_registry(line)
+    print(f"registry {registry!r}", flush=True)
+    record = registry.register(artifact(name=name), name, meta={"by": job})
+    print(f"registered {record['name']} version {record['version']}", flush=True)
+    try:
+        Client(registry.url, registry.token).call("GET", "/api/v1/spark/jobs")
+        print("listed the jobs", flush=True)
+    except HeadwaterError as exc:
+        print(f"listing refused: {exc}", flush=True)
 
 
 def _write(work: Path, status: dict[str, object]) -> None:

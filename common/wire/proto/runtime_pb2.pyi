@@ -406,7 +406,7 @@ class RunContainer(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., containers: _Optional[int] = ..., package: _Optional[str] = ..., entry: _Optional[str] = ..., domain: _Optional[str] = ..., kind: _Optional[str] = ..., job: _Optional[_Union[SparkJob, _Mapping]] = ...) -> None: ...
 
 class SparkJob(_message.Message):
-    __slots__ = ("mode", "every_s", "spark_master", "params", "landing", "warehouse")
+    __slots__ = ("mode", "every_s", "spark_master", "params", "landing", "warehouse", "registers", "registry_url", "registry_token")
     class ParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -420,13 +420,19 @@ class SparkJob(_message.Message):
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     LANDING_FIELD_NUMBER: _ClassVar[int]
     WAREHOUSE_FIELD_NUMBER: _ClassVar[int]
+    REGISTERS_FIELD_NUMBER: _ClassVar[int]
+    REGISTRY_URL_FIELD_NUMBER: _ClassVar[int]
+    REGISTRY_TOKEN_FIELD_NUMBER: _ClassVar[int]
     mode: str
     every_s: float
     spark_master: str
     params: _containers.ScalarMap[str, str]
     landing: str
     warehouse: str
-    def __init__(self, mode: _Optional[str] = ..., every_s: _Optional[float] = ..., spark_master: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., landing: _Optional[str] = ..., warehouse: _Optional[str] = ...) -> None: ...
+    registers: _containers.RepeatedScalarFieldContainer[str]
+    registry_url: str
+    registry_token: str
+    def __init__(self, mode: _Optional[str] = ..., every_s: _Optional[float] = ..., spark_master: _Optional[str] = ..., params: _Optional[_Mapping[str, str]] = ..., landing: _Optional[str] = ..., warehouse: _Optional[str] = ..., registers: _Optional[_Iterable[str]] = ..., registry_url: _Optional[str] = ..., registry_token: _Optional[str] = ...) -> None: ...
 
 class SparkJobStatus(_message.Message):
     __slots__ = ("name", "state", "mode", "pid", "runs", "started", "ended", "ok", "rows_read", "rows_written", "error", "updated", "restarts", "crash_loop", "package")
