@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._exceptions import InvalidTopologyError
 from .._ids import name_problem
-from ..api import TICK_COMPONENT, ComponentSpec, RuntimeConfig, Topology
+from ..api import TICK_COMPONENT, ComponentSpec, Input, RuntimeConfig, Stream, Topology
 from ..api._config import ContainerResources
 from ..api._stream import CustomGrouping
 from ..wire import SUPPORTED_TYPES, is_supported_type
@@ -24,14 +24,27 @@ _GROUPINGS = {"shuffle", "fields", "all", "global", "none", "direct", "custom"}
 
 def validate(topology: Topology) -> None:
     """Raise InvalidTopologyError listing every problem; return quietly when it can run."""
+    problems = _topology_problems(topology)
+    by_name = {c.name: c for c in topology.components}
+    for comp in topology.components:
+        where = f"{comp.kind} {comp.name!r}"
+        problems += _component_problems(topology, comp, where)
+        problems += _stream_problems(comp, where)
+        problems += _input_problems(comp, where, by_name)
+    problems += _cycle_problems(topology)
+    if problems:
+        raise InvalidTopologyError(topology.name, problems)
+
+
+def _topology_problems(topology: Topology) -> list[str]:
+    """The topology as a whole: its name, unique component names, a source, its resources."""
     problems: list[str] = []
     # the name names files (a local run's record and token, the master's state folders)
     named = name_problem(topology.name, "topology name")
     if named:
         problems.append(f"{named}; rename the topology")
-    names = [c.name for c in topology.components]
     seen: set[str] = set()
-    for name in names:
+    for name in (c.name for c in topology.components):
         if name in seen:
             problems.append(
                 f"component {name!r} is defined twice: do you have two components with the "
@@ -46,92 +59,121 @@ def validate(topology: Topology) -> None:
         ContainerResources.from_mapping(topology.config)
     except ValueError as exc:
         problems.append(f"topology {topology.name!r}: bad config: {exc}")
-    by_name = {c.name: c for c in topology.components}
-    for comp in topology.components:
-        where = f"{comp.kind} {comp.name!r}"
-        if not comp.name or (_reserved(comp.name) and not comp.config.get(SYSTEM)):
-            problems.append(
-                f"{where}: names must be non-empty and not {TICK_COMPONENT!r} or start with "
-                f"{RESERVED_OUTBOX_PREFIX!r} (the runtime's own components); rename it"
-            )
-        if comp.parallelism < 1:
-            problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
-        try:
-            RuntimeConfig.from_mapping(topology.merged_config(comp.name))
-        except ValueError as exc:
-            problems.append(f"{where}: bad config: {exc}")
-        if comp.kind == "spout" and comp.inputs:
-            problems.append(f"{where} has inputs; spouts are sources: make it a bolt")
-        if comp.kind == "bolt" and not comp.inputs:
-            problems.append(f"{where} has no inputs: subscribe it to a stream or remove it")
-        stream_names = [s.name for s in comp.outputs]
-        for dup in {n for n in stream_names if stream_names.count(n) > 1}:
-            problems.append(f"{where} declares stream {dup!r} twice")
-        for stream in comp.outputs:
-            if len(set(stream.fields)) != len(stream.fields):
-                problems.append(f"{where}: stream {stream.name!r} repeats a field name")
-            for fname, tp in zip(stream.fields, stream.schema or (), strict=False):
-                if not is_supported_type(tp):
-                    ok = ", ".join(t.__name__ for t in SUPPORTED_TYPES)
-                    problems.append(
-                        f"{where}: field {fname!r} of stream {stream.name!r} has type "
-                        f"{getattr(tp, '__qualname__', tp)!r}, which cannot be serialised; "
-                        f"emit one of {ok} (convert the value, e.g. to a dict or bytes)"
-                    )
-            if stream.schema is not None and len(stream.schema) != len(stream.fields):
-                problems.append(
-                    f"{where}: stream {stream.name!r} has {len(stream.fields)} fields but "
-                    f"{len(stream.schema)} schema types"
-                )
-        for inp in comp.inputs:
-            src = by_name.get(inp.component)
-            if src is None:
-                hint = _closest(inp.component, names)
-                problems.append(
-                    f"{where} subscribes to unknown component {inp.component!r}"
-                    + (f": did you mean {hint!r}?" if hint else ": add it or fix the name")
-                )
-                continue
-            declared_stream = src.stream(inp.stream)
-            if declared_stream is None:
-                declared = ", ".join(repr(s.name) for s in src.outputs) or "none"
-                problems.append(
-                    f"{where} subscribes to stream {inp.stream!r} of {inp.component!r}, which "
-                    f"declares no such stream (it declares: {declared}); declare it in "
-                    f"{inp.component!r}'s outputs"
-                )
-                continue
-            g = inp.grouping
-            if g.kind not in _GROUPINGS:
-                problems.append(f"{where}: unknown grouping {g.kind!r}")
-            missing = [f for f in g.fields if f not in declared_stream.fields]
-            if g.kind == "fields" and not g.fields:
-                problems.append(f"{where}: fields grouping on {inp.component!r} names no field")
-            if missing:
-                problems.append(
-                    f"{where} groups {inp.component!r}.{inp.stream} by undeclared field(s) "
-                    f"{', '.join(map(repr, missing))}; the stream declares "
-                    f"{', '.join(map(repr, declared_stream.fields)) or 'no fields'}"
-                )
-            if g.kind == "direct" and not declared_stream.direct:
-                problems.append(
-                    f"{where} uses direct grouping on {inp.component!r}.{inp.stream}, which is "
-                    "not declared direct: declare Stream(..., direct=True)"
-                )
-            problems += _placement_problems(where, comp, src, inp.stream, g.kind)
-            if g.kind == "custom" and not isinstance(g.custom, CustomGrouping):
-                problems.append(
-                    f"{where}: custom grouping on {inp.component!r} must provide "
-                    "prepare(context, component, stream, target_tasks) and choose_tasks(values)"
-                )
-    cycle = _find_cycle(topology)
-    if cycle:
+    return problems
+
+
+def _component_problems(topology: Topology, comp: ComponentSpec, where: str) -> list[str]:
+    """One component's name, parallelism, config, and inputs for its kind."""
+    problems: list[str] = []
+    if not comp.name or (_reserved(comp.name) and not comp.config.get(SYSTEM)):
         problems.append(
-            "cycle: " + " -> ".join(repr(c) for c in cycle) + "; a topology must be a DAG: "
-            f"remove the input of {cycle[0]!r} from {cycle[-2]!r}"
+            f"{where}: names must be non-empty and not {TICK_COMPONENT!r} or start with "
+            f"{RESERVED_OUTBOX_PREFIX!r} (the runtime's own components); rename it"
         )
-    if problems:
-        raise InvalidTopologyError(topology.name, problems)
+    if comp.parallelism < 1:
+        problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
+    try:
+        RuntimeConfig.from_mapping(topology.merged_config(comp.name))
+    except ValueError as exc:
+        problems.append(f"{where}: bad config: {exc}")
+    if comp.kind == "spout" and comp.inputs:
+        problems.append(f"{where} has inputs; spouts are sources: make it a bolt")
+    if comp.kind == "bolt" and not comp.inputs:
+        problems.append(f"{where} has no inputs: subscribe it to a stream or remove it")
+    return problems
+
+
+def _stream_problems(comp: ComponentSpec, where: str) -> list[str]:
+    """The streams a component declares: unique names, unique fields, serialisable types."""
+    problems: list[str] = []
+    stream_names = [s.name for s in comp.outputs]
+    for dup in {n for n in stream_names if stream_names.count(n) > 1}:
+        problems.append(f"{where} declares stream {dup!r} twice")
+    for stream in comp.outputs:
+        if len(set(stream.fields)) != len(stream.fields):
+            problems.append(f"{where}: stream {stream.name!r} repeats a field name")
+        for fname, tp in zip(stream.fields, stream.schema or (), strict=False):
+            if not is_supported_type(tp):
+                ok = ", ".join(t.__name__ for t in SUPPORTED_TYPES)
+                problems.append(
+                    f"{where}: field {fname!r} of stream {stream.name!r} has type "
+                    f"{getattr(tp, '__qualname__', tp)!r}, which cannot be serialised; "
+                    f"emit one of {ok} (convert the value, e.g. to a dict or bytes)"
+                )
+        if stream.schema is not None and len(stream.schema) != len(stream.fields):
+            problems.append(
+                f"{where}: stream {stream.name!r} has {len(stream.fields)} fields but "
+                f"{len(stream.schema)} schema types"
+            )
+    return problems
+
+
+def _input_problems(
+    comp: ComponentSpec, where: str, by_name: dict[str, ComponentSpec]
+) -> list[str]:
+    """Each subscription: a known component and stream, then its grouping."""
+    problems: list[str] = []
+    for inp in comp.inputs:
+        src = by_name.get(inp.component)
+        if src is None:
+            hint = _closest(inp.component, list(by_name))
+            problems.append(
+                f"{where} subscribes to unknown component {inp.component!r}"
+                + (f": did you mean {hint!r}?" if hint else ": add it or fix the name")
+            )
+            continue
+        declared_stream = src.stream(inp.stream)
+        if declared_stream is None:
+            declared = ", ".join(repr(s.name) for s in src.outputs) or "none"
+            problems.append(
+                f"{where} subscribes to stream {inp.stream!r} of {inp.component!r}, which "
+                f"declares no such stream (it declares: {declared}); declare it in "
+                f"{inp.component!r}'s outputs"
+            )
+            continue
+        problems += _grouping_problems(comp, where, src, inp, declared_stream)
+    return problems
+
+
+def _grouping_problems(
+    comp: ComponentSpec, where: str, src: ComponentSpec, inp: Input, declared_stream: Stream
+) -> list[str]:
+    """A subscription's grouping: known kind, declared fields, direct, placement, custom."""
+    problems: list[str] = []
+    g = inp.grouping
+    if g.kind not in _GROUPINGS:
+        problems.append(f"{where}: unknown grouping {g.kind!r}")
+    missing = [f for f in g.fields if f not in declared_stream.fields]
+    if g.kind == "fields" and not g.fields:
+        problems.append(f"{where}: fields grouping on {inp.component!r} names no field")
+    if missing:
+        problems.append(
+            f"{where} groups {inp.component!r}.{inp.stream} by undeclared field(s) "
+            f"{', '.join(map(repr, missing))}; the stream declares "
+            f"{', '.join(map(repr, declared_stream.fields)) or 'no fields'}"
+        )
+    if g.kind == "direct" and not declared_stream.direct:
+        problems.append(
+            f"{where} uses direct grouping on {inp.component!r}.{inp.stream}, which is "
+            "not declared direct: declare Stream(..., direct=True)"
+        )
+    problems += _placement_problems(where, comp, src, inp.stream, g.kind)
+    if g.kind == "custom" and not isinstance(g.custom, CustomGrouping):
+        problems.append(
+            f"{where}: custom grouping on {inp.component!r} must provide "
+            "prepare(context, component, stream, target_tasks) and choose_tasks(values)"
+        )
+    return problems
+
+
+def _cycle_problems(topology: Topology) -> list[str]:
+    cycle = _find_cycle(topology)
+    if not cycle:
+        return []
+    return [
+        "cycle: " + " -> ".join(repr(c) for c in cycle) + "; a topology must be a DAG: "
+        f"remove the input of {cycle[0]!r} from {cycle[-2]!r}"
+    ]
 
 
 def _placement_problems(
