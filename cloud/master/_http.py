@@ -126,6 +126,26 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
         partial(edge_view, master),
         partial(topology_errors, master),
     )
+    _add_submission_routes(app, master)
+    _add_node_routes(app, master)
+    _add_token_routes(app, master)
+    _add_log_routes(app, master)
+    add_model_routes(app, master.models, master.rollouts)
+    add_spark_job_routes(app, master.spark_jobs)
+    add_metrics_route(app, master_exposition(master))
+
+    async def document(request: web.Request) -> web.Response:
+        from headwater import __version__
+
+        return web.json_response(openapi(__version__))
+
+    app.router.add_get("/api/v1/openapi.json", document)
+    add_console_routes(app, master, insecure)
+    return app
+
+
+def _add_submission_routes(app: web.Application, master: Master) -> None:
+    """Submit, kill and edit a topology."""
 
     async def submit(request: web.Request) -> web.Response:
         entry = request.query.get("entry")
@@ -191,12 +211,16 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
             return _error(404, str(exc))
         return web.json_response({"killed": request.match_info["name"]})
 
-    async def nodes(request: web.Request) -> web.Response:
-        return web.json_response([r.view() for _, r in sorted(master.nodes.records.items())])
-
     app.router.add_post("/api/v1/topologies", submit)
     app.router.add_delete("/api/v1/topologies/{name}", kill)
     app.router.add_post("/api/v1/topologies/{name}/revisions", edit)
+
+
+def _add_node_routes(app: web.Application, master: Master) -> None:
+    """The nodes: list, forget, revoke; and the master's gRPC traffic."""
+
+    async def nodes(request: web.Request) -> web.Response:
+        return web.json_response([r.view() for _, r in sorted(master.nodes.records.items())])
 
     async def forget(request: web.Request) -> web.Response:
         node_id = request.match_info["id"]
@@ -223,20 +247,6 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     app.router.add_get("/api/v1/traffic", traffic)
     app.router.add_delete("/api/v1/nodes/{id}", forget)
     app.router.add_post("/api/v1/nodes/{id}/revoke", revoke)
-    _add_token_routes(app, master)
-    _add_log_routes(app, master)
-    add_model_routes(app, master.models, master.rollouts)
-    add_spark_job_routes(app, master.spark_jobs)
-    add_metrics_route(app, master_exposition(master))
-
-    async def document(request: web.Request) -> web.Response:
-        from headwater import __version__
-
-        return web.json_response(openapi(__version__))
-
-    app.router.add_get("/api/v1/openapi.json", document)
-    add_console_routes(app, master, insecure)
-    return app
 
 
 def _add_token_routes(app: web.Application, master: Master) -> None:

@@ -27,6 +27,7 @@ in a child process (``common/models/_onnx.py``), never in the master's.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -47,6 +48,7 @@ from ._rollout import RolloutError, Rollouts
 
 _VERSION = re.compile(r"[1-9][0-9]{0,8}")
 """A model version in a path: 1 to 999999999, ASCII digits only."""
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _error(status: int, reason: str) -> web.Response:
@@ -97,6 +99,23 @@ def add_model_register_route(app: web.Application, registry: ModelRegistry) -> N
 
 def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Rollouts) -> None:
     """Add the registry's and the rollouts' routes (the module docstring's table) to ``app``."""
+    upload, listing, show, version = _registry_handlers(registry, rollouts)
+    start = _rollout_start_handler(rollouts)
+    history, rollback = _rollout_handlers(registry, rollouts)
+    app.router.add_get("/api/v1/models", listing)
+    app.router.add_post("/api/v1/models/{name}", upload)
+    app.router.add_get("/api/v1/models/{name}", show)
+    app.router.add_get("/api/v1/models/{name}/rollouts", history)
+    app.router.add_post("/api/v1/models/{name}/rollouts", start)
+    app.router.add_post("/api/v1/models/{name}/rollback", rollback)
+    app.router.add_get("/api/v1/models/{name}/{version}", version)
+    add_model_register_route(app, registry)
+
+
+def _registry_handlers(
+    registry: ModelRegistry, rollouts: Rollouts
+) -> tuple[_Handler, _Handler, _Handler, _Handler]:
+    """The registry's handlers: upload, listing, show, version."""
 
     async def upload(request: web.Request) -> web.Response:
         if (request.content_length or 0) > MAX_MODEL_BYTES:
@@ -135,20 +154,28 @@ def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Ro
         except (ModelRefusedError, UnknownModelError) as exc:
             return _error(404, str(exc))
 
-    async def body_of(request: web.Request) -> dict[str, Any] | web.Response:
-        try:
-            body = await _json_body(request)
-        except ValueError:
-            return _error(400, "send a JSON object")
-        if not isinstance(body, dict):
-            return _error(400, "send a JSON object")
-        for key in ("topology", "component"):
-            if not isinstance(body.get(key), str) or not body[key]:
-                return _error(400, f"{key} (a string) is needed")
-        return body
+    return upload, listing, show, version
+
+
+async def _rollout_body(request: web.Request) -> dict[str, Any] | web.Response:
+    """A rollout's or rollback's JSON body, naming its topology and component; else a 400."""
+    try:
+        body = await _json_body(request)
+    except ValueError:
+        return _error(400, "send a JSON object")
+    if not isinstance(body, dict):
+        return _error(400, "send a JSON object")
+    for key in ("topology", "component"):
+        if not isinstance(body.get(key), str) or not body[key]:
+            return _error(400, f"{key} (a string) is needed")
+    return body
+
+
+def _rollout_start_handler(rollouts: Rollouts) -> _Handler:
+    """The handler that starts a rollout."""
 
     async def start(request: web.Request) -> web.Response:
-        body = await body_of(request)
+        body = await _rollout_body(request)
         if isinstance(body, web.Response):
             return body
         version, canary = body.get("version"), body.get("canary")
@@ -191,6 +218,12 @@ def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Ro
             return _error(400, str(exc))
         return web.json_response(view, status=202)
 
+    return start
+
+
+def _rollout_handlers(registry: ModelRegistry, rollouts: Rollouts) -> tuple[_Handler, _Handler]:
+    """The rollouts' other handlers: history, rollback."""
+
     async def history(request: web.Request) -> web.Response:
         name = request.match_info["name"]
         try:
@@ -200,7 +233,7 @@ def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Ro
         return web.json_response(rollouts.of(name))
 
     async def rollback(request: web.Request) -> web.Response:
-        body = await body_of(request)
+        body = await _rollout_body(request)
         if isinstance(body, web.Response):
             return body
         try:
@@ -213,11 +246,4 @@ def add_model_routes(app: web.Application, registry: ModelRegistry, rollouts: Ro
             return _error(400, str(exc))
         return web.json_response(view, status=202)
 
-    app.router.add_get("/api/v1/models", listing)
-    app.router.add_post("/api/v1/models/{name}", upload)
-    app.router.add_get("/api/v1/models/{name}", show)
-    app.router.add_get("/api/v1/models/{name}/rollouts", history)
-    app.router.add_post("/api/v1/models/{name}/rollouts", start)
-    app.router.add_post("/api/v1/models/{name}/rollback", rollback)
-    app.router.add_get("/api/v1/models/{name}/{version}", version)
-    add_model_register_route(app, registry)
+    return history, rollback

@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -67,21 +67,6 @@ def add_console(
     async def close_streams(app: web.Application) -> None:
         closing.set()
 
-    built: dict[str | None, tuple[float, bytes]] = {}  # topology -> (when, its snapshot event)
-
-    def event_of(topology: str | None) -> bytes:
-        """The snapshot event for ``topology``, built at most once per half interval however
-        many streams ask: the master's cost follows the topologies watched, not the tabs."""
-        now = asyncio.get_running_loop().time()
-        cached = built.get(topology)
-        if cached is not None and now - cached[0] < INTERVAL_S / 2:
-            return cached[1]
-        for key in [k for k, (when, _) in built.items() if now - when >= INTERVAL_S]:
-            del built[key]  # keys come from the query: keep only the ones still asked for
-        data = _event("snapshot", snapshot_of(topology))
-        built[topology] = (now, data)
-        return data
-
     async def index(request: web.Request) -> web.Response:
         return answer("index.html", files["index.html"])
 
@@ -107,6 +92,35 @@ def add_console(
                 "spark": spark,
             }
         )
+
+    events = _events_handler(snapshot_of, caller, streams, closing)
+
+    app.on_shutdown.append(close_streams)
+    app.router.add_get("/", index)
+    app.router.add_get("/console/{file}", asset)
+    app.router.add_get("/api/v1/whoami", whoami)
+    app.router.add_get("/api/v1/events", events)
+
+
+def _events_handler(
+    snapshot_of: Snapshots, caller: Caller, streams: Counter[str], closing: asyncio.Event
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The handler of ``/api/v1/events``: ``streams`` counts the open ones per token,
+    ``closing`` is set when the server shuts down."""
+    built: dict[str | None, tuple[float, bytes]] = {}  # topology -> (when, its snapshot event)
+
+    def event_of(topology: str | None) -> bytes:
+        """The snapshot event for ``topology``, built at most once per half interval however
+        many streams ask: the master's cost follows the topologies watched, not the tabs."""
+        now = asyncio.get_running_loop().time()
+        cached = built.get(topology)
+        if cached is not None and now - cached[0] < INTERVAL_S / 2:
+            return cached[1]
+        for key in [k for k, (when, _) in built.items() if now - when >= INTERVAL_S]:
+            del built[key]  # keys come from the query: keep only the ones still asked for
+        data = _event("snapshot", snapshot_of(topology))
+        built[topology] = (now, data)
+        return data
 
     async def events(request: web.Request) -> web.StreamResponse:
         who = caller(request)
@@ -158,11 +172,7 @@ def add_console(
                 del streams[key]
         return resp
 
-    app.on_shutdown.append(close_streams)
-    app.router.add_get("/", index)
-    app.router.add_get("/console/{file}", asset)
-    app.router.add_get("/api/v1/whoami", whoami)
-    app.router.add_get("/api/v1/events", events)
+    return events
 
 
 def _event(kind: str, data: object) -> bytes:
