@@ -1,6 +1,6 @@
-"""The model register route (``_models_http.py``) in the master's OpenAPI document
-(``_openapi.py`` merges it in), the answer of a version's bytes, of either kind, and the
-body of a rollout request (its waves and guards)."""
+"""The model routes (``_models_http.py``) in the master's OpenAPI document (``_openapi.py``
+merges them in): the registry's and the rollouts' paths, the register route, the answer of a
+version's bytes, of either kind, and the body of a rollout request (its waves and guards)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,102 @@ from ._openapi_parts import answer as _json
 from ._openapi_parts import binary_body
 from ._openapi_parts import op as _op
 from ._openapi_parts import query as _query
+
+
+def model_paths() -> dict[str, dict[str, Any]]:
+    """The registry's and the rollouts' paths (``add_model_routes``)."""
+    m = "/api/v1/models/{name}"
+    name = {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "description": "the model's name",
+        "schema": {"type": "string"},
+    }
+    target = {
+        "topology": {"type": "string", "description": "the running topology"},
+        "component": {"type": "string", "description": "its component that runs the model"},
+    }
+    rollout = rollout_schema(target)
+
+    def body(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+    return {
+        "/api/v1/models": {
+            "get": _op(
+                "every model with its latest version",
+                "200",
+                _json("every model with its latest version", {"type": "array"}),
+                refusals=(),
+            )
+        },
+        m: {
+            "get": _op(
+                "a model's versions, and which topologies and agents run which",
+                "200",
+                _json("versions and where they run"),
+                parameters=[name],
+                refusals=("404",),
+            ),
+            "post": _op(
+                "upload an artifact: the model's next version",
+                "201",
+                _json("name, version, sha256"),
+                parameters=[name],
+                requestBody=binary_body(),
+                refusals=("400", "413"),
+            ),
+        },
+        f"{m}/{{version}}": {
+            "get": _op(
+                "a version's metadata, or with artifact=1 its bytes (an ONNX model's as "
+                "application/octet-stream)",
+                "200",
+                artifact_answer(),
+                parameters=[
+                    name,
+                    {
+                        "name": "version",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    },
+                    _query("artifact", "1: the artifact's bytes", {"type": "string"}),
+                ],
+                refusals=("404",),
+            )
+        },
+        f"{m}/rollouts": {
+            "get": _op(
+                "the model's rollouts, each step with its time",
+                "200",
+                _json("the rollouts", {"type": "array"}),
+                parameters=[name],
+                refusals=("404",),
+            ),
+            "post": _op(
+                "roll a version out to a running component, canary first if asked",
+                "202",
+                _json("the rollout"),
+                parameters=[name],
+                requestBody=body(rollout),
+                refusals=("400", "404", "409"),
+            ),
+        },
+        f"{m}/rollback": {
+            "post": _op(
+                "return a component to the version it ran before the latest rollout",
+                "202",
+                _json("the rollback (a rollout)"),
+                parameters=[name],
+                requestBody=body(
+                    {"type": "object", "properties": target, "required": list(target)}
+                ),
+                refusals=("400", "404", "409"),
+            )
+        },
+    }
 
 
 def model_register_paths() -> dict[str, dict[str, Any]]:

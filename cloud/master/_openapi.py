@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._access import ACCESS, PUBLIC
-from ._models_openapi import artifact_answer, model_register_paths, rollout_schema
+from ._models_openapi import model_paths, model_register_paths
 from ._openapi_parts import ERROR as _ERROR
 from ._openapi_parts import answer as _json
-from ._openapi_parts import binary_body
 from ._openapi_parts import op as _op
 from ._openapi_parts import query as _query
 from ._spark_openapi import spark_job_paths
@@ -184,7 +183,7 @@ def _paths() -> dict[str, dict[str, Any]]:
                 refusals=("400", "409"),
             ),
         },
-        **_model_paths(),
+        **model_paths(),
         "/api/v1/tokens/{id}": {
             "delete": _op(
                 "revoke a token",
@@ -268,90 +267,6 @@ def _log_paths(t: str) -> dict[str, dict[str, Any]]:
                 "200",
                 _json("the log view", view),
                 parameters=[ident, tail],
-                refusals=("400", "404", "409"),
-            )
-        },
-    }
-
-
-def _model_paths() -> dict[str, dict[str, Any]]:
-    m = "/api/v1/models/{name}"
-    name = {**_NAME, "description": "the model's name"}
-    target = {
-        "topology": {"type": "string", "description": "the running topology"},
-        "component": {"type": "string", "description": "its component that runs the model"},
-    }
-    rollout = rollout_schema(target)
-
-    def body(schema: dict[str, Any]) -> dict[str, Any]:
-        return {"required": True, "content": {"application/json": {"schema": schema}}}
-
-    return {
-        "/api/v1/models": {
-            "get": _get("every model with its latest version", {"type": "array"}, topology=False)
-        },
-        m: {
-            "get": _op(
-                "a model's versions, and which topologies and agents run which",
-                "200",
-                _json("versions and where they run"),
-                parameters=[name],
-                refusals=("404",),
-            ),
-            "post": _op(
-                "upload an artifact: the model's next version",
-                "201",
-                _json("name, version, sha256"),
-                parameters=[name],
-                requestBody=binary_body(),
-                refusals=("400", "413"),
-            ),
-        },
-        f"{m}/{{version}}": {
-            "get": _op(
-                "a version's metadata, or with artifact=1 its bytes (an ONNX model's as "
-                "application/octet-stream)",
-                "200",
-                artifact_answer(),
-                parameters=[
-                    name,
-                    {
-                        "name": "version",
-                        "in": "path",
-                        "required": True,
-                        "schema": {"type": "string"},
-                    },
-                    _query("artifact", "1: the artifact's bytes", {"type": "string"}),
-                ],
-                refusals=("404",),
-            )
-        },
-        f"{m}/rollouts": {
-            "get": _op(
-                "the model's rollouts, each step with its time",
-                "200",
-                _json("the rollouts", {"type": "array"}),
-                parameters=[name],
-                refusals=("404",),
-            ),
-            "post": _op(
-                "roll a version out to a running component, canary first if asked",
-                "202",
-                _json("the rollout"),
-                parameters=[name],
-                requestBody=body(rollout),
-                refusals=("400", "404", "409"),
-            ),
-        },
-        f"{m}/rollback": {
-            "post": _op(
-                "return a component to the version it ran before the latest rollout",
-                "202",
-                _json("the rollback (a rollout)"),
-                parameters=[name],
-                requestBody=body(
-                    {"type": "object", "properties": target, "required": list(target)}
-                ),
                 refusals=("400", "404", "409"),
             )
         },
