@@ -21,7 +21,9 @@ checkpoints (``checkpoint:TOPOLOGY:FIELD``, for the master's ``/metrics``).
 
 The agent keeps its orders on its own disk (``_orders.py``) and on start
 resumes the edge subgraphs it was ordered to run from there, before it
-reaches the master (which may be out of reach; ``_resume.py``).
+reaches the master (which may be out of reach; ``_resume.py``). Its parts take what they
+read, not the agent: its edge domains (``_domains.py``), its status figures
+(``_edge_status.py``), its ingest log's retention (``_retention.py``).
 """
 
 from __future__ import annotations
@@ -41,10 +43,9 @@ from headwater.common._ids import name_problem
 from headwater.common._ports import check_free, grpc_server
 from headwater.common._sandbox import RunAs
 from headwater.common.control import TopologyDispatch, TopologyMaster
-from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.node import Node
 from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
-from headwater.common.plan import domain_args, edge_part, pack_round_robin, validate
+from headwater.common.plan import domain_args, edge_part
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
 from headwater.common.runtime._procs import Proc
 from headwater.common.runtime._threads import FOOTPRINTS
@@ -52,16 +53,19 @@ from headwater.common.security import TRUSTED, Identity, JoinToken, has_credenti
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
-from ._component_status import component_metrics
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, PROXY_ENV, UPLINK_ENV
-from ._ingest import MqttIngest, MqttSource, describe_write_error
-from ._orders import OrderBook
-from ._resume import Resume
+from ._domains import EdgeDomains
+from ._edge_status import add_domains, add_ingest, add_uplinks, backlog, outbox_full, outbox_metric
+from ._ingest import MqttIngest, MqttSource
+from ._ingest_log import share_readers
+from ._orders import OrderBook, keep
+from ._resume import Resume, master_moved
+from ._retention import RETENTION_S, keep_trimmed
 from ._revisions import EdgeRevisions
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
-RETENTION_S = 5.0
+__all__ = ["INGEST_LOG_ENV", "RETENTION_S", "Agent"]
 
 
 class Agent(Node):
@@ -109,8 +113,8 @@ class Agent(Node):
             self.ingest = MqttIngest(
                 mqtt, self.ingest_path, should_pause=self.outbox_full, health=self.health
             )
-        self.tms: dict[str, TopologyMaster] = {}  # one per edge subgraph: its own domain
-        self._coordinators: dict[str, asyncio.Task[None]] = {}
+        self.domains = EdgeDomains(self.workdir, self.health)
+        self.tms: dict[str, TopologyMaster] = self.domains.tms  # one per edge subgraph
         self._server: grpc.aio.Server | None = None
         self.local_address = ""
         self.status_port = status_port
@@ -129,13 +133,8 @@ class Agent(Node):
 
     # -- orders kept on disk ---------------------------------------------------------
     def ordered(self) -> None:
-        try:
-            runs = {**self.resume.unresumed, **self.orders}
-            self.book.save(self.master, runs.values(), self.states, self.revisions.heard.values())
-        except OSError as exc:  # the subgraphs go on; a reboot would wait for the master
-            self.health.set("orders", DEGRADED, f"cannot keep the orders on disk: {exc}")
-        else:
-            self.health.clear("orders")
+        runs = {**self.resume.unresumed, **self.orders}
+        keep(self.book, self.health, self.master, runs, self.states, self.revisions.heard)
 
     def _resume(self) -> None:
         """Run again, from this agent's own disk, what it was last ordered to run."""
@@ -147,16 +146,7 @@ class Agent(Node):
         self.master = self.master or kept.master
         self.states.update(kept.states)
         self.revisions.resumed(kept.revisions)
-        for run in kept.runs:
-            if not self.resume.ready(run):
-                continue
-            self.orders[(run.topology, run.container)] = run
-            try:
-                self._start(run, self.code_dir(run.package) / run.entry)
-            except Exception as exc:  # user code that no longer loads must not stop the agent
-                log.exception("cannot resume the edge subgraph of %r", run.topology)
-                self.orders.pop((run.topology, run.container), None)
-                self.resume.not_resumed(run, f"its edge subgraph does not load: {exc}", FAILED)
+        self.resume.start_kept(kept.runs, self.orders, self._start)
 
     async def run(self) -> None:
         if self.status_port is not None:  # taken: PortInUse before anything starts
@@ -198,7 +188,15 @@ class Agent(Node):
                 f"no --master given: looking for one by zeroconf ({SERVICE}) on the LAN",
             )
             self.master = await find_master()  # the session clears it once the master answers
-        retention = asyncio.get_running_loop().create_task(self._retention())
+        retention = asyncio.get_running_loop().create_task(
+            keep_trimmed(
+                self.ingest,
+                self.ingest_path,
+                self.tms,
+                self._ordered_topologies,
+                self._retry_orders,
+            )
+        )
         revising = asyncio.get_running_loop().create_task(self.revisions.run())
         try:
             await super().run()
@@ -209,8 +207,7 @@ class Agent(Node):
             revising.cancel()
             if http is not None:
                 await http.cleanup()
-            for task in self._coordinators.values():
-                task.cancel()
+            self.domains.stop()
             await self._server.stop(1.0)
             if self.ingest is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.ingest.stop)
@@ -226,14 +223,9 @@ class Agent(Node):
         """Without ``--master``, a resumed agent starts with the address it kept; if zeroconf
         finds the master elsewhere, it moved: dial it there, and restart the edge containers
         (the supervisor does) so that their uplinks do too."""
-        try:
-            found = await find_master()
-        except Exception as exc:  # zeroconf's own errors: go on with the kept address
-            log.warning("looking for the master by zeroconf failed: %s", exc)
+        found = await master_moved(self.master)
+        if found is None:
             return
-        if found == self.master:
-            return
-        log.info("the master moved from %s to %s", self.master, found)
         self.master = found
         self.ordered()
         for proc in list(self.containers.values()):
@@ -251,37 +243,11 @@ class Agent(Node):
                 log.error("%s", self.error)
                 self.orders.pop((run.topology, run.container), None)
                 return
-            validate(topology)
-            plan = pack_round_robin(topology, 1)
-            try:
-                tm = TopologyMaster(
-                    topology,
-                    plan,
-                    self.workdir / run.topology / "tmaster-state",
-                    run.package,
-                    run.entry,
-                    self.revisions.loader(run.topology),
-                    health=self.health,
-                )
-            except OSError as exc:  # a full disk: say so, and try again until it is not
-                self.health.set(
-                    f"edge:{run.topology}",
-                    FAILED,
-                    f"cannot start the edge subgraph: {describe_write_error(self.workdir, exc)}",
-                )
+            loader = self.revisions.loader(run.topology)
+            state = self.states.get(run.topology, "RUNNING")
+            if not self.domains.open(run, topology, loader, state):  # a full disk: said
                 asyncio.get_running_loop().call_later(2.0, self._start_again, run, entry)
                 return
-            self.health.clear(f"edge:{run.topology}")
-            tm.user_state = self.states.get(run.topology, "RUNNING")
-            self.tms[run.topology] = tm
-            self._coordinators[run.topology] = asyncio.get_running_loop().create_task(
-                tm.run_coordinator()
-            )
-            log.info(
-                "edge subgraph of %r: %s",
-                run.topology,
-                ", ".join(c.name for c in topology.components),
-            )
         self.supervisor.start(run, entry)  # checked against its zip above, once
 
     def _start_again(self, run: pb.RunContainer, entry: Path) -> None:
@@ -317,9 +283,7 @@ class Agent(Node):
             return None
         run_as = self.code_user(topology)
         if run_as is not None:  # its edge spouts, as their topologies' users, read the log
-            readers = self.ingest_path / ".readers"  # where each keeps its reader's state
-            readers.mkdir(parents=True, exist_ok=True)
-            readers.chmod(0o1777)  # as /tmp: each its own, none another's
+            share_readers(self.ingest_path)
         return run_as
 
     def tmaster_address(self, run: pb.RunContainer) -> str:
@@ -351,78 +315,36 @@ class Agent(Node):
         self.states.pop(topology, None)
         self.revisions.forget(topology)
         self.resume.forget(topology)
-        for reason in (
-            f"orders:{topology}",
-            f"order:{topology}",
-            f"edge:{topology}",
-            f"checkpoints:{topology}",
-            f"supervise:{topology}",
-        ):
+        for reason in (f"orders:{topology}", f"order:{topology}", f"supervise:{topology}"):
             self.health.clear(reason)
-        self.tms.pop(topology, None)
-        task = self._coordinators.pop(topology, None)
-        if task is not None:
-            task.cancel()
+        self.domains.close(topology)  # and its reasons
         if name_problem(topology, "topology name") is None:  # never a folder that climbs
             shutil.rmtree(self.workdir / topology, ignore_errors=True)
 
-    # -- ingest log retention ---------------------------------------------------------
-    async def _retention(self) -> None:
-        """Trim the ingest log below what every edge subgraph reading it has checkpointed."""
-        prefix = f"log_committed:{self.ingest_path.resolve()}#p"
-        while True:
-            await asyncio.sleep(RETENTION_S)
-            if self.ingest is None:
-                continue
-            if self.health.has("orders"):  # kept orders could not be saved: try again
-                self.ordered()
-            # an ordered subgraph not running yet (unresumed, starting) may read the log from
-            # further back than the running ones: trim nothing until it reports
-            ordered = {t for t, _ in self.orders} | {t for t, _ in self.resume.unresumed}
-            if any(not (t in self.tms and self.tms[t].metrics.get("container:0")) for t in ordered):
-                continue
-            floor: dict[int, float] = {}
-            for tm in list(self.tms.values()):
-                mine = {
-                    int(k[len(prefix) :]): v
-                    for k, v in tm.metrics.get("container:0", {}).items()
-                    if k.startswith(prefix)
-                }
-                for p, offset in mine.items():
-                    floor[p] = min(floor.get(p, offset), offset)
-            for p, offset in floor.items():
-                self.ingest.trim(p, int(offset))
+    # -- ingest log retention (_retention.py) ---------------------------------------
+    def _retry_orders(self) -> None:
+        if self.health.has("orders"):  # kept orders could not be saved: try again
+            self.ordered()
 
-    # -- backlog -------------------------------------------------------------------
-    def _outbox_metric(self, name: str) -> float:
-        return sum(tm.metrics.get("container:0", {}).get(name, 0.0) for tm in self.tms.values())
+    def _ordered_topologies(self) -> set[str]:
+        """Ordered subgraphs, running or not yet (unresumed, starting): until each reports,
+        the log is not trimmed (they may read it from further back than the running ones)."""
+        return {t for t, _ in self.orders} | {t for t, _ in self.resume.unresumed}
 
+    # -- backlog and status (_edge_status.py) -------------------------------------------
     def backlog(self) -> tuple[int, int]:
         """Bytes and batches not yet confirmed by the cloud, in every edge subgraph's outbox."""
-        nbytes = batches = 0
-        disk_backlog = self.resume.disk_backlog
-        for name in set(self.tms) | set(disk_backlog):
-            tm = self.tms.get(name)
-            reported = tm.metrics.get("container:0", {}) if tm is not None else {}
-            if "outbox_batches" in reported:
-                nbytes += int(reported.get("outbox_bytes", 0.0))
-                batches += int(reported["outbox_batches"])
-            elif name in disk_backlog:
-                nbytes, batches = nbytes + disk_backlog[name][0], batches + disk_backlog[name][1]
-        return nbytes, batches
+        return backlog(self.tms, self.resume.disk_backlog)
 
     def outbox_full(self) -> bool:
         """MQTT acknowledgement stops while any edge subgraph's outbox is over its budget."""
-        return any(
-            tm.metrics.get("container:0", {}).get("outbox_bytes", 0.0) >= self.outbox_budget
-            for tm in list(self.tms.values())
-        )
+        return outbox_full(self.tms, self.outbox_budget)
 
     def status(self) -> pb.NodeStatus:
         s = super().status()
         s.backlog_bytes, s.backlog_batches = self.backlog()
-        s.metrics["uplink_connected"] = self._outbox_metric("uplink_connected")
-        if self._outbox_metric("uplink_chained"):
+        s.metrics["uplink_connected"] = outbox_metric(self.tms, "uplink_connected")
+        if outbox_metric(self.tms, "uplink_chained"):
             self.health.set(
                 "uplink",
                 DEGRADED,
@@ -431,43 +353,10 @@ class Agent(Node):
                 "log says which)",
             )
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
-        for name, tm in list(self.tms.items()):  # its uplinks go to the workers: say how
-            reported = tm.metrics.get("container:0", {})
-            if "uplink_connected" in reported:
-                s.uplinks.append(
-                    pb.UplinkState(
-                        topology=name,
-                        connected=reported["uplink_connected"] == 1.0,
-                        metrics={
-                            k: v
-                            for k, v in reported.items()
-                            if k.startswith(("uplink_", "outbox_"))
-                        },
-                    )
-                )
-        for name, tm in list(self.tms.items()):
-            s.metrics[f"revision:{name}"] = float(self.revisions.running(name, tm))
-            s.metrics.update(component_metrics(name, tm, self.labels, self.node_id))
-            figures = CheckpointFigures.of(tm)  # the edge domain's, for the master's /metrics
-            if figures is not None:
-                s.metrics.update(figures.metrics(name))
-            if tm.catalogue.error:  # checkpoints cannot be completed (a full disk)
-                self.health.set(f"checkpoints:{name}", FAILED, tm.catalogue.error)
-            else:
-                self.health.clear(f"checkpoints:{name}")
+        add_uplinks(s, self.tms)
+        add_domains(s, self.tms, self.revisions.running, self.labels, self.node_id, self.health)
         if self.ingest is not None:
-            st = self.ingest.stats
-            s.metrics["mqtt_received"] = st.received
-            s.metrics["mqtt_appended"] = st.appended
-            s.metrics["mqtt_acked"] = st.acked
-            s.metrics["mqtt_dropped_qos0"] = st.dropped_qos0
-            s.metrics["mqtt_queued"] = st.queued
-            s.metrics["mqtt_queued_bytes"] = st.queued_bytes
-            s.metrics["ingest_write_errors"] = st.write_errors
-            s.metrics["mqtt_connected"] = 1.0 if st.connected else 0.0
-            s.metrics["mqtt_paused_s"] = st.paused_s
-            s.metrics["mqtt_paused"] = 1.0 if self.outbox_full() else 0.0
-            s.metrics["ingest_trimmed"] = st.trimmed
+            add_ingest(s, self.ingest.stats, self.outbox_full())
         s.health = self.health.state  # as just updated
         del s.reasons[:]
         s.reasons.extend(self.health.reasons())

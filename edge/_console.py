@@ -10,8 +10,9 @@ shows no edit control (edits come from the master).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
@@ -19,20 +20,33 @@ from headwater.common.console import add_console, topology_detail, topology_row
 
 if TYPE_CHECKING:
     from headwater.common.control import TopologyMaster
-
-    from ._agent import Agent
+    from headwater.common.wire.proto import runtime_pb2 as pb
 
 _COUNTED = ("emitted", "executed", "exceptions", "dead_letters")
 
 
-def add_agent_console(app: web.Application, agent: Agent) -> None:
+class ConsoleAgent(Protocol):
+    """What the console reads of the agent: its id, labels, link, status and edge domains."""
+
+    @property
+    def node_id(self) -> str: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def attached(self) -> bool: ...
+    @property
+    def tms(self) -> Mapping[str, TopologyMaster]: ...
+    def status(self) -> pb.NodeStatus: ...
+
+
+def add_agent_console(app: web.Application, agent: ConsoleAgent) -> None:
     """Add the console's routes to ``agent``'s status ``app``."""
     add_console(
         app, partial(snapshot, agent), lambda request: ("viewer", None), False, insecure=True
     )
 
 
-def snapshot(agent: Agent, topology: str | None = None) -> dict[str, Any]:
+def snapshot(agent: ConsoleAgent, topology: str | None = None) -> dict[str, Any]:
     """This agent's topologies (its edge subgraphs), itself as the one node, no models."""
     s = agent.status()
     uplinks = {
@@ -74,7 +88,7 @@ def snapshot(agent: Agent, topology: str | None = None) -> dict[str, Any]:
 
 
 def _own(
-    agent: Agent, tm: TopologyMaster, node: dict[str, Any], uplink: dict[str, float]
+    agent: ConsoleAgent, tm: TopologyMaster, node: dict[str, Any], uplink: dict[str, float]
 ) -> dict[str, Any]:
     """This agent as the one agent of ``tm``'s page: its figures and per-component counts."""
     return {

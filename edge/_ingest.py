@@ -47,11 +47,9 @@ which are threadsafe.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import threading
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,30 +61,14 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from headwater.common._health import DEGRADED, FAILED, Health
 from headwater.common._retry import RetryPolicy
-from headwater.common.state import DurableLog
-from headwater.common.wire import encode
+
+from ._ingest_log import IngestLog, describe_write_error
 
 log = logging.getLogger("headwater.edge.ingest")
+__all__ = ["IngestStats", "MqttIngest", "MqttSource", "describe_write_error"]
 CONNECT_GRACE_S = 3.0  # not subscribed for this long: the broker is reported unreachable
 RETRY = RetryPolicy(0.1, 5.0, jitter=False)  # a failed append or open is retried after these
 _MESSAGE_OVERHEAD = 200  # bytes a queued message costs beside its topic and payload
-
-
-def describe_write_error(path: Path, exc: BaseException) -> str:
-    """What a failed write under ``path`` most likely means, for a health reason."""
-    text = str(exc)
-    if (isinstance(exc, OSError) and exc.errno == errno.ENOSPC) or "No space left" in text:
-        return f"disk full on {path} (No space left on device)"
-    for d in (path, *path.parents):
-        if d.exists():
-            if d != path:
-                return f"workdir {d} is missing {path.relative_to(d)}"
-            break
-    return f"cannot write {path}: {text}"
-
-
-class _LogGone(Exception):
-    """The log's folder was deleted or replaced under the writer."""
 
 
 @dataclass(frozen=True)
@@ -152,8 +134,7 @@ class MqttIngest:
         self._clock = clock
         self.health = health if health is not None else Health("ingest")
         self.log_dir = Path(log_dir)
-        self.logs: list[DurableLog] = []  # open while the writer can write (see _open)
-        self._inodes: list[int] = []  # of each partition's folder, as opened
+        self.disk = IngestLog(self.log_dir, source.partitions)  # the writer's
         self.stats = IngestStats()
         # (connection generation, message): a message from an earlier connection is not
         # acknowledged on a later one (its packet id may name another message by then)
@@ -166,7 +147,7 @@ class MqttIngest:
         self._over_bound_warned = False
         self._qos1_queued = 0  # QoS 1 and 2 messages in the queue
         with contextlib.suppress(Exception):  # a full disk: the writer keeps trying
-            self._open()
+            self.disk.open()
         self._writer = threading.Thread(target=self._writer_main, name="hw-ingest", daemon=True)
         client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
@@ -202,7 +183,7 @@ class MqttIngest:
         self._writer.join(5)
         self.client.disconnect()
         self.client.loop_stop()
-        self._close()
+        self.disk.close()
 
     def trim(self, partition: int, before: int) -> None:
         """Retention: drop the partition's records before ``before`` (the writer does it)."""
@@ -298,53 +279,10 @@ class MqttIngest:
         self.stats.queued -= 1
         self.stats.queued_bytes -= len(msg.payload) + len(msg._topic) + _MESSAGE_OVERHEAD
 
-    # -- the writer thread ----------------------------------------------------------
-    def _open(self) -> None:
-        """Open every partition; a folder that existed once and is gone is not made again."""
-        if self.logs:
-            return
-        had = bool(self._inodes)
-        logs: list[DurableLog] = []
-        try:
-            for p in range(self.source.partitions):
-                path = self.log_dir / f"p{p}"
-                if had and not path.is_dir():
-                    raise _LogGone(path)
-                logs.append(DurableLog(path))
-        except BaseException:
-            for d in logs:
-                d.close()
-            raise
-        self.logs = logs
-        self._inodes = [d.path.stat().st_ino for d in logs]
-
-    def _close(self) -> None:
-        logs, self.logs = self.logs, []
-        for d in logs:
-            d.close()
-
-    def _check_present(self) -> None:
-        """Raise ``_LogGone`` if a partition's folder was deleted or replaced since opening:
-        appends then land in unlinked files, and must not be acknowledged."""
-        for d, inode in zip(self.logs, self._inodes, strict=True):
-            try:
-                same = d.path.stat().st_ino == inode
-            except FileNotFoundError:
-                same = False
-            if not same:
-                raise _LogGone(d.path)
-
+    # -- the writer thread (its log on disk: _ingest_log.py) ---------------------------
     def _failed(self, exc: BaseException) -> None:
         self.stats.write_errors += 1
-        if isinstance(exc, _LogGone):
-            path = Path(str(exc))
-            gone = next((d for d in reversed(path.parents) if not d.exists()), path)
-            what = "ingest log" if gone.is_relative_to(self.log_dir) else "workdir"
-            message = (
-                f"{what} {gone} is gone: readings are no longer acknowledged; restart the agent"
-            )
-        else:
-            message = describe_write_error(self.log_dir, exc)
+        message = self.disk.failure(exc)
         if not self.health.has("ingest"):
             log.debug("ingest write failed", exc_info=exc)
         self.health.set("ingest", FAILED, message)
@@ -383,10 +321,9 @@ class MqttIngest:
         while not self._stop.is_set():
             self._watch_broker()
             try:
-                self._open()
+                self.disk.open()
                 if failing and not batch:
-                    for d in self.logs:  # nothing to write: does the disk take writes again?
-                        d.probe()
+                    self.disk.probe()  # nothing to write: does the disk take writes again?
                     failing = False
                     retry.reset()
                     self.health.clear("ingest")
@@ -411,7 +348,7 @@ class MqttIngest:
             except Exception as exc:  # never dies: report, reopen, retry after a while
                 failing = True
                 self._failed(exc)
-                self._close()
+                self.disk.close()
                 self._stop.wait(retry.next_delay())
 
     def _take(self) -> list[tuple[int, mqtt.MQTTMessage]]:
@@ -432,8 +369,7 @@ class MqttIngest:
             trims, self._trim = self._trim, {}
         try:
             for p, before in trims.items():
-                if 0 <= p < len(self.logs):
-                    self.stats.trimmed += self.logs[p].trim(before)
+                self.stats.trimmed += self.disk.trim(p, before)
         except BaseException:
             for p, before in trims.items():  # again once the log is back
                 self.trim(p, before)
@@ -441,16 +377,10 @@ class MqttIngest:
 
     def _append_and_ack(self, batch: Sequence[tuple[int, mqtt.MQTTMessage]]) -> None:
         now_ms = int(time.time() * 1000)
-        by_partition: dict[int, list[bytes]] = {}
-        n = len(self.logs)
-        for _, msg in batch:
-            p = zlib.crc32(msg.topic.encode()) % n  # one topic stays in order in one partition
-            by_partition.setdefault(p, []).append(encode([msg.topic, msg.payload, now_ms]))
-        for p, records in by_partition.items():
-            self.logs[p].append(records)  # synced: durable when it returns
-            self.stats.partitions[p] = self.stats.partitions.get(p, 0) + len(records)
+        readings = [(msg.topic, msg.payload) for _, msg in batch]
+        self.disk.append(readings, now_ms, self.stats.partitions)  # synced: durable
         self.stats.appended += len(batch)
-        self._check_present()  # written into a folder that is still there, or not acked
+        self.disk.check_present()  # written into a folder that is still there, or not acked
         generation = self._generation
         for gen, msg in batch:
             if gen == generation:

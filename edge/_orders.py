@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf import json_format
 
 from headwater.common._exceptions import HeadwaterError
+from headwater.common._health import DEGRADED, Health
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 
@@ -86,3 +87,21 @@ class OrderBook:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def keep(
+    book: OrderBook,
+    health: Health,
+    master: str,
+    runs: Mapping[tuple[str, int], pb.RunContainer],
+    states: dict[str, str],
+    revisions: Mapping[str, pb.Revise],
+) -> None:
+    """Save the orders in ``book``; one that cannot be saved is the ``orders`` reason in
+    ``health`` (the subgraphs go on; a reboot would wait for the master)."""
+    try:
+        book.save(master, runs.values(), states, revisions.values())
+    except OSError as exc:
+        health.set("orders", DEGRADED, f"cannot keep the orders on disk: {exc}")
+    else:
+        health.clear("orders")

@@ -10,17 +10,31 @@ while the link to the cloud is down. No credentials, as ``/status``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from headwater.common._prometheus import Exposition, Families, FamilyCollector
 from headwater.common.control._prometheus import add_topologies
 from headwater.common.node._prometheus import add_node_status
 
 if TYPE_CHECKING:
-    from ._agent import Agent
+    from headwater.common.control import TopologyMaster
+    from headwater.common.wire.proto import runtime_pb2 as pb
 
 
-def agent_exposition(agent: Agent) -> Exposition:
+class AgentFigures(Protocol):
+    """What the exposition reads of the agent: its id, link, status and edge domains."""
+
+    @property
+    def node_id(self) -> str: ...
+    @property
+    def attached(self) -> bool: ...
+    @property
+    def tms(self) -> Mapping[str, TopologyMaster]: ...
+    def status(self) -> pb.NodeStatus: ...
+
+
+def agent_exposition(agent: AgentFigures) -> Exposition:
     """The exposition of ``agent``'s figures; runs on the agent's event loop."""
 
     def fill(families: Families) -> None:

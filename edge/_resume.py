@@ -13,11 +13,12 @@ agent started (read before anything opens them).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from headwater.common._discovery import find_master
 from headwater.common._exceptions import PackageMismatchError
-from headwater.common._health import DEGRADED, Health, Level
+from headwater.common._health import DEGRADED, FAILED, Health, Level
 from headwater.common._ids import name_problem
 from headwater.common._package import digest_problem, entry_problem, verify_package
 from headwater.common._unpacked import MARK, remove
@@ -82,6 +83,25 @@ class Resume:
         self.disk_backlog[run.topology] = self.outbox_on_disk(run.topology)
         return True
 
+    def start_kept(
+        self,
+        runs: Iterable[pb.RunContainer],
+        orders: dict[tuple[str, int], pb.RunContainer],
+        start: Callable[[pb.RunContainer, Path], None],
+    ) -> None:
+        """Start (``start``) each of the kept ``runs`` that is ready, ordered again in
+        ``orders``; one whose edge subgraph no longer loads is unresumed."""
+        for run in runs:
+            if not self.ready(run):
+                continue
+            orders[(run.topology, run.container)] = run
+            try:
+                start(run, self.code_dir(run.package) / run.entry)
+            except Exception as exc:  # user code that no longer loads must not stop the agent
+                log.exception("cannot resume the edge subgraph of %r", run.topology)
+                orders.pop((run.topology, run.container), None)
+                self.not_resumed(run, f"its edge subgraph does not load: {exc}", FAILED)
+
     def not_resumed(self, run: pb.RunContainer, why: str, level: Level = DEGRADED) -> None:
         """An order kept on disk that does not run until the master orders it again."""
         self.unresumed[(run.topology, run.container)] = run
@@ -116,3 +136,17 @@ class Resume:
             finally:
                 box.close()
         return nbytes, batches
+
+
+async def master_moved(kept: str) -> str | None:
+    """Where zeroconf finds the master now, if not at ``kept`` (the address a resumed agent
+    kept); None where it is there still, or zeroconf fails (go on with the kept address)."""
+    try:
+        found = await find_master()
+    except Exception as exc:  # zeroconf's own errors: go on with the kept address
+        log.warning("looking for the master by zeroconf failed: %s", exc)
+        return None
+    if found == kept:
+        return None
+    log.info("the master moved from %s to %s", kept, found)
+    return found

@@ -16,21 +16,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from headwater.common._ports import claimed
 
-from ._console import add_agent_console
-from ._prometheus import agent_exposition
-
-if TYPE_CHECKING:
-    from ._agent import Agent
+from ._console import ConsoleAgent, add_agent_console
+from ._prometheus import AgentFigures, agent_exposition
 
 log = logging.getLogger("headwater.edge.agent")
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class StatusAgent(ConsoleAgent, AgentFigures, Protocol):
+    """What the status port reads of the agent: the console's and the exposition's view,
+    and the master it dials."""
+
+    @property
+    def master(self) -> str: ...
 
 
 def loopback_only(port: int) -> Middleware:
@@ -50,7 +55,7 @@ def loopback_only(port: int) -> Middleware:
     return check
 
 
-async def serve_status(agent: Agent, port: int) -> web.AppRunner:
+async def serve_status(agent: StatusAgent, port: int) -> web.AppRunner:
     """Serve ``agent``'s view on ``127.0.0.1:port``; clean up the returned runner to stop."""
 
     async def status(request: web.Request) -> web.Response:

@@ -67,6 +67,8 @@ _PREFIXES: dict[str, str] = {
     "headwater._cli": "daemons",
     "headwater._run_cli": "daemons",
     "headwater._daemon_cli": "daemons",
+    "headwater._daemon_run": "daemons",
+    "headwater._agent_cli": "daemons",
     "headwater._cluster_cli": "daemons",
     "headwater._edits_cli": "daemons",
     "headwater._train_cli": "daemons",

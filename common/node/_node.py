@@ -6,7 +6,8 @@ attach stream. For each container it fetches the topology's package by
 hash, refuses it unless the bytes hash to that name, unpacks it once, and
 starts a container process, which it restarts if it dies (``_containers.py``).
 It reports status every few seconds, and reconnects with exponential backoff
-and jitter when the master is away; its containers keep running meanwhile.
+and jitter when the master is away; its containers keep running meanwhile
+(``_session.py``).
 Asked (``SendLogs``), it sends the master the last lines of one of its
 containers' logs (``_logs.py``).
 
@@ -37,7 +38,7 @@ from pathlib import Path
 import grpc
 
 from .._exceptions import HeadwaterError, PackageMismatchError, PackageRefusedError
-from .._health import DEGRADED, FAILED, Health
+from .._health import FAILED, Health
 from .._ids import name_problem
 from .._package import digest_problem, entry_problem
 from .._retry import RetryPolicy
@@ -46,7 +47,7 @@ from .._unpacked import NO_BYTECODE
 from ..control._crashloop import CrashLoopWatch
 from ..plan import domain_args
 from ..runtime._procs import Proc, spawn
-from ..security import MASTER_NAME, JoinToken
+from ..security import JoinToken
 from ..security._files import write_private
 from ..security._identity import REVOKED_FILE
 from ..wire.proto import runtime_pb2 as pb
@@ -55,11 +56,11 @@ from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
 from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
 from ._packages import Packages
+from ._session import MasterSession
 from ._spark_jobs import SparkJobRunner
 from ._users import TopologyUsers
 
 log = logging.getLogger("headwater.node")
-STATUS_S = 2.0
 RECONNECT = RetryPolicy()
 """Attaching to the master again: 0.2 s to 10 s, with full jitter."""
 
@@ -104,7 +105,6 @@ class Node:
         self.stopping = asyncio.Event()
         self.health = Health(self.node_id)
         self.crash_loops = CrashLoopWatch(self.health)  # of the containers restarted here
-        self._stub: pb_grpc.ClusterStub | None = None
         self._answering: set[asyncio.Task[None]] = set()  # SendLogs orders being answered
         self.credentials = NodeCredentials(
             self.workdir,
@@ -117,6 +117,15 @@ class Node:
         self.tls_dir = self.credentials.tls_dir
         self.transport = self.credentials.transport
         self.join_token = join_token
+        self.session = MasterSession(
+            self.credentials,
+            lambda: self.master,
+            self.health,
+            backoff,
+            self.info,  # what this kind of node says of itself (an agent's own)
+            self.status,
+            self._obey,
+        )
         self.spark_jobs = SparkJobRunner(self, spark_folders)  # its Spark jobs' drivers
         self.supervisor = ContainerSupervisor(
             self.workdir,
@@ -134,7 +143,7 @@ class Node:
     @property
     def attached(self) -> bool:
         """Whether a session with the master is open (it may still be catching up)."""
-        return self._stub is not None
+        return self.session.stub is not None
 
     def info(self) -> pb.NodeInfo:
         return pb.NodeInfo(
@@ -149,7 +158,7 @@ class Node:
     async def run(self) -> None:
         self.users.check()  # which user its topologies' code runs as: said once, at start
         loop = asyncio.get_running_loop()
-        tasks = [loop.create_task(self._session()), loop.create_task(self.supervisor.run())]
+        tasks = [loop.create_task(self.session.run()), loop.create_task(self.supervisor.run())]
         tasks.append(loop.create_task(self.credentials.renewing()))
         tasks.append(loop.create_task(self.spark_jobs.run()))
         await self.stopping.wait()
@@ -162,64 +171,6 @@ class Node:
         """Enrol now if this node has no certificate yet, trying until it has one (said in its
         health meanwhile); at once if it has one."""
         await self.credentials.enrol(self.backoff, self.health)
-
-    async def _session(self) -> None:
-        retry = self.backoff.start()
-        while True:
-            try:
-                await self.credentials.refresh()
-            except asyncio.CancelledError:
-                raise
-            except (HeadwaterError, grpc.RpcError, OSError) as exc:
-                why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
-                self.health.set("master", FAILED, f"cannot enrol or renew: {why}")
-                log.error("cannot enrol or renew: %s", why)
-                await asyncio.sleep(retry.next_delay())
-                continue
-            try:
-                async with self.transport.channel(
-                    self.master,
-                    to=MASTER_NAME,
-                    options=[
-                        ("grpc.max_receive_message_length", 64 << 20),
-                    ],
-                ) as channel:
-                    self._stub = stub = pb_grpc.ClusterStub(channel)
-                    status = asyncio.get_running_loop().create_task(self._report(stub))
-                    try:
-                        async for command in stub.Attach(self.info()):
-                            retry.reset()
-                            await self._obey(stub, command)
-                    finally:
-                        status.cancel()
-                        self._stub = None
-            except asyncio.CancelledError:
-                raise
-            except grpc.RpcError as exc:
-                if exc.code() in (
-                    grpc.StatusCode.PERMISSION_DENIED,
-                    grpc.StatusCode.UNAUTHENTICATED,
-                ):
-                    self.health.set(
-                        "master", FAILED, f"the master refuses this node: {exc.details()}"
-                    )
-                    log.error("the master refuses this node: %s", exc.details())
-                    await asyncio.sleep(retry.next_delay())
-                    continue
-                self.health.set(
-                    "master",
-                    DEGRADED,
-                    f"master {self.master} unreachable "
-                    f"({exc.code().name}); containers keep running",
-                )
-            except OSError as exc:  # a package or an order that cannot be written: a full disk
-                self.health.set(
-                    "fetch",
-                    FAILED,
-                    f"cannot take the master's orders: {exc}; "
-                    "trying again (the master repeats them)",
-                )
-            await asyncio.sleep(retry.next_delay())
 
     async def _obey(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         """One order from the master; one that fails is said in health, never ends the session.
@@ -372,19 +323,6 @@ class Node:
 
     def revise(self, order: pb.Revise) -> None:
         """Switch what this node runs of a topology to a new revision (agents: the edge)."""
-
-    async def _report(self, stub: pb_grpc.ClusterStub) -> None:
-        while True:
-            try:
-                await stub.ReportStatus(self.status())
-            except grpc.RpcError as exc:  # a lost channel ends the session too; else beat on
-                log.debug("status not delivered: %s", exc.code())
-                await asyncio.sleep(STATUS_S)
-                continue
-            if self.health.has("master"):
-                self.health.clear("master")  # it answered: say so at once
-                continue
-            await asyncio.sleep(STATUS_S)
 
     def status(self) -> pb.NodeStatus:
         return pb.NodeStatus(

@@ -38,9 +38,9 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .._exceptions import HeadwaterError
 from .._health import FAILED, Health
@@ -56,7 +56,8 @@ from ._containers import RESTART, SILENT_AFTER_S
 from ._logs import read_logs, tail_file
 
 if TYPE_CHECKING:
-    from ._node import Node
+    from ._limits import TopologyGroups
+    from ._packages import Packages
 
 log = logging.getLogger("headwater.node")
 KIND = "spark-job"
@@ -70,10 +71,28 @@ JOB_CHECKPOINTS = "_checkpoints/spark-jobs"
 grain's (``WAREHOUSE/_checkpoints/GRAIN``: no grain has a '-' in its name)."""
 
 
+class SparkNode(Protocol):
+    """What the runner uses of the worker it runs on."""
+
+    @property
+    def workdir(self) -> Path: ...
+    @property
+    def health(self) -> Health: ...
+    @property
+    def crash_loops(self) -> CrashLoopWatch: ...
+    @property
+    def packages(self) -> Packages: ...  # a job's package, fetched by hash
+    @property
+    def containers(self) -> Mapping[tuple[str, int], Proc]: ...
+    @property
+    def limits(self) -> TopologyGroups: ...  # a job's control groups
+    def code_user(self, topology: str) -> RunAs | None: ...
+
+
 class SparkJobRunner:
     """A worker's Spark jobs: orders, driver processes, their supervision and status."""
 
-    def __init__(self, node: Node, folders: tuple[Path, Path] | None = None) -> None:
+    def __init__(self, node: SparkNode, folders: tuple[Path, Path] | None = None) -> None:
         """``folders``: the landing and the warehouse a job gets when its order names none
         (default: ``WORKDIR/landing`` and ``WORKDIR/warehouse``)."""
         self.node = node

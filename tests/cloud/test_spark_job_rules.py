@@ -44,7 +44,7 @@ def _runner(tmp_path: Path) -> SparkJobRunner:
         crash_loops=CrashLoopWatch(health),
         code_user=lambda name: None,
     )
-    return SparkJobRunner(node)  # type: ignore[arg-type]
+    return SparkJobRunner(node)
 
 
 def test_a_status_file_is_read_bounded_and_type_checked(tmp_path: Path) -> None:
