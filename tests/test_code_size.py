@@ -35,9 +35,6 @@ KNOWN_LONG_MODULES: frozenset[str] = frozenset(
         "common/control/_tmaster.py",
         "common/runtime/_instance.py",
         "common/runtime/_stmgr.py",
-        "edge/_agent.py",
-        "edge/_ingest.py",
-        "headwater/_daemon_cli.py",
     }
 )
 
@@ -47,12 +44,9 @@ KNOWN_LONG_CLASSES: frozenset[str] = frozenset(
         "cloud/master/_master.py:Master",
         "common/connectors/_landing.py:LandingSink",
         "common/control/_tmaster.py:TopologyMaster",
-        "common/node/_node.py:Node",
         "common/runtime/_emitter.py:Emitter",
         "common/runtime/_instance.py:Instance",
         "common/runtime/_stmgr.py:StreamManager",
-        "edge/_agent.py:Agent",
-        "edge/_ingest.py:MqttIngest",
     }
 )
 

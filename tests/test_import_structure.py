@@ -333,9 +333,6 @@ KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
     "the topology master and its views and watchdog": frozenset(
         f"headwater.common.control.{m}" for m in ("_tmaster", "_views", "_watchdog")
     ),
-    "the node and its Spark jobs": frozenset(
-        {"headwater.common.node._node", "headwater.common.node._spark_jobs"}
-    ),
     "the instance and its helpers": frozenset(
         f"headwater.common.runtime.{m}"
         for m in (
@@ -350,9 +347,6 @@ KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
     "the stream manager and its helpers": frozenset(
         f"headwater.common.runtime.{m}"
         for m in ("_ingress", "_ipc", "_peers", "_stmgr", "_stmgr_metrics")
-    ),
-    "the edge agent and its helpers": frozenset(
-        f"headwater.edge.{m}" for m in ("_agent", "_console", "_prometheus", "_status")
     ),
     "the heronpy streamlet API and its translation": frozenset(
         {"headwater.heronpy.streamlet._api", "headwater.heronpy.streamlet._translate"}
