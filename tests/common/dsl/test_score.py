@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,23 @@ def test_a_declaration_that_cannot_be_made_is_refused_when_the_pipeline_is_built
         _pipeline([], [], inputs=lambda r: (r["a"],))
     with pytest.raises(InvalidTopologyError, match="a list of a dict record's keys"):
         _pipeline([], [], inputs=("a", 1))
+    # a careless call: one field as a bare string (not three fields 'a', 'b', 'c'), no
+    # inputs, a model that is no model name, an output or take that is no name
+    said: dict[str, dict[str, Any]] = {
+        "inputs=['abc'] for one field": {"inputs": "abc"},
+        "inputs is a list of keys or indexes, or a function, not None": {"inputs": None},
+        "'<x>' is not a model name": {"model": "<x>"},
+        "model is a name (a string), not None": {"model": None},
+        "output is a field name or a function, not 5": {"output": 5},
+        "take is the name of a model output, not 5": {"take": 5},
+        "width='3' but 3 inputs are named": {"width": "3"},
+    }
+    for says, kw in said.items():
+        args: dict[str, Any] = {"model": "vib", "inputs": ("a", "b", "c"), **kw}
+        with pytest.raises(InvalidTopologyError, match=re.escape(says)):
+            Pipeline("scoring").from_collection("readings", []).score("vib", **args)
+        with pytest.raises(HeadwaterError, match=re.escape(says)):
+            ScoreBolt(**args)
 
 
 def test_a_score_bolt_scores_plain_tuples(package: Path) -> None:
