@@ -18,6 +18,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from headwater.cloud.master._master import Master
+from headwater.cloud.master._models_openapi import rollout_schema
 from headwater.cloud.master._rollout import Phase, RolloutError
 from headwater.common.api import Placement, edge
 from tests import _onnx_models
@@ -162,5 +163,38 @@ def test_metadata_with_an_infinite_number_or_a_bad_output_range_is_refused(
         resp = await client.post("/api/v1/models/m/versions", params={"meta": meta}, data=model)
         assert resp.status == 201, await resp.text()
         assert master.models.meta("m", 1)["metadata"] == {"output_range": [-1.5, 2]}
+
+    _run(tmp_path, body)
+
+
+def test_the_openapi_bounds_of_a_rollout_body_are_the_ones_the_master_keeps(
+    tmp_path: Path,
+) -> None:
+    """Each bound the document gives: the value on it passes the checks (and meets no
+    topology: 404), the value past it is a 400."""
+    props = rollout_schema({})["properties"]
+
+    async def body(client: TestClient[Any, Any], master: Master) -> None:
+        assert (await client.post("/api/v1/models/m", data=_artifact())).status == 201
+
+        async def status(**kw: Any) -> int:
+            sent = json.dumps({"version": 1, **_TARGET, **kw})
+            return (await client.post("/api/v1/models/m/rollouts", data=sent)).status
+
+        for key in ("version", "watch_s", "max_anomaly_rate", "max_errors"):
+            low, high = props[key]["minimum"], props[key].get("maximum")
+            assert (await status(**{key: low}), await status(**{key: low - 1})) == (404, 400)
+            if high is not None:
+                assert (await status(**{key: high}), await status(**{key: high + 1})) == (404, 400)
+        waves, item = props["waves"], props["waves"]["items"]
+        assert (item["minimum"], item["exclusiveMinimum"], item["maximum"]) == (0, True, 100)
+        assert await status(waves=[0, 100]) == 400
+        most = [10 * (i + 1) for i in range(waves["maxItems"])]
+        assert most[-1] == 100 and await status(waves=most) == 404
+        assert await status(waves=[1, *most]) == 400
+        assert await status(waves=[]) == 400 and waves["minItems"] == 1
+        guards = [f"c{i}<=1" for i in range(props["guards"]["maxItems"])]
+        assert await status(guards=guards) == 404
+        assert await status(guards=[*guards, "x<=1"]) == 400
 
     _run(tmp_path, body)
