@@ -328,7 +328,13 @@ def _follow(
             return 1
         time.sleep(0.5)
         every = client.call("GET", _path(name, "/rollouts"))
-        rollout = next(r for r in every if r["id"] == rollout["id"])
+        found = next((r for r in every if r["id"] == rollout["id"]), None)
+        if found is None:  # the master lost its records (a new state folder)
+            raise HeadwaterError(
+                f"rollout {rollout['id']} is no longer in the master's records; see "
+                f"`headwater models rollouts {name}`"
+            )
+        rollout = found
     if no_wait:
         print(
             f"rollout {rollout['id']} accepted; follow it with `headwater models rollouts {name}`"

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from headwater import _cli
-from headwater._models_cli import _stages
+from headwater._models_cli import _follow, _stages
+from headwater.common._exceptions import HeadwaterError
 
 
 def _usage(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -79,4 +80,19 @@ def test_register_checks_its_meta_and_the_master_url_before_any_request(
     assert said("--master", "not a url", "--token", "t") == (
         "headwater: error: the master 'not a url' is not a URL: give http(s)://HOST:PORT, "
         "e.g. --master http://127.0.0.1:7071"
+    )
+
+
+def test_following_a_rollout_the_master_no_longer_has_says_so() -> None:
+    running = {"id": 7, "phase": "canary", "steps": [], "waves": [100]}
+
+    class Lost:
+        def call(self, method: str, path: str) -> list[dict[str, Any]]:
+            assert (method, path) == ("GET", "/api/v1/models/m/rollouts")
+            return [{**running, "id": 6}]
+
+    with pytest.raises(HeadwaterError) as said:
+        _follow(Lost(), "m", running, False, 0.0)  # type: ignore[arg-type]
+    assert str(said.value) == (
+        "rollout 7 is no longer in the master's records; see `headwater models rollouts m`"
     )
