@@ -69,7 +69,10 @@ class _Unreadable(Exception):
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise _Unreadable(f"input {where} is {type(value).__name__} {_short(value)}, not a number")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int past float's range, e.g. 10**400 from a JSON reading
+        raise _Unreadable(f"input {where} is {_short(value)}, too large for a float") from None
     if not math.isfinite(x):
         raise _Unreadable(f"input {where} is {x}, not a finite number")
     return x

@@ -239,11 +239,17 @@ def test_a_record_the_model_raises_on_is_dead_lettered_and_the_frame_goes_on(
     ctx = TestContext(topology, "vib")
     bolt.open(ctx)
     poison = {"id": 99, "a": 999.0, "b": 0.0, "c": 0.0}
+    huge = {"id": 98, "a": 10**400, "b": 0.0, "c": 0.0}  # an int no float holds
     bolt.process_values(
-        "readings", "default", 1, [["k", r] for r in [*GOOD[:2], poison, *GOOD[2:]]]
+        "readings", "default", 1, [["k", r] for r in [*GOOD[:2], poison, huge, *GOOD[2:]]]
     )
     assert [r["id"] for r in out] == [r["id"] for r in GOOD]
     assert [(d[1], d[3]["id"]) for d in ctx.dead_letters] == [
-        ("score 'vib': the model raised on this record: a row it cannot take", 99)
+        (
+            "score 'vib': input 'a' is 1000000000000000000000000000000000000..., too large for "
+            "a float",
+            98,
+        ),
+        ("score 'vib': the model raised on this record: a row it cannot take", 99),
     ]
     assert ctx.counters["scored"] == 6
