@@ -240,9 +240,9 @@ def test_a_record_the_model_raises_on_is_dead_lettered_and_the_frame_goes_on(
     bolt.open(ctx)
     poison = {"id": 99, "a": 999.0, "b": 0.0, "c": 0.0}
     huge = {"id": 98, "a": 10**400, "b": 0.0, "c": 0.0}  # an int no float holds
-    bolt.process_values(
-        "readings", "default", 1, [["k", r] for r in [*GOOD[:2], poison, huge, *GOOD[2:]]]
-    )
+    wide = {"id": 97, "a": 1e300, "b": 0.0, "c": 0.0}  # a double no float32 holds
+    records = [*GOOD[:2], poison, huge, wide, *GOOD[2:]]
+    bolt.process_values("readings", "default", 1, [["k", r] for r in records])
     assert [r["id"] for r in out] == [r["id"] for r in GOOD]
     assert [(d[1], d[3]["id"]) for d in ctx.dead_letters] == [
         (
@@ -251,5 +251,10 @@ def test_a_record_the_model_raises_on_is_dead_lettered_and_the_frame_goes_on(
             98,
         ),
         ("score 'vib': the model raised on this record: a row it cannot take", 99),
+        (
+            "score 'vib': the model raised on this record: an input is beyond the range of "
+            "the model's float32 input (±3.4e+38)",
+            97,
+        ),
     ]
     assert ctx.counters["scored"] == 6
