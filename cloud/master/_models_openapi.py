@@ -84,6 +84,7 @@ def rollout_schema(target: dict[str, Any]) -> dict[str, Any]:
             "canary": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
+                "minProperties": 1,
                 "description": 'agents\' labels that take it first, e.g. {"site": "a"}',
             },
             "watch_s": {

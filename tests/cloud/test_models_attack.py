@@ -193,6 +193,8 @@ def test_the_openapi_bounds_of_a_rollout_body_are_the_ones_the_master_keeps(
         assert most[-1] == 100 and await status(waves=most) == 404
         assert await status(waves=[1, *most]) == 400
         assert await status(waves=[]) == 400 and waves["minItems"] == 1
+        assert props["canary"]["minProperties"] == 1
+        assert (await status(canary={"site": "a"}), await status(canary={})) == (404, 400)
         guards = [f"c{i}<=1" for i in range(props["guards"]["maxItems"])]
         assert await status(guards=guards) == 404
         assert await status(guards=[*guards, "x<=1"]) == 400
