@@ -183,6 +183,10 @@ def test_a_declaration_that_cannot_be_made_is_refused_when_the_pipeline_is_built
         "take is the name of a model output, not 5": {"take": 5},
         "width='3' but 3 inputs are named": {"width": "3"},
     }
+    with pytest.raises(InvalidTopologyError, match="version_field is a field name, not 5"):
+        _pipeline([], [], version_field=5)
+    with pytest.raises(InvalidTopologyError, match="the version would overwrite the score"):
+        _pipeline([], [], output="v", version_field="v")
     for says, kw in said.items():
         args: dict[str, Any] = {"model": "vib", "inputs": ("a", "b", "c"), **kw}
         with pytest.raises(InvalidTopologyError, match=re.escape(says)):
