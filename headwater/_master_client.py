@@ -91,7 +91,13 @@ class Client:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
         url = f"{self.url}{path}"
-        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        except ValueError:  # urllib's "unknown url type"
+            raise HeadwaterError(
+                f"the master {self.url[:200]!r} is not a URL: give http(s)://HOST:PORT, e.g. "
+                "--master http://127.0.0.1:7071"
+            ) from None
         context = None
         if self.url.startswith("https:"):
             try:

@@ -24,6 +24,7 @@ from urllib.parse import quote, urlencode
 
 from headwater._argtypes import number, whole
 from headwater._master_client import Client, add_client_options
+from headwater._registry_client import meta_text
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.models._rollout_guards import parse_guard
 from headwater.common.models._rollout_waves import parse_waves
@@ -34,6 +35,7 @@ RATE = number(0, 1, what="a rate (0 to 1)")
 COUNT = whole(0, what="a count (0, 1, 2, ...)")
 
 FINAL = ("done", "rolled_back", "failed")
+_META_EG = '{"dataset": "orders 2026-11", "auc": 0.91}'
 WAIT_MARGIN_S = 600.0  # on top of the watch: agents switching twice, and a rollback
 
 
@@ -250,10 +252,22 @@ def _cmd_register(args: argparse.Namespace) -> int:
         text = args.meta
         if text.startswith("@"):
             text = _read(text[1:]).decode(errors="replace")
-        path += "?" + urlencode({"meta": text})
+        path += "?" + urlencode({"meta": _meta(text)})
     got = Client.from_args(args).call("POST", path, data)
     print(f"model {got['name']} version {got['version']} ({got['kind']}, {got['sha256'][:12]})")
     return 0
+
+
+def _meta(text: str) -> str:
+    """``--meta``'s JSON object as the registry takes it (compact), checked here: an
+    object over the registry's bound would not fit in the request's URL."""
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError):
+        raise HeadwaterError(f"--meta is not JSON: give a JSON object, e.g. {_META_EG}") from None
+    if not isinstance(meta, dict):
+        raise HeadwaterError(f"--meta must be a JSON object, e.g. {_META_EG}")
+    return meta_text(meta)
 
 
 def _read(file: str) -> bytes:
@@ -314,7 +328,13 @@ def _follow(
             return 1
         time.sleep(0.5)
         every = client.call("GET", _path(name, "/rollouts"))
-        rollout = next(r for r in every if r["id"] == rollout["id"])
+        found = next((r for r in every if r["id"] == rollout["id"]), None)
+        if found is None:  # the master lost its records (a new state folder)
+            raise HeadwaterError(
+                f"rollout {rollout['id']} is no longer in the master's records; see "
+                f"`headwater models rollouts {name}`"
+            )
+        rollout = found
     if no_wait:
         print(
             f"rollout {rollout['id']} accepted; follow it with `headwater models rollouts {name}`"

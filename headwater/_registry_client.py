@@ -26,6 +26,10 @@ from headwater.common._exceptions import HeadwaterError
 
 MAX_META_BYTES = 2048
 """The registry's bound on a version's metadata (compact JSON), the master's own."""
+_EXAMPLES = {
+    "data_range": '{"from_ts": ..., "to_ts": ..., "rows": ...}',
+    "evaluation": '{"auc": 0.91}',
+}
 
 
 @dataclass(frozen=True)
@@ -119,9 +123,20 @@ def training_meta(
     ..., "to_ts": ..., "rows": ...}``), ``evaluation`` (figures on the holdout),
     ``output_range`` ([lo, hi] of the scores on the training data) and ``more``;
     HeadwaterError when it is not JSON or over ``MAX_META_BYTES``."""
-    lo, hi = (float(x) for x in output_range)
+    try:
+        lo, hi = (float(x) for x in output_range)
+    except (TypeError, ValueError):
+        raise HeadwaterError(
+            f"output_range {str(output_range)[:80]}: give [lo, hi], two finite numbers, "
+            "lo <= hi (the scores' range on the training data)"
+        ) from None
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
         raise HeadwaterError(f"output_range [{lo}, {hi}]: two finite numbers, lo <= hi")
+    for what, given in (("data_range", data_range), ("evaluation", evaluation)):
+        if not isinstance(given, Mapping):
+            raise HeadwaterError(
+                f"{what} is a dict (e.g. {_EXAMPLES[what]}), not {str(given)[:80]}"
+            )
     meta = {
         "dataset": dataset,
         "data_range": dict(data_range),

@@ -242,6 +242,23 @@ def user_meta(text: str) -> dict[str, Any]:
         raise ModelRefusedError(
             'the metadata must be a JSON object, e.g. {"dataset": "...", "auc": 0.91}'
         )
+    try:  # 1e400 parses as inf, which no JSON reader (the console's) takes back
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        raise ModelRefusedError(
+            "the metadata has a number too large for JSON (e.g. 1e400): give finite numbers"
+        ) from None
+    bounds = value.get("output_range", [0, 0])
+    if not (
+        isinstance(bounds, list)
+        and len(bounds) == 2
+        and all(isinstance(b, int | float) and not isinstance(b, bool) for b in bounds)
+        and bounds[0] <= bounds[1]
+    ):
+        raise ModelRefusedError(
+            f"the metadata's output_range is {str(bounds)[:80]}; it must be [low, high], two "
+            "numbers, low <= high (the scores' range on the training data)"
+        )
     return value
 
 

@@ -184,9 +184,12 @@ def _rollout_start_handler(rollouts: Rollouts) -> _Handler:
             return _error(400, "version must be a version number (1, 2, ...)")
         if canary is not None and (
             not isinstance(canary, dict)
+            or not canary
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in canary.items())
         ):
-            return _error(400, 'canary must be an object of label: value, e.g. {"site": "a"}')
+            return _error(
+                400, 'canary must be a non-empty object of label: value, e.g. {"site": "a"}'
+            )
         if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
             return _error(400, "watch_s, max_anomaly_rate and max_errors are numbers")
         if not float(numbers[2]).is_integer():

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from headwater.common.models._rollout_guards import MAX_GUARDS
+from headwater.common.models._rollout_waves import MAX_WAVES
+
 from ._openapi_parts import answer as _json
 from ._openapi_parts import binary_body
 from ._openapi_parts import op as _op
 from ._openapi_parts import query as _query
+from ._rollout_checks import MAX_WATCH_S
 
 
 def model_paths() -> dict[str, dict[str, Any]]:
@@ -161,26 +165,41 @@ def artifact_answer() -> dict[str, Any]:
 
 def rollout_schema(target: dict[str, Any]) -> dict[str, Any]:
     """The body of ``POST /api/v1/models/NAME/rollouts`` (``target``: topology, component)."""
-    number_list = {"type": "array", "items": {"type": "number"}}
+    percent = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 100}
+    number_list = {"type": "array", "items": percent, "minItems": 1, "maxItems": MAX_WAVES}
     return {
         "type": "object",
         "properties": {
-            "version": {"type": "integer", "minimum": 1, "description": "the version to run"},
+            "version": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 999_999_999,
+                "description": "the version to run",
+            },
             **target,
             "canary": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
+                "minProperties": 1,
                 "description": 'agents\' labels that take it first, e.g. {"site": "a"}',
             },
             "watch_s": {
                 "type": "number",
+                "minimum": 0,
+                "maximum": MAX_WATCH_S,
                 "description": "how long the canary and each wave are watched",
             },
             "max_anomaly_rate": {
                 "type": "number",
+                "minimum": 0,
+                "maximum": 1,
                 "description": "the JSON anomaly kind's bound (the guard anomalies/scored), 0 to 1",
             },
-            "max_errors": {"type": "integer", "description": "errors it may make (errors<=N)"},
+            "max_errors": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "errors it may make (errors<=N)",
+            },
             "waves": {
                 **number_list,
                 "description": "cumulative percentages of the component's agents after the "
@@ -189,6 +208,7 @@ def rollout_schema(target: dict[str, Any]) -> dict[str, Any]:
             "guards": {
                 "type": "array",
                 "items": {"type": "string"},
+                "maxItems": MAX_GUARDS,
                 "description": "EXPR<=BOUND, judged over each watch window's counter growth: "
                 "EXPR a counter (errors, exceptions, dead_letters, executed, a user counter) "
                 "or a ratio A/B of two, e.g. score_us/scored<=500, out_of_range/scored<=0.01",

@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from numbers import Real
 from typing import Any, Protocol
 
 from .._exceptions import DeadLetter, HeadwaterError
+from .._ids import name_problem
 from ..api import Context
 from ..models._score_spec import ScoreSpec
 from ._ops import Op, Out, Side
@@ -68,7 +69,10 @@ class _Unreadable(Exception):
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, Real):
         raise _Unreadable(f"input {where} is {type(value).__name__} {_short(value)}, not a number")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int past float's range, e.g. 10**400 from a JSON reading
+        raise _Unreadable(f"input {where} is {_short(value)}, too large for a float") from None
     if not math.isfinite(x):
         raise _Unreadable(f"input {where} is {x}, not a finite number")
     return x
@@ -143,7 +147,20 @@ def writer(output: Output, version_field: str | None) -> Callable[[Any, Any, str
 def spec_of(
     model: str, inputs: Inputs, output: Output, take: str | None, width: int | None
 ) -> ScoreSpec:
-    """The step's declaration; HeadwaterError when ``inputs`` cannot make one."""
+    """The step's declaration; HeadwaterError when the arguments cannot make one."""
+    problem = name_problem(model, "model name") if isinstance(model, str) else None
+    if not isinstance(model, str) or problem:
+        raise HeadwaterError(f"score: {problem or f'model is a name (a string), not {model!r}'}")
+    if not (output is None or isinstance(output, str) or callable(output)):
+        raise HeadwaterError(f"score: output is a field name or a function, not {output!r}")
+    if take is not None and not isinstance(take, str):
+        raise HeadwaterError(f"score: take is the name of a model output, not {take!r}")
+    if isinstance(inputs, str | bytes) or not (callable(inputs) or isinstance(inputs, Iterable)):
+        raise HeadwaterError(
+            f"score: inputs is a list (e.g. inputs=['{inputs}'] for one field), not {inputs!r}"
+            if isinstance(inputs, str)
+            else f"score: inputs is a list of keys or indexes, or a function, not {inputs!r}"
+        )
     if callable(inputs):
         if not isinstance(width, int) or isinstance(width, bool) or width < 1:
             raise HeadwaterError("score: inputs given as a function need width=N (values per row)")
@@ -157,7 +174,7 @@ def spec_of(
                 "indexes, or a function (with width=N)"
             )
         if width is not None and width != len(counted):
-            raise HeadwaterError(f"score: width={width} but {len(counted)} inputs are named")
+            raise HeadwaterError(f"score: width={width!r} but {len(counted)} inputs are named")
     name = output if isinstance(output, str) else "<function>"
     return ScoreSpec(model, counted, name, take)
 

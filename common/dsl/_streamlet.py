@@ -211,6 +211,13 @@ class Streamlet:
         ``take`` names the model output (None: its first). A frame is one model run."""
         try:
             spec = spec_of(model, inputs, output, take, width)
+            if version_field is not None and not isinstance(version_field, str):
+                raise HeadwaterError(f"score: version_field is a field name, not {version_field!r}")
+            if version_field is not None and version_field == output:
+                raise HeadwaterError(
+                    f"score: output and version_field are both {output!r}: the version would "
+                    "overwrite the score"
+                )
         except HeadwaterError as exc:
             raise InvalidTopologyError(self.pipeline.name, [f"step {name!r}: {exc}"]) from None
         op = partial(ScoreOp, name, spec, inputs, output, version_field)

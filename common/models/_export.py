@@ -62,6 +62,23 @@ def to_onnx(model: Any, n_features: int | None = None, *, spark: Any = None) -> 
     )
 
 
+def _width(given: Any, told: Any, model: Any) -> int | None:
+    """The input's width: ``given`` (``n_features``) or what the model ``told``; None when
+    neither says; ExportError when ``given`` is no count or not what the model was fitted
+    on (a graph declared wider than its coefficients loads, then fails on every row)."""
+    fitted = told if isinstance(told, int) and not isinstance(told, bool) and told >= 1 else None
+    if given is None:
+        return fitted
+    if not isinstance(given, int) or isinstance(given, bool) or given < 1:
+        raise ExportError(f"n_features is a number of features (1, 2, ...), not {given!r}")
+    if fitted is not None and given != fitted:
+        raise ExportError(
+            f"n_features={given} but the {type(model).__name__} takes {fitted} features: "
+            f"leave n_features out, or give {fitted}"
+        )
+    return given
+
+
 def _is_spark(model: Any) -> bool:
     return type(model).__module__.startswith("pyspark.ml")
 
@@ -87,8 +104,8 @@ def _needs(module: str) -> Any:
 def _from_sklearn(model: Any, n_features: int | None) -> bytes:
     skl2onnx = _needs("skl2onnx")
     types = _needs("skl2onnx.common.data_types")
-    n = n_features if n_features is not None else getattr(model, "n_features_in_", None)
-    if not isinstance(n, int) or n < 1:
+    n = _width(n_features, getattr(model, "n_features_in_", None), model)
+    if n is None:
         raise ExportError(
             f"the {type(model).__name__} does not tell its number of features (is it "
             "fitted?): fit it, or give n_features"
@@ -125,12 +142,12 @@ def _from_spark(model: Any, n_features: int | None, spark: Any) -> bytes:
         raise ExportError("the PipelineModel has no stage: nothing to export")
     if isinstance(stages[0], VectorAssembler):
         assembler, stages = stages[0], stages[1:]
-        n: Any = n_features if n_features is not None else len(assembler.getInputCols())
+        n = _width(n_features, len(assembler.getInputCols()), assembler)
         if not stages:
             raise ExportError("the PipelineModel only assembles features: it predicts nothing")
     else:
-        n = n_features if n_features is not None else getattr(stages[0], "numFeatures", None)
-    if not isinstance(n, int) or n < 1:
+        n = _width(n_features, getattr(stages[0], "numFeatures", None), stages[0])
+    if n is None:
         raise ExportError(
             f"the {type(stages[0]).__name__} does not tell its number of features: give n_features"
         )

@@ -45,6 +45,22 @@ class ScoreSpec:
     output: str = "score"
     take: str | None = None
 
+    def __post_init__(self) -> None:
+        inputs: Any = self.inputs
+        if isinstance(inputs, list):  # as a tuple: one declaration, one doc
+            object.__setattr__(self, "inputs", inputs := tuple(inputs))
+        kinds = {type(f) for f in inputs} if isinstance(inputs, tuple) else set()
+        if not (
+            (type(inputs) is int and inputs >= 1)
+            or (isinstance(inputs, tuple) and inputs and kinds <= {str, int})
+        ):
+            raise ValueError(
+                f"a scoring step's inputs are a dict record's keys or a list record's indexes "
+                f"(e.g. ('rms', 'peak')), or their count, not {str(inputs)[:80]!r}"
+            )
+        if not isinstance(self.model, str) or not self.model:
+            raise ValueError(f"a scoring step's model is a name, not {self.model!r}")
+
     @property
     def width(self) -> int:
         """How many values make one input row."""

@@ -66,10 +66,18 @@ class Scorer:
 
     def run(self, rows: Sequence[Sequence[float]]) -> list[Any]:
         """The score of each row (one session run for all): a number per row for an output
-        shaped ``[batch]`` or ``[batch, 1]``, a list of k for ``[batch, k]``."""
+        shaped ``[batch]`` or ``[batch, 1]``, a list of k for ``[batch, k]``; ModelError
+        when a value is beyond the input's type (1e300 for ``tensor(float)``: inf)."""
         if not rows:
             return []
-        batch = self._np.asarray(rows, dtype=self.dtype).reshape(len(rows), self.width)
+        np = self._np
+        with np.errstate(over="ignore"):  # a finite double past float32's range: inf
+            batch = np.asarray(rows, dtype=self.dtype).reshape(len(rows), self.width)
+        if not np.isfinite(batch).all():
+            raise ModelError(
+                f"an input is beyond the range of the model's {self.dtype} input "
+                f"(±{float(np.finfo(self.dtype).max):.3g})"
+            )
         (out,) = self.session.run([self.output], {self.input: batch})
         out = self._np.asarray(out)
         if out.ndim == 0 or out.shape[0] != len(rows):

@@ -18,8 +18,10 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from headwater.cloud.master._master import Master
+from headwater.cloud.master._models_openapi import rollout_schema
 from headwater.cloud.master._rollout import Phase, RolloutError
 from headwater.common.api import Placement, edge
+from tests import _onnx_models
 
 from .test_models import _artifact, _Cluster, _drive, _phases, _refused, _run
 
@@ -136,3 +138,65 @@ def test_a_corrupt_rollout_record_is_kept_aside_and_the_master_starts(tmp_path: 
     rollouts = _Cluster(tmp_path).rollouts(tmp_path)
     assert rollouts.records == []
     assert (tmp_path / "rollouts.corrupt").read_text() == '[{"id": 1, "model": '
+
+
+def test_metadata_with_an_infinite_number_or_a_bad_output_range_is_refused(
+    tmp_path: Path,
+) -> None:
+    """1e400 parses as inf, which the registry would serve as ``Infinity`` (not JSON: the
+    console's reader fails on it); an output_range no rollout can use is refused at once."""
+
+    async def body(client: TestClient[Any, Any], master: Master) -> None:
+        model = _onnx_models.linear()
+        for meta, says in (
+            ('{"auc": 1e400}', "the metadata has a number too large for JSON (e.g. 1e400)"),
+            ('{"output_range": [-1e400, 1]}', "the metadata has a number too large for JSON"),
+            ('{"output_range": "0..1"}', "the metadata's output_range is 0..1; it must be"),
+            ('{"output_range": [1, 0]}', "the metadata's output_range is [1, 0]; it must be"),
+            ('{"output_range": [0, true]}', "the metadata's output_range is [0, True]; it"),
+        ):
+            resp = await client.post("/api/v1/models/m/versions", params={"meta": meta}, data=model)
+            await _refused(resp, 400, says)
+        assert (await client.get("/api/v1/models")).status == 200
+        assert await (await client.get("/api/v1/models")).json() == []
+        meta = '{"output_range": [-1.5, 2]}'
+        resp = await client.post("/api/v1/models/m/versions", params={"meta": meta}, data=model)
+        assert resp.status == 201, await resp.text()
+        assert master.models.meta("m", 1)["metadata"] == {"output_range": [-1.5, 2]}
+
+    _run(tmp_path, body)
+
+
+def test_the_openapi_bounds_of_a_rollout_body_are_the_ones_the_master_keeps(
+    tmp_path: Path,
+) -> None:
+    """Each bound the document gives: the value on it passes the checks (and meets no
+    topology: 404), the value past it is a 400."""
+    props = rollout_schema({})["properties"]
+
+    async def body(client: TestClient[Any, Any], master: Master) -> None:
+        assert (await client.post("/api/v1/models/m", data=_artifact())).status == 201
+
+        async def status(**kw: Any) -> int:
+            sent = json.dumps({"version": 1, **_TARGET, **kw})
+            return (await client.post("/api/v1/models/m/rollouts", data=sent)).status
+
+        for key in ("version", "watch_s", "max_anomaly_rate", "max_errors"):
+            low, high = props[key]["minimum"], props[key].get("maximum")
+            assert (await status(**{key: low}), await status(**{key: low - 1})) == (404, 400)
+            if high is not None:
+                assert (await status(**{key: high}), await status(**{key: high + 1})) == (404, 400)
+        waves, item = props["waves"], props["waves"]["items"]
+        assert (item["minimum"], item["exclusiveMinimum"], item["maximum"]) == (0, True, 100)
+        assert await status(waves=[0, 100]) == 400
+        most = [10 * (i + 1) for i in range(waves["maxItems"])]
+        assert most[-1] == 100 and await status(waves=most) == 404
+        assert await status(waves=[1, *most]) == 400
+        assert await status(waves=[]) == 400 and waves["minItems"] == 1
+        assert props["canary"]["minProperties"] == 1
+        assert (await status(canary={"site": "a"}), await status(canary={})) == (404, 400)
+        guards = [f"c{i}<=1" for i in range(props["guards"]["maxItems"])]
+        assert await status(guards=guards) == 404
+        assert await status(guards=[*guards, "x<=1"]) == 400
+
+    _run(tmp_path, body)

@@ -63,6 +63,14 @@ def test_refused_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
         training_meta(dataset="d", data_range={}, evaluation={"x": "y" * 3000}, output_range=[0, 1])
     with pytest.raises(HeadwaterError, match=r"output_range \[2.0, 1.0\]"):
         training_meta(dataset="d", data_range={}, evaluation={}, output_range=[2, 1])
+    # a careless call: a range that is no pair of numbers, a list where a dict goes
+    for bad in ("ab", [0, 1, 2], None):
+        with pytest.raises(HeadwaterError, match=r"output_range .*: give \[lo, hi\], two finite"):
+            training_meta(dataset="d", data_range={}, evaluation={}, output_range=bad)  # type: ignore[arg-type]
+    with pytest.raises(HeadwaterError, match=r"data_range is a dict \(e.g. .*\), not \[1\]"):
+        training_meta(dataset="d", data_range=[1], evaluation={}, output_range=[0, 1])  # type: ignore[arg-type]
+    with pytest.raises(HeadwaterError, match="evaluation is a dict"):
+        training_meta(dataset="d", data_range={}, evaluation=0.9, output_range=[0, 1])  # type: ignore[arg-type]
     with pytest.raises(HeadwaterError, match="meta is not JSON"):
         Registry("http://127.0.0.1:9", "t").register(b"x", "m", meta={"x": float("nan")})
     monkeypatch.delenv("HEADWATER_MASTER", raising=False)

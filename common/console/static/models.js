@@ -103,6 +103,20 @@ function guardValues(guards) {
     .join("; ");
 }
 
+const SELECTOR = "use LABEL=VALUE[,LABEL=VALUE] (site=a)";
+
+// "site=a, tier=b" -> {site: "a", tier: "b"}, as the CLI's --canary; null when malformed.
+export function selectorOf(text) {
+  const out = {};
+  for (const part of text.split(",")) {
+    const at = part.indexOf("=");
+    const [key, value] = [part.slice(0, at).trim(), part.slice(at + 1).trim()];
+    if (at < 0 || !key || !value) return null;
+    out[key] = value;
+  }
+  return out;
+}
+
 // Roll a version out (canary first when a label is given, then waves) or back, as the CLI does.
 function rolloutForm(name, latest) {
   const input = (field, attrs) => el("input", { name: field, ...attrs });
@@ -136,9 +150,14 @@ function rolloutForm(name, latest) {
       watch_s: Number(watch.value),
       max_anomaly_rate: Number(rate.value),
     };
-    if (canary.value.includes("=")) {
-      const [k, ...v] = canary.value.split("=");
-      body.canary = { [k.trim()]: v.join("=").trim() };
+    if (canary.value.trim()) {
+      body.canary = selectorOf(canary.value);
+      if (!body.canary) {
+        // never dropped: a rollout without its canary would go to every agent at once
+        result.className = "rollout-result error";
+        result.textContent = `refused: canary ${JSON.stringify(canary.value)}: ${SELECTOR}`;
+        return;
+      }
     }
     // the master checks them and says what to write (a 400 shown below the form)
     if (wavesIn.value.trim()) body.waves = wavesIn.value.split(",").map((w) => Number(w.trim()));

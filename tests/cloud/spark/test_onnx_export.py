@@ -83,6 +83,12 @@ def test_refusals_say_what_to_do() -> None:
         to_onnx(LinearRegression())
     with pytest.raises(ExportError, match="give a fitted scikit-learn estimator"):
         to_onnx(object())
+    fitted = LinearRegression().fit([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0]], [0.0, 1.0])
+    with pytest.raises(ExportError, match=r"n_features=5 but the LinearRegression takes 3 fea"):
+        to_onnx(fitted, n_features=5)  # would declare [None, 5] over 3 coefficients
+    with pytest.raises(ExportError, match=r"n_features is a number of features .* not -1"):
+        to_onnx(LinearRegression(), n_features=-1)
+    assert to_onnx(fitted, n_features=3)  # the width it was fitted on: as if not given
 
 
 def _frame(spark: Any) -> Any:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,27 @@ def test_a_declaration_that_cannot_be_made_is_refused_when_the_pipeline_is_built
         _pipeline([], [], inputs=lambda r: (r["a"],))
     with pytest.raises(InvalidTopologyError, match="a list of a dict record's keys"):
         _pipeline([], [], inputs=("a", 1))
+    # a careless call: one field as a bare string (not three fields 'a', 'b', 'c'), no
+    # inputs, a model that is no model name, an output or take that is no name
+    said: dict[str, dict[str, Any]] = {
+        "inputs=['abc'] for one field": {"inputs": "abc"},
+        "inputs is a list of keys or indexes, or a function, not None": {"inputs": None},
+        "'<x>' is not a model name": {"model": "<x>"},
+        "model is a name (a string), not None": {"model": None},
+        "output is a field name or a function, not 5": {"output": 5},
+        "take is the name of a model output, not 5": {"take": 5},
+        "width='3' but 3 inputs are named": {"width": "3"},
+    }
+    with pytest.raises(InvalidTopologyError, match="version_field is a field name, not 5"):
+        _pipeline([], [], version_field=5)
+    with pytest.raises(InvalidTopologyError, match="the version would overwrite the score"):
+        _pipeline([], [], output="v", version_field="v")
+    for says, kw in said.items():
+        args: dict[str, Any] = {"model": "vib", "inputs": ("a", "b", "c"), **kw}
+        with pytest.raises(InvalidTopologyError, match=re.escape(says)):
+            Pipeline("scoring").from_collection("readings", []).score("vib", **args)
+        with pytest.raises(HeadwaterError, match=re.escape(says)):
+            ScoreBolt(**args)
 
 
 def test_a_score_bolt_scores_plain_tuples(package: Path) -> None:
@@ -221,11 +243,22 @@ def test_a_record_the_model_raises_on_is_dead_lettered_and_the_frame_goes_on(
     ctx = TestContext(topology, "vib")
     bolt.open(ctx)
     poison = {"id": 99, "a": 999.0, "b": 0.0, "c": 0.0}
-    bolt.process_values(
-        "readings", "default", 1, [["k", r] for r in [*GOOD[:2], poison, *GOOD[2:]]]
-    )
+    huge = {"id": 98, "a": 10**400, "b": 0.0, "c": 0.0}  # an int no float holds
+    wide = {"id": 97, "a": 1e300, "b": 0.0, "c": 0.0}  # a double no float32 holds
+    records = [*GOOD[:2], poison, huge, wide, *GOOD[2:]]
+    bolt.process_values("readings", "default", 1, [["k", r] for r in records])
     assert [r["id"] for r in out] == [r["id"] for r in GOOD]
     assert [(d[1], d[3]["id"]) for d in ctx.dead_letters] == [
-        ("score 'vib': the model raised on this record: a row it cannot take", 99)
+        (
+            "score 'vib': input 'a' is 1000000000000000000000000000000000000..., too large for "
+            "a float",
+            98,
+        ),
+        ("score 'vib': the model raised on this record: a row it cannot take", 99),
+        (
+            "score 'vib': the model raised on this record: an input is beyond the range of "
+            "the model's float32 input (±3.4e+38)",
+            97,
+        ),
     ]
     assert ctx.counters["scored"] == 6

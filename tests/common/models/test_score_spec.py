@@ -55,3 +55,14 @@ def test_a_model_that_does_not_fit_is_named(
 ) -> None:
     problem = mismatch(spec, record)
     assert problem is not None and says in problem
+
+
+def test_a_declaration_made_by_hand_is_checked() -> None:
+    """A heronpy bolt makes its ScoreSpec itself (no DSL step to check it): one field given
+    as a bare string is not three inputs 'r', 'm', 's'."""
+    assert ScoreSpec("v", ["a", "b"]) == ScoreSpec("v", ("a", "b"))  # type: ignore[arg-type]  # a list: a tuple
+    for inputs in ("rms", (), ("a", 1.5), (True,), 0, True, None):
+        with pytest.raises(ValueError, match="a scoring step's inputs are a dict record's keys"):
+            ScoreSpec("v", inputs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a scoring step's model is a name, not ''"):
+        ScoreSpec("", ("a",))
