@@ -72,7 +72,9 @@ def test_exports_are_pinned() -> None:
             "ONNX_KIND",
             "ONNX_LIMITS",
             "SCORE_CONFIG",
+            "INPUT",
             "AnomalyModel",
+            "ExportError",
             "ModelError",
             "OnnxModelError",
             "ScoreSpec",
@@ -84,6 +86,7 @@ def test_exports_are_pinned() -> None:
             "mismatch",
             "model_kind",
             "sha256",
+            "to_onnx",
         ]
     )
     assert issubclass(ModelError, HeadwaterError)
