@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any
 
 from .._clock import Clock
@@ -68,7 +68,7 @@ class ContainerSession:
 
     async def watch(
         self, container: int, opening: Callable[[], Iterator[pb.Command]]
-    ) -> AsyncIterator[pb.Command]:
+    ) -> AsyncGenerator[pb.Command, None]:
         """The command stream of one container: ``opening()`` (drawn lazily, once the
         stream is queued for), then every command queued for it."""
         queue: asyncio.Queue[pb.Command] = asyncio.Queue()

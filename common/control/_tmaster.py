@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -94,17 +95,17 @@ class TopologyMaster:
         self.exceptions = session.exceptions
         self.broadcast = session.broadcast  # a command for every container
         self.send_to = session.send_to  # for one: False when it is not watching
+        self.edits = EditCoordinator(self, clock=clock)
         interval_s = float(topology.config.get(CHECKPOINT_INTERVAL_SECS, 3.0))
         self.checkpoints = CheckpointCoordinator(
             self.catalogue,
             interval_s=interval_s,
             tasks=lambda: len(self.plan.instances),
             broadcast=self.broadcast,
-            on_complete=self._on_complete,
+            on_complete=self.edits.checkpoint_complete,
             clock=clock,
         )
         self.recovery = Recovery(self.catalogue, publish=self._publish, clock=clock)
-        self.edits = EditCoordinator(self, clock=clock)
         self.watchdog = Watchdog(self, policy=crash_loop, health=health, clock=clock)
         if self.exactly_once:
             # every start is a new epoch (it cannot know what was in flight), restored
@@ -165,8 +166,10 @@ class TopologyMaster:
 
     async def watch(self, container: int) -> AsyncIterator[pb.Command]:
         """The command stream of one container: where it stands now, then every command."""
-        async for command in self.session.watch(container, self._opening):
-            yield command
+        # closed with this stream, so that the session forgets its queue at once
+        async with aclosing(self.session.watch(container, self._opening)) as commands:
+            async for command in commands:
+                yield command
 
     def _opening(self) -> Iterator[pb.Command]:
         """Where the domain stands, for a container that starts watching."""
@@ -306,9 +309,6 @@ class TopologyMaster:
         """Make ``revision`` the one whose plan this topology master runs."""
         r = self.revisions.running(revision)
         self.topology, self.plan, self.current = r.topology, r.plan, revision
-
-    def _on_complete(self, rec: CheckpointRecord) -> None:
-        self.edits.checkpoint_complete(rec)
 
     # -- plan and commands -------------------------------------------------------------
     def physical_plan(self) -> pb.PhysicalPlan | None:
