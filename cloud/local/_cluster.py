@@ -4,7 +4,8 @@
 (so a bad topology fails before any process starts), then starts one
 topology master process and N container processes; each container starts
 one process per instance. Every child dies with its parent, so nothing
-outlives the cluster even when the launcher is killed.
+outlives the cluster even when the launcher is killed. Their command lines are
+in ``_commands``; what a crash loop says, in ``_crash_report``.
 
 >>> with LocalCluster("examples/iot/wordcount.py", containers=2) as cluster:  # doctest: +SKIP
 ...     cluster.wait_running()
@@ -28,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from headwater.common._exceptions import ClusterError, CrashLoopError
+from headwater.common._exceptions import ClusterError
 from headwater.common.api import Topology
 from headwater.common.control import CrashLoopDetector, CrashLoopPolicy, check_same_topology
 from headwater.common.control._crashloop import DEFAULT_POLICY
@@ -37,6 +38,8 @@ from headwater.common.runtime._procs import spawn, terminate
 from headwater.common.security import ClusterCA, Identity, TokenStore
 from headwater.common.security._files import write_private
 
+from ._commands import container_args, tmaster_args
+from ._crash_report import crash_loop_error
 from ._logs import end_run, record_run
 
 log = logging.getLogger("headwater.local")
@@ -125,38 +128,21 @@ class LocalCluster:
         self._write_record()
         return self
 
-    def _links(self) -> list[str]:
-        """The topology master's credentials: tokens and TLS, or ``--insecure`` (neither)."""
-        if self.insecure:
-            return ["--insecure"]
-        return ["--tokens", str(self.workdir / "tokens.json"), "--tls-dir", str(self.tls_dir)]
-
     def _start_tmaster(self, timeout: float = 30.0) -> None:
         """Start (or restart, on the same ports and state) the topology master."""
         ready = self.workdir / "tmaster.json"
         ready.unlink(missing_ok=True)
-        args = [
-            "-m",
-            "headwater.cloud.tmaster",
-            "--topology-file",
+        args = tmaster_args(
             self.topology_file,
-            "--containers",
-            str(self.containers),
-            "--ready-file",
-            str(ready),
-            "--state-dir",
-            str(self.workdir / "tmaster-state"),
-            *self._links(),
-        ]
-        if self.grpc_address:  # a restart keeps the addresses the containers know
-            args += [
-                "--grpc-port",
-                self.grpc_address.rsplit(":", 1)[1],
-                "--http-port",
-                self.http_address.rsplit(":", 1)[1],
-            ]
-        if self.topology_name:
-            args += ["--topology", self.topology_name]
+            self.topology_name,
+            self.containers,
+            self.workdir,
+            ready,
+            insecure=self.insecure,
+            tls_dir=self.tls_dir,
+            grpc_address=self.grpc_address,
+            http_address=self.http_address,
+        )
         self.tmaster = spawn(args, env=self.env, log_path=str(self.workdir / "tmaster.log"))
         deadline = time.monotonic() + timeout
         while not ready.exists():
@@ -172,25 +158,16 @@ class LocalCluster:
         self.grpc_address, self.http_address = info["grpc"], info["http"]
 
     def _start_container(self, c: int) -> None:
-        args = [
-            "-m",
-            "headwater.common.runtime.container",
-            "--topology-file",
+        args = container_args(
             self.topology_file,
-            "--container",
-            str(c),
-            "--containers",
-            str(self.containers),
-            "--tmaster",
+            self.topology_name,
+            c,
+            self.containers,
             self.grpc_address,
-            "--workdir",
-            str(self.workdir),
-            "--state-dir",
-            str(self.workdir / "state" / f"container-{c}"),
-            *(["--insecure"] if self.insecure else ["--tls-dir", str(self.tls_dir)]),
-        ]
-        if self.topology_name:
-            args += ["--topology", self.topology_name]
+            self.workdir,
+            insecure=self.insecure,
+            tls_dir=self.tls_dir,
+        )
         self.container_procs[c] = spawn(
             args, env=self.env, log_path=str(self.workdir / f"container-{c}.log")
         )
@@ -239,50 +216,10 @@ class LocalCluster:
     def check(self) -> None:
         """Raise ``CrashLoopError`` (saying what, why, and where the logs are) if a
         component, a container or the topology master is crash-looping."""
-        for key, loop in self.crash_loops.loops().items():
-            log_file = (
-                "tmaster.log"
-                if key == "the topology master"
-                else f"container-{key.split()[-1]}.log"
-            )
-            raise self._crash_loop(
-                f"{loop.describe()} (last: {loop.reason})", self._tail(self.workdir / log_file)
-            )
-        try:
-            loops = self.summary()["status"]["crash_loops"]
-        except (OSError, KeyError, ValueError):
-            return  # the master is away (restarting): its own crash loop is counted above
-        for loop in loops:
-            what = (
-                f"{loop['key']} is crash-looping: {loop['failures']} failures in "
-                f"{loop['over_s']:.0f}s (last: {loop['reason']})"
-            )
-            lines = [
-                line for line in loop["traceback"].rstrip().splitlines() if line.strip(" ^~")
-            ]  # not the markers under the failing expression
-            if not lines and loop["task"] is not None:
-                lines = self._tail(self.workdir / f"task-{loop['task']}.log")
-            cause = [loop["exception"]] if loop["exception"] else []
-            raise self._crash_loop(
-                what,
-                [
-                    *cause,
-                    *(["last lines of its traceback:"] if loop["traceback"] else []),
-                    *lines[-8:],
-                ],
-            )
-
-    def _crash_loop(self, what: str, lines: list[str]) -> CrashLoopError:
-        self.failed = True
-        detail = "".join(f"\n  {line}" for line in lines)
-        return CrashLoopError(f"{self.topology.name}: {what}{detail}\n  logs: {self.workdir}")
-
-    @staticmethod
-    def _tail(path: Path, n: int = 10) -> list[str]:
-        try:
-            return path.read_text(errors="replace").rstrip().splitlines()[-n:]
-        except OSError:
-            return []
+        error = crash_loop_error(self.topology.name, self.workdir, self.crash_loops, self.summary)
+        if error is not None:
+            self.failed = True
+            raise error
 
     def supervise(self, interval: float = 0.2) -> None:
         """Restart dead processes from a background thread until ``stop()``."""

@@ -18,7 +18,8 @@ the next one), so numbers are contiguous and unique across tasks and
 processes. A crash anywhere in between is finished by ``on_restore``: the
 commit file's link count says whether its manifest was published, so it is
 published exactly once. A rollback deletes the task's parts of the undone
-checkpoints (see ``_parts``).
+checkpoints (see ``_parts``). The manifests' half of this protocol is
+``LandingCommits`` (``_landing_commits.py``).
 
 Column types are fixed per dataset in ``_schema.json`` (the first task to
 seal creates it, with the partition keys in folder order, ``partitions``; a
@@ -31,10 +32,8 @@ published are in ``_landing_read.py``.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -52,14 +51,13 @@ from ._landing_columns import (
     segment,
     settle_schema,
 )
-from ._landing_read import published_seqs
-from ._parts import fsync_dir, pending_name, roll_back, write_durably
+from ._landing_commits import LandingCommits
+from ._parts import fsync_dir, pending_name, write_durably
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 EventTime = str | Callable[[dict[str, Any]], int | None] | None
-_SEALED = re.compile(r"^\.(pending|commit)-(\d+)-(\d+)\.json$")
 _DAY_MS = 86_400_000
 _EPOCH = dt.date(1970, 1, 1)
 _MIN_MS = (dt.date.min - _EPOCH).days * _DAY_MS
@@ -172,12 +170,9 @@ class LandingSink(Bolt):
             stored = read_schema(self.dir)
             self._kinds.update({c: k for c, k in stored.items() if c in self._kinds})
             self._settled = all(self._kinds.values())
-        self.manifests_dir = self.dir / "_manifests"
-        self.manifests_dir.mkdir(parents=True, exist_ok=True)
-        self._next_seq = max(published_seqs(self.manifests_dir), default=0) + 1
+        self._commits = LandingCommits(self.dir, self.task)
         self._groups: dict[str, list[list[Any]]] = {}
         self._times: list[int] = []  # min, max event time of the open checkpoint
-        self._sealed: dict[int, dict[str, Any]] = {}  # checkpoint -> its pending manifest
         self._days: dict[int, str] = {}
 
     def process(self, tup: Tuple) -> None:
@@ -274,88 +269,17 @@ class LandingSink(Bolt):
             if self._times
             else {"min": None, "max": None},
         }
-        pending = self.manifests_dir / f".pending-{checkpoint_id:08d}-{self.task}.json"
-        write_durably(pending, partial(_write_json, doc))
-        fsync_dir(self.manifests_dir)
-        self._sealed[checkpoint_id] = doc
+        self._commits.seal(checkpoint_id, doc)
         self._groups, self._times = {}, []
 
     def on_commit(self, checkpoint_id: int) -> None:
-        self._publish(up_to=checkpoint_id)
+        self._commits.publish(up_to=checkpoint_id)
 
     def on_restore(self, checkpoint_id: int) -> None:
         """Publish what completed checkpoints sealed (their manifests once); drop what the
         rollback undoes: the task's parts and manifests-to-be of later checkpoints."""
-        self._groups, self._times, self._sealed = {}, [], {}
-        for folder, dirs, _files in os.walk(self.dir):
-            if folder == str(self.dir):
-                dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]
-            roll_back(Path(folder), self.task, checkpoint_id)
-        commits = []
-        for path in list(self.manifests_dir.iterdir()):
-            name = path.name
-            if name.startswith((".pending-", ".commit-")) and name.endswith(
-                f"-{self.task}.json.tmp"
-            ):
-                path.unlink()
-                continue
-            m = _SEALED.match(name)
-            if not m or int(m.group(3)) != self.task:
-                continue
-            ckpt = int(m.group(2))
-            if m.group(1) == "commit":
-                commits.append((path, ckpt))
-            elif ckpt > checkpoint_id:
-                path.unlink()
-            else:
-                self._sealed[ckpt] = json.loads(path.read_bytes())
-        for path, ckpt in commits:  # published (its pending form gone already) or undone
-            if ckpt not in self._sealed:
-                path.unlink()
-        fsync_dir(self.manifests_dir)
-        self._next_seq = max(published_seqs(self.manifests_dir), default=0) + 1
-        self._publish(up_to=checkpoint_id)
-
-    def _publish(self, up_to: int) -> None:
-        for ckpt in sorted(c for c in self._sealed if c <= up_to):
-            doc = self._sealed[ckpt]
-            name = pending_name(ckpt, self.task, "parquet")
-            folders = set()
-            for f in doc["files"]:
-                final = self.dir / f["path"]
-                pending = final.with_name(name)
-                if pending.exists():
-                    pending.replace(final)
-                    folders.add(final.parent)
-            for folder in folders:
-                fsync_dir(folder)
-            self._write_manifest(ckpt, doc)
-            self._forget(ckpt)
-
-    def _write_manifest(self, ckpt: int, doc: dict[str, Any]) -> None:
-        """Publish ``doc`` as ``_manifests/<seq>.json``, the next free seq, once."""
-        commit = self.manifests_dir / f".commit-{ckpt:08d}-{self.task}.json"
-        if commit.exists() and _links(commit) > 1:
-            return  # published before a crash: ``commit`` is its other name
-        seq = self._next_seq
-        while True:
-            while (self.manifests_dir / f"{seq:012d}.json").exists():
-                seq += 1
-            full = {"seq": seq, **doc, "committed_at": round(time.time(), 3)}
-            write_durably(commit, partial(_write_json, full))
-            try:
-                os.link(commit, self.manifests_dir / f"{seq:012d}.json")
-                break
-            except FileExistsError:  # another task took it in between
-                seq += 1
-        fsync_dir(self.manifests_dir)
-        self._next_seq = seq + 1
-
-    def _forget(self, ckpt: int) -> None:
-        """The manifest is published: drop its pending form, then the commit file."""
-        del self._sealed[ckpt]
-        (self.manifests_dir / f".pending-{ckpt:08d}-{self.task}.json").unlink(missing_ok=True)
-        (self.manifests_dir / f".commit-{ckpt:08d}-{self.task}.json").unlink(missing_ok=True)
+        self._groups, self._times = {}, []
+        self._commits.restore(checkpoint_id)
 
     # -- schema -------------------------------------------------------------------------
     def _arrow_schema(self) -> pa.Schema:
@@ -381,14 +305,3 @@ class LandingSink(Bolt):
                             r[i] = convert(kinds[c], r[i], c)
         self._kinds = dict(kinds)
         self._settled = True
-
-
-def _write_json(doc: Any, f: Any) -> None:
-    f.write(json.dumps(doc).encode())
-
-
-def _links(path: Path) -> int:
-    try:
-        return path.stat().st_nlink
-    except FileNotFoundError:
-        return 0

@@ -32,6 +32,7 @@ from .._clock import SYSTEM_CLOCK, Clock
 from ..wire._states import RevisionStatus
 from ..wire.proto import runtime_pb2 as pb
 from ._catalogue import CheckpointRecord
+from ._revisions import EditError, StaleRevisionError
 
 log = logging.getLogger("headwater.tmaster")
 PREPARE_TIMEOUT_S = 30.0
@@ -97,6 +98,22 @@ class EditCoordinator:
         self.prepare_timeout_s = prepare_timeout_s
         self.clock = clock
         self.edit: Edit | None = None
+
+    def check_start(self, base: int, current: int, *, exactly_once: bool) -> None:
+        """Raise EditError unless an edit made against revision ``base`` can start now
+        (``current`` runs)."""
+        if base != current:
+            raise StaleRevisionError(base, current)
+        if not exactly_once:
+            raise EditError(
+                "live edits switch at a checkpoint barrier, so they need an exactly-once "
+                "topology (topology.reliability.mode: EFFECTIVELY_ONCE)"
+            )
+        if self.edit is not None:
+            raise EditError(
+                f"revision {self.edit.revision} is still being applied; wait for it "
+                "(`headwater revisions`) and edit again"
+            )
 
     def start(
         self, revision: int, replaced: tuple[str, ...], rescaled: dict[str, list[int]]

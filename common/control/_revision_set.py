@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..api import Topology
-from ..plan import PhysicalPlan, plan_from_json
+from ..plan import PhysicalPlan, plan_from_json, revise_plan
 from ..wire._states import RevisionStatus
 from ..wire.proto import runtime_pb2 as pb
 from ._revisions import EditError, RevisionLog, RevisionRecord
@@ -59,6 +59,26 @@ class RevisionSet:
         """A proposed revision (numbered already): known, and in the history."""
         self._known[revision.record.revision] = revision
         self.log.add(revision.record)
+
+    def propose(
+        self,
+        record: RevisionRecord,
+        topology: Topology,
+        data: bytes,
+        running: PhysicalPlan,
+        replaced: tuple[str, ...],
+        number: int = 0,
+    ) -> dict[str, list[int]]:
+        """Plan ``topology`` from the ``running`` plan, number ``record`` (next in the
+        history, or ``number``) and add it; returns the replaced components whose tasks
+        change, with their task ids in the running plan."""
+        plan = revise_plan(running, topology)
+        old_ids, new_ids = running.ids(), plan.ids()
+        rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
+        record.revision = number or self.log.next_number()
+        record.plan = plan.to_dict()
+        self.add(Revision(topology, plan, record, data))
+        return rescaled
 
     def running(self, revision: int) -> Revision:
         """``revision`` runs (restored or taken over): it counts as applied."""

@@ -7,8 +7,9 @@ it runs, and ``headwater run`` one in a process of its own).
 Containers register with their stream manager's address; once all have,
 the topology master publishes the physical plan (with every address) to every
 watcher, and again whenever a container re-registers (a restart moves its
-address). ``TopologyMaster`` holds that session state (registrations,
-heartbeats, metrics, the plan and the watchers' command queues) and composes
+address). ``TopologyMaster`` holds the plan and its revisions, keeps the
+containers' session (registrations, heartbeats, metrics and each watcher's
+command queue) in a ``ContainerSession`` (``_container_session``), and composes
 the coordinators, each of one message family:
 
 - ``CheckpointCoordinator`` (``_checkpoints``): checkpoint requests and acks;
@@ -27,8 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +37,18 @@ from .._clock import SYSTEM_CLOCK, Clock
 from .._health import Health
 from ..api import Reliability, RuntimeConfig, Topology
 from ..api._config import CHECKPOINT_INTERVAL_SECS
-from ..plan import PhysicalPlan, revise_plan
+from ..plan import PhysicalPlan
 from ..wire._states import RevisionStatus, TopologyState
 from ..wire.proto import runtime_pb2 as pb
 from . import _views as views
 from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
 from ._checkpoints import CheckpointCoordinator
+from ._container_session import ContainerSession
 from ._crashloop import DEFAULT_POLICY, CrashLoopPolicy
 from ._edits import Edit, EditCoordinator
 from ._recovery import Recovery, RestoreAck
 from ._revision_set import Revision, RevisionLoader, RevisionSet, instance_infos
-from ._revisions import EditError, RevisionLog, RevisionRecord, StaleRevisionError, first_record
+from ._revisions import RevisionLog, RevisionRecord, first_record
 from ._watchdog import Watchdog
 
 log = logging.getLogger("headwater.tmaster")
@@ -85,23 +87,25 @@ class TopologyMaster:
         self.revisions = RevisionSet(self.revlog, first, load_revision)
         self.current = 1  # the revision running
         self.started = clock.time()
-        self.containers: dict[int, pb.ContainerInfo] = {}
-        self.last_heartbeat: dict[int, float] = {}
-        self.metrics: dict[str, dict[str, float]] = {}
-        self.exceptions: deque[dict[str, Any]] = deque(maxlen=200)
-        self._watchers: set[asyncio.Queue[pb.Command]] = set()
-        self._watch_of: dict[int, asyncio.Queue[pb.Command]] = {}  # container -> its stream
+        session = self.session = ContainerSession(clock)
+        # the session's (read by the views, the watchdog and the hosts)
+        self.containers = session.containers
+        self.last_heartbeat = session.last_heartbeat
+        self.metrics = session.metrics
+        self.exceptions = session.exceptions
+        self.broadcast = session.broadcast  # a command for every container
+        self.send_to = session.send_to  # for one: False when it is not watching
+        self.edits = EditCoordinator(self, clock=clock)
         interval_s = float(topology.config.get(CHECKPOINT_INTERVAL_SECS, 3.0))
         self.checkpoints = CheckpointCoordinator(
             self.catalogue,
             interval_s=interval_s,
             tasks=lambda: len(self.plan.instances),
             broadcast=self.broadcast,
-            on_complete=self._on_complete,
+            on_complete=self.edits.checkpoint_complete,
             clock=clock,
         )
         self.recovery = Recovery(self.catalogue, publish=self._publish, clock=clock)
-        self.edits = EditCoordinator(self, clock=clock)
         self.watchdog = Watchdog(self, policy=crash_loop, health=health, clock=clock)
         if self.exactly_once:
             # every start is a new epoch (it cannot know what was in flight), restored
@@ -148,9 +152,7 @@ class TopologyMaster:
                 accepted=False, reason=f"this topology master runs {self.topology.name!r}"
             )
         info = request.container
-        old = self.containers.get(info.container)
-        self.containers[info.container] = info
-        self.last_heartbeat[info.container] = self.clock.monotonic()
+        old = self.session.register(info)
         if old is None or old.stmgr_address != info.stmgr_address:
             log.info("container %d registered at %s", info.container, info.stmgr_address)
             restarted = old is not None and old.incarnation != info.incarnation
@@ -164,44 +166,29 @@ class TopologyMaster:
 
     async def watch(self, container: int) -> AsyncIterator[pb.Command]:
         """The command stream of one container: where it stands now, then every command."""
-        queue: asyncio.Queue[pb.Command] = asyncio.Queue()
-        self._watchers.add(queue)
-        self._watch_of[container] = queue
-        try:
-            if self.current != 1:  # a container (re)starts with the first revision's code
-                yield pb.Command(revision=self.revision_message(self.current))
-            current = self.physical_plan()
-            if current is not None:
-                yield pb.Command(plan=current)
-                if self.recovery.restoring is not None:
-                    yield pb.Command(restore=self.recovery.restoring)
-            while True:
-                yield await queue.get()
-        finally:
-            self._watchers.discard(queue)
-            if self._watch_of.get(container) is queue:
-                del self._watch_of[container]
+        # closed with this stream, so that the session forgets its queue at once
+        async with aclosing(self.session.watch(container, self._opening)) as commands:
+            async for command in commands:
+                yield command
+
+    def _opening(self) -> Iterator[pb.Command]:
+        """Where the domain stands, for a container that starts watching."""
+        if self.current != 1:  # a container (re)starts with the first revision's code
+            yield pb.Command(revision=self.revision_message(self.current))
+        current = self.physical_plan()
+        if current is not None:
+            yield pb.Command(plan=current)
+            if self.recovery.restoring is not None:
+                yield pb.Command(restore=self.recovery.restoring)
 
     def heartbeat(self, request: pb.Heartbeat) -> pb.HeartbeatAck:
-        self.last_heartbeat[request.container] = self.clock.monotonic()
-        for m in request.metrics:
-            self.metrics.setdefault(m.scope, {})[m.name] = m.value
-        for e in request.exceptions:
-            self.exceptions.append(
-                {
-                    "task": e.task_id,
-                    "component": e.component,
-                    "message": e.message,
-                    "traceback": e.traceback,
-                    "time_ms": e.time_ms,
-                }
-            )
+        self.session.heartbeat(request)
         return pb.HeartbeatAck(plan_revision=self.plan_version)
 
     def ack_restore(self, request: pb.RestoreAck) -> None:
         outcome = self.recovery.ack(request, self.plan.containers)
         if outcome is RestoreAck.UNUSABLE:
-            self._report("checkpoint", request.error)
+            self.session.report("checkpoint", request.error)
             self.begin_restore(
                 f"checkpoint {request.checkpoint_id} unusable", below=request.checkpoint_id
             )
@@ -286,24 +273,8 @@ class TopologyMaster:
         It is numbered next in this topology master's history, or ``number`` (an
         agent's edge domain takes the numbers of the revisions the master makes).
         """
-        if base != self.current:
-            raise StaleRevisionError(base, self.current)
-        if not self.exactly_once:
-            raise EditError(
-                "live edits switch at a checkpoint barrier, so they need an exactly-once "
-                "topology (topology.reliability.mode: EFFECTIVELY_ONCE)"
-            )
-        if self.edits.edit is not None:
-            raise EditError(
-                f"revision {self.edits.edit.revision} is still being applied; wait for it "
-                "(`headwater revisions`) and edit again"
-            )
-        plan = revise_plan(self.plan, topology)
-        old_ids, new_ids = self.plan.ids(), plan.ids()
-        rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
-        record.revision = number or self.revlog.next_number()
-        record.plan = plan.to_dict()
-        self.revisions.add(Revision(topology, plan, record, data))
+        self.edits.check_start(base, self.current, exactly_once=self.exactly_once)
+        rescaled = self.revisions.propose(record, topology, data, self.plan, replaced, number)
         self.edits.start(record.revision, replaced, rescaled)
         log.info(
             "revision %d proposed (%s by %s): %s",
@@ -332,27 +303,12 @@ class TopologyMaster:
     def finish(self, revision: int, status: RevisionStatus, error: str = "") -> None:
         self.revisions.finish(revision, status, error)
         if status is not RevisionStatus.APPLIED:
-            self._report(f"revision {revision}", error)
+            self.session.report(f"revision {revision}", error)
 
     def _run_revision(self, revision: int) -> None:
         """Make ``revision`` the one whose plan this topology master runs."""
         r = self.revisions.running(revision)
         self.topology, self.plan, self.current = r.topology, r.plan, revision
-
-    def _on_complete(self, rec: CheckpointRecord) -> None:
-        self.edits.checkpoint_complete(rec)
-
-    def _report(self, component: str, message: str) -> None:
-        """Keep an error of the control plane beside the instances' exceptions."""
-        self.exceptions.append(
-            {
-                "task": -1,
-                "component": component,
-                "message": message,
-                "traceback": "",
-                "time_ms": int(self.clock.time() * 1000),
-            }
-        )
 
     # -- plan and commands -------------------------------------------------------------
     def physical_plan(self) -> pb.PhysicalPlan | None:
@@ -375,18 +331,6 @@ class TopologyMaster:
             self.broadcast(pb.Command(plan=plan))
             if self.recovery.restoring is not None:  # idempotent: containers done re-ack
                 self.broadcast(pb.Command(restore=self.recovery.restoring))
-
-    def broadcast(self, command: pb.Command) -> None:
-        for q in self._watchers:
-            q.put_nowait(command)
-
-    def send_to(self, container: int, command: pb.Command) -> bool:
-        """Queue ``command`` for one container; False when it is not watching."""
-        q = self._watch_of.get(container)
-        if q is None:
-            return False
-        q.put_nowait(command)
-        return True
 
     def container_of(self, component: str) -> int | None:
         """The container of the first task of ``component`` (uplink receivers have one)."""

@@ -1,4 +1,8 @@
-"""Batching of outgoing tuples and acks in an instance.
+"""Routing of what an instance emits into batches: the sender's half of a stream.
+
+``Emitter`` picks each tuple's destination tasks (the revision's ``Router``), gives a
+tracked tuple its edge ids, and appends it to its destination's batch; the batches,
+the ack bookkeeping and the frames they leave in are ``Batches`` (``_batches.py``).
 
 Tuples are buffered per (destination task, stream, rooted) and leave as one
 frame when a buffer reaches the batch size, when its oldest tuple has waited
@@ -20,23 +24,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._exceptions import EmitError, SerializationError
+from .._exceptions import EmitError
 from ..api import Tuple
-from ..api._stream import PUNCTUATION
 from ..plan._routing import Router, Selector
-from ..wire import Kind, encode, encode_frame
-from ..wire._frame import STMGR
+from ._batches import Batches, Sink, _Buffer
 
-Sink = Callable[[bytes], None]
 _getrandbits = random.getrandbits
-
-
-class _Buffer:
-    __slots__ = ("entries", "since")
-
-    def __init__(self, now: float) -> None:
-        self.entries: list[Any] = []
-        self.since = now
 
 
 class _Route:
@@ -66,20 +59,33 @@ class Emitter:
     ) -> None:
         self.task = task
         self.component = component
-        self.sink = sink
         self.batch_size = batch_size
-        self.linger_s = linger_s
         self.log = log
-        self._buffers: dict[tuple[int, str, bool], _Buffer] = {}
+        batches = self._batches = Batches(task, component, sink, batch_size, linger_s, log)
+        # the per-record paths use these directly (no call to reach them); ``Batches``
+        # empties its buffers and roots in place, never rebinding them
+        self._buffers = batches.buffers
+        self._roots = batches.roots
+        self._flush = batches.flush
+        self._count_bad = batches.count_bad
+        self.ack: Callable[[Tuple], None] = batches.ack
+        self.fail: Callable[[Tuple], None] = batches.fail
+        self.flush_due: Callable[[float], None] = batches.flush_due
+        self.flush_all: Callable[[], None] = batches.flush_all
         self._routes: dict[str, _Route] = {}  # per stream, for the emits bound to it
-        self._acks: dict[int, dict[int, int]] = {}  # spout task -> root -> xor
-        self._fails: dict[int, list[int]] = {}
-        self._roots: list[int] = []  # spout: flat [root, xor_of_edges, ...]
-        self._control_since: float | None = None
         self.emitted = 0
-        self.serialization_errors = 0
         self.dropped = False  # set when emit() dropped its tuple; the caller clears it
         self.switch(router)  # the router, and what the emitter keeps of its streams
+
+    @property
+    def buffered(self) -> int:
+        """Tuples and ack entries waiting to leave."""
+        return self._batches.buffered
+
+    @property
+    def serialization_errors(self) -> int:
+        """Tuples dropped because the codec rejected a value or a grouping key."""
+        return self._batches.serialization_errors
 
     # -- data -----------------------------------------------------------------
     def emit(
@@ -144,8 +150,7 @@ class Emitter:
     def switch(self, router: Router) -> None:
         """Route with ``router`` from now on: ``emit``, and every emit bound before."""
         self.router = router
-        self._stream_bytes = {name: name.encode() for name in router.streams}
-        self._punctuation = {name for name in router.streams if name.startswith(PUNCTUATION)}
+        self._batches.route_streams(router.streams)
         for stream, route in self._routes.items():
             self._refill(stream, route)
 
@@ -250,133 +255,3 @@ class Emitter:
             counts[stream] = counts.get(stream, 0) + n
 
         return emit_all
-
-    def ack(self, tup: Tuple) -> None:
-        roots = tup.roots
-        if roots:
-            val = tup._ack_val
-            acks = self._acks
-            for i in range(0, len(roots), 3):
-                # XOR-merge acks of one root within a batch: a word-count bolt
-                # acking seven words of one sentence sends one entry, not seven
-                per_root = acks.get(roots[i])
-                if per_root is None:
-                    per_root = acks[roots[i]] = {}
-                rid = roots[i + 1]
-                per_root[rid] = per_root.get(rid, 0) ^ roots[i + 2] ^ val
-
-    def fail(self, tup: Tuple) -> None:
-        roots = tup.roots
-        if roots:
-            for i in range(0, len(roots), 3):
-                self._fails.setdefault(roots[i], []).append(roots[i + 1])
-
-    # -- flushing -------------------------------------------------------------
-    def flush_due(self, now: float) -> None:
-        """Flush buffers whose oldest entry has lingered long enough, acks included.
-
-        Ack bookkeeping lingers like data (from the first flush_due that sees it),
-        so that acking rides in a few large frames instead of one per tuple.
-        """
-        deadline = now - self.linger_s
-        for key, buf in list(self._buffers.items()):
-            if buf.since <= deadline:
-                self._flush(key, buf)
-        if self._acks or self._fails or self._roots:
-            if self._control_since is None:
-                self._control_since = now
-            elif self._control_since <= deadline or len(self._roots) > 2 * self.batch_size:
-                self._flush_control()
-
-    def flush_all(self) -> None:
-        # roots before data: the tracker must know a root before any ack for it
-        self._flush_roots()
-        for key, buf in list(self._buffers.items()):
-            self._flush(key, buf)
-        self._flush_control()
-
-    @property
-    def buffered(self) -> int:
-        """Tuples and ack entries waiting to leave."""
-        return (
-            sum(len(b.entries) for b in self._buffers.values())
-            + len(self._roots)
-            + sum(len(a) for a in self._acks.values())
-            + sum(len(f) for f in self._fails.values())
-        )
-
-    def _flush_roots(self) -> None:
-        if self._roots:
-            roots, self._roots = self._roots, []
-            self.sink(
-                encode_frame(Kind.ROOTS, STMGR, self.task, len(roots) // 2, b"", encode(roots))
-            )
-
-    def _flush_control(self) -> None:
-        self._control_since = None
-        self._flush_roots()
-        if self._acks:
-            acks, self._acks = self._acks, {}
-            for dest, per_root in acks.items():
-                flat = [x for pair in per_root.items() if pair[1] for x in pair]
-                if not flat:
-                    continue
-                self.sink(
-                    encode_frame(Kind.ACK, dest, self.task, len(flat) // 2, b"", encode(flat))
-                )
-        if self._fails:
-            fails, self._fails = self._fails, {}
-            for dest, flat in fails.items():
-                self.sink(encode_frame(Kind.FAIL, dest, self.task, len(flat), b"", encode(flat)))
-
-    def _flush(self, key: tuple[int, str, bool], buf: _Buffer) -> None:
-        if self._buffers.get(key) is not buf:
-            return  # already gone, ahead of punctuation
-        del self._buffers[key]
-        entries = buf.entries
-        if not entries:
-            return
-        self._flush_roots()
-        dest, stream, rooted = key
-        if stream in self._punctuation:  # data to the same task first
-            for other, obuf in list(self._buffers.items()):
-                if other[0] == dest and other[1] not in self._punctuation:
-                    self._flush(other, obuf)
-        try:
-            payload = encode(entries)
-        except SerializationError:
-            entries, payload = self._encode_valid(entries, stream, rooted)
-            if not entries:
-                return
-        kind = Kind.DATA_ROOTED if rooted else Kind.DATA
-        self.sink(
-            encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload)
-        )
-
-    def _count_bad(self, stream: str, reason: str) -> None:
-        self.serialization_errors += 1
-        if self.serialization_errors <= 3:  # then quiet: the counter tells the rest
-            self.log.error(
-                "%s task %d dropped a tuple on stream %r: %s",
-                self.component,
-                self.task,
-                stream,
-                reason,
-            )
-
-    def _encode_valid(
-        self, entries: list[Any], stream: str, rooted: bool
-    ) -> tuple[list[Any], bytes]:
-        good = []
-        for entry in entries:
-            try:
-                encode(entry)
-            except SerializationError as exc:
-                self._count_bad(stream, str(exc))
-                if rooted:  # fail its tree now instead of waiting for the timeout
-                    flat = entry[1]
-                    for i in range(0, len(flat), 3):
-                        self._fails.setdefault(flat[i], []).append(flat[i + 1])
-            else:
-                good.append(entry)
-        return good, encode(good) if good else b""

@@ -13,6 +13,8 @@ bookkeeping this stmgr keeps for its own spouts (``_acking.SpoutAcks``).
 - ``_staging.Staging``: frames waiting for an instance or a peer, and a live
   edit's retiring tasks;
 - ``_stmgr_metrics``: the tasks' reports and the metrics snapshot;
+- ``_stmgr_sessions.InstanceSessions``: the local instances' connections
+  (hello, loss, retirement), activating spouts and finding silent tasks;
 - ``_hooks.StreamManagerHooks``: what the container hears of (snapshots,
   hellos, crash reports, system messages, outbox batches).
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import time
 
 import grpc
 
@@ -34,13 +35,11 @@ from ..plan import PhysicalPlan, upstream_spouts
 from ..security import Transport
 from ..wire import Kind, decode, parse_frame
 from ..wire._control import (
-    Activate,
     Alive,
     Backpressure,
     BackpressureReset,
     ControlError,
     ControlMessage,
-    Deactivate,
     DeadLetterReport,
     ExceptionReport,
     Hello,
@@ -57,6 +56,7 @@ from ._ipc import InstanceConnection, serve_instances, task_key
 from ._peers import PeerLink, peer_key, serve_peers
 from ._staging import Staging, peer_slot
 from ._stmgr_metrics import TaskMetrics, snapshot
+from ._stmgr_sessions import InstanceSessions
 
 _SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _outbox_sink.py)
 log = logging.getLogger("headwater.stmgr")
@@ -92,9 +92,23 @@ class StreamManager:
         self._retiring = self.staging.retiring  # mutated in place only: the hot path's view
         self.acks = SpoutAcks(self.rc.message_timeout_s, self.deliver, self.conns, clock.monotonic)
         self._apply_acks, self._add_roots = self.acks.apply, self.acks.add_roots  # hot paths
+        self.expire_roots = self.acks.expire
         self.bp = BackpressureState(container, self, clock)
+        self.congestion_off = self.bp.off  # a buffer of ours is under its low mark
         self.tasks = TaskMetrics()
         self.ingress = Ingress(self)  # agents' uplinks, to the receivers here
+        sessions = self.sessions = InstanceSessions(
+            self,
+            self.staging,
+            fold=self.tasks.fold,
+            forget_spout=self.acks.forget_task,
+            on_hello=hooks.on_hello,
+        )
+        self.on_instance_hello = sessions.on_instance_hello
+        self.on_instance_lost = sessions.on_instance_lost
+        self.retire = sessions.retire
+        self.set_active = sessions.set_active
+        self.silent = sessions.silent
         self.restarts = self.tasks.restarts  # the container counts the restarts it makes
         # counters, on the hot path (see _stmgr_metrics)
         self.bytes_in = self.bytes_out = self.frames_in = self.frames_out = 0
@@ -216,9 +230,9 @@ class StreamManager:
     def on_write_buffer(self, conn: InstanceConnection) -> None:
         """``conn``'s write buffer crossed a water mark (ignored from a replaced one)."""
         if conn.task is not None and self.conns.get(conn.task) is conn:
-            self._check_task_buffer(conn.task)
+            self.check_task_buffer(conn.task)
 
-    def _check_task_buffer(self, task: int) -> None:
+    def check_task_buffer(self, task: int) -> None:
         """Set the key ``task:N`` from what waits for the task: its connection's write
         buffer over the high mark (until it falls under the low one), or parked frames
         over the high mark. One place decides, so no order of parking, connecting,
@@ -230,15 +244,6 @@ class StreamManager:
             self.congestion_on(task_key(task), task)
         else:
             self.congestion_off(task_key(task))
-
-    def retire(self, task: int) -> None:
-        """The old instance of ``task`` is gone: frames wait for its successor (if any)."""
-        self._retiring.pop(task, None)
-        conn = self.conns.pop(task, None)
-        if conn is not None:
-            conn.stale = True
-            self.tasks.fold(task)
-            self._check_task_buffer(task)
 
     def _to_peer(self, dest: int, frame: bytes) -> None:
         container = self.task_container.get(dest)
@@ -253,45 +258,7 @@ class StreamManager:
             return
         link.send(frame)
 
-    def expire_roots(self) -> None:
-        self.acks.expire()
-
-    # -- instances --------------------------------------------------------------
-    def on_instance_hello(self, conn: InstanceConnection, task: int, pid: int) -> None:
-        if task not in self.local_tasks:
-            log.error("instance for task %d connected to the wrong container", task)
-            conn.stale = True
-            conn.close()
-            return
-        if conn.epoch != self.epoch:  # connected before a rollback: one being killed
-            log.info(
-                "task %d: an instance of epoch %d said hello after the rollback", task, conn.epoch
-            )
-            conn.stale = True
-            conn.close()
-            return
-        conn.task, conn.pid = task, pid
-        self.conns[task] = conn
-        for frame in self.staging.take(task):
-            conn.write(frame)
-        self._check_task_buffer(task)  # what was parked may fill the new buffer at once
-        if self.task_component[task] in self.spout_components:
-            conn.set_reading(self.task_component[task] not in self.bp.throttled)
-            if self.active:
-                self.send_control(task, Activate())
-        log.info("task %d (%s) connected, pid %d", task, self.task_component[task], pid)
-        self.hooks.on_hello(task)
-
-    def on_instance_lost(self, conn: InstanceConnection) -> None:
-        task = conn.task
-        if task is None or self.conns.get(task) is not conn:
-            return
-        del self.conns[task]
-        self._check_task_buffer(task)
-        self.tasks.fold(task)
-        if self.task_component[task] in self.spout_components:
-            self.acks.forget_task(task)
-
+    # -- rollback ---------------------------------------------------------------
     def reset(self, epoch: int) -> None:
         """Roll back: forget every frame, root and connection of the previous epoch."""
         self.epoch = epoch
@@ -311,24 +278,6 @@ class StreamManager:
         conn = self.conns.get(task)
         if conn is not None:
             conn.write(control_frame(msg, dest=task))
-
-    def set_active(self, active: bool) -> None:
-        if active == self.active:
-            return
-        self.active = active
-        msg: ControlMessage = Activate() if active else Deactivate()
-        for task in self.conns:
-            if self.task_component[task] in self.spout_components:
-                self.send_control(task, msg)
-
-    def silent(self, limit_s: float) -> dict[int, float]:
-        """Connected tasks not heard from for over ``limit_s`` (while read) -> seconds."""
-        now = time.monotonic()  # the clock of InstanceConnection.heard
-        return {
-            task: now - c.heard
-            for task, c in self.conns.items()
-            if not c.paused_reading and not c.stale and now - c.heard > limit_s
-        }
 
     # -- peers ------------------------------------------------------------------
     def set_peers(self, addresses: dict[int, str]) -> None:
@@ -370,9 +319,6 @@ class StreamManager:
             )
         self.bp.on(key, spouts)
 
-    def congestion_off(self, key: str) -> None:
-        self.bp.off(key)
-
     def broadcast(self, msg: ControlMessage) -> None:
         frame = control_frame(msg)
         for link in self.peers.values():
@@ -396,13 +342,6 @@ class StreamManager:
     def metrics(self) -> list[Metric]:
         ingress = self.ingress.metrics() if self.ingress.batches else []
         return snapshot(self) + ingress + self.hooks.extra_metrics()
-
-    def buffered_bytes(self) -> int:
-        total = self.staging.total_bytes() + sum(p.nbytes for p in self.peers.values())
-        for conn in self.conns.values():
-            if conn.transport is not None:
-                total += conn.transport.get_write_buffer_size()
-        return total
 
     # -- serving ----------------------------------------------------------------
     async def start_peer_server(self, host: str) -> str:

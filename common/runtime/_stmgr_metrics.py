@@ -98,7 +98,7 @@ def snapshot(stmgr: StreamManager) -> list[Metric]:
         (scope, "bytes_out", float(stmgr.bytes_out)),
         (scope, "batches_in", float(stmgr.frames_in)),
         (scope, "batches_out", float(stmgr.frames_out)),
-        (scope, "buffer_bytes", float(stmgr.buffered_bytes())),
+        (scope, "buffer_bytes", float(buffered_bytes(stmgr))),
         (scope, "backpressure_ms", bp * 1000.0),
         (scope, "throttled_ms", thr * 1000.0),
         (scope, "pending_trees", float(len(stmgr.acks))),
@@ -106,3 +106,13 @@ def snapshot(stmgr: StreamManager) -> list[Metric]:
     for task in sorted(stmgr.local_tasks):
         out += stmgr.tasks.task_metrics(task, task in stmgr.conns)
     return out
+
+
+def buffered_bytes(stmgr: StreamManager) -> int:
+    """What waits to leave ``stmgr``: staged frames, its peer links' queues, and its
+    instance connections' write buffers."""
+    total = stmgr.staging.total_bytes() + sum(p.nbytes for p in stmgr.peers.values())
+    for conn in stmgr.conns.values():
+        if conn.transport is not None:
+            total += conn.transport.get_write_buffer_size()
+    return total

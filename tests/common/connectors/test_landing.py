@@ -17,6 +17,7 @@ import pytest
 from headwater import Topology
 from headwater.common.api import Spout, Tuple, shuffle
 from headwater.common.connectors import LandingSink, manifests, read_landing
+from headwater.common.connectors._landing_commits import LandingCommits
 from headwater.testing import TestContext
 
 FIELDS = ("site", "sensor", "seq", "ts", "value", "flag", "note")
@@ -216,7 +217,7 @@ def test_a_crash_between_rename_and_manifest_publishes_it_once(
         raise Crash
 
     with monkeypatch.context() as m:
-        m.setattr(LandingSink, where, crash)
+        m.setattr(LandingCommits, where, crash)
         with pytest.raises(Crash):
             crashed.on_commit(1)
     assert len(published(tmp_path)) == 2
