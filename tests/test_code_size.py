@@ -29,24 +29,16 @@ COMPLEXITY = 20
 
 KNOWN_LONG_MODULES: frozenset[str] = frozenset(
     {
-        "cloud/local/_cluster.py",
         "cloud/master/_docker.py",
         "cloud/master/_master.py",
-        "common/control/_tmaster.py",
         "common/runtime/_instance.py",
-        "common/runtime/_stmgr.py",
     }
 )
 
 KNOWN_LONG_CLASSES: frozenset[str] = frozenset(
     {
-        "cloud/local/_cluster.py:LocalCluster",
         "cloud/master/_master.py:Master",
-        "common/connectors/_landing.py:LandingSink",
-        "common/control/_tmaster.py:TopologyMaster",
-        "common/runtime/_emitter.py:Emitter",
         "common/runtime/_instance.py:Instance",
-        "common/runtime/_stmgr.py:StreamManager",
     }
 )
 
