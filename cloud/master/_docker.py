@@ -39,21 +39,20 @@ import hashlib
 import logging
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 from headwater.common.api._config import ContainerResources
-from headwater.common.security import JoinToken
-from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.control import TopologyMaster
+from headwater.common.security import JoinToken, TokenStore
 
-from ._scheduler import LogsError
-
-if TYPE_CHECKING:
-    from ._master import Deployment, Master
+from ._deployments import Deployment
+from ._nodes import Nodes
+from ._scheduler import LogsError, SchedulerPort
 
 log = logging.getLogger("headwater.master")
 
@@ -118,6 +117,35 @@ def container_name(cluster: str, topology: str, index: int) -> str:
     return f"hw-{cluster[:8]}-{slug}-{index}"
 
 
+class DockerHost(Protocol):
+    """What the Docker scheduler asks of the master (``Master`` is one): its scheduler port
+    (``orders``), its topology masters (each topology's limits and revision), its node
+    registry and tokens (a join token per container's worker), and ``forget``."""
+
+    @property
+    def state_dir(self) -> Path: ...
+
+    @property
+    def orders(self) -> SchedulerPort: ...
+
+    @property
+    def tms(self) -> Mapping[str, TopologyMaster]: ...
+
+    @property
+    def nodes(self) -> Nodes: ...
+
+    @property
+    def tokens(self) -> TokenStore: ...
+
+    @property
+    def join_port(self) -> int: ...
+
+    @property
+    def ca_fingerprint(self) -> str: ...
+
+    def forget(self, node_id: str) -> None: ...
+
+
 @dataclass(frozen=True)
 class Wanted:
     """One Docker container the deployments call for."""
@@ -157,7 +185,7 @@ class DockerScheduler:
 
     def __init__(
         self,
-        master: Master,
+        master: DockerHost,
         client: Any,
         *,
         image: str,
@@ -209,11 +237,9 @@ class DockerScheduler:
             if old == node:
                 continue
             if old is not None:  # it ran on a worker before (the master ran another scheduler)
-                self.master.nodes.send(
-                    old, pb.NodeCommand(stop=pb.StopContainer(topology=dep.name, container=c))
-                )
+                self.master.orders.stop(old, dep.name, c)
             dep.assignment[c] = node
-            self.master.nodes.send(node, self.master._run_command(dep, c))
+            self.master.orders.run(dep, c)
         self._kick.set()
 
     def removed(self, name: str) -> None:
@@ -224,7 +250,7 @@ class DockerScheduler:
     def wanted(self) -> dict[tuple[str, int], Wanted]:
         """Every container the deployments call for, by (topology, index)."""
         out: dict[tuple[str, int], Wanted] = {}
-        for dep in self.master.deployments.values():
+        for dep in self.master.orders.deployments.values():
             tm = self.master.tms.get(dep.name)
             if tm is None:
                 continue
@@ -241,9 +267,9 @@ class DockerScheduler:
 
         First every deployment is pinned to its Docker nodes (a master that ran another
         scheduler before its restart dealt them to workers)."""
-        for dep in list(self.master.deployments.values()):
+        for dep in list(self.master.orders.deployments.values()):
             self.place(dep)
-        self.master._save()
+        self.master.orders.save()
         while True:
             self._kick.clear()
             await self.reconcile()
@@ -456,7 +482,7 @@ _LOCAL_HOSTS = ("", "0.0.0.0", "::", "[::]", "localhost")
 
 
 def open_scheduler(
-    master: Master, options: DockerOptions, grpc_address: str, client: Any = None
+    master: DockerHost, options: DockerOptions, grpc_address: str, client: Any = None
 ) -> DockerScheduler:
     """The Docker scheduler of ``master``, after checking that the engine answers, the image
     is there and the network is one (made, labelled with the cluster, if missing).
