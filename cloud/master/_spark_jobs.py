@@ -29,9 +29,10 @@ import logging
 import math
 import tempfile
 import time
+from collections.abc import Container
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._ids import name_problem
@@ -44,14 +45,13 @@ from headwater.common._package import (
     zip_package,
 )
 from headwater.common.plan._child_loader import LoadLimits
+from headwater.common.security import TokenStore
 from headwater.common.wire.proto import runtime_pb2 as pb
 
-from ._nodes import NODE_OFFLINE_AFTER_S
+from ._node_logs import NodeLogs
+from ._nodes import NODE_OFFLINE_AFTER_S, Nodes
 from ._spark_check import JobRefused, check_job, check_spec, job_problem
 from ._spark_tokens import JobTokens, registers_problem
-
-if TYPE_CHECKING:
-    from ._master import Master
 
 log = logging.getLogger("headwater.master")
 KIND = "spark-job"
@@ -99,10 +99,34 @@ class SparkJob:
         return pb.NodeCommand(run=run)
 
 
+class SparkHost(Protocol):
+    """What the Spark jobs ask of the master (``Master`` is one): its state folder and
+    tokens, its node registry and log requests, the names its topologies take, and its
+    REST API's URL as a worker reaches it."""
+
+    @property
+    def state_dir(self) -> Path: ...
+
+    @property
+    def tokens(self) -> TokenStore: ...
+
+    @property
+    def nodes(self) -> Nodes: ...
+
+    @property
+    def node_logs(self) -> NodeLogs: ...
+
+    @property
+    def deployments(self) -> Container[str]: ...
+
+    @property
+    def http_url(self) -> str: ...
+
+
 class SparkJobs:
     """The master's Spark jobs (on its event loop)."""
 
-    def __init__(self, master: Master, limits: LoadLimits) -> None:
+    def __init__(self, master: SparkHost, limits: LoadLimits) -> None:
         self.master = master
         self.limits = limits
         self.packages = PackageStore(master.state_dir / "spark" / "packages")
