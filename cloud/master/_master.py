@@ -185,9 +185,6 @@ class Master:
     def set_state(self, name: str, state: str) -> None:
         self.book.set_state(name, state)
 
-    def schedule_all(self) -> None:
-        self.orders.schedule_all()
-
     def packages_of(self, node_id: str) -> set[str]:
         return self.orders.packages_of(node_id)
 
