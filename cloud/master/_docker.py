@@ -28,122 +28,107 @@ duplicate of an index, a container whose labels are not ours), starts a
 container of ours that stopped (``docker kill``, a crash), and creates what is
 missing. After the master's own restart the first pass does the same, so
 nothing is left behind and nothing runs twice. Docker is called from a thread
-(the SDK blocks); passes never overlap.
+(the SDK blocks); passes never overlap. What the engine is asked (labels,
+names, a pass, logs) is ``DockerEngine``'s (``_docker_engine.py``); here is
+the scheduler: what the deployments want, the join tokens, the reconciler's
+loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import re
-import secrets
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 from headwater.common.api._config import ContainerResources
-from headwater.common.security import JoinToken
-from headwater.common.wire.proto import runtime_pb2 as pb
+from headwater.common.control import TopologyMaster
+from headwater.common.security import JoinToken, TokenStore
 
-from ._scheduler import LogsError
+from ._deployments import Deployment
+from ._docker_engine import (
+    CLUSTER,
+    CONTAINER,
+    LABELS,
+    MAX_LOG_BYTES,
+    MAX_TAIL,
+    RESTART_POLICY,
+    REVISION,
+    TOPOLOGY,
+    WORKDIR,
+    DockerEngine,
+    PassResult,
+    Wanted,
+    cluster_id,
+    container_name,
+    listed,
+    tail_lines,
+)
+from ._nodes import Nodes
+from ._scheduler import SchedulerPort
 
-if TYPE_CHECKING:
-    from ._master import Deployment, Master
+__all__ = [
+    "CLUSTER",
+    "CONTAINER",
+    "LABELS",
+    "MAX_LOG_BYTES",
+    "MAX_TAIL",
+    "RECONCILE_S",
+    "RESTART_POLICY",
+    "REVISION",
+    "TOKEN_TTL_S",
+    "TOPOLOGY",
+    "WORKDIR",
+    "DockerHost",
+    "DockerOptions",
+    "DockerScheduler",
+    "PassResult",
+    "Wanted",
+    "cluster_id",
+    "container_name",
+    "listed",
+    "open_scheduler",
+    "tail_lines",
+]
 
 log = logging.getLogger("headwater.master")
 
-CLUSTER = "io.headwater.cluster"
-TOPOLOGY = "io.headwater.topology"
-CONTAINER = "io.headwater.container"
-REVISION = "io.headwater.revision"
-LABELS = (CLUSTER, TOPOLOGY, CONTAINER, REVISION)
-WORKDIR = "/var/lib/headwater/worker"
-"""The worker's folder inside the container (the image's, owned by its user)."""
-RESTART_POLICY = {"Name": "unless-stopped"}
 RECONCILE_S = 5.0
 TOKEN_TTL_S = 900.0
-MAX_TAIL = 10_000
-MAX_LOG_BYTES = 4 << 20
-CLUSTER_FILE = "cluster-id"
 
 
-def cluster_id(state_dir: str | Path) -> str:
-    """The cluster's id: made once (12 hex digits) and kept in ``STATE/cluster-id``."""
-    path = Path(state_dir) / CLUSTER_FILE
-    try:
-        kept = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        kept = ""
-    if re.fullmatch(r"[0-9a-f]{12}", kept):
-        return kept
-    new = secrets.token_hex(6)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(new + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return new
+class DockerHost(Protocol):
+    """What the Docker scheduler asks of the master (``Master`` is one): its scheduler port
+    (``orders``), its topology masters (each topology's limits and revision), its node
+    registry and tokens (a join token per container's worker), and ``forget``."""
 
+    @property
+    def state_dir(self) -> Path: ...
 
-def listed(client: Any, filters: dict[str, str]) -> list[Any]:
-    """Every container, running or not, that matches ``filters``. The SDK inspects each
-    container it lists, so one removed in between (by this master's own pass, or by hand) is
-    a 404: list again, a few times, rather than fail."""
-    for attempt in range(5):
-        try:
-            return list(client.containers.list(all=True, filters=filters))
-        except Exception as exc:
-            if getattr(getattr(exc, "response", None), "status_code", None) != 404:
-                raise
-            if attempt == 4:
-                raise
-    return []
+    @property
+    def orders(self) -> SchedulerPort: ...
 
+    @property
+    def tms(self) -> Mapping[str, TopologyMaster]: ...
 
-def container_name(cluster: str, topology: str, index: int) -> str:
-    """The Docker container's name, hostname and node id for ``topology``'s ``index``.
+    @property
+    def nodes(self) -> Nodes: ...
 
-    ``hw-CLUSTER8-TOPOLOGY-INDEX``: a DNS label (63 characters at most, lower-case
-    letters, digits and '-'), so peers resolve it on the Docker network. A topology name
-    that is not one already (upper case, '.', '_', too long) is folded and gets a hash of
-    the real name, so two topologies never share a name."""
-    slug = re.sub(r"[^a-z0-9-]", "-", topology.lower())
-    room = 63 - len(f"hw-{cluster[:8]}--{index}")
-    if slug != topology or len(slug) > room:
-        digest = hashlib.sha256(topology.encode()).hexdigest()[:8]
-        slug = f"{slug[: room - 9]}-{digest}"
-    return f"hw-{cluster[:8]}-{slug}-{index}"
+    @property
+    def tokens(self) -> TokenStore: ...
 
+    @property
+    def join_port(self) -> int: ...
 
-@dataclass(frozen=True)
-class Wanted:
-    """One Docker container the deployments call for."""
+    @property
+    def ca_fingerprint(self) -> str: ...
 
-    name: str
-    topology: str
-    index: int
-    revision: int
-    resources: ContainerResources
-
-    def labels(self, cluster: str) -> dict[str, str]:
-        return {
-            CLUSTER: cluster,
-            TOPOLOGY: self.topology,
-            CONTAINER: str(self.index),
-            REVISION: str(self.revision),
-        }
-
-
-@dataclass
-class PassResult:
-    """What one reconciling pass did (for logs and tests)."""
-
-    created: list[str]
-    started: list[str]
-    removed: list[str]
+    def forget(self, node_id: str) -> None: ...
 
 
 class DockerScheduler:
@@ -157,7 +142,7 @@ class DockerScheduler:
 
     def __init__(
         self,
-        master: Master,
+        master: DockerHost,
         client: Any,
         *,
         image: str,
@@ -180,7 +165,9 @@ class DockerScheduler:
         self._removing: set[str] = set()  # killed topologies whose containers go
         self._tokens: dict[str, str] = {}  # node id -> the id of the join token minted for it
         self._kick = asyncio.Event()
-        self._problems: dict[str, str] = {}  # container name -> why it cannot be created
+        self.engine = DockerEngine(
+            client, cluster=cluster, image=image, network=network, advertise=advertise
+        )
 
     # -- what the master calls (on its loop) --------------------------------------------
     def node_id(self, topology: str, index: int) -> str:
@@ -209,11 +196,9 @@ class DockerScheduler:
             if old == node:
                 continue
             if old is not None:  # it ran on a worker before (the master ran another scheduler)
-                self.master.nodes.send(
-                    old, pb.NodeCommand(stop=pb.StopContainer(topology=dep.name, container=c))
-                )
+                self.master.orders.stop(old, dep.name, c)
             dep.assignment[c] = node
-            self.master.nodes.send(node, self.master._run_command(dep, c))
+            self.master.orders.run(dep, c)
         self._kick.set()
 
     def removed(self, name: str) -> None:
@@ -224,7 +209,7 @@ class DockerScheduler:
     def wanted(self) -> dict[tuple[str, int], Wanted]:
         """Every container the deployments call for, by (topology, index)."""
         out: dict[tuple[str, int], Wanted] = {}
-        for dep in self.master.deployments.values():
+        for dep in self.master.orders.deployments.values():
             tm = self.master.tms.get(dep.name)
             if tm is None:
                 continue
@@ -241,9 +226,9 @@ class DockerScheduler:
 
         First every deployment is pinned to its Docker nodes (a master that ran another
         scheduler before its restart dealt them to workers)."""
-        for dep in list(self.master.deployments.values()):
+        for dep in list(self.master.orders.deployments.values()):
             self.place(dep)
-        self.master._save()
+        self.master.orders.save()
         while True:
             self._kick.clear()
             await self.reconcile()
@@ -254,103 +239,15 @@ class DockerScheduler:
         """One pass: Docker is made what the deployments say. None if Docker failed."""
         wanted, removing = self.wanted(), set(self._removing)
         try:
-            result = await asyncio.to_thread(self._pass, wanted, removing, self._mint)
+            result = await asyncio.to_thread(
+                self.engine.reconcile_pass, wanted, removing, self._mint
+            )
         except Exception as exc:  # the engine away, or refusing: said, and tried again
             log.warning("the Docker scheduler cannot reconcile (will try again): %s", exc)
             return None
         self._removing -= removing
         self._tidy(wanted)
         return result
-
-    def _pass(
-        self,
-        wanted: dict[tuple[str, int], Wanted],
-        removing: set[str],
-        mint: Callable[[str], str | None],
-    ) -> PassResult:
-        result = PassResult([], [], [])
-        found = listed(self.client, {"label": f"{CLUSTER}={self.cluster}"})
-        keep: dict[tuple[str, int], Any] = {}
-        # Docker names are unique: the one of the expected name is kept, any other
-        # container with the same labels is a duplicate
-        for container in sorted(found, key=lambda c: str(c.name)):
-            key = _key(container)
-            want = wanted.get(key) if key is not None else None
-            if key is None or want is None or key[0] in removing or container.name != want.name:
-                why = "orphan"
-                if want is not None and key is not None and key[0] not in removing:
-                    why = "a duplicate"
-                self._remove(container, why)
-                result.removed.append(container.name)
-                continue
-            keep[key] = container
-        for key, want in sorted(wanted.items()):
-            container = keep.get(key)
-            if container is None:
-                if self._create(want, mint):
-                    result.created.append(want.name)
-            elif _status(container) in ("exited", "created"):
-                log.warning("Docker container %s is %s: starting it", want.name, _status(container))
-                container.start()
-                result.started.append(want.name)
-        return result
-
-    def _remove(self, container: Any, why: str) -> None:
-        log.info("removing Docker container %s (%s)", container.name, why)
-        try:
-            container.remove(force=True, v=True)
-        except Exception as exc:
-            if getattr(getattr(exc, "response", None), "status_code", None) != 404:
-                raise  # a container gone already is what was asked
-
-    def _create(self, want: Wanted, mint: Callable[[str], str | None]) -> bool:
-        token = mint(want.name)
-        command = [
-            "headwater",
-            "worker",
-            "--master",
-            self.advertise,
-            "--id",
-            want.name,
-            "--workdir",
-            WORKDIR,
-            "--host",
-            want.name,
-            *(["--join", token] if token is not None else ["--insecure"]),
-        ]
-        try:
-            self.client.containers.run(
-                self.image,
-                command,
-                name=want.name,
-                hostname=want.name,
-                labels=want.labels(self.cluster),
-                network=self.network,
-                nano_cpus=round(want.resources.cpu * 1e9),
-                mem_limit=want.resources.ram_bytes,
-                restart_policy=dict(RESTART_POLICY),
-                mounts=[{"Target": WORKDIR, "Type": "volume", "ReadOnly": False}],
-                detach=True,
-            )
-        except Exception as exc:
-            if getattr(getattr(exc, "response", None), "status_code", None) != 409:
-                why = f"{type(exc).__name__}: {exc}"
-                if self._problems.get(want.name) != why:  # once per new reason
-                    log.error("cannot create Docker container %s: %s", want.name, why)
-                self._problems[want.name] = why
-                return False
-            # 409: the name is taken (a removal still under way): the next pass sees it
-            return False
-        self._problems.pop(want.name, None)
-        log.info(
-            "created Docker container %s (%s container %d, %g CPUs, %d bytes)",
-            want.name,
-            want.topology,
-            want.index,
-            want.resources.cpu,
-            want.resources.ram_bytes,
-        )
-        return True
 
     def _mint(self, node_id: str) -> str | None:
         """A join token for one container's worker (None: the master runs --insecure)."""
@@ -382,64 +279,7 @@ class DockerScheduler:
         """The worker's Docker log and the container's own log file (its last ``tail``
         lines each), read through the Docker API."""
         name = self.node_id(dep.name, container)
-        return await asyncio.to_thread(self._logs, dep.name, container, name, tail)
-
-    def _logs(self, topology: str, index: int, name: str, tail: int) -> dict[str, Any]:
-        found = listed(self.client, {"label": f"{CLUSTER}={self.cluster}", "name": name})
-        ours = [c for c in found if c.name == name]
-        if not ours:
-            raise LogsError(
-                404,
-                f"container {index} of {topology!r} has no Docker container (yet): "
-                f"{name} is created within a few seconds of the submission",
-            )
-        docker = ours[0]
-        worker_log = _text(docker.logs(tail=tail))
-        path = f"{WORKDIR}/{topology}/container-{index}/container.log"
-        if _status(docker) == "running":
-            code, out = docker.exec_run(["tail", "-n", str(tail), path], demux=False)
-            container_log = _text(out) if code == 0 else f"(no log yet at {path})\n"
-        else:
-            container_log = f"(the Docker container is {_status(docker)}: its log file is kept)\n"
-        return {
-            "topology": topology,
-            "container": index,
-            "docker_container": name,
-            "node": name,
-            "status": _status(docker),
-            "tail": tail,
-            "worker_log": worker_log,
-            "container_log": container_log,
-            "container_log_path": path,
-        }
-
-
-def _status(container: Any) -> str:
-    return str(container.attrs.get("State", {}).get("Status", "") or container.status)
-
-
-def _key(container: Any) -> tuple[str, int] | None:
-    labels = container.labels or {}
-    topology, index = labels.get(TOPOLOGY, ""), labels.get(CONTAINER, "")
-    if not topology or not index.isdigit() or not index.isascii():
-        return None
-    return topology, int(index)
-
-
-def _text(data: bytes | str | None) -> str:
-    raw = data.encode() if isinstance(data, str) else (data or b"")
-    if len(raw) > MAX_LOG_BYTES:
-        raw = raw[-MAX_LOG_BYTES:]
-    return raw.decode("utf-8", errors="replace")
-
-
-def tail_lines(text: str | None, default: int = 200) -> int:
-    """The ``tail`` query: 1 to ``MAX_TAIL`` lines (ValueError otherwise)."""
-    if text is None or text == "":
-        return default
-    if not text.isdigit() or not text.isascii() or not 1 <= int(text) <= MAX_TAIL:
-        raise ValueError(f"tail must be a number of lines from 1 to {MAX_TAIL}")
-    return int(text)
+        return await asyncio.to_thread(self.engine.logs, dep.name, container, name, tail)
 
 
 @dataclass(frozen=True)
@@ -456,7 +296,7 @@ _LOCAL_HOSTS = ("", "0.0.0.0", "::", "[::]", "localhost")
 
 
 def open_scheduler(
-    master: Master, options: DockerOptions, grpc_address: str, client: Any = None
+    master: DockerHost, options: DockerOptions, grpc_address: str, client: Any = None
 ) -> DockerScheduler:
     """The Docker scheduler of ``master``, after checking that the engine answers, the image
     is there and the network is one (made, labelled with the cluster, if missing).

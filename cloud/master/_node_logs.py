@@ -19,18 +19,31 @@ import asyncio
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.common.node._logs import MAX_FILE_BYTES, MAX_FILES, MAX_TAIL
 from headwater.common.wire.proto import runtime_pb2 as pb
 
+from ._deployments import Deployment
 from ._scheduler import LogsError
-
-if TYPE_CHECKING:
-    from ._master import Deployment, Master
 
 TIMEOUT_S = 5.0
 MAX_PENDING = 256  # requests waiting for an answer at once; more are refused (503)
+
+
+class Sessions(Protocol):
+    """The node registry as log requests use it (``Nodes``)."""
+
+    def online(self, node_id: str, /) -> bool: ...
+
+    def send(self, node_id: str, command: pb.NodeCommand, /) -> None: ...
+
+
+class HasSessions(Protocol):
+    """What log requests ask of the master: its node registry."""
+
+    @property
+    def nodes(self) -> Sessions: ...
 
 
 @dataclass(frozen=True)
@@ -47,7 +60,7 @@ class NodeLogs:
 
     def __init__(
         self,
-        master: Master,
+        master: HasSessions,
         timeout_s: float = TIMEOUT_S,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
     ) -> None:

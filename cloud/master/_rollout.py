@@ -37,7 +37,7 @@ import time
 import zipfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Placement
@@ -47,12 +47,9 @@ from headwater.common.models._rollout_guards import guards_for
 from ._model_package import entry_version, models_of
 from ._models import ModelRegistry, model_name_problem
 from ._rollout_checks import check_fit, check_values, output_range
-from ._rollout_drive import Driving
+from ._rollout_drive import Driving, RolloutHost
 from ._rollout_record import FINAL, Phase, Rollout, RolloutError, load_records, save_records
 from ._rollout_watch import AgentWatch
-
-if TYPE_CHECKING:
-    from ._master import Master
 
 __all__ = ["FINAL", "Phase", "Rollout", "RolloutError", "Rollouts"]
 log = logging.getLogger("headwater.master.rollout")
@@ -68,7 +65,7 @@ class Rollouts(Driving):
 
     def __init__(
         self,
-        master: Master,
+        master: RolloutHost,
         registry: ModelRegistry,
         path: Path,
         *,

@@ -25,31 +25,66 @@ an agent syncs to the topology's newest revision when it reconnects.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
-from headwater.common._package import check_package
+from headwater.common._package import PackageStore, check_package
+from headwater.common.api import Topology
+from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import StaleRevisionError
 from headwater.common.models._rollout_guards import judge
 from headwater.common.models._rollout_waves import order_agents, plan_waves
 
 from ._model_package import entry_version, package_with
 from ._models import ModelRegistry
+from ._nodes import Nodes
 from ._rollout_record import Phase, Rollout
-from ._rollout_watch import POLL_S, AgentWatch
-
-if TYPE_CHECKING:
-    from ._master import Master
+from ._rollout_watch import POLL_S, AgentWatch, Deployed
 
 log = logging.getLogger("headwater.master.rollout")
+
+
+class RolloutHost(Protocol):
+    """What rollouts ask of the master (``Master`` is one): its topology masters, the kept
+    skeletons and packages, the replace edit, and for the watch its node registry,
+    deployments and the revisions agents report."""
+
+    @property
+    def tms(self) -> Mapping[str, TopologyMaster]: ...
+
+    @property
+    def packages(self) -> PackageStore: ...
+
+    @property
+    def nodes(self) -> Nodes: ...
+
+    @property
+    def deployments(self) -> Mapping[str, Deployed]: ...
+
+    def described(self, package: str, entry: str) -> Topology | None: ...
+
+    def agent_revisions(self, name: str) -> dict[str, int]: ...
+
+    async def edit(
+        self,
+        name: str,
+        action: str,
+        base: int,
+        data: bytes | None = None,
+        entry: str | None = None,
+        components: list[str] | None = None,
+        author: str = "",
+        to: int | None = None,
+        parallelism: dict[str, int] | None = None,
+    ) -> dict[str, Any]: ...
 
 
 class Driving:
     """Runs rollouts (``Rollouts`` is one): the attributes and methods below the ``#``
     line are the rollouts'."""
 
-    master: Master
+    master: RolloutHost
     registry: ModelRegistry
     watch: AgentWatch
     sleep: Callable[[float], Awaitable[None]]

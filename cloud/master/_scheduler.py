@@ -19,21 +19,23 @@ removes them:
   --scheduler docker``): one Docker container per cloud container, each an
   ordinary worker whose node id is pinned to that container.
 
-Every method is called on the master's event loop and must not block.
+Every method is called on the master's event loop and must not block. A
+scheduler asks the master through ``SchedulerPort`` (the master's
+``NodeOrders``, ``_node_orders.py``): the deployments, the attached workers,
+a container's run order to the node it was assigned, the record saved.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 
-if TYPE_CHECKING:
-    from ._master import Deployment, Master
+from ._deployments import Deployment
 
 PLACEMENT_DELAY_S = 3.0
 """How long containers that wait for a worker wait after a new worker attaches, for the
@@ -46,6 +48,38 @@ class LogsError(HeadwaterError):
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status
+
+
+class Workers(Protocol):
+    """The node registry as a scheduler sees it (``Nodes``)."""
+
+    def workers(self) -> list[str]:
+        """The ids of the attached workers."""
+        ...
+
+    def online(self, node_id: str) -> bool: ...
+
+
+class SchedulerPort(Protocol):
+    """What a scheduler asks of the master (``NodeOrders``): nothing here blocks."""
+
+    @property
+    def deployments(self) -> Mapping[str, Deployment]: ...
+
+    @property
+    def nodes(self) -> Workers: ...
+
+    def run(self, dep: Deployment, container: int) -> None:
+        """Order the node ``dep`` assigns ``container`` to run it."""
+
+    def stop(self, node_id: str, topology: str, container: int) -> None:
+        """Order ``node_id`` to stop ``topology``'s ``container``."""
+
+    def save(self) -> None:
+        """Keep the deployments' record (after an assignment changed)."""
+
+    def schedule_all(self) -> None:
+        """Deal what waits in every deployment."""
 
 
 class Scheduler(Protocol):
@@ -85,13 +119,17 @@ class WorkerScheduler:
 
     def __init__(
         self,
-        master: Master,
+        master: SchedulerPort,
         placement_delay: float = PLACEMENT_DELAY_S,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        logs: Callable[[Deployment, int, int], Awaitable[dict[str, Any]]],
     ) -> None:
         """``placement_delay``: seconds without a new worker before waiting containers are
-        dealt (0: at once)."""
+        dealt (0: at once). ``logs``: a container's logs, asked of its worker
+        (``NodeLogs.fetch``)."""
         self.master = master
+        self._logs = logs
         self.placement_delay = placement_delay
         self._clock = clock
         self._seen: set[str] = set()  # workers attached since the master started
@@ -126,7 +164,7 @@ class WorkerScheduler:
             return
         for container, node in deal(waiting, self.load(workers)).items():
             dep.assignment[container] = node
-            self.master.nodes.send(node, self.master._run_command(dep, container))
+            self.master.run(dep, container)
 
     def _settle(self) -> None:
         self._timer = None
@@ -137,4 +175,4 @@ class WorkerScheduler:
 
     async def logs(self, dep: Deployment, container: int, tail: int) -> dict[str, Any]:
         """Asked of the worker that runs the container, over its session (``_node_logs.py``)."""
-        return await self.master.node_logs.fetch(dep, container, tail)
+        return await self._logs(dep, container, tail)

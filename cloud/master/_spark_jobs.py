@@ -26,12 +26,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Container
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._ids import name_problem
@@ -44,65 +44,50 @@ from headwater.common._package import (
     zip_package,
 )
 from headwater.common.plan._child_loader import LoadLimits
+from headwater.common.security import TokenStore
 from headwater.common.wire.proto import runtime_pb2 as pb
 
-from ._nodes import NODE_OFFLINE_AFTER_S
+from ._node_logs import NodeLogs
+from ._nodes import NODE_OFFLINE_AFTER_S, Nodes
 from ._spark_check import JobRefused, check_job, check_spec, job_problem
+from ._spark_record import KIND, SparkJob, status_view
 from ._spark_tokens import JobTokens, registers_problem
 
-if TYPE_CHECKING:
-    from ._master import Master
+__all__ = ["KIND", "SparkHost", "SparkJob", "SparkJobs", "status_view"]
 
 log = logging.getLogger("headwater.master")
-KIND = "spark-job"
 MAX_JOB_FILE_BYTES = 1 << 20  # a bare job file (a zip package is bounded as a topology's)
 MAX_REPORTED = 256  # the most Spark jobs of one node's report the master looks at
 
 
-@dataclass
-class SparkJob:
-    name: str
-    package: str
-    entry: str
-    mode: str = "once"
-    every_s: float = 0.0
-    spark_master: str = ""
-    params: dict[str, str] = field(default_factory=dict)
-    landing: str = ""
-    warehouse: str = ""
-    submitted: float = field(default_factory=time.time)
-    node: str = ""
-    status: dict[str, Any] = field(default_factory=dict)  # the worker's last report
-    registers: list[str] = field(default_factory=list)  # the models it may register
+class SparkHost(Protocol):
+    """What the Spark jobs ask of the master (``Master`` is one): its state folder and
+    tokens, its node registry and log requests, the names its topologies take, and its
+    REST API's URL as a worker reaches it."""
 
     @property
-    def finished(self) -> bool:
-        return self.mode == "once" and self.status.get("state") == "succeeded"
+    def state_dir(self) -> Path: ...
 
-    def order(self, registry_url: str = "", token: str = "") -> pb.NodeCommand:
-        """The worker's order; a registering job's carries the API's URL and its token."""
-        token = token if registry_url else ""  # no API to reach: no registry
-        job = pb.SparkJob(
-            mode=self.mode,
-            every_s=self.every_s,
-            spark_master=self.spark_master,
-            params=self.params,
-            landing=self.landing,
-            warehouse=self.warehouse,
-            registers=self.registers if token else [],
-            registry_url=registry_url if token else "",
-            registry_token=token,
-        )
-        run = pb.RunContainer(
-            topology=self.name, package=self.package, entry=self.entry, kind=KIND, job=job
-        )
-        return pb.NodeCommand(run=run)
+    @property
+    def tokens(self) -> TokenStore: ...
+
+    @property
+    def nodes(self) -> Nodes: ...
+
+    @property
+    def node_logs(self) -> NodeLogs: ...
+
+    @property
+    def deployments(self) -> Container[str]: ...
+
+    @property
+    def http_url(self) -> str: ...
 
 
 class SparkJobs:
     """The master's Spark jobs (on its event loop)."""
 
-    def __init__(self, master: Master, limits: LoadLimits) -> None:
+    def __init__(self, master: SparkHost, limits: LoadLimits) -> None:
         self.master = master
         self.limits = limits
         self.packages = PackageStore(master.state_dir / "spark" / "packages")
@@ -360,33 +345,3 @@ class SparkJobs:
     def runs_on(self, name: str, node_id: str) -> bool:
         job = self.jobs.get(name)
         return job is not None and job.node == node_id
-
-
-def status_view(s: pb.SparkJobStatus) -> dict[str, Any]:
-    """A worker's report of one job, as the REST API shows it (finite numbers only: NaN is
-    no JSON a browser parses)."""
-    last = None
-    if _finite(s.started):
-        last = {
-            "started": s.started,
-            "ended": _finite(s.ended) or None,
-            "ok": s.ok,
-            "rows_read": s.rows_read,
-            "rows_written": s.rows_written,
-            "error": s.error,
-        }
-    return {
-        "state": s.state,
-        "mode": s.mode,
-        "pid": s.pid,
-        "runs": s.runs,
-        "last_run": last,
-        "error": s.error,
-        "restarts": s.restarts,
-        "crash_loop": s.crash_loop,
-        "updated": _finite(s.updated),
-    }
-
-
-def _finite(x: float) -> float:
-    return x if math.isfinite(x) else 0.0

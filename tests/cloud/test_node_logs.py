@@ -35,7 +35,7 @@ class FakeMaster:
     def __init__(self) -> None:
         self.deployments = {"wc": Deployment("wc", "sha256:x", "wc.py", 2, {0: "w1", 1: "w2"})}
         self.nodes = FakeNodes()
-        self.node_logs = NodeLogs(self, timeout_s=0.2, new_id=lambda: f"r{len(self.nodes.sent)}")  # type: ignore[arg-type]
+        self.node_logs = NodeLogs(self, timeout_s=0.2, new_id=lambda: f"r{len(self.nodes.sent)}")
 
 
 class FakeTransport:

@@ -29,13 +29,13 @@ def _attach(master: Master, node_id: str) -> None:
     master.nodes.records[node_id] = NodeRecord(
         pb.NodeInfo(node_id=node_id, kind="worker"), queue=asyncio.Queue()
     )
-    master._attached(node_id)
+    master.orders.attached(node_id)
 
 
 def _submit(master: Master, name: str, containers: int) -> Deployment:
     dep = Deployment(name, "sha256:" + "0" * 64, "topo.py", containers)
     master.deployments[name] = dep
-    master._schedule(dep)
+    master.orders.schedule(dep)
     return dep
 
 
