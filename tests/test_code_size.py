@@ -29,15 +29,12 @@ COMPLEXITY = 20
 
 KNOWN_LONG_MODULES: frozenset[str] = frozenset(
     {
-        "cloud/master/_docker.py",
-        "cloud/master/_master.py",
         "common/runtime/_instance.py",
     }
 )
 
 KNOWN_LONG_CLASSES: frozenset[str] = frozenset(
     {
-        "cloud/master/_master.py:Master",
         "common/runtime/_instance.py:Instance",
     }
 )

@@ -313,17 +313,6 @@ def _describe(cycle: list[Import]) -> str:
 # that is not listed fails, and so does a listed knot that is gone or changed
 # (remove or narrow its entry when a split breaks it). Issue 34.
 KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
-    "the cloud master and its helpers": frozenset(
-        f"headwater.cloud.master.{m}"
-        for m in (
-            "_master",
-            "_node_logs",
-            "_rollout",
-            "_rollout_drive",
-            "_scheduler",
-            "_spark_jobs",
-        )
-    ),
     "the Spark datasets and the landing source": frozenset(
         {"headwater.cloud.spark._datasets", "headwater.cloud.spark._landing_source"}
     ),
