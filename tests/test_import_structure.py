@@ -313,9 +313,6 @@ def _describe(cycle: list[Import]) -> str:
 # that is not listed fails, and so does a listed knot that is gone or changed
 # (remove or narrow its entry when a split breaks it). Issue 34.
 KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
-    "the Spark datasets and the landing source": frozenset(
-        {"headwater.cloud.spark._datasets", "headwater.cloud.spark._landing_source"}
-    ),
     "the API component and topology": frozenset(
         {"headwater.common.api._component", "headwater.common.api._topology"}
     ),

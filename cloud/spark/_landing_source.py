@@ -19,15 +19,13 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
-
-    from ._datasets import Layout
 
 NAME = "headwater-landing"
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # the landing's (and Hive's) null key
@@ -129,6 +127,15 @@ def path_keys(rel: str) -> dict[str, str | None]:
             key, value = seg.split("=", 1)
             out[key] = None if value == NULL_PARTITION else unquote(value)
     return out
+
+
+class Layout(Protocol):
+    """What the stream needs of a dataset's layout (``_datasets.Layout``)."""
+
+    @property
+    def partitions(self) -> tuple[str, ...]: ...
+
+    def ddl(self) -> str: ...
 
 
 def manifest_stream(spark: SparkSession, path: str, layout: Layout) -> DataFrame:
