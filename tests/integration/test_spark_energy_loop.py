@@ -136,9 +136,11 @@ def test_a_spec_and_a_job_submitted_survive_two_driver_kills_each_exactly(
 
     pids = {n: int(wait_for(restarted(n), 400, f"{n} reading")) for n in JOBS}
     for kill, part in enumerate(parts[1:3], start=1):
-        landing.land(part)  # lands while the drivers work on what came before
         for name in JOBS:
             _crash(pids[name])
+        # lands while the drivers are down: a restarted driver must read it (landed before
+        # the kills, a driver could read it all before its kill, and its successor none)
+        landing.land(part)
         for name in JOBS:
             pids[name] = int(wait_for(restarted(name, pids[name]), 400, f"{name} again ({kill})"))
     landing.land(parts[3])
