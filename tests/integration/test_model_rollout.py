@@ -67,6 +67,24 @@ def _cli(daemons: Daemons, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def submit_to_both(daemons: Daemons, topology: Path, name: str) -> None:
+    """Once the worker and both agents are online, submit ``topology`` (named ``name``) and
+    wait until both agents' uplinks are open."""
+    wait_for(
+        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
+        30,
+        "the worker and both agents online",
+    )
+    daemons.cli("submit", str(topology))
+    wait_for(
+        lambda: all(
+            _node(daemons, f"gw-{s}")["uplinks"].get(name, {}).get("connected") for s in SITES
+        ),
+        60,
+        "both agents' uplinks open",
+    )
+
+
 def _rows(out: Path) -> list[dict[str, Any]]:
     """The readings the example landed, each with its flag and the model version that set it."""
     if not (out / "landing" / "readings").exists():
@@ -106,19 +124,7 @@ def test_canary_rollout_then_all_a_bad_model_rolls_back_every_reading_once(
     daemons.start_worker("w1", env={"IOT_OUT": str(out)})
     for site in SITES:
         daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, daemons.grpc))
-    wait_for(
-        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
-        30,
-        "the worker and both agents online",
-    )
-    daemons.cli("submit", str(TOPOLOGY))
-    wait_for(
-        lambda: all(
-            _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected") for s in SITES
-        ),
-        60,
-        "both agents' uplinks open",
-    )
+    submit_to_both(daemons, TOPOLOGY, "iot")
     messages = _messages(int(RATE * 600))
     sensors = Sensors(*mosquitto)
     publisher = SteadySensors(sensors, messages, RATE)
@@ -257,19 +263,7 @@ def test_waves_then_a_guard_out_of_bounds_on_the_first_wave_rolls_back(
         master = proxy.address if site == "site1" else daemons.grpc
         route = ["--ingress-proxy", proxy.address] if site == "site1" else []
         daemons.start_agent(f"gw-{site}", *_agent_args(mosquitto, site, master, *route))
-    wait_for(
-        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
-        30,
-        "the worker and both agents online",
-    )
-    daemons.cli("submit", str(TOPOLOGY))
-    wait_for(
-        lambda: all(
-            _node(daemons, f"gw-{s}")["uplinks"].get("iot", {}).get("connected") for s in SITES
-        ),
-        60,
-        "both agents' uplinks open",
-    )
+    submit_to_both(daemons, TOPOLOGY, "iot")
     messages = _messages(int(RATE * 600))
     sensors = Sensors(*mosquitto)
     publisher = SteadySensors(sensors, messages, RATE)

@@ -41,6 +41,7 @@ from ..cloud.spark._spark import GATEWAY_SOCKET, spark_session
 from ._daemons import Daemons
 from ._support import EXAMPLES, wait_for
 from .test_edge_cloud import SITES, Sensors, SteadySensors, _node
+from .test_model_rollout import _cli, submit_to_both
 
 pytestmark = [pytest.mark.cluster, GATEWAY_SOCKET]
 ENERGY = EXAMPLES / "energy"
@@ -118,19 +119,6 @@ def _train(tmp_path: Path) -> tuple[dict[str, Path], dict[str, dict[Key, float]]
     return files, offline
 
 
-def _cli(daemons: Daemons, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            *(sys.executable, "-m", "headwater", *args),
-            *("--master", daemons.http, "--token", daemons.token),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def _live(daemons: Daemons, site: str) -> float | None:
     live = _node(daemons, f"gw-{site}")["metrics"].get("model:energy/predict")
     return None if live is None else float(live)
@@ -177,19 +165,7 @@ def test_onnx_models_roll_out_canary_first_and_score_as_offline(
             *("--master", daemons.grpc, "--label", f"site={site}"),
             *("--mqtt", f"{host}:{port}", "--topic", f"meters/{site}/#"),
         )
-    wait_for(
-        lambda: len([n for n in daemons.api("/api/v1/nodes") if n["online"]]) == 3,
-        30,
-        "the worker and both agents online",
-    )
-    daemons.cli("submit", str(PIPELINE))
-    wait_for(
-        lambda: all(
-            _node(daemons, f"gw-{s}")["uplinks"].get("energy", {}).get("connected") for s in SITES
-        ),
-        60,
-        "both agents' uplinks open",
-    )
+    submit_to_both(daemons, PIPELINE, "energy")
     # v1..v4 registered in order; v4's metadata expects scores in [100, 101]
     for v in ("1", "2", "3", "4"):
         meta = {"dataset": "energy_data", "output_range": [100.0, 101.0]} if v == "4" else {}
