@@ -8,11 +8,6 @@ domain's topology master. It lives in ``common`` because both sides run it, and
 edge and cloud never import each other.
 """
 
-import os
-
-# before anything here imports grpc: a node forks its containers
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
-
 from ._identity import lock_workdir, node_identity
 from ._node import Node
 

@@ -40,11 +40,6 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-# gRPC's fork handlers abort a child forked while its threads run; this
-# process forks instances (exec follows at once), so turn them off before
-# grpc loads.
-os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "0")
-
 from .._clock import SYSTEM_CLOCK, Clock
 from ..api import Reliability
 from ..plan import domain_args, pack_round_robin, validate

@@ -26,9 +26,9 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 
 NO_GRPC_FORK_HANDLERS = {"GRPC_ENABLE_FORK_SUPPORT": "false"}
 """Every child is fork-then-exec, never a forked gRPC user, so gRPC's fork handlers only do
-harm: with other threads inside gRPC they are skipped with a notice in the log, and a
-process that forked while its event engine polled was seen to abort (epoll_wait: Bad file
-descriptor) in a container of the compose cluster. Read when grpc is first imported."""
+harm: a child forked while a channel is busy can die before its exec (epoll_wait: Bad file
+descriptor). ``import headwater`` turns them off for its own process; this turns them off
+in every child too. Read when grpc is first imported."""
 
 
 class Proc(Protocol):
