@@ -143,7 +143,7 @@ def test_the_word_count_spout_is_paced_so_a_run_keeps_counting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """By default each spout task emits at most 50 lines a second: the 3,000 lines of the
-    two tasks take 30 s, longer than the README's 20 s run (a clock of the test's own)."""
+    two tasks take 30 s, longer than docs/run.md's 20 s run (a clock of the test's own)."""
     monkeypatch.delenv("WORDCOUNT_RATE", raising=False)
     monkeypatch.delenv("WORDCOUNT_REPEAT", raising=False)
     wordcount = _load(ROOT / "examples/iot/wordcount.py", "wordcount_paced")

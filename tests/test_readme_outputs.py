@@ -1,6 +1,7 @@
-"""What the README's commands write under the repository's root is ignored by git and Docker.
+"""What the docs' commands write under the repository's root is ignored by git and Docker.
 
-A newcomer runs the README from a fresh clone's root: the IoT example writes ``iot-out/``,
+A newcomer runs the README's and docs/'s commands (every ```sh block of README.md and of
+``docs/**/*.md``) from a fresh clone's root: the IoT example writes ``iot-out/``,
 the live-edit example ``editable-out/``, the Spark loop ``warehouse/`` and the trained
 model, the shop example ``shop-out/`` (its landing and warehouse). None of it may show up
 in ``git status`` or travel in the compose image's build context (the root, filtered by
@@ -22,13 +23,14 @@ _OUTPUT_FLAGS = ("--out", "--warehouse", "--checkpoint", "--landing", "--workdir
 
 
 def _commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    text = "\n".join(f.read_text() for f in files)
     blocks = re.findall(r"^```sh\n(.*?)^```", text, flags=re.S | re.M)
     return [line.split("#", 1)[0].strip() for b in blocks for line in b.splitlines()]
 
 
 def readme_outputs() -> set[str]:
-    """The top-level names under the current folder that the README's commands write:
+    """The top-level names under the current folder that the docs' commands write:
     the values of output flags and the paths ``headwater read`` reads (a topology's output)."""
     out: set[str] = set()
     for cmd in _commands():

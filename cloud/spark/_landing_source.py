@@ -1,7 +1,8 @@
 """A landed dataset as a PySpark 4 Python streaming data source over its manifests.
 
 The alternative to Spark's file source (``_datasets.Landing.stream``), measured
-against it in docs/design.md ("The Spark rollup: source and exactly-once").
+against it in docs/design.md ("The Spark rollup: any dataset, by spec; source and
+exactly-once", its "The source, by measurement").
 An offset is ``{"seq": N}``: every commit the landing manifests
 ``_manifests/1.json`` .. ``N.json`` list (contiguous from 1; a manifest exists
 only once its files do). A micro-batch from ``{"seq": a}`` to ``{"seq": b}``

@@ -1,4 +1,4 @@
-"""The topology the README's "Change it while it runs" edits live: revision 1.
+"""The topology docs/live-edits.md ("Change it while it runs") edits live: revision 1.
 
 ``numbers`` makes records [key, seq] by itself (keys k0..k3, seq 0, 1, 2, ... at about
 20 a second; its position is checkpointed state), ``counter`` counts per key (keyed

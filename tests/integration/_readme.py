@@ -1,10 +1,11 @@
-"""The README's shell blocks, and a shell that runs their lines as written, in order.
+"""The shell blocks of README.md and docs/, and a shell that runs their lines as written.
 
-A block is the lines of one ```sh fence under a heading. ``ReadmeShell`` runs each line
-with bash in one environment (``export`` lines carry over, as in a terminal) and one
-working folder. Lines that do not return by themselves (daemons, ``headwater run``) are
-started in the background, each with a readiness condition the test gives, and stopped at
-the end; every other line must exit 0.
+A block is the lines of one ```sh fence under a heading, in README.md or any
+``docs/**/*.md`` (``doc_files``); its key is the heading and its place under it.
+``ReadmeShell`` runs each line with bash in one environment (``export`` lines carry over,
+as in a terminal) and one working folder. Lines that do not return by themselves (daemons,
+``headwater run``) are started in the background, each with a readiness condition the test
+gives, and stopped at the end; every other line must exit 0.
 """
 
 from __future__ import annotations
@@ -28,22 +29,34 @@ class Block:
     heading: str  # the nearest heading above it, without the #s
     index: int  # its place among the sh blocks under that heading
     lines: list[str]
+    source: str = "README.md"  # the file it is in, relative to the root
 
     @property
     def key(self) -> str:
         return f"{self.heading} #{self.index}"
 
 
+def doc_files() -> list[Path]:
+    """README.md, then every Markdown file under docs/, by path."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
 def readme_blocks(text: str | None = None) -> list[Block]:
-    """Every ```sh fence of README.md, in order, with its non-empty lines."""
-    text = (ROOT / "README.md").read_text() if text is None else text
+    """Every ```sh fence of README.md and docs/ (or of ``text``), in order, with its
+    non-empty lines."""
+    if text is not None:
+        return _blocks(text, "README.md")
+    return [b for f in doc_files() for b in _blocks(f.read_text(), f.relative_to(ROOT).as_posix())]
+
+
+def _blocks(text: str, source: str) -> list[Block]:
     blocks: list[Block] = []
     heading, count = "", 0
     fence: list[str] | None = None
     for line in text.splitlines():
         if fence is not None:
             if line.startswith("```"):
-                blocks.append(Block(heading, count, fence))
+                blocks.append(Block(heading, count, fence, source))
                 count, fence = count + 1, None
             elif line.strip():
                 fence.append(line)
@@ -56,7 +69,7 @@ def readme_blocks(text: str | None = None) -> list[Block]:
 
 def block(key: str) -> Block:
     found = [b for b in readme_blocks() if b.key == key]
-    assert found, f"README.md has no sh block {key!r}"
+    assert found, f"README.md and docs/ have no sh block {key!r}"
     return found[0]
 
 

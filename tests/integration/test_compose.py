@@ -4,7 +4,7 @@ with nothing going wrong, then through each fault across the cluster's container
 cut off the network for 60 s, a worker killed, the master restarted, a stream manager's
 container paused, the broker restarted).
 
-Runs the README's commands as a user would (``deploy/compose/build``, then ``up -d`` in
+Runs docs/docker.md's commands as a user would (``deploy/compose/build``, then ``up -d`` in
 deploy/compose), with its own project name and its ports on the host's loopback only."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The README's "Change it while it runs" block, run as written on a master and a worker."""
+"""docs/live-edits.md's "Change it while it runs" block, run as written on a master and a
+worker."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from ._support import committed_rows, wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
-HEADING = "### Change it while it runs"
+DOC = ROOT / "docs" / "live-edits.md"
+HEADING = "# Change it while it runs"
 
 
 def readme_commands() -> list[list[str]]:
     """The commands of the block's first ```sh fence, comments dropped."""
-    text = (ROOT / "README.md").read_text()
+    text = DOC.read_text()
     section = text[text.index(HEADING) :]
     block = section[section.index("```sh\n") + 6 :]
     block = block[: block.index("```")]

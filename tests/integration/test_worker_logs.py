@@ -114,9 +114,9 @@ def _logs_here(daemons: Daemons, *args: str) -> subprocess.CompletedProcess[str]
 
 
 def _a_local_run_of_the_same_name(daemons: Daemons, tmp_path: Path, header: str) -> None:
-    """The README's order: a local run of wordcount, then the cluster's: with HEADWATER_MASTER,
-    the cluster's is shown, and said so; --local shows the local run's. A name the master
-    does not have is the local run's, and said so."""
+    """The docs' order (docs/run.md, then docs/cluster.md): a local run of wordcount, then
+    the cluster's: with HEADWATER_MASTER, the cluster's is shown, and said so; --local shows
+    the local run's. A name the master does not have is the local run's, and said so."""
     runs = []
     for name in ("wordcount", "localonly"):
         workdir = tmp_path / f"local-{name}"

@@ -1,4 +1,4 @@
-"""A landing zone written by hand in the contract's layout (docs/design.md, "The landing zone").
+"""A landing zone written by hand in the contract's layout (docs/design.md, "Landing zone").
 
 Stands in for the IoT example's ``LandingSink`` in the rollup's tests: Parquet
 files under ``ROOT/readings/date=.../site=.../part-<checkpoint>-<task>.parquet``
