@@ -10,9 +10,9 @@ A test module declares its cases at module level, ``NAME = Case(file, inputs, ro
 **settings)`` (``file``: a topology file of ``topologies/`` defining ``build(case)``);
 ``run_in(case)`` returns what each of the case's sinks received, ``{sink: [values,
 ...]}``, waiting for ``rows`` rows in all where processes run. The first call of a
-module runs all its cases at once, in as few topologies as their configurations allow
-(one cluster, one submission to the agent for each), and keeps every case's result: the
-agent's daemons and each cluster are shared by the module's tests.
+module runs all its cases at once, one topology for each reliability mode among them
+(one cluster, one submission to the agent), and keeps every case's result: the agent's
+daemons and each cluster are shared by the module's tests.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from headwater.cloud.local import LocalCluster
+from headwater.common.api import RuntimeConfig
 from headwater.common.plan import load_topology
 from headwater.testing import run_main
 
@@ -66,14 +67,16 @@ def case(file: str, inputs: Any, *, rows: int, **settings: Any) -> Case:
 
 
 def _config_key(c: Case) -> str:
-    """What must be the same for cases to share a topology: its config, its dead letters."""
+    """What must be the same for cases to share a topology: its reliability mode, its dead
+    letters (the rest of a case's config travels with its components)."""
     sys.path.insert(0, str(TOPOLOGIES))
     try:
         spec = {"inputs": c.inputs, "out": "", "suffix": "", **c.settings}
         topology = runpy.run_path(str(TOPOLOGIES / c.file))["build"](spec)
     finally:
         sys.path.remove(str(TOPOLOGIES))
-    return repr((sorted(topology.config.items()), topology.dead_letters))
+    reliability = RuntimeConfig.from_mapping(topology.config).reliability
+    return repr((reliability, topology.dead_letters))
 
 
 def _prepare(tmp: Path, mode: str, cases: list[Case]) -> tuple[Path, dict[Case, Path]]:

@@ -67,7 +67,9 @@ SEP = "_case"
 
 def main(file: str) -> Topology:
     """The topology ``mode_settings.py`` beside ``file`` asks for: each case's ``build``
-    (of its own file, with its settings) in one topology, placed for the mode."""
+    (of its own file, with its settings) in one topology, placed for the mode. Each
+    component keeps its own topology's config as its component config; the merged
+    topology's config is what they all agree on."""
     s = settings(file)
     here = Path(file).parent
     parts = [runpy.run_path(str(here / c["file"]))["build"](c) for c in s["cases"]]
@@ -76,14 +78,19 @@ def main(file: str) -> Topology:
     inputs: list[Input] = []
     for case, part in zip(s["cases"], parts, strict=True):
         for c in part.components:
-            if not c.name.startswith("sink"):
-                components.append(c)
+            if not c.name.startswith("sink"):  # with its topology's config, as it ran alone
+                components.append(replace(c, config={**part.config, **c.config}))
                 continue
             for i in c.inputs:  # the case's sink becomes a route of the one sink
                 routes[f"{i.component}/{i.stream}"] = (case["out"], c.name.rsplit(SEP, 1)[0])
                 inputs.append(Input(i.component, i.stream, global_()))
     sink = ComponentSpec("sink", "bolt", partial(RoutingSink, routes), 1, tuple(inputs))
-    merged = replace(parts[0], name=s["name"], components=(*components, sink))
+    common = {  # the cases share a reliability mode (the test's side sees to it)
+        k: v
+        for k, v in parts[0].config.items()
+        if all(k in p.config and p.config[k] == v for p in parts)
+    }
+    merged = replace(parts[0], name=s["name"], components=(*components, sink), config=common)
     return placed(merged, s["mode"])
 
 
