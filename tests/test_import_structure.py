@@ -313,12 +313,6 @@ def _describe(cycle: list[Import]) -> str:
 # that is not listed fails, and so does a listed knot that is gone or changed
 # (remove or narrow its entry when a split breaks it). Issue 34.
 KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
-    "the API component and topology": frozenset(
-        {"headwater.common.api._component", "headwater.common.api._topology"}
-    ),
-    "the topology master and its views and watchdog": frozenset(
-        f"headwater.common.control.{m}" for m in ("_tmaster", "_views", "_watchdog")
-    ),
     "the instance and its helpers": frozenset(
         f"headwater.common.runtime.{m}"
         for m in (
@@ -334,9 +328,6 @@ KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
         f"headwater.common.runtime.{m}"
         # _stmgr_sessions was split out of _stmgr: the same knot, one module more
         for m in ("_ingress", "_ipc", "_peers", "_stmgr", "_stmgr_metrics", "_stmgr_sessions")
-    ),
-    "the heronpy streamlet API and its translation": frozenset(
-        {"headwater.heronpy.streamlet._api", "headwater.heronpy.streamlet._translate"}
     ),
 }
 

@@ -37,15 +37,54 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from ._stream import DEFAULT_STREAM, Stream
+from ._stream import DEFAULT_STREAM, Input, Stream
 from ._tuple import Tuple
 
 if TYPE_CHECKING:
     from ..wire._control import ControlMessage
     from ._state import KeyedState, State
-    from ._topology import Topology
+
+
+class ComponentView(Protocol):
+    """What a running component sees of one component of its topology (a ``ComponentSpec``)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> Literal["spout", "bolt"]: ...
+    @property
+    def parallelism(self) -> int: ...
+    @property
+    def inputs(self) -> tuple[Input, ...]: ...
+    @property
+    def outputs(self) -> tuple[Stream, ...]: ...
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+    @property
+    def streams(self) -> tuple[Stream, ...]: ...
+    def stream(self, name: str) -> Stream | None: ...
+
+
+class TopologyView(Protocol):
+    """What a running component sees of its topology (the ``Topology`` it runs in).
+
+    A Protocol, so that this module needs nothing of ``_topology.py``, which
+    imports it (a ``Topology`` satisfies it).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def components(self) -> Sequence[ComponentView]: ...
+    @property
+    def config(self) -> Mapping[str, Any]: ...
+    @property
+    def dead_letters(self) -> str | None: ...
+    def component(self, name: str) -> ComponentView:
+        """The component called ``name`` (KeyError if there is none)."""
+        ...
 
 
 class Context(Protocol):
@@ -62,7 +101,7 @@ class Context(Protocol):
     @property
     def config(self) -> Mapping[str, Any]: ...
     @property
-    def topology(self) -> Topology: ...
+    def topology(self) -> TopologyView: ...
     @property
     def log(self) -> logging.Logger: ...
 

@@ -3,18 +3,21 @@
 Each function reads one topology master and returns plain data for
 ``cloud/tmaster/_http.py`` (and so for ``headwater status``, the master
 daemon's API and an agent's status page). Reading only: nothing here changes
-the topology master.
+the topology master, which they read through ``ViewedMaster``, a Protocol of
+what they need (``TopologyMaster`` satisfies it).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._watchdog import OFFLINE_AFTER_S
+from ._watchdog import OFFLINE_AFTER_S, Watchdog, WatchedMaster
 
 if TYPE_CHECKING:
+    from .._clock import Clock
     from ..api import ComponentSpec
-    from ._tmaster import TopologyMaster
+    from ._edits import EditCoordinator
+    from ._revisions import RevisionLog
 
 # the task metrics summed per component in ``metrics``
 SUMMED = (
@@ -31,7 +34,28 @@ SUMMED = (
 )
 
 
-def summary(tm: TopologyMaster) -> dict[str, Any]:
+class ViewedMaster(WatchedMaster, Protocol):
+    """What the views read of a topology master: what its watchdog reads, and more."""
+
+    @property
+    def clock(self) -> Clock: ...
+    @property
+    def current(self) -> int: ...
+    @property
+    def plan_version(self) -> int: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def started(self) -> float: ...
+    @property
+    def watchdog(self) -> Watchdog: ...
+    @property
+    def edits(self) -> EditCoordinator: ...
+    @property
+    def revlog(self) -> RevisionLog: ...
+
+
+def summary(tm: ViewedMaster) -> dict[str, Any]:
     """State, revision, epoch, containers (online or not) and components."""
     now = tm.clock.monotonic()
     return {
@@ -71,7 +95,7 @@ def component(c: ComponentSpec) -> dict[str, Any]:
     }
 
 
-def revisions(tm: TopologyMaster) -> dict[str, Any]:
+def revisions(tm: ViewedMaster) -> dict[str, Any]:
     """The revision running, the one being applied, and the history."""
     edit = tm.edits.edit
     return {
@@ -81,7 +105,7 @@ def revisions(tm: TopologyMaster) -> dict[str, Any]:
     }
 
 
-def checkpoints(tm: TopologyMaster) -> dict[str, Any]:
+def checkpoints(tm: ViewedMaster) -> dict[str, Any]:
     """The checkpoint catalogue (exactly-once topologies)."""
     return {
         "exactly_once": tm.exactly_once,
@@ -92,7 +116,7 @@ def checkpoints(tm: TopologyMaster) -> dict[str, Any]:
     }
 
 
-def metrics(tm: TopologyMaster) -> dict[str, Any]:
+def metrics(tm: ViewedMaster) -> dict[str, Any]:
     """The heartbeats' metrics per task, summed per component (with the user counters,
     ``user:<name>``, which heronpy's registered metrics are too), and per container."""
     tasks: dict[str, dict[str, Any]] = {}

@@ -17,12 +17,16 @@ The topology master's summary and metrics carry ``status`` (``view``), which
 (an agent hosts the topology master of its edge subgraph), the watchdog
 keeps the node's reasons for this topology in step (``tick``):
 a crash loop is ``failed``; a stuck state or failing checkpoints ``degraded``.
+
+The watchdog reads its topology master through ``WatchedMaster``, a Protocol
+of what it needs here, which ``TopologyMaster`` satisfies.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._clock import SYSTEM_CLOCK, Clock
 from .._health import DEGRADED, FAILED, Health, Level
@@ -30,7 +34,12 @@ from ..wire._states import CheckpointState, TopologyState
 from ._crashloop import DEFAULT_POLICY, CrashLoop, CrashLoopDetector, CrashLoopPolicy
 
 if TYPE_CHECKING:
-    from ._tmaster import TopologyMaster
+    from ..api import Topology
+    from ..plan import PhysicalPlan
+    from ..wire.proto import runtime_pb2 as pb
+    from ._catalogue import Catalogue
+    from ._checkpoints import CheckpointCoordinator
+    from ._recovery import Recovery
 
 log = logging.getLogger("headwater.tmaster")
 OFFLINE_AFTER_S = 5.0  # a container silent this long is named
@@ -39,12 +48,39 @@ FAILING_IN_A_ROW = 3  # checkpoints failed in a row: degraded
 LISTED = 5  # tasks named in one reason, at most
 
 
+class WatchedMaster(Protocol):
+    """What the watchdog reads of its topology master (``TopologyMaster`` is one)."""
+
+    @property
+    def topology(self) -> Topology: ...
+    @property
+    def plan(self) -> PhysicalPlan: ...
+    @property
+    def state(self) -> TopologyState: ...
+    @property
+    def exactly_once(self) -> bool: ...
+    @property
+    def containers(self) -> Mapping[int, pb.ContainerInfo]: ...
+    @property
+    def last_heartbeat(self) -> Mapping[int, float]: ...
+    @property
+    def metrics(self) -> Mapping[str, Mapping[str, float]]: ...
+    @property
+    def exceptions(self) -> Sequence[dict[str, Any]]: ...
+    @property
+    def recovery(self) -> Recovery: ...
+    @property
+    def checkpoints(self) -> CheckpointCoordinator: ...
+    @property
+    def catalogue(self) -> Catalogue: ...
+
+
 class Watchdog:
     """Diagnoses one topology master. Runs on its event loop only."""
 
     def __init__(
         self,
-        tm: TopologyMaster,
+        tm: WatchedMaster,
         *,
         policy: CrashLoopPolicy = DEFAULT_POLICY,
         health: Health | None = None,

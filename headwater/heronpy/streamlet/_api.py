@@ -12,8 +12,9 @@ the shape of window results).
 
 What user code subclasses (``Generator``, ``TransformOperator``) and is
 handed (``StreamletContext``) is in ``_operators.py``. How a graph becomes a
-``headwater.dsl.Pipeline`` is in ``_translate.py``, which knows this
-module's classes only as types; the one call down into it is
+``headwater.dsl.Pipeline`` is in ``_translate.py``, which reads a
+``Streamlet`` through its own Protocol (``StreamletNode``) and never imports
+this module; the one call down into it is
 ``Builder._pipeline`` (for ``Builder.build``, and so ``Runner.run``).
 """
 

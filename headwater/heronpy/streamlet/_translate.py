@@ -8,17 +8,18 @@ and ``KeyedWindow`` tuples. What the DSL has no step for runs as an adapter:
 ``PacedGeneratorSpout`` (a ``Generator`` or function as a source),
 ``_TransformOp`` (a ``TransformOperator``), ``_LogOp`` (``log``).
 
-This module imports the API's classes (``_operators.py``, ``_windows.py``;
-``_api.py``'s only as types, under ``TYPE_CHECKING``); ``_api.py`` calls
+This module imports the API's classes (``_operators.py``, ``_windows.py``),
+never ``_api.py``: it reads a streamlet through ``StreamletNode``, a Protocol
+of what it needs, which ``_api.Streamlet`` satisfies. ``_api.py`` calls
 ``to_pipeline`` from ``Builder._pipeline`` and nothing else here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from headwater.common.api import Context, Spout, Tuple
 from headwater.common.dsl import Pipeline
@@ -29,8 +30,22 @@ from headwater.common.dsl._sources import GeneratorSpout
 from ._operators import Generator, StreamletContext, TransformOperator
 from ._windows import KeyedWindow, Window, WindowConfig
 
-if TYPE_CHECKING:
-    from ._api import Streamlet
+
+class StreamletNode(Protocol):
+    """What the translation reads of a heronpy streamlet (``_api.Streamlet`` is one):
+    its operation and its parameters, its parents, its partitions, and its name, which
+    ``to_pipeline`` sets where the user did not."""
+
+    _name: str | None
+
+    @property
+    def _op(self) -> str: ...
+    @property
+    def _parents(self) -> Sequence[StreamletNode]: ...
+    @property
+    def _params(self) -> Mapping[str, Any]: ...
+    @property
+    def _num_partitions(self) -> int: ...
 
 
 class PacedGeneratorSpout(GeneratorSpout):
@@ -70,7 +85,9 @@ def _generator_spout(source: Generator | Callable[[], Any]) -> Spout:
     return PacedGeneratorSpout(source)
 
 
-def to_pipeline(streamlets: list[Streamlet], name: str, config: dict[str, Any] | None) -> Pipeline:
+def to_pipeline(
+    streamlets: Sequence[StreamletNode], name: str, config: dict[str, Any] | None
+) -> Pipeline:
     """The DSL pipeline of a builder's streamlets (in creation order: parents first)."""
     pipeline = Pipeline(name, config=config)
     names: set[str] = set()
@@ -94,7 +111,9 @@ def to_pipeline(streamlets: list[Streamlet], name: str, config: dict[str, Any] |
     return pipeline
 
 
-def _to_dsl(p: Pipeline, s: Streamlet, parents: list[DslStreamlet | None]) -> DslStreamlet | None:
+def _to_dsl(
+    p: Pipeline, s: StreamletNode, parents: list[DslStreamlet | None]
+) -> DslStreamlet | None:
     name, op, kw, n = s._name or s._op, s._op, s._params, s._num_partitions
     first = parents[0] if parents else None
     if op == "generator":
