@@ -71,6 +71,12 @@ def test_half_acking_fails_half() -> None:
         assert component_total(c, "word_spout", "acked") == 600
         assert component_total(c, "word_spout", "failed") == 600
         assert component_total(c, "word_spout", "user:spout_fails") == 600
+        # the bolt's figures reach the master on its own report, maybe after the spout's
+        wait_for(
+            lambda: component_total(c, "half_ack_bolt", "acked") >= 600,
+            30,
+            "the bolt's acks reported",
+        )
         assert component_total(c, "half_ack_bolt", "acked") == 600
 
 
