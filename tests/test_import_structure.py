@@ -319,17 +319,6 @@ KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
     "the topology master and its views and watchdog": frozenset(
         f"headwater.common.control.{m}" for m in ("_tmaster", "_views", "_watchdog")
     ),
-    "the instance and its helpers": frozenset(
-        f"headwater.common.runtime.{m}"
-        for m in (
-            "_barriers",
-            "_context",
-            "_executor",
-            "_instance",
-            "_instance_control",
-            "_instance_metrics",
-        )
-    ),
     "the stream manager and its helpers": frozenset(
         f"headwater.common.runtime.{m}"
         # _stmgr_sessions was split out of _stmgr: the same knot, one module more
