@@ -313,17 +313,6 @@ def _describe(cycle: list[Import]) -> str:
 # that is not listed fails, and so does a listed knot that is gone or changed
 # (remove or narrow its entry when a split breaks it). Issue 34.
 KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
-    "the instance and its helpers": frozenset(
-        f"headwater.common.runtime.{m}"
-        for m in (
-            "_barriers",
-            "_context",
-            "_executor",
-            "_instance",
-            "_instance_control",
-            "_instance_metrics",
-        )
-    ),
     "the stream manager and its helpers": frozenset(
         f"headwater.common.runtime.{m}"
         # _stmgr_sessions was split out of _stmgr: the same knot, one module more

@@ -4,14 +4,46 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..api import DEFAULT_STREAM, Topology, Tuple
 from ..state import KeyedState, State
 from ..wire._control import ControlMessage, control_frame
+from ._outputs import Outputs, TaskCounters
+from ._task_state import TaskState
 
-if TYPE_CHECKING:
-    from ._instance import Instance
+
+class Contextual(Protocol):
+    """What a component's context reads and acts through."""
+
+    @property
+    def task(self) -> int: ...
+
+    @property
+    def component(self) -> str: ...
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def topology(self) -> Topology: ...
+
+    @property
+    def conf(self) -> Mapping[str, Any]: ...
+
+    @property
+    def ids(self) -> dict[str, list[int]]: ...
+
+    @property
+    def outputs(self) -> Outputs: ...
+
+    @property
+    def store(self) -> TaskState: ...
+
+    @property
+    def counts(self) -> TaskCounters: ...
+
+    def send(self, frame: bytes) -> None: ...
 
 
 MAX_USER_COUNTERS = 256
@@ -26,7 +58,7 @@ class InstanceContext:
     runtime's own components (a channel to the stmgr). Executor thread only.
     """
 
-    def __init__(self, instance: Instance) -> None:
+    def __init__(self, instance: Contextual) -> None:
         self._i = instance
 
     @property
@@ -55,7 +87,7 @@ class InstanceContext:
 
     @property
     def log(self) -> logging.Logger:
-        return self._i.user_log
+        return logging.getLogger(f"headwater.user.{self._i.component}")
 
     def component_tasks(self, component: str) -> list[int]:
         return list(self._i.ids.get(component, []))
@@ -70,37 +102,37 @@ class InstanceContext:
         direct_task: int | None = None,
         need_task_ids: bool = False,
     ) -> list[int] | None:
-        return self._i.emit(values, stream, tup_id, anchors, direct_task, need_task_ids)
+        return self._i.outputs.emit(values, stream, tup_id, anchors, direct_task, need_task_ids)
 
     def emitter(self, stream: str = DEFAULT_STREAM) -> Callable[[list[Any]], None]:
-        return self._i.emitter_for(stream)
+        return self._i.outputs.emitter_for(stream)
 
     def emitter_all(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
-        return self._i.emitter_all_for(stream)
+        return self._i.outputs.emitter_all_for(stream)
 
     def ack(self, tup: Tuple) -> None:
-        self._i.ack(tup)
+        self._i.outputs.ack(tup)
 
     def fail(self, tup: Tuple) -> None:
-        self._i.fail(tup)
+        self._i.outputs.fail(tup)
 
     @property
     def state(self) -> State:
-        return self._i.state
+        return self._i.store.state
 
     def keyed_state(self, name: str) -> KeyedState:
-        keyed = self._i.keyed
+        keyed = self._i.store.keyed
         if name not in keyed:
             keyed[name] = KeyedState()
         return keyed[name]
 
     def system(self, msg: ControlMessage) -> None:
         """Send a control message to the stmgr (runtime components only)."""
-        self._i._send(control_frame(msg, src=self._i.task))
+        self._i.send(control_frame(msg, src=self._i.task))
 
     def system_frame(self, frame: bytes) -> None:
         """Send a ready frame to the stmgr (runtime components only)."""
-        self._i._send(frame)
+        self._i.send(frame)
 
     def incr(self, counter: str, by: int = 1) -> None:
         """Add ``by`` to the user counter ``counter`` (reported with the task's metrics).
@@ -109,7 +141,7 @@ class InstanceContext:
         characters); counts under further names go to ``OTHER_COUNTER``, so that a counter
         per device or per key cannot grow every report, /metrics and the console without end.
         """
-        c = self._i.user_counters
+        c = self._i.counts.user_counters
         counter = counter[:MAX_COUNTER_NAME]
         if counter not in c and len(c) >= MAX_USER_COUNTERS:
             counter = OTHER_COUNTER
@@ -118,10 +150,10 @@ class InstanceContext:
     def retry_record(
         self, component: str, attempt: Callable[[], Any], error: Exception, record: Any
     ) -> bool:
-        return self._i.retry(component, attempt, error, record)
+        return self._i.outputs.retry(component, attempt, error, record)
 
     def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
         """Report a dead letter made elsewhere (an edge domain's, relayed to the cloud) to
         ``/exceptions``, bounded as this instance's own (runtime components only)."""
         component, reason, tb, record = row
-        self._i.report_dead_letter(f"{component} ({origin})", reason, tb, record, sink=True)
+        self._i.outputs.report_dead_letter(f"{component} ({origin})", reason, tb, record, sink=True)

@@ -1,10 +1,14 @@
-"""An instance's executor loop: the main thread, which runs user code.
+"""An instance's executor: the main thread, which runs user code.
 
 A spout's loop calls ``next_tuple`` between draining what the stmgr sent
-(acks and fails, control); a bolt's loop handles frames as they come
-(``Instance.handle``). Both flush the emitter's batches when due and report
-metrics every ``METRICS_INTERVAL_S``. The loops end when the instance is
-stopping or the stmgr went away.
+(acks and fails, control); a bolt's loop takes frames as they come. Either
+hands each frame to the input gate (``InputGate.handle``), which passes it on
+to ``Executor.process``: a frame's records to the bolt's ``process`` (a
+record that raises is retried, then dead-lettered: ``Outputs.failed``), acks
+and fails to the spout, control messages to ``on_control``. Both loops flush
+the emitter's batches when due and report metrics every
+``METRICS_INTERVAL_S``. They end when the instance is stopping or the stmgr
+went away.
 
 These are the hot paths of an instance: keep them free of indirection.
 """
@@ -13,40 +17,174 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from ..api import TICK_COMPONENT, TICK_STREAM, Bolt, Spout, Tuple
-from ._instance_metrics import METRICS_INTERVAL_S, report_metrics
-
-if TYPE_CHECKING:
-    from ._instance import Instance
+from ..api import (
+    TICK_COMPONENT,
+    TICK_STREAM,
+    BatchBolt,
+    Bolt,
+    RuntimeConfig,
+    Spout,
+    Tuple,
+    UplinkReceiver,
+)
+from ..wire import Kind, decode
+from ..wire._control import ControlError, ControlMessage, decode_control
+from ..wire._frame import UPLINK_HEAD, Frame
+from ._instance_metrics import METRICS_INTERVAL_S, Reporting, report_metrics
+from ._outputs import Outputs
 
 log = logging.getLogger("headwater.instance")
 
 
-def run_spout(inst: Instance, spout: Spout) -> None:
+class Running(Reporting, Protocol):
+    """What the executor loops drive: the instance's flags, its input gate and output."""
+
+    active: bool
+    stopping: bool
+
+    @property
+    def rc(self) -> RuntimeConfig: ...
+
+
+class Executor:
+    """Runs a task's component on the frames past its input gate."""
+
+    def __init__(
+        self,
+        comp: Spout | Bolt,
+        component: str,
+        outputs: Outputs,
+        task_component: dict[int, str],
+        on_control: Callable[[ControlMessage], None],
+    ) -> None:
+        self.comp = comp
+        self.component = component
+        self.outputs = outputs
+        self.counts = outputs.counts
+        self.task_component = task_component  # the component of each task (a revision's)
+        self.on_control = on_control
+        self.task = outputs.task
+        # extension points, checked once: a bolt taking whole frames, an uplink receiver
+        self.batch = comp.process_values if isinstance(comp, BatchBolt) else None
+        self.on_uplink = comp.on_uplink if isinstance(comp, UplinkReceiver) else None
+
+    def process(self, f: Frame) -> None:
+        """One frame from the stmgr past the gate: data, acks, uplink or a control message."""
+        kind = f.kind
+        comp = self.comp
+        counts = self.counts
+        if kind == Kind.DATA or kind == Kind.DATA_ROOTED:
+            assert isinstance(comp, Bolt)
+            entries = decode(f.payload)
+            src = f.src
+            component = self.task_component.get(src, "?")
+            stream = f.stream
+            now = time.time()
+            t0 = time.perf_counter_ns()
+            batch = self.batch if kind == Kind.DATA else None
+            if batch is not None:  # the DSL's chains: a batch, no Tuple per record
+                batch(component, stream, src, entries)  # (their steps retry on their own)
+            else:
+                self._process(
+                    comp.process,
+                    iter(entries),
+                    kind == Kind.DATA_ROOTED,
+                    component,
+                    stream,
+                    src,
+                    now,
+                )
+            counts.exec_ns += time.perf_counter_ns() - t0
+            counts.exec_count += len(entries)
+            counts.executed += len(entries)
+        elif kind == Kind.ACKED or kind == Kind.FAILED:
+            assert isinstance(comp, Spout)
+            pending = self.outputs.pending
+            for root in decode(f.payload):
+                tup_id = pending.pop(root, _MISSING)
+                if tup_id is _MISSING:
+                    continue
+                if kind == Kind.ACKED:
+                    counts.acked += 1
+                    comp.on_ack(tup_id)
+                else:
+                    counts.failed += 1
+                    comp.on_fail(tup_id)
+        elif kind == Kind.UPLINK:  # an agent's batch, for a cloud receiver (_receiver.py)
+            if self.on_uplink is not None:
+                seq, prev = UPLINK_HEAD.unpack_from(f.payload)
+                self.on_uplink(f.stream, seq, prev, f.payload[UPLINK_HEAD.size :])
+        elif kind == Kind.CONTROL:
+            try:
+                msg = decode_control(f.payload)
+            except ControlError as exc:
+                log.warning("task %d: dropping a malformed control frame: %s", self.task, exc)
+                return
+            self.on_control(msg)
+
+    def _process(
+        self,
+        process: Callable[[Tuple], None],
+        entries: Any,
+        rooted: bool,
+        component: str,
+        stream: str,
+        src: int,
+        now: float,
+    ) -> None:
+        """``process`` every entry of a frame; one that raises is retried, then dead-lettered.
+
+        The try covers the whole frame, so a frame without a failure costs nothing more;
+        after a failure the loop goes on with the entries left."""
+        tup: Tuple | None = None
+        while True:
+            try:
+                if rooted:
+                    for values, roots in entries:
+                        tup = Tuple(None, component, stream, src, values, now, roots)
+                        process(tup)
+                else:
+                    for values in entries:
+                        tup = Tuple(None, component, stream, src, values, now)
+                        process(tup)
+                return
+            except Exception as exc:
+                if tup is None:
+                    raise
+                self.outputs.failed(self.component, process, tup, exc)
+                tup = None
+
+
+_MISSING = object()
+
+
+def run_spout(inst: Running, spout: Spout) -> None:
     """Call ``next_tuple`` while active, under max pending and not retired; between calls,
     take what the stmgr sent (acks, control), flush what is due and report metrics."""
-    max_pending = inst.rc.max_spout_pending if inst.acking else None
+    max_pending = inst.rc.max_spout_pending if inst.rc.acking else None
+    outputs, counts, gate = inst.outputs, inst.counts, inst.gate
     linger = inst.rc.batch_linger_ms / 1000.0
     idle = 0.0
     next_metrics = time.monotonic() + METRICS_INTERVAL_S
     while not inst.stopping:
-        _drain_inbox(inst, spout)
-        if inst._immediate_acks:
-            acks, inst._immediate_acks = inst._immediate_acks, []
+        _drain_inbox(inst)
+        if outputs.immediate_acks:
+            acks, outputs.immediate_acks = outputs.immediate_acks, []
             for tup_id in reversed(acks):
-                inst.acked += 1
+                counts.acked += 1
                 spout.on_ack(tup_id)
-        if inst._immediate_fails:
-            fails, inst._immediate_fails = inst._immediate_fails, []
+        if outputs.immediate_fails:
+            fails, outputs.immediate_fails = outputs.immediate_fails, []
             for tup_id in fails:
-                inst.failed += 1
+                counts.failed += 1
                 spout.on_fail(tup_id)
         can_emit = (
             inst.active
-            and not inst.retired
-            and (max_pending is None or len(inst.pending) < max_pending)
+            and not gate.retired
+            and (max_pending is None or len(outputs.pending) < max_pending)
         )
         emitted = False
         if can_emit:
@@ -68,21 +206,22 @@ def run_spout(inst: Instance, spout: Spout) -> None:
             next_metrics = now + METRICS_INTERVAL_S
 
 
-def run_bolt(inst: Instance, bolt: Bolt) -> None:
+def run_bolt(inst: Running, bolt: Bolt) -> None:
     """Handle every frame from the stmgr; tick and report metrics on time; flush what
     is buffered once no input came for a whole linger."""
     tick = inst.rc.tick_interval_s
     next_tick = time.monotonic() + tick if tick else float("inf")
     next_metrics = time.monotonic() + METRICS_INTERVAL_S
     linger = inst.rc.batch_linger_ms / 1000.0
-    handle = inst.handle
+    handle = inst.gate.handle
+    inbox = inst.gateway.inbox
     while not inst.stopping:
-        frame = inst.inbox.get(timeout=linger if inst.emitter.buffered else 0.2)
+        frame = inbox.get(timeout=linger if inst.emitter.buffered else 0.2)
         if frame is not None:
-            handle(frame, bolt)
-            if not inst.gateway.reading and inst.inbox.nbytes <= inst.inbox.low:
+            handle(frame)
+            if not inst.gateway.reading and inbox.nbytes <= inbox.low:
                 inst.gateway.wake()  # it paused reading at the high mark: resume
-            if not len(inst.inbox) and inst.emitter.buffered:
+            if not len(inbox) and inst.emitter.buffered:
                 inst.emitter.flush_all()  # nothing more to read: what is buffered goes now
         else:  # no input for a whole linger: everything buffered goes now
             if inst.gateway.eof.is_set():
@@ -100,17 +239,17 @@ def run_bolt(inst: Instance, bolt: Bolt) -> None:
             next_metrics = now + METRICS_INTERVAL_S
 
 
-def _wait_inbox(inst: Instance, timeout: float) -> None:
-    frame = inst.inbox.get(timeout=timeout)
+def _wait_inbox(inst: Running, timeout: float) -> None:
+    frame = inst.gateway.inbox.get(timeout=timeout)
     if frame is not None:
-        inst.handle(frame, inst.component_obj)
+        inst.gate.handle(frame)
 
 
-def _drain_inbox(inst: Instance, comp: Spout | Bolt) -> None:
+def _drain_inbox(inst: Running) -> None:
     while True:
-        frame = inst.inbox.get(timeout=0)
+        frame = inst.gateway.inbox.get(timeout=0)
         if frame is None:
             if inst.gateway.eof.is_set():
                 inst.stopping = True
             return
-        inst.handle(frame, comp)
+        inst.gate.handle(frame)

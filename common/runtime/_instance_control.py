@@ -9,7 +9,8 @@ any other is logged and dropped.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from ..api import Bolt, Spout
 from ..wire._control import (
@@ -22,14 +23,39 @@ from ..wire._control import (
     Stop,
     TakeCheckpoint,
 )
-
-if TYPE_CHECKING:
-    from ._instance import Instance
+from ._input_gate import InputGate
+from ._revision import Revision, load_revision
+from ._task_state import TaskState
 
 log = logging.getLogger("headwater.instance")
 
 
-def on_control(inst: Instance, msg: ControlMessage, comp: Spout | Bolt) -> None:
+class Controlled(Protocol):
+    """What control messages act on."""
+
+    active: bool
+    stopping: bool
+
+    @property
+    def task(self) -> int: ...
+
+    @property
+    def component(self) -> str: ...
+
+    @property
+    def ctx(self) -> object: ...
+
+    @property
+    def gate(self) -> InputGate[Revision]: ...
+
+    @property
+    def store(self) -> TaskState: ...
+
+    @property
+    def on_system(self) -> Callable[[ControlMessage], None] | None: ...
+
+
+def on_control(inst: Controlled, msg: ControlMessage, comp: Spout | Bolt) -> None:
     match msg:
         case Activate() if isinstance(comp, Spout):
             if not inst.active:
@@ -42,15 +68,18 @@ def on_control(inst: Instance, msg: ControlMessage, comp: Spout | Bolt) -> None:
         case Stop():
             inst.stopping = True
         case TakeCheckpoint(id=checkpoint) if isinstance(comp, Spout):
-            inst.barriers.take_snapshot(checkpoint)
+            inst.gate.take_snapshot(checkpoint)
         case Commit(id=checkpoint):
             comp.on_commit(checkpoint)
-            if inst.barriers.committed(checkpoint):
+            inst.store.committed(checkpoint)
+            if inst.gate.done(checkpoint):
                 inst.stopping = True  # its last checkpoint is published: done
-        case Prepare():
-            inst.barriers.prepare(msg)
+        case Prepare(retire=True):
+            inst.gate.retire_at(msg.at)
+        case Prepare():  # stage a revision: load its routing now, switch at its checkpoint
+            inst.gate.stage(msg.at, load_revision(msg, inst.component, inst.ctx, inst.task))
         case Abort():
-            inst.barriers.abort()
+            inst.gate.abort()
         case _ if inst.on_system is not None:
             inst.on_system(msg)
         case _:

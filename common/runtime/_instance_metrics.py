@@ -8,39 +8,65 @@ holds it back.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from ..wire import Kind, encode, encode_frame
 from ..wire._frame import STMGR
-
-if TYPE_CHECKING:
-    from ._instance import Instance
+from ._emitter import Emitter
+from ._gateway import Gateway
+from ._input_gate import InputGate
+from ._outputs import Outputs, TaskCounters
 
 METRICS_INTERVAL_S = 1.0
 
 
-def report_metrics(inst: Instance) -> None:
+class Reporting(Protocol):
+    """Where a task's metrics come from."""
+
+    @property
+    def task(self) -> int: ...
+
+    @property
+    def counts(self) -> TaskCounters: ...
+
+    @property
+    def emitter(self) -> Emitter: ...
+
+    @property
+    def outputs(self) -> Outputs: ...
+
+    @property
+    def gateway(self) -> Gateway: ...
+
+    @property
+    def gate(self) -> InputGate[Any]: ...
+
+
+def report_metrics(inst: Reporting) -> None:
+    c = inst.counts
+    gateway = inst.gateway
+    inbox, outbox = gateway.inbox, gateway.outbox
     m = {
         "type": "metrics",
         "task": inst.task,
         "emitted": inst.emitter.emitted,
-        "executed": inst.executed,
-        "acked": inst.acked,
-        "failed": inst.failed,
-        "pending": len(inst.pending),
-        "execute_latency_us": (inst.exec_ns / inst.exec_count / 1000.0) if inst.exec_count else 0.0,
-        "in_queue_bytes": inst.inbox.nbytes,
-        "in_queue_frames": len(inst.inbox),
-        "out_queue_bytes": inst.outbox.nbytes,
-        "out_queue_frames": len(inst.outbox),
-        "backpressure_ms": inst.outbox.blocked_s * 1000.0,
+        "executed": c.executed,
+        "acked": c.acked,
+        "failed": c.failed,
+        "pending": len(inst.outputs.pending),
+        "execute_latency_us": (c.exec_ns / c.exec_count / 1000.0) if c.exec_count else 0.0,
+        "in_queue_bytes": inbox.nbytes,
+        "in_queue_frames": len(inbox),
+        "out_queue_bytes": outbox.nbytes,
+        "out_queue_frames": len(outbox),
+        "backpressure_ms": outbox.blocked_s * 1000.0,
         "serialization_errors": inst.emitter.serialization_errors,
-        "dead_letters": inst.retry.dead_letters,
-        "record_retries": inst.retry.retries,
-        "checkpoints": inst.barriers.checkpoints,
-        "emitted_by_stream": inst.stream_emits,
-        "user": inst.user_counters,
+        "dead_letters": inst.outputs.retry.dead_letters,
+        "record_retries": inst.outputs.retry.retries,
+        "checkpoints": inst.gate.checkpoints,
+        "emitted_by_stream": c.stream_emits,
+        "user": c.user_counters,
     }
-    inst.exec_ns = inst.exec_count = 0
-    inst.metrics_out.append(encode_frame(Kind.METRICS, STMGR, inst.task, 0, b"", encode(m)))
-    inst.gateway.wake()
+    c.exec_ns = c.exec_count = 0
+    gateway.metrics_out.append(encode_frame(Kind.METRICS, STMGR, inst.task, 0, b"", encode(m)))
+    gateway.wake()

@@ -114,7 +114,7 @@ class InstanceThread:
         self._stop.set()
         inst = self._stop.inst
         if inst is not None:  # nothing drains it any more: an emit blocked on it returns
-            inst.outbox.close()
+            inst.gateway.outbox.close()
         sock = self._stop.sock
         if sock is not None:
             with contextlib.suppress(OSError):

@@ -127,7 +127,7 @@ def run_task(
         report = ExceptionReport(task, comp, f"{type(exc).__name__}: {exc}", tb)
         frame = control_frame(report, src=task)
         if inst is not None and inst.gateway.is_alive():
-            inst.metrics_out.append(frame)
+            inst.gateway.metrics_out.append(frame)
             inst.gateway.close(2.0)
         else:
             sock.setblocking(True)

@@ -87,7 +87,7 @@ def _instance(topology: Topology, sock: socket.socket) -> Instance:
 def _sent(inst: Instance) -> list[bytes]:
     inst.emitter.flush_all()
     frames = []
-    while (raw := inst.outbox.get(timeout=0)) is not None:
+    while (raw := inst.gateway.outbox.get(timeout=0)) is not None:
         frames.append(raw)
     return frames
 
@@ -107,7 +107,7 @@ def _controls(frames: list[bytes]) -> list[dict[str, Any]]:
 
 def _feed(inst: Instance, values: list[int]) -> None:
     entries = encode([[v] for v in values])
-    inst.handle(encode_frame(Kind.DATA, 2, 1, len(values), b"default", entries), inst.component_obj)
+    inst.gate.handle(encode_frame(Kind.DATA, 2, 1, len(values), b"default", entries))
 
 
 @pytest.mark.parametrize("mode", ["ATMOST_ONCE", "EFFECTIVELY_ONCE"])
@@ -128,14 +128,18 @@ def test_a_poison_record_is_retried_then_dead_lettered_and_the_rest_flows(
     assert dead[0][2].endswith("ValueError: two is poison\n") and "in process" in dead[0][2]
     assert dead[1][2] == ""  # DeadLetter: a reason, no traceback
     assert bolt.calls == {1: 1, 2: 4, 3: 2, 4: 1, 5: 1, 6: 1}  # 3 retries; none for DeadLetter
-    assert (inst.retry.dead_letters, inst.retry.retries, inst.executed) == (2, 4, 6)
+    assert (inst.outputs.retry.dead_letters, inst.outputs.retry.retries, inst.counts.executed) == (
+        2,
+        4,
+        6,
+    )
     reports = [c for c in _controls(frames) if c["type"] == "dead_letter"]
     assert [(r["component"], r["message"].split(";")[0]) for r in reports] == [
         ("work", "dead letter: ValueError: two is poison"),
         ("work", "dead letter: five is refused"),
     ]
     report_metrics(inst)
-    metrics = decode(parse_frame(inst.metrics_out[-1]).payload)
+    metrics = decode(parse_frame(inst.gateway.metrics_out[-1]).payload)
     assert (metrics["dead_letters"], metrics["record_retries"]) == (2, 4)
 
 
@@ -144,17 +148,17 @@ def test_retries_follow_the_config(sockets: socket.socket) -> None:
     _feed(inst, [2, 3])
     frames = _sent(inst)
     assert [d[3] for d in _data(frames, DEAD_LETTERS)] == [[2], [3]]  # no second attempt
-    assert inst.retry.retries == 0
+    assert inst.outputs.retry.retries == 0
 
 
 def test_at_least_once_acks_the_tuple_after_its_dead_letter(sockets: socket.socket) -> None:
     inst = _instance(_topology("ATLEAST_ONCE"), sockets)
     entries = encode([[[2], [1, 77, 5]], [[4], [1, 78, 6]]])  # values, (spout task, root, edge)
-    inst.handle(encode_frame(Kind.DATA_ROOTED, 2, 1, 2, b"default", entries), inst.component_obj)
+    inst.gate.handle(encode_frame(Kind.DATA_ROOTED, 2, 1, 2, b"default", entries))
     frames = _sent(inst)
     dead = [parse_frame(r) for r in frames if parse_frame(r).stream == DEAD_LETTERS]
     assert [f.kind for f in dead] == [Kind.DATA_ROOTED]  # anchored: the tree goes on through it
-    assert inst.acked == 2  # the dead-lettered tuple and the good one
+    assert inst.counts.acked == 2  # the dead-lettered tuple and the good one
     acks = [decode(parse_frame(r).payload) for r in frames if r[0] == Kind.ACK]
     assert {root for a in acks for root in a[::2]} == {77, 78}
 
@@ -167,7 +171,7 @@ def test_without_a_sink_dead_letters_are_logged(
     frames = _sent(inst)
     assert _data(frames, DEAD_LETTERS) == [] and _data(frames, "default") == [[4]]
     assert "no dead-letter sink" in caplog.text and "[2]" in caplog.text
-    assert inst.retry.dead_letters == 1
+    assert inst.outputs.retry.dead_letters == 1
 
 
 def test_reports_are_bounded_but_every_dead_letter_counts() -> None:

@@ -6,8 +6,7 @@ from typing import Any, cast
 
 from headwater import Bolt, Spout, Tuple
 from headwater.common.api import BatchBolt, SystemComponent
-from headwater.common.runtime._instance import Instance
-from headwater.common.runtime._instance_control import on_control
+from headwater.common.runtime._instance_control import Controlled, on_control
 from headwater.common.wire._control import (
     Activate,
     Commit,
@@ -39,9 +38,17 @@ class _Spout(Spout):
         self.got.append(msg)
 
 
-class _Barriers:
-    def committed(self, checkpoint: int) -> bool:
+class _Gate:
+    def done(self, checkpoint: int) -> bool:
         return checkpoint >= 9
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.committed_at: list[int] = []
+
+    def committed(self, checkpoint: int) -> None:
+        self.committed_at.append(checkpoint)
 
 
 class _Inst:
@@ -49,7 +56,8 @@ class _Inst:
         self.task = 1
         self.active = False
         self.stopping = False
-        self.barriers = _Barriers()
+        self.gate = _Gate()
+        self.store = _Store()
         self.on_system = comp.on_system
 
     def done(self) -> bool:
@@ -59,17 +67,18 @@ class _Inst:
 def test_messages_drive_the_instance_and_the_rest_reach_a_system_component() -> None:
     comp = _Spout()
     inst = _Inst(comp)
-    i = cast(Instance, cast(Any, inst))
+    i = cast(Controlled, cast(Any, inst))
     for msg in (Activate(), Activate(), Deactivate(), Commit(3)):
         on_control(i, msg, comp)
     assert comp.calls == ["activate", "deactivate", "commit 3"] and not inst.done()
+    assert inst.store.committed_at == [3]  # later snapshots may build on it
     batch = LogCommitted("/log", {"0": 4})
     on_control(i, batch, comp)
     assert comp.got == [batch]
     on_control(i, Commit(9), comp)  # a retired instance's last checkpoint: done
     assert inst.done()
     other = _Inst(comp)
-    on_control(cast(Instance, cast(Any, other)), Stop(), comp)
+    on_control(cast(Controlled, cast(Any, other)), Stop(), comp)
     assert other.done()
 
 

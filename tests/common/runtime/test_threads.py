@@ -123,7 +123,7 @@ def test_a_task_cut_off_while_blocked_on_its_full_queue_ends(
     path, _ = stmgr
     thread = _start(path, Flood)
     inst = wait_for(lambda: thread._stop.inst, 10, "the instance built")
-    wait_for(lambda: inst.outbox._blocked, 10, "the executor blocked on its full outbox")
+    wait_for(lambda: inst.gateway.outbox._blocked, 10, "the executor blocked on its full outbox")
     thread.abandon()
     assert thread.poll() is not None  # dead to its supervisor at once
     thread.wait(10)  # a restore waits for it to end (bounded)

@@ -14,13 +14,13 @@ from headwater.common.runtime._context import (
 
 
 def test_names_past_the_bound_count_under_other() -> None:
-    inst: Any = SimpleNamespace(user_counters={})
+    inst: Any = SimpleNamespace(counts=SimpleNamespace(user_counters={}))
     ctx = InstanceContext(inst)
     for n in range(MAX_USER_COUNTERS + 50):
         ctx.incr(f"device-{n}")
     ctx.incr("device-0", 2)  # a name it keeps still counts as itself
     ctx.incr("x" * 500)
-    counters = inst.user_counters
+    counters = inst.counts.user_counters
     assert len(counters) == MAX_USER_COUNTERS + 1
     assert counters["device-0"] == 3
     assert counters[OTHER_COUNTER] == 50 + 1
@@ -28,6 +28,6 @@ def test_names_past_the_bound_count_under_other() -> None:
 
 
 def test_a_long_name_is_cut() -> None:
-    inst: Any = SimpleNamespace(user_counters={})
+    inst: Any = SimpleNamespace(counts=SimpleNamespace(user_counters={}))
     InstanceContext(inst).incr("y" * 500, 4)
-    assert inst.user_counters == {"y" * MAX_COUNTER_NAME: 4}
+    assert inst.counts.user_counters == {"y" * MAX_COUNTER_NAME: 4}
