@@ -86,8 +86,11 @@ def _check_counter(out: Path, n: int) -> list[int]:
 def test_twenty_random_live_edits_process_every_record_once(
     daemons: Daemons, tmp_path: Path
 ) -> None:
-    n = 24_000
-    _produce(tmp_path / "log", 0, n)
+    # a third of the records first, then a share after each edit: every revision has
+    # records to handle however long the edits take (all at once, on a loaded machine the
+    # records ran out before the last versions were applied)
+    n, first, per_edit = 24_000, 8_000, 800
+    _produce(tmp_path / "log", 0, first)
     _start(daemons, tmp_path, rate=400)
     code = tmp_path / "code"
     version, next_tap, parallelism = 1, 0, 2
@@ -151,6 +154,7 @@ def test_twenty_random_live_edits_process_every_record_once(
         assert res.returncode == 0, f"edit {i} ({kind}): {res.stdout}{res.stderr}"
         assert "applied" in res.stdout, res.stdout
         assert _current(daemons) == rev + 1
+        _produce(tmp_path / "log", first + i * per_edit, per_edit)
 
     history = daemons.api("/api/v1/topologies/editable/revisions")["revisions"]
     assert [r["status"] for r in history] == ["applied"] * 21
