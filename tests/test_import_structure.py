@@ -330,11 +330,6 @@ KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
             "_instance_metrics",
         )
     ),
-    "the stream manager and its helpers": frozenset(
-        f"headwater.common.runtime.{m}"
-        # _stmgr_sessions was split out of _stmgr: the same knot, one module more
-        for m in ("_ingress", "_ipc", "_peers", "_stmgr", "_stmgr_metrics", "_stmgr_sessions")
-    ),
     "the heronpy streamlet API and its translation": frozenset(
         {"headwater.heronpy.streamlet._api", "headwater.heronpy.streamlet._translate"}
     ),
