@@ -27,9 +27,8 @@ from ..plan import load_topology, plan_from_json, restrict
 from ..plan._routing import Router
 from ..state import StatefulComponent
 from ..state._state import SnapshotLog, load_snapshot
-from ..wire import Kind, encode_frame, parse_frame
+from ..wire import Kind, marker_frame, parse_frame, state_frame
 from ..wire._control import ControlError, Prepare, Restore, decode_control
-from ..wire._frame import STMGR
 
 if TYPE_CHECKING:
     from ._instance import Instance
@@ -106,8 +105,8 @@ class Barriers:
         # everything emitted before the barrier leaves before the markers
         inst.emitter.flush_all()
         for task in inst.downstream:
-            inst._send(encode_frame(Kind.MARKER, task, inst.task, checkpoint, b"", b""))
-        inst._send(encode_frame(Kind.STATE, STMGR, inst.task, checkpoint, b"", blob))
+            inst._send(marker_frame(task, inst.task, checkpoint))
+        inst._send(state_frame(inst.task, checkpoint, blob))
         self.checkpoints += 1
         if self.next is not None and self.next[0] == checkpoint:
             _, topology, ids, router = self.next

@@ -255,7 +255,7 @@ class Instance:
             self.barriers.stash.append(raw)  # this input is past the barrier: hold it back
             return
         if kind == Kind.MARKER:
-            self.barriers.on_marker(f.src, f.n, comp)
+            self.barriers.on_marker(f.src, f.checkpoint, comp)
             return
         if kind == Kind.DATA or kind == Kind.DATA_ROOTED:
             assert isinstance(comp, Bolt)
