@@ -55,7 +55,7 @@ from headwater.common.plan import pack_round_robin
 from headwater.common.runtime._procs import spawn, terminate
 from headwater.common.runtime._stmgr import StreamManager
 from headwater.common.wire import Kind, decode, encode, encode_frame
-from headwater.common.wire._frame import FRAME_HEADER, STMGR, length_prefix
+from headwater.common.wire._frame import FRAME_HEADER, STMGR, frame_entries, length_prefix
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("results") / "relay.json"
@@ -384,7 +384,7 @@ def _recv(args: argparse.Namespace) -> None:
                 count, pending = count + pending, 0
         while not skip and end - pos >= _HEAD:
             size = int.from_bytes(buf[pos : pos + 4], "little")
-            records = FRAME_HEADER.unpack_from(buf, pos + 4)[3]
+            records = frame_entries(view[pos + 4 : end])
             pos += 4 + size
             if pos <= end:
                 count += records

@@ -6,10 +6,8 @@ function over cyclomatic complexity 20: ruff's ``C901`` with
 ``max-complexity = 20`` (pyproject.toml) enforces that one in
 ``scripts/check``, and this test checks that the rule stays switched on.
 
-Today's offenders are listed in ``KNOWN_LONG_MODULES`` and
-``KNOWN_LONG_CLASSES`` (issue 34). The lists only shrink: a module or class
-over its limit that is not listed fails, and so does a listed one that is
-now within its limit (remove its entry when a split lands).
+A module or class over its limit fails with its name and size: split it by
+concept (no list of exceptions: the last offenders were split in issue 34).
 """
 
 from __future__ import annotations
@@ -26,10 +24,6 @@ LINKED = ("common", "cloud", "edge", "examples")
 MODULE_LINES = 400
 CLASS_LINES = 300
 COMPLEXITY = 20
-
-KNOWN_LONG_MODULES: frozenset[str] = frozenset()
-
-KNOWN_LONG_CLASSES: frozenset[str] = frozenset()
 
 INSTANCE_ATTRIBUTES = 25
 """At most this many attributes on ``Instance``: it wires its pipeline's stages (gateway,
@@ -77,34 +71,20 @@ def long_classes(modules: list[Path], limit: int = CLASS_LINES) -> dict[str, int
     return out
 
 
-def shrink_only_report(
-    what: str, found: dict[str, int], known: frozenset[str], limit: int, listing: str
-) -> list[str]:
-    report = [
+def over_limit_report(what: str, found: dict[str, int], limit: int) -> list[str]:
+    return [
         f"{name} is {lines} lines, over the {limit} a {what} may have: split it by concept"
         for name, lines in sorted(found.items())
-        if name not in known
     ]
-    report += [
-        f"{name} is within {limit} lines now: remove it from {listing} (the list only shrinks)"
-        for name in sorted(known - found.keys())
-    ]
-    return report
 
 
-def test_no_module_over_400_lines_beyond_the_known() -> None:
-    found = long_modules(MODULES)
-    report = shrink_only_report(
-        "module", found, KNOWN_LONG_MODULES, MODULE_LINES, "KNOWN_LONG_MODULES"
-    )
+def test_no_module_over_400_lines() -> None:
+    report = over_limit_report("module", long_modules(MODULES), MODULE_LINES)
     assert not report, "\n".join(report)
 
 
-def test_no_class_over_300_lines_beyond_the_known() -> None:
-    found = long_classes(MODULES)
-    report = shrink_only_report(
-        "class", found, KNOWN_LONG_CLASSES, CLASS_LINES, "KNOWN_LONG_CLASSES"
-    )
+def test_no_class_over_300_lines() -> None:
+    report = over_limit_report("class", long_classes(MODULES), CLASS_LINES)
     assert not report, "\n".join(report)
 
 
@@ -174,17 +154,14 @@ def test_the_checker_sees_what_it_must() -> None:
     assert {"common/runtime/_stmgr.py", "headwater/_cli.py", "edge/_agent.py"} <= names
     assert not any(n.startswith(("headwater/common/", "headwater/examples/")) for n in names)
     assert not any(n.endswith("_pb2.py") for n in names)
-    # a small limit finds the known modules and classes, named as the lists name them
-    assert set(long_modules(MODULES, limit=100)) >= KNOWN_LONG_MODULES
-    assert set(long_classes(MODULES, limit=100)) >= KNOWN_LONG_CLASSES
+    # a small limit finds long modules and classes, named by path (and class)
+    assert "common/runtime/_stmgr.py" in long_modules(MODULES, limit=100)
+    assert "common/runtime/_stmgr.py:StreamManager" in long_classes(MODULES, limit=100)
 
 
-def test_the_lists_only_shrink() -> None:
-    found = {"a.py": 410, "b.py": 450}
-    assert shrink_only_report("module", found, frozenset({"a.py", "b.py"}), 400, "L") == []
-    assert shrink_only_report("module", found, frozenset({"a.py", "b.py", "c.py"}), 400, "L") == [
-        "c.py is within 400 lines now: remove it from L (the list only shrinks)"
-    ]
-    assert shrink_only_report("module", found, frozenset({"a.py"}), 400, "L") == [
-        "b.py is 450 lines, over the 400 a module may have: split it by concept"
+def test_the_report_names_each_offender_and_its_size() -> None:
+    found = {"b.py": 450, "a.py": 410}
+    assert over_limit_report("module", found, 400) == [
+        "a.py is 410 lines, over the 400 a module may have: split it by concept",
+        "b.py is 450 lines, over the 400 a module may have: split it by concept",
     ]

@@ -15,14 +15,11 @@ What counts:
 - **Imports inside functions count**, for cycles and for layers alike: they
   run, just later, and an import hidden in a function is still a lower layer
   knowing a higher one.
-- **Imports under** ``if TYPE_CHECKING:`` **count for layers, and for
-  cycles against a list that only shrinks**: they never run, which is what
-  they are for (STYLE.md), but a lower layer naming a higher layer's type
-  still points back, and a helper module that names the whole object using it
-  is a knot a reader must untie at once (use a Protocol in the lower layer or
-  the helper's own module instead). Today's knots are listed in
-  ``KNOWN_TYPE_CHECKING_CYCLES``; a new one fails, and so does a listed one
-  that a split has untied or narrowed, until its entry is removed or narrowed.
+- **Imports under** ``if TYPE_CHECKING:`` **count for layers and for
+  cycles**: they never run, which is what they are for (STYLE.md), but a lower
+  layer naming a higher layer's type still points back, and a helper module
+  that names the whole object using it is a knot a reader must untie at once:
+  pass the helper a Protocol of the lower layer or of its own module instead.
 
 Layers, lowest first (a module may import its own layer and the layers
 below; wire is the floor everything may stand on):
@@ -308,42 +305,13 @@ def _describe(cycle: list[Import]) -> str:
     return " -> ".join([cycle[0].source, *map(arrow, cycle)])
 
 
-# The cycles that ``TYPE_CHECKING`` imports make today, each by the modules of
-# its knot (strongly connected component). The list only shrinks: a knot found
-# that is not listed fails, and so does a listed knot that is gone or changed
-# (remove or narrow its entry when a split breaks it). Issue 34.
-KNOWN_TYPE_CHECKING_CYCLES: dict[str, frozenset[str]] = {
-    "the stream manager and its helpers": frozenset(
-        f"headwater.common.runtime.{m}"
-        # _stmgr_sessions was split out of _stmgr: the same knot, one module more
-        for m in ("_ingress", "_ipc", "_peers", "_stmgr", "_stmgr_metrics", "_stmgr_sessions")
-    ),
-}
-
-
-def _type_checking_cycle_report(
-    imports: list[Import], known: dict[str, frozenset[str]]
-) -> list[str]:
+def _type_checking_cycle_report(imports: list[Import]) -> list[str]:
     graph = _graph(imports, type_checking=True)
-    found = {frozenset(c): _cycle_in(c, graph) for c in _components(graph)}
-    listed = set(known.values())
-    report = [
-        f"new import cycle (TYPE_CHECKING imports count): {_describe(cycle)}; "
+    return [
+        f"import cycle (TYPE_CHECKING imports count): {_describe(_cycle_in(c, graph))}; "
         "pass the helper a Protocol of its own module instead of the whole object"
-        for knot, cycle in found.items()
-        if not any(knot <= k for k in listed)  # a narrowed knot is told below
+        for c in _components(graph)
     ]
-    for name, knot in known.items():
-        if knot in found:
-            continue
-        now = [sorted(k) for k in found if k & knot]
-        todo = (
-            f"has narrowed to {now}; narrow its entry to that"
-            if now
-            else "is gone; remove it from the list"
-        )
-        report.append(f"KNOWN_TYPE_CHECKING_CYCLES[{name!r}] {todo} (the list only shrinks)")
-    return report
 
 
 def test_every_module_is_in_a_layer() -> None:
@@ -357,8 +325,8 @@ def test_no_import_cycles() -> None:
     assert not report, "import cycles:\n" + "\n".join(report)
 
 
-def test_no_import_cycles_through_type_checking_beyond_the_known() -> None:
-    report = _type_checking_cycle_report(IMPORTS, KNOWN_TYPE_CHECKING_CYCLES)
+def test_no_import_cycles_through_type_checking() -> None:
+    report = _type_checking_cycle_report(IMPORTS)
     assert not report, "\n".join(report)
 
 
@@ -408,25 +376,17 @@ def test_the_checker_finds_a_cycle_and_spares_type_checking() -> None:
     assert knots == [frozenset("abcd")]
 
 
-def test_the_known_type_checking_cycles_only_shrink() -> None:
+def test_the_checker_finds_a_cycle_that_type_checking_imports_make() -> None:
     f = ROOT / "__init__.py"
     imports = [
         Import("a", "b", f, 1, False),
         Import("b", "a", f, 2, True),
         Import("c", "d", f, 3, False),
-        Import("d", "c", f, 4, True),
     ]
-    ab, cd = frozenset("ab"), frozenset("cd")
-    assert _type_checking_cycle_report(imports, {"ab": ab, "cd": cd}) == []
-    (new,) = _type_checking_cycle_report(imports, {"ab": ab})
-    assert new.startswith("new import cycle (TYPE_CHECKING imports count): c -> d")
-    assert "d (headwater/__init__.py:3) -> c (headwater/__init__.py:4, TYPE_CHECKING);" in new
-    (gone,) = _type_checking_cycle_report(imports, {"ab": ab, "cd": cd, "ef": frozenset("ef")})
-    assert gone == (
-        "KNOWN_TYPE_CHECKING_CYCLES['ef'] is gone; remove it from the list (the list only shrinks)"
-    )
-    (narrowed,) = _type_checking_cycle_report(imports[:2], {"ab": ab | {"x"}})
-    assert "['a', 'b']" in narrowed and narrowed.startswith("KNOWN_TYPE_CHECKING_CYCLES['ab']")
+    (found,) = _type_checking_cycle_report(imports)
+    assert found.startswith("import cycle (TYPE_CHECKING imports count): a -> b")
+    assert "b (headwater/__init__.py:1) -> a (headwater/__init__.py:2, TYPE_CHECKING);" in found
+    assert _type_checking_cycle_report(imports[:1] + imports[2:]) == []
 
 
 def test_layers_of_known_modules() -> None:

@@ -2,7 +2,7 @@
 
 Exactly-once topologies take Chandy-Lamport barrier snapshots, as Heron and
 Flink do: every ``interval_s`` the coordinator orders checkpoint N (a
-``CheckpointRequest`` to every container: the spouts snapshot and send
+``TakeCheckpoint`` to every container: the spouts snapshot and send
 markers; each instance snapshots once markers from all its inputs have come,
 and acknowledges). N is complete when every instance has acknowledged and the
 catalogue holding it is on disk; then ``commit N`` goes to every container
@@ -80,7 +80,7 @@ class CheckpointCoordinator:
         """Start the next checkpoint, taken by ``revision``'s code."""
         self._last = self.clock.monotonic()
         rec = self.in_flight = self.catalogue.start(self.epoch, revision)
-        self._broadcast(pb.Command(checkpoint=pb.CheckpointRequest(id=rec.id, epoch=self.epoch)))
+        self._broadcast(pb.Command(checkpoint=pb.TakeCheckpoint(id=rec.id, epoch=self.epoch)))
         return rec
 
     def ack(self, request: pb.CheckpointAck) -> None:
@@ -151,7 +151,7 @@ class CheckpointCoordinator:
         else:
             self._summary.add(rec)
             self._summarize()
-        self._broadcast(pb.Command(commit=pb.CheckpointCommit(id=rec.id, keep_from=keep_from)))
+        self._broadcast(pb.Command(commit=pb.Commit(id=rec.id, keep_from=keep_from)))
         self._on_complete(rec)
 
     def _summarize(self) -> None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Container
 
 from ..wire import Kind, decode, encode, encode_frame
-from ..wire._frame import FRAME_HEADER, STMGR
+from ..wire._frame import STMGR, frame_payload
 
 
 class XorTracker:
@@ -116,14 +116,14 @@ class SpoutAcks:
 
     def add_roots(self, task: int, frame: bytes) -> None:
         """A spout's ``ROOTS`` frame: flat [root, xor of its edges, ...]."""
-        flat = decode(_payload(frame))
+        flat = decode(frame_payload(frame))
         add = self.tracker.add
         for i in range(0, len(flat), 2):
             add(task, flat[i], flat[i + 1])
 
     def apply(self, kind: int, spout_task: int, frame: bytes) -> None:
         """An ``ACK`` (flat [root, xor, ...]) or ``FAIL`` (flat [root, ...]) frame."""
-        flat = decode(_payload(frame))
+        flat = decode(frame_payload(frame))
         if kind == Kind.ACK:
             ack = self.tracker.ack
             done = [
@@ -166,8 +166,3 @@ class SpoutAcks:
         self.tracker = XorTracker(self._timeout_s, clock=self._clock)
         self._acked.clear()
         self._failed.clear()
-
-
-def _payload(frame: bytes) -> memoryview:
-    slen = frame[FRAME_HEADER.size - 1]
-    return memoryview(frame)[FRAME_HEADER.size + slen :]

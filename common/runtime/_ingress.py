@@ -25,20 +25,43 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 import grpc
 
 from .._ids import node_id_problem
-from ..security import TRUSTED, Identity
+from ..api import Topology
+from ..security import TRUSTED, Identity, Transport
 from ..wire._control import UplinkFeedback
 from ..wire._frame import uplink_frame
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 
-if TYPE_CHECKING:
-    from ._stmgr import StreamManager
+
+class IngressHost(Protocol):
+    """What the ingress needs of its stream manager: where receivers run, and delivery."""
+
+    @property
+    def container(self) -> int: ...
+
+    @property
+    def topology(self) -> Topology: ...
+
+    @property
+    def local_tasks(self) -> set[int]: ...
+
+    @property
+    def task_component(self) -> Mapping[int, str]: ...
+
+    @property
+    def transport(self) -> Transport:
+        """How agents are authenticated (and found revoked)."""
+        ...
+
+    def deliver(self, task: int, frame: bytes) -> None:
+        """Hand ``frame`` to local ``task`` (or park it for the task)."""
+
 
 log = logging.getLogger("headwater.ingress")
 
@@ -46,7 +69,7 @@ log = logging.getLogger("headwater.ingress")
 class Ingress(pb_grpc.IngressServicer):
     """The agents' open streams into one stream manager, and the way back to them."""
 
-    def __init__(self, stmgr: StreamManager) -> None:
+    def __init__(self, stmgr: IngressHost) -> None:
         self.stmgr = stmgr
         # (component, agent) -> that stream's feedback queue
         self.streams: dict[tuple[str, str], asyncio.Queue[pb.UplinkFeedback]] = {}

@@ -23,9 +23,9 @@ import logging
 from collections.abc import Iterable
 from typing import Generic, Protocol, TypeVar
 
-from ..wire import Kind, encode_frame, parse_frame
+from ..wire import Kind, marker_frame, parse_frame, state_frame
 from ..wire._control import ControlError, Restore, decode_control
-from ..wire._frame import STMGR, Frame
+from ..wire._frame import Frame
 
 log = logging.getLogger("headwater.instance")
 
@@ -118,7 +118,7 @@ class InputGate(Generic[R]):
         if seen and f.src in seen and f.kind != Kind.CONTROL:
             self.held.append(raw)  # this input is past the barrier: hold it back
         elif f.kind == Kind.MARKER:
-            self.on_marker(f.src, f.n)
+            self.on_marker(f.src, f.checkpoint)
         else:
             self.port.process(f)
 
@@ -142,8 +142,8 @@ class InputGate(Generic[R]):
         port = self.port
         blob = port.snapshot(checkpoint)
         for task in self.downstream:
-            port.send(encode_frame(Kind.MARKER, task, self.task, checkpoint, b"", b""))
-        port.send(encode_frame(Kind.STATE, STMGR, self.task, checkpoint, b"", blob))
+            port.send(marker_frame(task, self.task, checkpoint))
+        port.send(state_frame(self.task, checkpoint, blob))
         self.checkpoints += 1
         if self.next is not None and self.next[0] == checkpoint:
             revision = self.next[1]

@@ -4,20 +4,45 @@ An instance connects, says ``Hello`` and from then on its frames go to
 ``StreamManager.on_local_frame``. The transport's write buffer has the
 stmgr's water marks: passing the high mark starts backpressure for the task
 (``task:N``), falling below the low mark lifts it. A spout's socket stops
-being read while the spout is throttled.
+being read while the spout is throttled. A connection sees its stream manager
+through ``InstanceHost``: the counters it adds to and the three events it reports.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ..api import RuntimeConfig
 from ..wire import FrameReader
 from ..wire._frame import length_prefix
 
-if TYPE_CHECKING:
-    from ._stmgr import StreamManager
+
+class InstanceHost(Protocol):
+    """What an instance's connection needs of its stream manager."""
+
+    bytes_in: int  # what the connection read, counted on the hot path
+    bytes_out: int  # what it wrote (length prefixes included)
+
+    @property
+    def epoch(self) -> int:
+        """The rollback epoch: a connection keeps the one it connected in."""
+        ...
+
+    @property
+    def rc(self) -> RuntimeConfig:
+        """The topology's runtime config (the write buffer's water marks)."""
+        ...
+
+    def on_local_frame(self, conn: InstanceConnection, frame: bytes) -> None:
+        """A frame the instance sent."""
+
+    def on_write_buffer(self, conn: InstanceConnection) -> None:
+        """The write buffer crossed a water mark (``write_paused`` says which)."""
+
+    def on_instance_lost(self, conn: InstanceConnection) -> None:
+        """The connection closed."""
 
 
 def task_key(task: int) -> str:
@@ -33,7 +58,7 @@ class InstanceConnection(asyncio.Protocol):
     every read.
     """
 
-    def __init__(self, stmgr: StreamManager) -> None:
+    def __init__(self, stmgr: InstanceHost) -> None:
         self.stmgr = stmgr
         self.reader = FrameReader()
         self.transport: asyncio.Transport | None = None
@@ -102,7 +127,7 @@ class InstanceConnection(asyncio.Protocol):
         self.stmgr.on_instance_lost(self)
 
 
-async def serve_instances(stmgr: StreamManager, path: str) -> asyncio.Server:
+async def serve_instances(stmgr: InstanceHost, path: str) -> asyncio.Server:
     """Listen on the Unix socket ``path`` for the container's instances."""
     loop = asyncio.get_running_loop()
     return await loop.create_unix_server(lambda: InstanceConnection(stmgr), path)

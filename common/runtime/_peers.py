@@ -6,6 +6,7 @@ sends arrives on the stream the peer dialled (``ExchangeServicer``). Frames
 ride in protobuf ``Frames`` messages stamped with the sender's epoch; the data
 of a message of another epoch was sent before a rollback and is dropped, its
 backpressure control frames are not (they say what the peer's buffers hold now).
+Both see their stream manager through ``PeerHost``.
 """
 
 from __future__ import annotations
@@ -13,20 +14,58 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
 
 import grpc
 
 from .._ports import grpc_server
 from .._retry import RetryPolicy
-from ..security import WORKER_NAME
+from ..api import RuntimeConfig
+from ..security import WORKER_NAME, Transport
 from ..wire import Kind
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 
-if TYPE_CHECKING:
-    from ._stmgr import StreamManager
+
+class PeerHost(Protocol):
+    """What the peer links and the exchange servicer need of their stream manager."""
+
+    bytes_in: int  # counters, added to per frame
+    bytes_out: int
+    frames_in: int
+    frames_out: int
+
+    @property
+    def epoch(self) -> int:
+        """The rollback epoch its frames are stamped with (others' are dropped)."""
+        ...
+
+    @property
+    def rc(self) -> RuntimeConfig:
+        """The topology's runtime config (a send queue's water marks)."""
+        ...
+
+    @property
+    def transport(self) -> Transport:
+        """How it dials and authenticates its peers."""
+        ...
+
+    @property
+    def congestion_off(self) -> Callable[[str], None]:
+        """Lift backpressure key ``key`` (a send queue fell below its low mark)."""
+        ...
+
+    def congestion_on(self, key: str, task: int | None, container: int | None = None) -> None:
+        """Start backpressure for ``key`` (a send queue passed its high mark)."""
+
+    def hello_frames(self) -> list[bytes]:
+        """What a new stream to a peer starts with."""
+        ...
+
+    def route(self, frame: bytes) -> None:
+        """A frame from a peer."""
+
 
 log = logging.getLogger("headwater.stmgr")
 GRPC_OPTIONS = [
@@ -57,7 +96,7 @@ def peer_key(container: int) -> str:
 class PeerLink:
     """The outbound gRPC stream to one peer stmgr, with a send queue."""
 
-    def __init__(self, stmgr: StreamManager, container: int, address: str) -> None:
+    def __init__(self, stmgr: PeerHost, container: int, address: str) -> None:
         self.stmgr = stmgr
         self.container = container
         self.address = address
@@ -156,7 +195,7 @@ class PeerLink:
 class ExchangeServicer(pb_grpc.StreamManagerServicer):
     """Takes the streams the peers dialled and routes every frame on them."""
 
-    def __init__(self, stmgr: StreamManager) -> None:
+    def __init__(self, stmgr: PeerHost) -> None:
         self.stmgr = stmgr
 
     async def Exchange(
@@ -187,7 +226,7 @@ class ExchangeServicer(pb_grpc.StreamManagerServicer):
 
 
 async def serve_peers(
-    stmgr: StreamManager, host: str, ingress: pb_grpc.IngressServicer
+    stmgr: PeerHost, host: str, ingress: pb_grpc.IngressServicer
 ) -> tuple[grpc.aio.Server, str]:
     """Start the server of ``Exchange`` (peers) and ``Uplink`` (agents, through ``ingress``)
     on ``host`` (any port); the server and its address."""

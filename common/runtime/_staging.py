@@ -10,7 +10,7 @@ delivers it on hello). Used from the stmgr's event loop only.
 from __future__ import annotations
 
 from ..wire import Kind
-from ..wire._frame import FRAME_HEADER
+from ..wire._frame import frame_checkpoint, frame_src
 
 
 def peer_slot(container: int) -> int:
@@ -74,10 +74,10 @@ class Staging:
         """True when ``frame`` for retiring ``task`` comes after the switch barrier: it
         is kept for the successor."""
         at, passed = self.retiring[task]
-        _, _, src, n = FRAME_HEADER.unpack_from(frame)[:4]
+        src = frame_src(frame)
         if src in passed:
             self.park(task, frame)
             return True
-        if frame[0] == Kind.MARKER and n == at:
+        if frame[0] == Kind.MARKER and frame_checkpoint(frame) == at:
             passed.add(src)
         return False

@@ -47,7 +47,7 @@ from ..wire._control import (
     control_frame,
     decode_control,
 )
-from ..wire._frame import FRAME_HEADER, frame_dest
+from ..wire._frame import frame_dest, frame_payload, frame_src
 from ._acking import SpoutAcks
 from ._backpressure import Backpressure as BackpressureState
 from ._hooks import Metric, NoHooks, StreamManagerHooks
@@ -161,7 +161,7 @@ class StreamManager:
             else:
                 self._to_peer(dest, frame)
         elif kind == Kind.CONTROL:
-            msg = self._decode_control(frame)
+            msg = _decode_control(frame)
             if isinstance(msg, (Backpressure, BackpressureReset)):
                 self.bp.on_peer(msg)
             elif msg is not None:
@@ -175,13 +175,14 @@ class StreamManager:
         if kind <= Kind.FAIL or kind == Kind.MARKER:  # data, rooted data, acks, fails
             self.route(frame)
         elif kind == Kind.ROOTS:
-            self._add_roots(_src(frame), frame)
+            self._add_roots(frame_src(frame), frame)
         elif kind == Kind.METRICS:
-            self.tasks.report(decode(_payload(frame)))
+            self.tasks.report(decode(frame_payload(frame)))
         elif kind == Kind.STATE:
-            self.hooks.on_state(_src(frame), _count(frame), bytes(_payload(frame)))
+            f = parse_frame(frame)  # once per checkpoint and task: off the hot path
+            self.hooks.on_state(f.src, f.checkpoint, bytes(f.payload))
         elif kind == Kind.CONTROL:
-            msg = self._decode_control(frame)
+            msg = _decode_control(frame)
             if msg is not None:
                 self._on_instance_control(conn, msg)
         elif kind == Kind.OUTBOX:
@@ -205,13 +206,6 @@ class StreamManager:
                 self.ingress.feedback(msg)
             case _:
                 self.hooks.on_system(msg)
-
-    def _decode_control(self, frame: bytes) -> ControlMessage | None:
-        try:
-            return decode_control(_payload(frame))
-        except ControlError as exc:
-            log.warning("dropping a malformed control frame from task %d: %s", _src(frame), exc)
-            return None
 
     def deliver(self, task: int, frame: bytes) -> None:
         if self._retiring and task in self._retiring and self.staging.hold(task, frame):
@@ -362,14 +356,10 @@ class StreamManager:
             await self._server.stop(0.5)
 
 
-def _payload(frame: bytes) -> memoryview:
-    slen = frame[FRAME_HEADER.size - 1]
-    return memoryview(frame)[FRAME_HEADER.size + slen :]
-
-
-def _count(frame: bytes) -> int:
-    return FRAME_HEADER.unpack_from(frame)[3]  # type: ignore[no-any-return]
-
-
-def _src(frame: bytes) -> int:
-    return FRAME_HEADER.unpack_from(frame)[2]  # type: ignore[no-any-return]
+def _decode_control(frame: bytes) -> ControlMessage | None:
+    """The control message in ``frame``; None (logged) if it is malformed."""
+    try:
+        return decode_control(frame_payload(frame))
+    except ControlError as exc:
+        log.warning("dropping a malformed control frame from task %d: %s", frame_src(frame), exc)
+        return None

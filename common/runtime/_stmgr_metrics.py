@@ -8,17 +8,21 @@ counter go back. ``snapshot`` is what the container sends its topology master:
 
 The byte and frame counters themselves live on the ``StreamManager``: they are
 incremented on the routing hot path, where one more attribute lookup per
-frame would show.
+frame would show. ``snapshot`` reads them through ``MetricsHost``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sized
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._hooks import Metric
 
 if TYPE_CHECKING:
-    from ._stmgr import StreamManager
+    from ._backpressure import Backpressure
+    from ._ipc import InstanceConnection
+    from ._peers import PeerLink
+    from ._staging import Staging
 
 CUMULATIVE = (
     "emitted",
@@ -89,7 +93,49 @@ class TaskMetrics:
         return out
 
 
-def snapshot(stmgr: StreamManager) -> list[Metric]:
+class MetricsHost(Protocol):
+    """What a metrics snapshot reads of its stream manager."""
+
+    @property
+    def container(self) -> int: ...
+
+    @property
+    def bytes_in(self) -> int: ...
+
+    @property
+    def bytes_out(self) -> int: ...
+
+    @property
+    def frames_in(self) -> int: ...
+
+    @property
+    def frames_out(self) -> int: ...
+
+    @property
+    def bp(self) -> Backpressure: ...
+
+    @property
+    def acks(self) -> Sized:
+        """The pending tuple trees of its spouts."""
+        ...
+
+    @property
+    def tasks(self) -> TaskMetrics: ...
+
+    @property
+    def local_tasks(self) -> set[int]: ...
+
+    @property
+    def conns(self) -> Mapping[int, InstanceConnection]: ...
+
+    @property
+    def peers(self) -> Mapping[int, PeerLink]: ...
+
+    @property
+    def staging(self) -> Staging: ...
+
+
+def snapshot(stmgr: MetricsHost) -> list[Metric]:
     """Every metric of ``stmgr`` and its local tasks, now."""
     bp, thr = stmgr.bp.times()
     scope = f"container:{stmgr.container}"
@@ -108,7 +154,7 @@ def snapshot(stmgr: StreamManager) -> list[Metric]:
     return out
 
 
-def buffered_bytes(stmgr: StreamManager) -> int:
+def buffered_bytes(stmgr: MetricsHost) -> int:
     """What waits to leave ``stmgr``: staged frames, its peer links' queues, and its
     instance connections' write buffers."""
     total = stmgr.staging.total_bytes() + sum(p.nbytes for p in stmgr.peers.values())

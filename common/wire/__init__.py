@@ -7,9 +7,15 @@ from ._frame import (
     FrameReader,
     Kind,
     encode_frame,
+    frame_checkpoint,
     frame_dest,
+    frame_entries,
     frame_kind,
+    frame_payload,
+    frame_src,
+    marker_frame,
     parse_frame,
+    state_frame,
 )
 
 __all__ = [
@@ -22,8 +28,14 @@ __all__ = [
     "decode",
     "encode",
     "encode_frame",
+    "frame_checkpoint",
     "frame_dest",
+    "frame_entries",
     "frame_kind",
+    "frame_payload",
+    "frame_src",
     "is_supported_type",
+    "marker_frame",
     "parse_frame",
+    "state_frame",
 ]

@@ -9,6 +9,21 @@ Frames come from other processes, so decoding one never trusts it:
 ``parse_frame`` raises ``FrameError`` (a ``ValueError``) for bytes that are not a
 frame, and ``FrameReader`` holds no more than it was fed, whatever length a prefix
 declares (at most 4 GiB, the u32's range, and only as the bytes arrive).
+
+The header's fourth field is one u32 whose meaning depends on the kind, so it is
+named for what it is, ``arg`` (the kind's argument), and read through accessors
+that name what it means:
+
+- ``entries``: data, rooted data, ack, fail, roots and outbox frames (the tuples,
+  acks, roots or rows in the payload);
+- ``checkpoint``: marker and state frames (the id of the checkpoint the marker
+  or the snapshot belongs to), built by ``marker_frame`` and ``state_frame`` alone;
+- 0 for every other kind.
+
+``Frame.entries`` / ``Frame.checkpoint`` read a parsed frame, ``frame_entries`` /
+``frame_checkpoint`` read the header of raw bytes (a stmgr's hot path). (``count``
+would clash with ``tuple.count`` on the ``Frame`` NamedTuple.) The bytes on the
+wire are what they always were: the field is renamed, not moved.
 """
 
 from __future__ import annotations
@@ -40,26 +55,49 @@ class Kind(IntEnum):
     FAILED = 7  # stmgr -> spout: [root, ...] failed or timed out
     CONTROL = 8  # msgpack dict; see runtime/_control.py
     METRICS = 9  # instance -> stmgr: msgpack dict
-    MARKER = 10  # checkpoint barrier to a downstream task; count = checkpoint id
-    STATE = 11  # instance -> stmgr: pickled snapshot; count = checkpoint id
+    MARKER = 10  # checkpoint barrier to a downstream task, no payload; arg = checkpoint
+    STATE = 11  # instance -> stmgr: the task's snapshot; arg = checkpoint
     OUTBOX = 12  # edge outbox sink -> stmgr: i64 sequence + msgpack rows; stream = component
     UPLINK = 13  # ingress -> cloud receiver: i64 seq, i64 prev + msgpack rows; stream = agent
+
+
+CHECKPOINT_KINDS = frozenset({Kind.MARKER, Kind.STATE})  # arg = a checkpoint id
 
 
 class Frame(NamedTuple):
     kind: int
     dest: int
     src: int
-    n: int  # tuples or acks in the payload
+    arg: int  # entries in the payload, or the checkpoint of a marker or state frame
     stream: str
     payload: memoryview
 
+    @property
+    def entries(self) -> int:
+        """Tuples, acks, roots or rows in the payload (of a frame that carries them)."""
+        return self.arg
 
-def encode_frame(
-    kind: int, dest: int, src: int, count: int, stream: bytes, payload: bytes
-) -> bytes:
-    """Build one frame (without the IPC length prefix)."""
-    return FRAME_HEADER.pack(kind, dest, src, count, len(stream)) + stream + payload
+    @property
+    def checkpoint(self) -> int:
+        """The checkpoint of a marker or state frame; ``FrameError`` for another kind."""
+        if self.kind not in CHECKPOINT_KINDS:
+            raise FrameError(f"a frame of kind {self.kind} names no checkpoint")
+        return self.arg
+
+
+def encode_frame(kind: int, dest: int, src: int, arg: int, stream: bytes, payload: bytes) -> bytes:
+    """Build one frame (without the IPC length prefix); ``arg`` as the module says."""
+    return FRAME_HEADER.pack(kind, dest, src, arg, len(stream)) + stream + payload
+
+
+def marker_frame(dest: int, src: int, checkpoint: int) -> bytes:
+    """The checkpoint marker (barrier) ``src`` sends downstream task ``dest``."""
+    return encode_frame(Kind.MARKER, dest, src, checkpoint, b"", b"")
+
+
+def state_frame(task: int, checkpoint: int, blob: bytes) -> bytes:
+    """Task ``task``'s snapshot ``blob`` for ``checkpoint``, to its stmgr."""
+    return encode_frame(Kind.STATE, STMGR, task, checkpoint, b"", blob)
 
 
 UPLINK_HEAD = struct.Struct("<qq")  # an UPLINK frame's sequence number and the one before it
@@ -88,11 +126,31 @@ def frame_dest(frame: bytes | memoryview) -> int:
         raise FrameError(f"a frame of {len(frame)} bytes: too short for its header") from None
 
 
+def frame_src(frame: bytes | memoryview) -> int:
+    """The frame's ``src_task`` (read from the header alone); the header must be whole."""
+    return FRAME_HEADER.unpack_from(frame)[2]  # type: ignore[no-any-return]
+
+
+def frame_entries(frame: bytes | memoryview) -> int:
+    """The header's entry count (of a data, ack, fail, roots or outbox frame)."""
+    return FRAME_HEADER.unpack_from(frame)[3]  # type: ignore[no-any-return]
+
+
+def frame_checkpoint(frame: bytes | memoryview) -> int:
+    """The checkpoint of a marker or state frame, read from its header alone."""
+    return FRAME_HEADER.unpack_from(frame)[3]  # type: ignore[no-any-return]
+
+
+def frame_payload(frame: bytes) -> memoryview:
+    """The payload after the header and stream name, as a view (the header must be whole)."""
+    return memoryview(frame)[FRAME_HEADER.size + frame[FRAME_HEADER.size - 1] :]
+
+
 def parse_frame(frame: bytes | memoryview) -> Frame:
     """Split a frame into header fields and a zero-copy payload view; ``FrameError`` if
     ``frame`` is not one."""
     try:
-        kind, dest, src, count, slen = FRAME_HEADER.unpack_from(frame)
+        kind, dest, src, arg, slen = FRAME_HEADER.unpack_from(frame)
     except struct.error:
         raise FrameError(
             f"a frame of {len(frame)} bytes: shorter than the {FRAME_HEADER.size}-byte header"
@@ -105,7 +163,7 @@ def parse_frame(frame: bytes | memoryview) -> Frame:
         stream = bytes(view[start : start + slen]).decode()
     except UnicodeDecodeError as exc:
         raise FrameError(f"a frame whose stream name is not UTF-8: {exc}") from None
-    return Frame(kind, dest, src, count, stream, view[start + slen :])
+    return Frame(kind, dest, src, arg, stream, view[start + slen :])
 
 
 def length_prefix(frame: bytes) -> bytes:

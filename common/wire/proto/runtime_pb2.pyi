@@ -55,7 +55,7 @@ class PhysicalPlan(_message.Message):
     epoch: int
     def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., containers: _Optional[_Iterable[_Union[ContainerInfo, _Mapping]]] = ..., instances: _Optional[_Iterable[_Union[InstanceInfo, _Mapping]]] = ..., state: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
 
-class CheckpointRequest(_message.Message):
+class TakeCheckpoint(_message.Message):
     __slots__ = ("id", "epoch")
     ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -63,7 +63,7 @@ class CheckpointRequest(_message.Message):
     epoch: int
     def __init__(self, id: _Optional[int] = ..., epoch: _Optional[int] = ...) -> None: ...
 
-class CheckpointCommit(_message.Message):
+class Commit(_message.Message):
     __slots__ = ("id", "keep_from")
     ID_FIELD_NUMBER: _ClassVar[int]
     KEEP_FROM_FIELD_NUMBER: _ClassVar[int]
@@ -236,13 +236,13 @@ class Command(_message.Message):
     SWITCH_FIELD_NUMBER: _ClassVar[int]
     HANDOVER_FIELD_NUMBER: _ClassVar[int]
     plan: PhysicalPlan
-    checkpoint: CheckpointRequest
-    commit: CheckpointCommit
+    checkpoint: TakeCheckpoint
+    commit: Commit
     restore: Restore
     revision: Revision
     switch: Switch
     handover: StateHandover
-    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[CheckpointRequest, _Mapping]] = ..., commit: _Optional[_Union[CheckpointCommit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[TakeCheckpoint, _Mapping]] = ..., commit: _Optional[_Union[Commit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
     __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes", "declined")

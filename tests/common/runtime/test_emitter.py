@@ -78,7 +78,7 @@ def test_unrooted_batch_flushes_at_batch_size() -> None:
     assert em.buffered == 0
     (frame,) = _frames(sink)
     assert frame.kind == Kind.DATA
-    assert (frame.dest, frame.src, frame.n, frame.stream) == (2, 1, 3, "default")
+    assert (frame.dest, frame.src, frame.entries, frame.stream) == (2, 1, 3, "default")
     assert decode(frame.payload) == [["a"], ["b"], ["c"]]
     assert em.emitted == 3
 
@@ -135,7 +135,7 @@ def test_roots_frame_precedes_the_data_frame_carrying_the_root() -> None:
     assert roots.kind == Kind.ROOTS
     assert roots.dest == STMGR
     assert roots.src == 1
-    assert roots.n == 1
+    assert roots.entries == 1
     root_id, edge = decode(roots.payload)
     assert root_id == 99
     assert edge != 0
@@ -201,7 +201,7 @@ def test_anchored_emit_xors_the_edge_into_the_anchor() -> None:
     assert ack.kind == Kind.ACK
     assert ack.dest == 1  # the spout task owning the root
     assert ack.src == 2
-    assert ack.n == 1
+    assert ack.entries == 1
     assert decode(ack.payload) == [99, incoming_edge ^ e1 ^ e2]
 
 
@@ -247,7 +247,7 @@ def test_fail_sends_a_fail_frame_to_the_root_owner() -> None:
     (fail,) = _frames(sink)
     assert fail.kind == Kind.FAIL
     assert fail.dest == 1
-    assert fail.n == 2
+    assert fail.entries == 2
     assert decode(fail.payload) == [99, 98]
 
 
@@ -257,7 +257,7 @@ def test_non_serialisable_value_is_dropped_alone() -> None:
     em.emit([object()], "default", None, None, None)
     em.emit([3], "default", None, None, None)
     (frame,) = _frames(sink)
-    assert frame.n == 2
+    assert frame.entries == 2
     assert decode(frame.payload) == [[1], [3]]
     assert em.serialization_errors == 1
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from headwater.common.runtime._input_gate import InputGate
-from headwater.common.wire import Kind, encode_frame, parse_frame
+from headwater.common.wire import Kind, encode_frame, marker_frame, parse_frame
 from headwater.common.wire._control import Activate, Restore, control_frame
 from headwater.common.wire._frame import STMGR, Frame
 
@@ -41,7 +41,7 @@ class Port:
 
     def send(self, frame: bytes) -> None:
         f = parse_frame(frame)
-        self.events.append(("send", Kind(f.kind).name, f.dest, f.n))
+        self.events.append(("send", Kind(f.kind).name, f.dest, f.arg))
 
     def restore(self, checkpoint: int, blob: bytes | None) -> None:
         self.events.append(("restore", checkpoint, blob))
@@ -65,7 +65,7 @@ def data(src: int, label: str) -> bytes:
 
 
 def marker(src: int, checkpoint: int) -> bytes:
-    return encode_frame(Kind.MARKER, TASK, src, checkpoint, b"", b"")
+    return marker_frame(TASK, src, checkpoint)
 
 
 def gate(

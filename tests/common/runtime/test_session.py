@@ -29,8 +29,8 @@ def test_each_command_goes_to_the_handler_of_its_kind() -> None:
     session.handlers = {"commit": on_commit, "checkpoint": on_checkpoint}
 
     async def run() -> None:
-        await session.dispatch(pb.Command(checkpoint=pb.CheckpointRequest(id=4)))
-        await session.dispatch(pb.Command(commit=pb.CheckpointCommit(id=4)))
+        await session.dispatch(pb.Command(checkpoint=pb.TakeCheckpoint(id=4)))
+        await session.dispatch(pb.Command(commit=pb.Commit(id=4)))
         await session.dispatch(pb.Command(restore=pb.Restore(checkpoint_id=2)))  # none here
         await session.dispatch(pb.Command())  # an empty command
 

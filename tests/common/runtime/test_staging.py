@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from headwater.common.runtime._staging import Staging, peer_slot
-from headwater.common.wire import Kind, encode_frame
+from headwater.common.wire import Kind, encode_frame, marker_frame
 
 
 def _data(dest: int, src: int) -> bytes:
@@ -37,7 +37,7 @@ def test_a_retiring_task_gets_what_came_before_each_sources_marker() -> None:
     assert retiring == {4: (7, set())}
     before = _data(4, 1)
     assert not s.hold(4, before)
-    assert not s.hold(4, encode_frame(Kind.MARKER, 4, 1, 7, b"", b""))  # the marker passes
+    assert not s.hold(4, marker_frame(4, 1, 7))  # the marker passes
     after = _data(4, 1)
     assert s.hold(4, after)  # source 1 is past the barrier: kept for the successor
     assert not s.hold(4, _data(4, 2))  # source 2 is not

@@ -11,7 +11,7 @@ from headwater.common.plan import pack_round_robin
 from headwater.common.runtime._ipc import InstanceConnection
 from headwater.common.runtime._peers import ExchangeServicer, PeerLink
 from headwater.common.runtime._stmgr import StreamManager
-from headwater.common.wire import Kind, decode, encode_frame, parse_frame
+from headwater.common.wire import Kind, decode, encode_frame, marker_frame, parse_frame
 from headwater.common.wire._control import (
     Backpressure,
     BackpressureReset,
@@ -176,7 +176,7 @@ def test_frames_held_for_a_retiring_task_throttle_their_spouts_until_its_success
         try:
             stmgr.on_instance_hello(old, 2, 41)
             stmgr.stage(plan, {2}, at=7)
-            stmgr.deliver(2, encode_frame(Kind.MARKER, 2, 1, 7, b"", b""))  # src 1 passes it
+            stmgr.deliver(2, marker_frame(2, 1, 7))  # src 1 passes it
             frame = encode_frame(Kind.DATA, 2, 1, 1, b"default", b"\x91\xc4" + bytes([200]) * 201)
             held = 0
             for _ in range(1000):  # 64 KiB is about 300 frames

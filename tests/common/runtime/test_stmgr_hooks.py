@@ -9,7 +9,7 @@ from headwater.common.plan import pack_round_robin
 from headwater.common.runtime._hooks import NoHooks
 from headwater.common.runtime._ipc import InstanceConnection
 from headwater.common.runtime._stmgr import StreamManager
-from headwater.common.wire import Kind, encode_frame
+from headwater.common.wire import Kind, encode_frame, state_frame
 from headwater.common.wire._control import (
     ControlMessage,
     DeadLetterReport,
@@ -59,7 +59,7 @@ def test_instance_messages_reach_the_hooks_typed() -> None:
         for msg in (crash, dead, committed):
             stmgr.on_local_frame(conn, control_frame(msg, src=1))
         stmgr.on_local_frame(conn, encode_frame(Kind.CONTROL, -1, 1, 0, b"", b"\xc1"))  # dropped
-        stmgr.on_local_frame(conn, encode_frame(Kind.STATE, -1, 1, 3, b"", b"blob"))
+        stmgr.on_local_frame(conn, state_frame(1, 3, b"blob"))
         assert hooks.reports == [crash, dead]
         assert hooks.system == [committed]
         assert hooks.states == [(1, 3, b"blob")]

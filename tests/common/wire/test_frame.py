@@ -30,7 +30,7 @@ def test_round_trip_of_every_header_field() -> None:
     assert parsed.kind == Kind.DATA
     assert parsed.dest == 7
     assert parsed.src == 3
-    assert parsed.n == 2
+    assert parsed.entries == 2
     assert parsed.stream == "words"
     assert isinstance(parsed.payload, memoryview)
     assert bytes(parsed.payload) == payload
@@ -62,7 +62,7 @@ def test_stmgr_destination_is_negative() -> None:
 def test_large_values_and_empty_parts() -> None:
     frame = encode_frame(Kind.METRICS, 2**31 - 1, -(2**31), 2**32 - 1, b"", b"")
     parsed = parse_frame(frame)
-    assert (parsed.dest, parsed.src, parsed.n) == (2**31 - 1, -(2**31), 2**32 - 1)
+    assert (parsed.dest, parsed.src, parsed.arg) == (2**31 - 1, -(2**31), 2**32 - 1)
     assert parsed.stream == ""
     assert bytes(parsed.payload) == b""
 
