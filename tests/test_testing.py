@@ -423,7 +423,15 @@ def test_the_iot_pipeline_steps_give_exact_site_windows_and_dead_letters() -> No
         .flat_map_by_key("last_seq", steps.dedup)
         .flat_map_by_key("ewma", steps.smooth)
         .flat_map_by_key("welford", steps.anomaly)
-        .flat_map_by_key("windows", steps.sensor_window, placement=cloud())
+        .window(
+            "windows",
+            Tumbling(steps.WINDOW_MS),
+            timestamp=steps.reading_ts,
+            clock="key",
+            placement=cloud(),
+        )
+        .aggregate("sensor_windows", steps.window_zero, steps.window_add)
+        .map("window_rows", steps.window_row)
         .key_by("by_site_window", steps.site_key)
         .flat_map_by_key("site_windows", steps.site_window)
         .to("sink", partial(TestSink, out), key=True)

@@ -6,10 +6,12 @@ from ._partition import partition_of
 from ._pipeline import Pipeline
 from ._sources import CollectionSpout
 from ._streamlet import Streamlet, WindowedStreamlet
+from ._window_ops import KeyClockWindowBolt
 from ._windows import Session, Sliding, Tumbling
 
 __all__ = [
     "CollectionSpout",
+    "KeyClockWindowBolt",
     "KeyedFlatMapOp",
     "Op",
     "Pipeline",

@@ -28,8 +28,8 @@ from ._ops import (
     SinkOp,
 )
 from ._score import ScoreOp, spec_of
-from ._window_ops import JoinOp, WindowOp
-from ._windows import Assigner, Session
+from ._window_ops import JoinOp, KeyClockWindowOp, WindowOp
+from ._windows import Assigner, Session, Tumbling, fold_first
 
 
 class Steps(Protocol):
@@ -38,10 +38,6 @@ class Steps(Protocol):
     name: str
 
     def _add(self, step: _Step) -> _Step: ...
-
-
-def _first_acc(zero: Callable[[], Any], add: Callable[[Any, Any], Any], value: Any) -> Any:
-    return add(zero(), value)
 
 
 def identity(value: Any) -> Any:
@@ -113,11 +109,45 @@ class Streamlet:
         out_of_orderness: int = 0,
         lateness: int = 0,
         parallelism: int | None = None,
+        placement: Placement | None = None,
+        clock: str = "task",
     ) -> WindowedStreamlet:
         """Windows per key (see ``headwater.common.dsl._windows``): in event time, or in
-        processing time (the clock of the task) with ``timestamp=None``."""
+        processing time (the clock of the task) with ``timestamp=None``; ``placement``
+        (default: this stream's) places the window step and the steps after it.
+
+        ``clock="task"`` (the default): windows close by the task's watermark, the
+        highest event time of any key (less ``out_of_orderness``). ``clock="key"``
+        (event-time tumbling windows): each key's windows close by that key's own
+        clock, on its first record of another window, so a key lagging the others
+        loses nothing to lateness (no watermark, no ``late()``).
+        """
+        problems = []
+        if clock not in ("task", "key"):
+            problems.append(f"clock={clock!r}; use 'task' or 'key'")
+        elif clock == "key":
+            if timestamp is None:
+                problems.append("clock='key' needs event time: a timestamp function")
+            if type(assigner) is not Tumbling:
+                problems.append(f"clock='key' takes Tumbling windows, not {assigner!r}")
+            if out_of_orderness or lateness:
+                problems.append(
+                    "clock='key' has no watermark: out_of_orderness and lateness do not apply"
+                )
+        if problems:
+            raise InvalidTopologyError(
+                self.pipeline.name, [f"window {name!r}: {p}" for p in problems]
+            )
         return WindowedStreamlet(
-            self, name, assigner, timestamp, out_of_orderness, lateness, parallelism
+            self,
+            name,
+            assigner,
+            timestamp,
+            out_of_orderness,
+            lateness,
+            parallelism,
+            clock=clock,
+            placement=placement,
         )
 
     def join(
@@ -276,16 +306,21 @@ class WindowedStreamlet:
         out_of_orderness: int,
         lateness: int,
         parallelism: int | None,
+        *,
+        clock: str = "task",
+        placement: Placement | None = None,
     ) -> None:
         self.stream, self.name, self.assigner = stream, name, assigner
         self.timestamp, self.ooo, self.lateness = timestamp, out_of_orderness, lateness
-        self.parallelism = parallelism
+        self.parallelism, self.per_key, self.placement = parallelism, clock == "key", placement
 
     def reduce(self, name: str, fn: Callable[[Any, Any], Any]) -> Streamlet:
         """Combine a window's records with ``fn``; emits ``{"key", "start", "end", "value"}``.
 
         ``name`` names the result stream; the window step itself is ``window``'s name.
         """
+        if self.per_key:
+            return self._per_key(name, fn, None)
         return self._windowed(
             name,
             partial(
@@ -309,6 +344,8 @@ class WindowedStreamlet:
                 self.stream.pipeline.name,
                 [f"aggregate {name!r} over session windows needs merge(acc, acc)"],
             )
+        if self.per_key:
+            return self._per_key(name, add, partial(fold_first, zero, add))
         op = partial(
             WindowOp,
             self.name,
@@ -317,10 +354,22 @@ class WindowedStreamlet:
             add,
             self.ooo,
             self.lateness,
-            partial(_first_acc, zero, add),
+            partial(fold_first, zero, add),
             merge,
         )
         return self._windowed(name, op)
+
+    def _per_key(
+        self, name: str, fn: Callable[[Any, Any], Any], first: Callable[[Any], Any] | None
+    ) -> Streamlet:
+        """``clock="key"``: a keyed step like ``flat_map_by_key`` (no watermark to send it,
+        no ticks, no late records), fused behind keyed steps on the same key."""
+        assert isinstance(self.assigner, Tumbling) and self.timestamp is not None
+        op = partial(KeyClockWindowOp, self.name, self.assigner, self.timestamp, fn, first)
+        windowed = self.stream._then(
+            self.name, op, keyed=True, parallelism=self.parallelism, placement=self.placement
+        )
+        return windowed.map(name, identity)
 
     def _windowed(self, name: str, op: Callable[[], Op]) -> Streamlet:
         windowed = self.stream._then(
@@ -329,6 +378,7 @@ class WindowedStreamlet:
             keyed=True,
             side_tags=("late",),
             parallelism=self.parallelism,
+            placement=self.placement,
             timestamps=() if self.timestamp is None else (self.timestamp,),
             clock=self.timestamp is None,
         )

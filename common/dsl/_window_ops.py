@@ -1,4 +1,6 @@
-"""The DSL's windowed steps: ``window`` (``WindowOp``) and ``join`` (``JoinOp``), per key.
+"""The DSL's windowed steps: ``window`` (``WindowOp``; ``KeyClockWindowOp`` for
+``clock="key"``) and ``join`` (``JoinOp``), per key, and ``KeyClockWindowBolt``, the
+``clock="key"`` window as a component for the component API.
 
 Both hand their records to a ``WindowedReduce`` (``_windows.py``: the
 assigners and the per-key window state machine) whose windows are the step's
@@ -8,7 +10,9 @@ keyed state (``ctx.keyed_state(name)``) and whose watermark is in
 step's watermark moves with the records it sees and the watermarks from
 upstream (``on_watermark``); in processing time (no timestamp function) the
 clock is the watermark, moved every tick (``on_time``). A record whose windows
-are gone goes to the step's ``late`` side output. The ``Op`` base, and the
+are gone goes to the step's ``late`` side output. A ``clock="key"`` window
+(``KeyClockWindows``) has no watermark: each key's records move its own clock, its
+windows are its keyed state alone, and nothing is late. The ``Op`` base, and the
 retry and dead letters of a record a step raises on: ``_ops.py``.
 """
 
@@ -19,9 +23,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from ..api import Context
+from ..api import Bolt, Context, Tuple
 from ._ops import Op, Out, Side
-from ._windows import Assigner, WindowedReduce
+from ._windows import Assigner, KeyClockWindows, Tumbling, WindowedReduce, fold_first
 
 
 def _now_ms() -> int:
@@ -106,6 +110,103 @@ class WindowOp(Op):
 
     def on_watermark(self, watermark: int, out: Out, side: Side) -> None:
         self.w.advance(watermark - self.out_of_orderness, self._fired(out))
+
+
+def _window(r: list[Any]) -> dict[str, Any]:
+    return {"key": r[0], "start": r[1], "end": r[2], "value": r[3]}
+
+
+class KeyClockWindowOp(Op):
+    """``window(..., clock="key")``: tumbling windows closed by each key's own clock
+    (``KeyClockWindows``); emits ``{"key", "start", "end", "value"}`` as one closes."""
+
+    def __init__(
+        self,
+        name: str,
+        assigner: Tumbling,
+        timestamp: Callable[[Any], int],
+        reduce: Callable[[Any, Any], Any],
+        first: Callable[[Any], Any] | None = None,
+    ) -> None:
+        super().__init__(name)
+        self.assigner, self.timestamp, self.reduce, self.first = assigner, timestamp, reduce, first
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        self.w = KeyClockWindows(
+            self.assigner, self.reduce, windows=ctx.keyed_state(self.name), first=self.first
+        )
+
+    def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
+        self.inline(out, side)(key, value)
+
+    def inline(self, out: Out, side: Side) -> Out:
+        add, timestamp, retry, name = self.w.add, self.timestamp, self.retry, self.name
+
+        def closed(r: list[Any]) -> None:
+            out(r[0], _window(r))
+
+        def again(key: Any, value: Any) -> None:
+            add(key, int(timestamp(value)), value, closed)
+
+        def call(key: Any, value: Any) -> None:
+            try:
+                add(key, int(timestamp(value)), value, closed)
+            except Exception as exc:
+                retry(name, partial(again, key, value), exc, value)
+
+        return call
+
+
+def _row(window: dict[str, Any]) -> list[Any]:
+    return [window["key"], window["start"], window["end"], window["value"]]
+
+
+class KeyClockWindowBolt(Bolt):
+    """The DSL's ``window(name, Tumbling(size), timestamp=..., clock="key").aggregate(...)``
+    as a component, for a topology written with the component API.
+
+    Its input must be fields-grouped on what ``key(values)`` reads (a key's tuples meet
+    on one task). Each tuple's values (a list) are a record: ``timestamp(values)`` its
+    event time, ``add(acc, values)`` folds it into its window's accumulator from
+    ``zero()``. A key's window closes on the key's first record of another window (see
+    ``headwater.common.dsl._windows``); the bolt then emits ``result(window)``, the
+    window as ``{"key", "start", "end", "value"}`` (default: ``[key, start, end,
+    value]``), to be declared as the component's ``outputs``. The windows are keyed
+    state under ``name`` (checkpointed with the stream: exactly once); a tuple that
+    raises changes nothing and follows the runtime's retries and dead letters.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        assigner: Tumbling,
+        *,
+        key: Callable[[list[Any]], Any],
+        timestamp: Callable[[list[Any]], int],
+        zero: Callable[[], Any],
+        add: Callable[[Any, list[Any]], Any],
+        result: Callable[[dict[str, Any]], list[Any]] = _row,
+    ) -> None:
+        KeyClockWindows(assigner, add)  # refuses what it cannot run, before any task starts
+        self.name, self.assigner, self.key, self.timestamp = name, assigner, key, timestamp
+        self.zero, self.add, self.result = zero, add, result
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.w = KeyClockWindows(
+            self.assigner,
+            self.add,
+            windows=ctx.keyed_state(self.name),
+            first=partial(fold_first, self.zero, self.add),
+        )
+
+    def process(self, tup: Tuple) -> None:
+        values = list(tup.values)
+        self.w.add(self.key(values), int(self.timestamp(values)), values, self._closed)
+
+    def _closed(self, r: list[Any]) -> None:
+        self.ctx.emit(self.result(_window(r)))
 
 
 class JoinOp(Op):

@@ -13,12 +13,31 @@ Session windows start at a record and last ``gap`` past the last record of
 the key; two sessions that come to touch or overlap merge (their accumulators too, so
 a session's reduce must be associative and commutative).
 
+The watermark is the step's task's: one key far ahead of the others moves it for
+all, so a key that lags (a gateway sending its backlog after an outage) finds its
+windows gone and its records late. ``clock="key"`` (``KeyClockWindows``, tumbling
+windows only) gives each key a clock of its own instead: a key has one open window,
+and the key's first record of another window closes it (emits it) and opens that
+record's window. No watermark, no ``out_of_orderness``, no lateness, nothing late:
+every record counts in exactly one window that closes, however far the other keys
+are ahead. A key's clock may go back (a record of a window of the key's that has
+closed): that window opens afresh with that record and closes, a second result for
+the same window, at the key's next record of another window. A key's newest window
+stays open until its next window's first record (the end of a bounded input closes
+nothing). The state is the key's open window alone, ``[start, acc]`` in keyed state.
+
 >>> w = WindowedReduce(Tumbling(10), lambda a, b: a + b, out_of_orderness=0, lateness=0)
 >>> out, late = [], []
 >>> for ts, v in [(1, 1), (4, 2), (12, 5)]:
 ...     w.add("k", ts, v, out.append, late.append)
 >>> out  # [key, start, end, value]; [10, 20) is still open
 [['k', 0, 10, 3]]
+>>> k = KeyClockWindows(Tumbling(10), lambda a, b: a + b)
+>>> out = []
+>>> for key, ts, v in [("a", 1, 1), ("a", 25, 2), ("b", 3, 4), ("a", 31, 8), ("b", 12, 0)]:
+...     k.add(key, ts, v, out.append)
+>>> out  # b's [0, 10) closes on b's own clock, a's having long passed it
+[['a', 0, 10, 1], ['a', 20, 30, 2], ['b', 0, 10, 4]]
 """
 
 from __future__ import annotations
@@ -84,6 +103,11 @@ class Session:
 
 
 Assigner = Tumbling | Sliding | Session
+
+
+def fold_first(zero: Callable[[], Any], add: Reduce, value: Any) -> Any:
+    """A window's first accumulator for ``aggregate``: ``add(zero(), value)``."""
+    return add(zero(), value)
 
 
 class WindowedReduce:
@@ -284,3 +308,43 @@ class WindowedReduce:
             keys.discard(key)
             if not keys:
                 del self._ends[end]
+
+
+class KeyClockWindows:
+    """Tumbling windows on each key's own clock (``clock="key"``; see the module docstring).
+
+    ``windows`` maps key -> ``[start, acc]``, the key's open window (checkpointable: plain
+    values). ``reduce(acc, value)`` folds a record in; a window's first record becomes its
+    accumulator through ``first`` (default: as it is).
+    """
+
+    def __init__(
+        self,
+        assigner: Tumbling,
+        reduce: Reduce,
+        *,
+        windows: MutableMapping[Any, list[Any]] | None = None,
+        first: Callable[[Any], Any] | None = None,
+    ) -> None:
+        if type(assigner) is not Tumbling:
+            raise ValueError(
+                f"clock='key' takes tumbling windows only, not {type(assigner).__name__}"
+            )
+        self.size = assigner.size
+        self.reduce = reduce
+        self.first = first
+        self.windows: MutableMapping[Any, list[Any]] = {} if windows is None else windows
+
+    def add(self, key: Any, ts: int, value: Any, emit: Callable[[list[Any]], None]) -> None:
+        """Take one record; emit the window it closes, if any, as ``[key, start, end, acc]``.
+
+        Nothing changes (no emit, no state) when ``reduce`` or ``first`` raises."""
+        start = ts - ts % self.size
+        entry = self.windows.get(key)
+        if entry is not None and entry[0] == start:
+            acc = self.reduce(entry[1], value)
+        else:
+            acc = value if self.first is None else self.first(value)
+            if entry is not None:
+                emit([key, entry[0], entry[0] + self.size, entry[1]])
+        self.windows[key] = [start, acc]

@@ -5,6 +5,10 @@ Each keyed step is ``step(state, row) -> (new_state, rows_out)`` for one key
 ``ctx.keyed_state``, the DSL's ``flat_map_by_key`` does the same. A step
 raises ``DeadLetter`` for a reading it refuses (before it changes any state):
 the runtime sends it to the topology's dead letters with the reason.
+
+The per-sensor windows are the DSL's ``clock="key"`` tumbling windows (each sensor's
+window closed by that sensor's own clock), in both versions; what is here is what
+they fold: ``reading_ts``, ``window_zero``, ``window_add`` and ``window_row``.
 """
 
 from __future__ import annotations
@@ -107,28 +111,34 @@ def anomaly(
     return [n, mean, m2, [value, smoothed]], [[*row, flagged, version if model else ""]]
 
 
-def sensor_window(acc: Row | None, row: Row) -> tuple[Row, list[Row]]:
-    """Per sensor, 10 s tumbling windows in event time, closed by the sensor's own clock.
+def reading_ts(row: Row) -> int:
+    """A reading's event time: its ``ts``."""
+    return int(row[3])
 
-    A reading of a later window closes the open one (one sensor's readings
-    arrive in order). Emits ``[site, sensor, window, count, sum, min, max, anomalies]``.
-    """
-    site, sensor, _seq, ts, value, _smoothed, flagged = row[:7]  # then the model column
-    w = ts - ts % WINDOW_MS
-    out: list[Row] = []
-    if acc is not None and acc[0] != w:
-        out.append([site, sensor, *acc])
-        acc = None
-    if acc is None:
-        acc = [w, 0, 0.0, value, value, 0]
+
+def window_zero() -> Row:
+    """A sensor window's empty accumulator: ``[site, count, sum, min, max, anomalies]``."""
+    return [None, 0, 0.0, math.inf, -math.inf, 0]
+
+
+def window_add(acc: Row, row: Row) -> Row:
+    """Fold a reading (a row of ``anomaly``'s) into its sensor window's accumulator."""
+    value, flagged = row[4], row[6]
     return [
-        w,
+        row[0],
         acc[1] + 1,
         acc[2] + value,
         min(acc[3], value),
         max(acc[4], value),
         acc[5] + int(flagged),
-    ], out
+    ]
+
+
+def window_row(window: dict[str, Any]) -> Row:
+    """A closed sensor window (the DSL's ``{"key", "start", "end", "value"}``) as the row
+    the pipeline lands: ``[site, sensor, window, count, sum, min, max, anomalies]``."""
+    site, count, total, lo, hi, flagged = window["value"]
+    return [site, window["key"], window["start"], count, total, lo, hi, flagged]
 
 
 def site_key(closed: Row) -> str:

@@ -28,6 +28,12 @@ covered. A step refuses a reading by raising ``DeadLetter`` (any other exception
 retried first): the runtime sends it, with the reason, to the topology's dead letters,
 ``[component, reason, traceback, record]`` rows, exactly once as any output.
 
+The windows are the DSL's per-key windows (``window(..., clock="key")``) as a component,
+``headwater.dsl.KeyClockWindowBolt``: each sensor's window closes on that sensor's first
+reading of another window, whatever the other sensors' time, so a sensor lagging the
+others (a gateway sending its backlog after an outage) has every reading counted in
+exactly one closed window; ``pipeline_dsl.py`` runs the same windows as a DSL step.
+
 The steps are plain functions in ``iot_steps.py``; the log, output folder and landing
 sinks are in ``iot_io.py`` (both beside this file: ``headwater submit`` ships the
 folder). ``pipeline_dsl.py`` is the same pipeline in the DSL. Environment: IOT_LOG
@@ -47,6 +53,7 @@ from iot_io import Readings, ingest_log, land_dead_letters, land_readings, land_
 
 from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
 from headwater.connectors import KeyValueSink
+from headwater.dsl import KeyClockWindowBolt, Tumbling
 from headwater.models import live_model
 from headwater.placement import edge
 
@@ -176,7 +183,16 @@ topology = (
     # cloud (the default): per-site windows across every agent
     .add_bolt(
         "windows",
-        _step("windows", steps.sensor_window),
+        partial(
+            KeyClockWindowBolt,
+            "windows",
+            Tumbling(steps.WINDOW_MS),
+            key=_sensor,
+            timestamp=steps.reading_ts,
+            zero=steps.window_zero,
+            add=steps.window_add,
+            result=steps.window_row,
+        ),
         inputs={"anomaly": fields("sensor")},
         outputs=("site", "sensor", "window", "count", "sum", "min", "max", "anomalies"),
     )

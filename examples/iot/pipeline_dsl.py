@@ -4,9 +4,10 @@
 
     readings -> parse -> by_sensor -> last_seq (dedup) -> ewma (smooth)
       -> welford (anomaly; the model rolled out to the agent, if any)
-      -> windows (10 s per sensor) -> by_site_window -> site_windows
+      -> windows (10 s per sensor, each closed by its sensor's own clock)
+      -> sensor_windows -> window_rows -> by_site_window -> site_windows
       -> sink (KeyValueSink, [key, row] per site/window)
-    welford's readings, windows' closed windows, every step's dead letters
+    welford's readings, the closed sensor windows, every step's dead letters
       -> the landing zone, $IOT_OUT/landing/{readings,sensor_windows,dead_letters}
 
 Placement: the steps up to ``welford`` run on the edge, the keyed ones after
@@ -16,12 +17,12 @@ step and key in checkpoints, transactional sinks. A step refuses a reading by ra
 ``DeadLetter`` (``parse`` for malformed input, ``last_seq`` for a seq implausibly far
 ahead); a step that raises anything else is retried first.
 
-Why ``windows`` is a keyed step and not the DSL's ``window(Tumbling(10_000))``: a DSL
-window closes by its task's watermark, the highest timestamp of *any* key it has seen,
-so a sensor whose readings lag another's (a gateway back from an outage sends its
-backlog) would find its windows already closed and its readings late. Here each
-sensor's window closes by that sensor's own clock (its first reading of a later
-window), so every reading counts in exactly one closed window, however late it comes.
+The windows are the DSL's ``window(Tumbling(10_000), clock="key")``: each sensor's
+window closes by that sensor's own clock (its first reading of another window), not by
+the task's watermark, so a sensor lagging the others (a gateway back from an outage
+sending its backlog) loses nothing: every reading counts in exactly one closed window,
+however late it comes. ``aggregate`` folds a window's readings (``steps.window_add``),
+``window_rows`` makes each closed window the landed row (``steps.window_row``).
 
 Same files and environment as ``pipeline.py`` (``iot_steps.py``, ``iot_io.py``).
 """
@@ -46,7 +47,7 @@ from iot_io import (
 
 from headwater import Context, Reliability
 from headwater.connectors import KeyValueSink
-from headwater.dsl import KeyedFlatMapOp, Pipeline
+from headwater.dsl import KeyedFlatMapOp, Pipeline, Tumbling
 from headwater.models import live_model
 from headwater.placement import cloud, edge
 
@@ -96,7 +97,17 @@ scored = (
     .flat_map_by_key("ewma", steps.smooth)
     .apply("welford", AnomalyOp, keyed=True)
 )
-windows = scored.flat_map_by_key("windows", steps.sensor_window, placement=cloud())
+windows = (
+    scored.window(
+        "windows",
+        Tumbling(steps.WINDOW_MS),
+        timestamp=steps.reading_ts,
+        clock="key",
+        placement=cloud(),
+    )
+    .aggregate("sensor_windows", steps.window_zero, steps.window_add)
+    .map("window_rows", steps.window_row)
+)
 (
     windows.key_by("by_site_window", steps.site_key)
     .flat_map_by_key("site_windows", steps.site_window)

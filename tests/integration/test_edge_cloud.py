@@ -130,6 +130,28 @@ def _start_cluster(
 STEP_MS = 45 * 60_000
 
 
+def _sensor_window(acc: list[Any] | None, row: list[Any]) -> tuple[list[Any], list[list[Any]]]:
+    """The expected per-sensor windows, written out here: a sensor's 10 s window closes on
+    its first reading of another window (then emitted ``[site, sensor, window, count, sum,
+    min, max, anomalies]``); its newest window stays open."""
+    site, sensor, _seq, ts, value, _smoothed, flagged = row[:7]
+    w = ts - ts % steps.WINDOW_MS
+    out: list[list[Any]] = []
+    if acc is not None and acc[0] != w:
+        out.append([site, sensor, *acc])
+        acc = None
+    if acc is None:
+        acc = [w, 0, 0.0, value, value, 0]
+    return [
+        w,
+        acc[1] + 1,
+        acc[2] + value,
+        min(acc[3], value),
+        max(acc[4], value),
+        acc[5] + int(flagged),
+    ], out
+
+
 def _check_landing(root: Path, readings: list[dict[str, Any]]) -> None:
     """The landing zone holds every reading once, with the flag the pipeline gave it, and
     every closed window once; manifests are contiguous and count exactly the files there."""
@@ -145,7 +167,7 @@ def _check_landing(root: Path, readings: list[dict[str, Any]]) -> None:
         row = [r["site"], r["sensor"], r["seq"], r["ts"], float(r["value"])]
         ewma, [row] = steps.smooth(ewma, row)
         stats, [row] = steps.anomaly(stats, row)
-        window, closed = steps.sensor_window(window, row)
+        window, closed = _sensor_window(window, row)
         state[r["sensor"]] = [ewma, stats, window]
         day = time.strftime("%Y-%m-%d", time.gmtime(r["ts"] // 1000))
         want_rows.append({**dict(zip(landing.READING, row, strict=True)), "date": day})
