@@ -96,6 +96,7 @@ _PREFIXES: dict[str, str] = {
     "headwater.common.state": "runtime",
     "headwater.common.connectors": "runtime",
     "headwater.common.control": "control",
+    "headwater.common.health": "control",  # the health manager's decisions (pure)
     "headwater.common.node": "daemons",
     "headwater.common.console": "daemons",
     "headwater.cloud": "daemons",
