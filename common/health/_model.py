@@ -10,11 +10,11 @@ folded in by its stream manager).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """What the health manager may do for a topology."""
 
     OFF = "off"  # nothing is measured for decisions, nothing proposed
