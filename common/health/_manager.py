@@ -202,10 +202,10 @@ class HealthManager:
 
     def tick(self, sample: Sample) -> list[Action]:
         """The actions to apply now (empty unless the mode is AUTO)."""
-        previous, self._previous = self._previous, sample
-        if self.policy.mode is Mode.OFF or sample.topology != self.topology:
+        if sample.topology != self.topology:
             return []
-        if previous is None:
+        previous, self._previous = self._previous, sample
+        if self.policy.mode is Mode.OFF or previous is None:
             return []
         now = self._clock()
         measured = rates(previous, sample)
