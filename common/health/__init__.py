@@ -8,6 +8,14 @@ injected clock: the master's loop feeds it samples and applies what it decides a
 edits (``cloud/master``). The shared vocabulary is in ``_model.py``.
 """
 
+from ._manager import (
+    Blacklisted,
+    HealthManager,
+    HealthReport,
+    JsonFileStore,
+    StateStore,
+    TakenAction,
+)
 from ._model import (
     Action,
     ComponentInfo,
@@ -17,13 +25,23 @@ from ._model import (
     Sample,
     TaskSample,
 )
+from ._policy import policy_from_config, policy_from_json, policy_to_json
 
 __all__ = [
     "Action",
+    "Blacklisted",
     "ComponentInfo",
     "Diagnosis",
+    "HealthManager",
     "HealthPolicy",
+    "HealthReport",
+    "JsonFileStore",
     "Mode",
     "Sample",
+    "StateStore",
+    "TakenAction",
     "TaskSample",
+    "policy_from_config",
+    "policy_from_json",
+    "policy_to_json",
 ]

@@ -1,0 +1,278 @@
+"""The health manager of one topology: samples in, actions out, its state in a store.
+
+Each ``tick`` takes a sample of the topology's metrics, derives the rates since the
+previous one, DS2's target parallelism per component and the diagnoses, and lets the
+guards decide which of the actions resolving them may go now. In ``AUTO`` those are
+returned, and recorded as pending in the store *before* ``tick`` returns them: a manager
+restarted between returning an action and hearing it was applied counts it as taken (its
+cooldown and black-listing hold), so it never repeats it. In ``RECOMMEND`` they are only
+proposed, in ``report()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._diagnose import diagnose, resolve
+from ._ds2 import targets
+from ._guards import Guards
+from ._model import Action, Diagnosis, HealthPolicy, Mode, Sample
+from ._rates import rates
+
+HISTORY = 50  # the taken actions a report keeps
+
+
+class StateStore(Protocol):
+    """Where a manager keeps its state across restarts."""
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Atomically: a reader sees the previous state or this one, never a mix."""
+        ...
+
+
+class JsonFileStore:
+    """A state store in one JSON file (written aside, fsynced, then renamed over)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def diagnosis_to_json(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "kind": d.kind,
+        "component": d.component,
+        "reason": d.reason,
+        "evidence": d.evidence,
+        "tasks": list(d.tasks),
+    }
+
+
+def diagnosis_from_json(d: dict[str, Any]) -> Diagnosis:
+    return Diagnosis(
+        str(d["kind"]),
+        str(d["component"]),
+        str(d["reason"]),
+        dict(d.get("evidence", {})),
+        tuple(d.get("tasks", ())),
+    )
+
+
+def action_to_json(a: Action) -> dict[str, Any]:
+    return {
+        "kind": a.kind,
+        "component": a.component,
+        "reason": a.reason,
+        "parallelism": a.parallelism,
+        "tasks": list(a.tasks),
+        "diagnosis": diagnosis_to_json(a.diagnosis) if a.diagnosis is not None else None,
+    }
+
+
+def action_from_json(a: dict[str, Any]) -> Action:
+    d = a.get("diagnosis")
+    p = a.get("parallelism")
+    return Action(
+        str(a["kind"]),
+        str(a["component"]),
+        str(a["reason"]),
+        int(p) if p is not None else None,
+        tuple(int(t) for t in a.get("tasks", ())),
+        diagnosis_from_json(d) if isinstance(d, dict) else None,
+    )
+
+
+@dataclass(frozen=True)
+class TakenAction:
+    """An action the manager returned: when (wall time, s), and what became of it."""
+
+    action: Action
+    at: float
+    revision: int | None = None
+    outcome: str = "pending"  # "pending", "applied", "failed: <why>"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": action_to_json(self.action),
+            "at": self.at,
+            "revision": self.revision,
+            "outcome": self.outcome,
+        }
+
+    @classmethod
+    def from_json(cls, t: dict[str, Any]) -> TakenAction:
+        rev = t.get("revision")
+        return cls(
+            action_from_json(t["action"]),
+            float(t["at"]),
+            int(rev) if rev is not None else None,
+            str(t["outcome"]),
+        )
+
+
+@dataclass(frozen=True)
+class Blacklisted:
+    """An action kind the manager will not take on a component until ``until`` (wall, s)."""
+
+    kind: str
+    component: str
+    until: float
+    why: str
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    topology: str
+    mode: Mode
+    diagnoses: list[Diagnosis]
+    proposed: list[Action]
+    taken: list[TakenAction]
+    blacklisted: list[Blacklisted]
+
+    def to_json(self) -> dict[str, Any]:
+        """What the REST API and the CLI show."""
+        return {
+            "topology": self.topology,
+            "mode": self.mode.value,
+            "diagnoses": [diagnosis_to_json(d) for d in self.diagnoses],
+            "proposed": [action_to_json(a) for a in self.proposed],
+            "taken": [t.to_json() for t in self.taken],
+            "blacklisted": [dataclasses.asdict(b) for b in self.blacklisted],
+        }
+
+
+class HealthManager:
+    """Detect, diagnose, resolve, for one topology, under its policy."""
+
+    def __init__(
+        self,
+        topology: str,
+        policy: HealthPolicy,
+        store: StateStore,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.topology = topology
+        self.policy = policy
+        self._store = store
+        self._clock = clock
+        self._wall = wall
+        self._previous: Sample | None = None
+        self._diagnoses: list[Diagnosis] = []
+        self._proposed: list[Action] = []
+        self._taken: list[TakenAction] = []
+        self._guards = Guards()
+        self._load()
+
+    def set_policy(self, policy: HealthPolicy) -> None:
+        self.policy = policy
+        if policy.mode is not Mode.RECOMMEND:
+            self._proposed = []
+        if policy.mode is Mode.OFF:
+            self._diagnoses = []
+
+    def tick(self, sample: Sample) -> list[Action]:
+        """The actions to apply now (empty unless the mode is AUTO)."""
+        if sample.topology != self.topology:
+            return []
+        previous, self._previous = self._previous, sample
+        if self.policy.mode is Mode.OFF or previous is None:
+            return []
+        now = self._clock()
+        measured = rates(previous, sample)
+        wanted = targets(sample.components, measured, self.policy.target_utilization)
+        self._diagnoses = diagnose(
+            sample.components, measured, wanted, self.policy.target_utilization
+        )
+        self._guards.observe(self._diagnoses, now, self.policy)
+        actions: list[Action] = []
+        for d in self._diagnoses:
+            current = sample.components[d.component].parallelism
+            for a in resolve(d):
+                admitted = self._guards.admit(a, current, self.policy, now)
+                if admitted is not None:
+                    actions.append(admitted)
+        if self.policy.mode is Mode.RECOMMEND:
+            self._proposed = actions
+            self._save()
+            return []
+        self._proposed = []
+        for a in actions:
+            self._guards.record(a, sample.components[a.component].parallelism, now)
+            self._taken.append(TakenAction(a, self._wall()))
+        self._taken = self._taken[-HISTORY:]
+        self._save()  # pending before returned: a restart never repeats them
+        return actions
+
+    def applied(self, action: Action, revision: int | None, error: str | None) -> None:
+        """What became of an action ``tick`` returned: its revision, or why it failed."""
+        for i in range(len(self._taken) - 1, -1, -1):
+            t = self._taken[i]
+            if t.action == action and t.outcome == "pending":
+                outcome = "applied" if error is None else f"failed: {error}"
+                self._taken[i] = dataclasses.replace(t, revision=revision, outcome=outcome)
+                break
+        if error is not None:
+            self._guards.failed(action)
+        self._save()
+
+    def report(self) -> HealthReport:
+        now, wall = self._clock(), self._wall()
+        bans = [
+            Blacklisted(b.kind, b.component, wall + (b.until - now), b.why)
+            for b in self._guards.bans(now)
+        ]
+        return HealthReport(
+            self.topology,
+            self.policy.mode,
+            list(self._diagnoses),
+            list(self._proposed),
+            list(self._taken),
+            bans,
+        )
+
+    def _save(self) -> None:
+        self._store.save(
+            {
+                "version": 1,
+                "topology": self.topology,
+                "guards": self._guards.to_json(),
+                "taken": [t.to_json() for t in self._taken],
+            }
+        )
+
+    def _load(self) -> None:
+        state = self._store.load()
+        if not state or state.get("topology") != self.topology:
+            return
+        self._guards = Guards.from_json(state.get("guards", {}), self._clock())
+        self._taken = [TakenAction.from_json(t) for t in state.get("taken", [])]

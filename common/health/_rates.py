@@ -1,0 +1,139 @@
+"""Rates from two samples: per task, then per component (DS2's true rates among them).
+
+A task's counters are cumulative, so a rate is a difference over the interval between two
+samples. The *true* processing rate is records processed per second of busy time (DS2):
+what a task could process if it never waited, whatever the load it was given. A task that
+is in one sample and not the other (started, stopped or rescaled away) is skipped for that
+interval, and so is one whose counters went back (a restart not folded in yet).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from ._model import Sample, TaskSample
+
+_NS = 1e9
+_MS = 1e3
+
+
+@dataclass(frozen=True)
+class TaskRates:
+    """One task's rates over one interval (per second of wall time, fractions in 0..1)."""
+
+    task: int
+    component: str
+    arrival: float  # tuples delivered to its input per second
+    processed: float  # tuples executed per second
+    emitted: float  # tuples emitted per second
+    busy: float  # share of the interval spent processing
+    backpressure: float  # share of the interval its sources were held back for it
+    busy_s: float  # seconds of busy time in the interval
+    hot_keys: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def true_processing(self) -> float | None:
+        """Records processed per second of busy time; None without busy time."""
+        return self.processed / self.busy if self.busy > 0 else None
+
+    @property
+    def true_output(self) -> float | None:
+        """Records emitted per second of busy time; None without busy time."""
+        return self.emitted / self.busy if self.busy > 0 else None
+
+
+@dataclass(frozen=True)
+class ComponentRates:
+    """A component's tasks' rates over one interval, and their aggregates."""
+
+    component: str
+    interval_s: float
+    tasks: tuple[TaskRates, ...]
+
+    @property
+    def arrival(self) -> float:
+        return sum(t.arrival for t in self.tasks)
+
+    @property
+    def processed(self) -> float:
+        return sum(t.processed for t in self.tasks)
+
+    @property
+    def emitted(self) -> float:
+        return sum(t.emitted for t in self.tasks)
+
+    @property
+    def busy(self) -> float:
+        """The mean busy share of its tasks."""
+        return statistics.fmean(t.busy for t in self.tasks) if self.tasks else 0.0
+
+    @property
+    def busy_max(self) -> float:
+        return max((t.busy for t in self.tasks), default=0.0)
+
+    @property
+    def backpressure(self) -> float:
+        """The largest share of the interval one of its tasks held its sources back."""
+        return max((t.backpressure for t in self.tasks), default=0.0)
+
+    @property
+    def true_processing(self) -> float | None:
+        """Records one task processes per second of busy time (all its tasks' together)."""
+        busy_s = sum(t.busy_s for t in self.tasks)
+        return self.processed * self.interval_s / busy_s if busy_s > 0 else None
+
+    @property
+    def true_output(self) -> float | None:
+        """Records one task emits per second of busy time."""
+        busy_s = sum(t.busy_s for t in self.tasks)
+        return self.emitted * self.interval_s / busy_s if busy_s > 0 else None
+
+    @property
+    def selectivity(self) -> float:
+        """Records emitted per record processed (1 before anything was processed)."""
+        return self.emitted / self.processed if self.processed > 0 else 1.0
+
+
+def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> TaskRates | None:
+    """The rates between two readings of one task; None if they cannot be compared."""
+    if interval_s <= 0 or before.component != after.component:
+        return None
+    pairs = (
+        (before.received, after.received),
+        (before.executed, after.executed),
+        (before.emitted, after.emitted),
+        (before.busy_ns, after.busy_ns),
+        (before.backpressure_ms, after.backpressure_ms),
+    )
+    if any(b > a for b, a in pairs):
+        return None  # counters never go back: a restart not folded in yet
+    busy_s = min((after.busy_ns - before.busy_ns) / _NS, interval_s)
+    held_s = (after.backpressure_ms - before.backpressure_ms) / _MS
+    return TaskRates(
+        task=after.task,
+        component=after.component,
+        arrival=(after.received - before.received) / interval_s,
+        processed=(after.executed - before.executed) / interval_s,
+        emitted=(after.emitted - before.emitted) / interval_s,
+        busy=busy_s / interval_s,
+        backpressure=min(held_s / interval_s, 1.0),
+        busy_s=busy_s,
+        hot_keys=after.hot_keys,
+    )
+
+
+def rates(before: Sample, after: Sample) -> dict[str, ComponentRates]:
+    """Each component's rates between two samples of a topology (tasks in both only)."""
+    interval_s = after.at - before.at
+    per: dict[str, list[TaskRates]] = {name: [] for name in after.components}
+    if interval_s <= 0:
+        return {}
+    for task, now in sorted(after.tasks.items()):
+        then = before.tasks.get(task)
+        if then is None or now.component not in per:
+            continue
+        r = task_rates(then, now, interval_s)
+        if r is not None:
+            per[now.component].append(r)
+    return {name: ComponentRates(name, interval_s, tuple(ts)) for name, ts in per.items() if ts}

@@ -1,0 +1,208 @@
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from headwater.common._clock import ManualClock
+from headwater.common.health import (
+    Action,
+    HealthManager,
+    HealthPolicy,
+    JsonFileStore,
+    Mode,
+    Sample,
+    StateStore,
+)
+
+from ._sim import Sim
+
+POLICY = HealthPolicy(mode=Mode.AUTO, cooldown_s=60.0, stabilization_s=120.0, blacklist_s=600.0)
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.state: dict[str, Any] | None = None
+
+    def load(self) -> dict[str, Any] | None:
+        return self.state
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.state = state
+
+
+def manager(
+    clock: ManualClock, policy: HealthPolicy = POLICY, store: StateStore | None = None
+) -> HealthManager:
+    return HealthManager("t", policy, store or MemoryStore(), clock.monotonic, clock.time)
+
+
+def run(
+    sim: Sim, hm: HealthManager, clock: ManualClock, demand: float, ticks: int, fixes: bool = True
+) -> list[tuple[float, Action]]:
+    """Tick every 10 s at ``demand``, applying what the manager returns."""
+    done: list[tuple[float, Action]] = []
+    for _ in range(ticks):
+        sample: Sample = sim.step(demand)
+        clock.advance_to(sample.at)
+        for a in hm.tick(sample):
+            done.append((clock.monotonic(), a))
+            sim.apply(a, fixes)
+            hm.applied(a, sim.revision, None)
+    return done
+
+
+def rescales(done: list[tuple[float, Action]]) -> list[tuple[float, Action]]:
+    return [(at, a) for at, a in done if a.kind == "rescale"]
+
+
+def test_a_load_step_gives_one_rescale_to_the_ds2_target_then_nothing() -> None:
+    clock, sim = ManualClock(), Sim(parallelism=2, cost=0.01)
+    hm = manager(clock)
+    assert run(sim, hm, clock, 100.0, 6) == []  # busy 50%: nothing to do
+    done = run(sim, hm, clock, 300.0, 60)  # 10 minutes at three times the rate
+    ups = rescales(done)
+    assert 1 <= len(ups) <= 2
+    assert [a.kind for _, a in done] == ["rescale"] * len(ups)
+    # DS2: 300 records/s over 100 records per busy second per task at 70% -> 5 tasks
+    assert ups[0][1].parallelism == 5 and ups[0][1].diagnosis is not None
+    assert ups[0][1].diagnosis.kind == "under-provisioned"
+    assert sim.parallelism == 5
+    assert all(at < ups[0][0] + 120.0 for at, _ in done)  # then nothing
+    assert hm.report().blacklisted == [] and hm.report().diagnoses == []
+    taken = hm.report().taken
+    assert [t.outcome for t in taken] == ["applied"] * len(ups) and taken[0].revision == 2
+
+
+def test_a_slow_task_is_restarted_not_rescaled() -> None:
+    clock, sim = ManualClock(), Sim(parallelism=3, cost=0.01, costs={11: 0.03})
+    hm = manager(clock)
+    done = run(sim, hm, clock, 150.0, 30)
+    assert [(a.kind, a.tasks) for _, a in done] == [("restart", (11,))]
+    assert done[0][1].diagnosis is not None and done[0][1].diagnosis.kind == "slow-instance"
+    assert sim.parallelism == 3
+
+
+def test_a_skewed_fields_grouping_is_reported_with_its_hot_keys_and_not_rescaled() -> None:
+    clock = ManualClock()
+    sim = Sim(
+        parallelism=4,
+        cost=0.02,
+        grouping="fields",
+        shares=[0.55, 0.15, 0.15, 0.15],
+        hot_keys={10: (("sensor-7", 0.4), ("sensor-2", 0.1))},
+    )
+    hm = manager(clock)
+    done = run(sim, hm, clock, 100.0, 30)
+    assert done and {a.kind for _, a in done} == {"report"}
+    assert len(done) <= 5  # once per cooldown at most
+    [d] = hm.report().diagnoses
+    assert d.kind == "skew" and d.tasks == (10,)
+    assert d.evidence["hot_keys"] == [
+        {"key": "sensor-7", "share": 0.4},
+        {"key": "sensor-2", "share": 0.1},
+    ]
+    assert sim.parallelism == 4
+
+
+def test_a_load_rising_and_falling_twice_gives_few_actions_and_no_reversal() -> None:
+    clock, sim = ManualClock(), Sim(parallelism=2, cost=0.01)
+    hm = manager(clock)
+    done: list[tuple[float, Action]] = []
+    for demand, ticks in ((100.0, 6), (300.0, 15), (100.0, 15), (300.0, 15), (100.0, 9)):
+        done += run(sim, hm, clock, demand, ticks)  # 10 simulated minutes
+    ups = rescales(done)
+    assert 2 <= len(ups) <= 4
+    assert {a.diagnosis.kind for _, a in ups if a.diagnosis} == {
+        "under-provisioned",
+        "over-provisioned",
+    }
+    for (t0, _), (t1, _) in itertools.pairwise(ups):
+        assert t1 - t0 >= POLICY.cooldown_s
+    direction = 0
+    last = -1e9
+    p = 2
+    for at, a in ups:
+        assert a.parallelism is not None
+        d = 1 if a.parallelism > p else -1
+        assert d != -direction or at - last >= POLICY.stabilization_s
+        direction, last, p = d, at, a.parallelism
+
+
+def test_recommend_returns_nothing_and_proposes_what_auto_would_do() -> None:
+    clock = ManualClock()
+    auto, rec = Sim(), Sim()
+    hm_auto, hm_rec = manager(clock), manager(clock, HealthPolicy(mode=Mode.RECOMMEND))
+    got: list[Action] = []
+    for demand in [100.0] * 3 + [300.0] * 3:
+        s1, s2 = auto.step(demand), rec.step(demand)
+        clock.advance_to(s1.at)
+        got = hm_auto.tick(s1)
+        assert hm_rec.tick(s2) == []
+        assert hm_rec.report().proposed == got
+        if got:
+            break  # AUTO's cooldown starts: RECOMMEND keeps proposing it
+    assert hm_rec.report().proposed == got
+    assert got and got[0].parallelism == 5
+    assert hm_rec.report().taken == [] and hm_rec.report().diagnoses == hm_auto.report().diagnoses
+
+
+def test_a_reloaded_manager_does_not_repeat_a_pending_action(tmp_path: Path) -> None:
+    clock, sim = ManualClock(), Sim()
+    store = JsonFileStore(tmp_path / "health" / "t.json")
+    hm = manager(clock, store=store)
+    got: list[Action] = []
+    for demand in [100.0] * 3 + [300.0] * 3:
+        s = sim.step(demand)
+        clock.advance_to(s.at)
+        got += hm.tick(s)
+    assert [a.kind for a in got] == ["rescale"]  # returned, never applied: the master died
+    again = manager(clock, store=JsonFileStore(tmp_path / "health" / "t.json"))
+    [pending] = again.report().taken
+    assert pending.outcome == "pending" and pending.action == got[0]
+    for _ in range(30):  # the symptom stays: the action counts as taken, then did not help
+        s = sim.step(300.0)
+        clock.advance_to(s.at)
+        assert again.tick(s) == []
+    assert [(b.kind, b.component) for b in again.report().blacklisted] == [("rescale", "work")]
+    assert not list((tmp_path / "health").glob("*.tmp"))
+
+
+def test_an_action_that_did_not_help_is_black_listed() -> None:
+    clock, sim = ManualClock(), Sim(parallelism=3, cost=0.01, costs={11: 0.03})
+    hm = manager(clock)
+    done = run(sim, hm, clock, 150.0, 20, fixes=False)  # the restart does not help
+    assert [a.kind for _, a in done] == ["restart"]
+    [ban] = hm.report().blacklisted
+    assert (ban.kind, ban.component) == ("restart", "work") and "slow-instance" in ban.why
+    assert ban.until > clock.time()
+    report = json.loads(json.dumps(hm.report().to_json()))
+    assert report["blacklisted"][0]["kind"] == "restart" and report["mode"] == "auto"
+    later = run(sim, hm, clock, 150.0, 60, fixes=False)  # 10 minutes: the black-list ends
+    assert [a.kind for _, a in later] == ["restart"]
+
+
+def test_off_does_nothing() -> None:
+    clock, sim = ManualClock(), Sim()
+    hm = manager(clock, HealthPolicy())
+    assert run(sim, hm, clock, 300.0, 10) == []
+    assert hm.report().diagnoses == [] and hm.report().mode is Mode.OFF
+
+
+def test_an_edge_overload_is_reported_and_rescaled_within_bounds() -> None:
+    clock, sim = ManualClock(), Sim(parallelism=2, cost=0.01, edge=True)
+    policy = HealthPolicy(mode=Mode.AUTO, per_component={"work": (1, 3)})
+    hm = manager(clock, policy)
+    done = run(sim, hm, clock, 300.0, 3)
+    assert [(a.kind, a.parallelism) for _, a in done] == [("report", None), ("rescale", 3)]
+    assert done[0][1].diagnosis is not None and done[0][1].diagnosis.kind == "edge-overload"
+
+
+def test_an_idle_component_is_scaled_down_after_the_stabilization_window_within_the_cap() -> None:
+    clock, sim = ManualClock(), Sim(parallelism=8, cost=0.01)
+    hm = manager(clock)
+    done = run(sim, hm, clock, 50.0, 40)
+    downs = rescales(done)
+    assert downs and downs[0][1].parallelism == 4  # half the tasks at most
+    assert downs[0][0] - 1_000.0 >= POLICY.stabilization_s
