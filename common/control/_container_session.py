@@ -41,8 +41,14 @@ class ContainerSession:
 
     def heartbeat(self, request: pb.Heartbeat) -> None:
         self.last_heartbeat[request.container] = self.clock.monotonic()
+        fresh: set[str] = set()
         for m in request.metrics:
-            self.metrics.setdefault(m.scope, {})[m.name] = m.value
+            scope = self.metrics.setdefault(m.scope, {})
+            if m.scope not in fresh:  # a task's hot keys are its last interval's alone
+                fresh.add(m.scope)
+                for k in [k for k in scope if k.startswith("hot_key:")]:
+                    del scope[k]
+            scope[m.name] = m.value
         for e in request.exceptions:
             self.exceptions.append(
                 {

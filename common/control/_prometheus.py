@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from ._tmaster import TopologyMaster
 
 
+HOT_KEYS = 5  # the most hot keys shown per task
+
+
 class Mapped(NamedTuple):
     name: str  # without the prefix (and, for a counter, without ``_total``)
     counter: bool
@@ -54,6 +57,8 @@ TASK: dict[str, Mapped] = {
     "serialization_errors": _c("serialization_errors", "Tuples that could not be encoded."),
     "dead_letters": _c("dead_letters", "Records sent to the dead-letter stream."),
     "record_retries": _c("record_retries", "Retries of records on which user code raised."),
+    "busy_ns": _c("busy_seconds", "Time spent processing (not waiting for input or room).", 1e-9),
+    "received": _c("received", "Tuples delivered to the task from its inputs."),
     "restarts": _c("restarts", "Restarts of the task's process."),
     "exceptions": _c("exceptions", "Crashes of the task's process."),
     "pending": _g("pending", "Tuples emitted and not yet acked or failed."),
@@ -154,8 +159,16 @@ def add_topology(families: Families, tm: TopologyMaster, domain: str) -> None:
 
 
 def _add_task(families: Families, labels: Mapping[str, str], values: Mapping[str, float]) -> None:
+    hot = sorted((v, k) for k, v in values.items() if k.startswith("hot_key:"))[-HOT_KEYS:]
+    for value, key in hot:
+        families.gauge(
+            "task_hot_key_share",
+            "A hot key's share of the task's sampled input, last interval (fields grouping).",
+            {**labels, "key": key.partition(":")[2]},
+            value,
+        )
     for key, value in values.items():
-        if key in ("component", "container"):
+        if key in ("component", "container") or key.startswith("hot_key:"):
             continue
         m = TASK.get(key)
         if m is not None:

@@ -31,6 +31,8 @@ SUMMED = (
     "serialization_errors",
     "dead_letters",
     "record_retries",
+    "busy_ns",
+    "received",
 )
 
 

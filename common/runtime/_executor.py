@@ -10,6 +10,13 @@ the emitter's batches when due and report metrics every
 ``METRICS_INTERVAL_S``. They end when the instance is stopping or the stmgr
 went away.
 
+Both loops time their work into ``TaskCounters.busy_ns`` (one clock pair a
+frame, or, for a spout, a pair around each wait: a spout emitting without a
+pause reads no clock more), leaving out the waits for input; the report takes
+the time blocked on a full outbox off it (``_instance_metrics``). ``process``
+counts the tuples received and samples a fields-grouped input's keys
+(``_hot_keys``).
+
 These are the hot paths of an instance: keep them free of indirection.
 """
 
@@ -83,6 +90,11 @@ class Executor:
             component = self.task_component.get(src, "?")
             stream = f.stream
             now = time.time()
+            n = len(entries)
+            counts.received += n
+            hot = counts.hot
+            if hot.keyed:  # a fields-grouped input: sample its keys (one tuple in 16)
+                hot.sample(component, stream, entries, kind == Kind.DATA_ROOTED)
             t0 = time.perf_counter_ns()
             batch = self.batch if kind == Kind.DATA else None
             if batch is not None:  # the DSL's chains: a batch, no Tuple per record
@@ -98,8 +110,8 @@ class Executor:
                     now,
                 )
             counts.exec_ns += time.perf_counter_ns() - t0
-            counts.exec_count += len(entries)
-            counts.executed += len(entries)
+            counts.exec_count += n
+            counts.executed += n
         elif kind == Kind.ACKED or kind == Kind.FAILED:
             assert isinstance(comp, Spout)
             pending = self.outputs.pending
@@ -169,6 +181,8 @@ def run_spout(inst: Running, spout: Spout) -> None:
     linger = inst.rc.batch_linger_ms / 1000.0
     idle = 0.0
     next_metrics = time.monotonic() + METRICS_INTERVAL_S
+    inbox = inst.gateway.inbox
+    t0 = time.monotonic_ns()  # busy since (the waits for input are left out)
     while not inst.stopping:
         _drain_inbox(inst)
         if outputs.immediate_acks:
@@ -191,19 +205,27 @@ def run_spout(inst: Running, spout: Spout) -> None:
             before = inst.emitter.emitted
             worked = spout.next_tuple()
             emitted = worked is True or inst.emitter.emitted != before
-        now = time.monotonic()
+        now_ns = time.monotonic_ns()
+        now = now_ns * 1e-9
         inst.emitter.flush_due(now)
         if not emitted:
             if inst.emitter.buffered:
                 # idle: what is buffered goes now (busy, batches fill to their size or linger)
                 inst.emitter.flush_all()
             idle = min(max(idle * 2, 0.0005), 0.05 if can_emit else 0.2)
-            _wait_inbox(inst, min(idle, linger) if inst.emitter.buffered else idle)
+            counts.busy_ns += time.monotonic_ns() - t0
+            frame = inbox.get(timeout=min(idle, linger) if inst.emitter.buffered else idle)
+            t0 = time.monotonic_ns()
+            if frame is not None:
+                inst.gate.handle(frame)
         else:
             idle = 0.0
         if now >= next_metrics:
+            counts.busy_ns += now_ns - t0
+            t0 = now_ns
             report_metrics(inst)
             next_metrics = now + METRICS_INTERVAL_S
+    counts.busy_ns += time.monotonic_ns() - t0  # the last turn's (an emit blocked, say)
 
 
 def run_bolt(inst: Running, bolt: Bolt) -> None:
@@ -215,8 +237,10 @@ def run_bolt(inst: Running, bolt: Bolt) -> None:
     linger = inst.rc.batch_linger_ms / 1000.0
     handle = inst.gate.handle
     inbox = inst.gateway.inbox
+    counts = inst.counts
     while not inst.stopping:
         frame = inbox.get(timeout=linger if inst.emitter.buffered else 0.2)
+        t0 = time.monotonic_ns()  # busy from here to the loop's end (one pair a frame)
         if frame is not None:
             handle(frame)
             if not inst.gateway.reading and inbox.nbytes <= inbox.low:
@@ -234,15 +258,10 @@ def run_bolt(inst: Running, bolt: Bolt) -> None:
             assert tick is not None
             bolt.on_tick(Tuple("__tick", TICK_COMPONENT, TICK_STREAM, 0, [], time.time()))
             next_tick = now + tick
+        counts.busy_ns += time.monotonic_ns() - t0
         if now >= next_metrics:
             report_metrics(inst)
             next_metrics = now + METRICS_INTERVAL_S
-
-
-def _wait_inbox(inst: Running, timeout: float) -> None:
-    frame = inst.gateway.inbox.get(timeout=timeout)
-    if frame is not None:
-        inst.gate.handle(frame)
 
 
 def _drain_inbox(inst: Running) -> None:

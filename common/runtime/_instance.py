@@ -42,6 +42,7 @@ from ._context import InstanceContext
 from ._emitter import Emitter
 from ._executor import Executor, run_bolt, run_spout
 from ._gateway import Gateway
+from ._hot_keys import keyed_inputs
 from ._input_gate import InputGate
 from ._instance_control import on_control
 from ._instance_metrics import report_metrics
@@ -94,6 +95,7 @@ class Instance:
         self.stopping = False
         self.active = False
         self.counts = TaskCounters()
+        self.counts.hot.keyed = keyed_inputs(topology, component)
         self.outputs = Outputs(
             self.emitter,
             task,
@@ -170,6 +172,7 @@ class Instance:
         self.topology, self.ids = revision.topology, revision.ids
         self.emitter.switch(revision.router)
         self.executor.task_component = {t: c for c, ts in revision.ids.items() for t in ts}
+        self.counts.hot.keyed = keyed_inputs(revision.topology, self.component)
 
     def retire(self) -> None:
         self.emitter.flush_all()

@@ -2,6 +2,10 @@
 
 The stmgr keeps the last report per task (``_stmgr_metrics.TaskMetrics``):
 counters are cumulative for the process's life, gauges are the moment's.
+``busy_ns`` is the time spent processing (the executor loops' timed work, less
+the time an emit waited for room: backpressure), ``received`` the tuples
+delivered, ``hot_keys`` the top keys of a fields-grouped input's sample over
+the interval with their shares (``_hot_keys``).
 The frame goes on the gateway's own small queue, so a full outbox never
 holds it back.
 """
@@ -46,11 +50,16 @@ def report_metrics(inst: Reporting) -> None:
     c = inst.counts
     gateway = inst.gateway
     inbox, outbox = gateway.inbox, gateway.outbox
+    # the loops time their work, an emit blocked on the full outbox included: less that
+    # (never back: a block outside the loops, at the end, takes nothing back)
+    c.busy_reported = max(c.busy_reported, c.busy_ns - int(outbox.blocked_s * 1e9))
     m = {
         "type": "metrics",
         "task": inst.task,
         "emitted": inst.emitter.emitted,
         "executed": c.executed,
+        "received": c.received,
+        "busy_ns": c.busy_reported,
         "acked": c.acked,
         "failed": c.failed,
         "pending": len(inst.outputs.pending),
@@ -66,6 +75,7 @@ def report_metrics(inst: Reporting) -> None:
         "checkpoints": inst.gate.checkpoints,
         "emitted_by_stream": c.stream_emits,
         "user": c.user_counters,
+        "hot_keys": c.hot.report(),
     }
     c.exec_ns = c.exec_count = 0
     gateway.metrics_out.append(encode_frame(Kind.METRICS, STMGR, inst.task, 0, b"", encode(m)))

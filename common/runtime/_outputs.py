@@ -20,6 +20,7 @@ from ..api import DEAD_LETTERS, Tuple
 from ..api._dead_letters import Retry
 from ..wire._control import DeadLetterReport, control_frame
 from ._emitter import Emitter
+from ._hot_keys import HotKeys
 
 log = logging.getLogger("headwater.instance")
 
@@ -33,6 +34,10 @@ class TaskCounters:
     failed: int = 0
     exec_ns: int = 0
     exec_count: int = 0
+    busy_ns: int = 0  # processing, waits for input and for room included (see report)
+    busy_reported: int = 0  # the last busy time reported, less backpressure
+    received: int = 0  # tuples delivered from the task's inputs
+    hot: HotKeys = field(default_factory=HotKeys)
     stream_emits: dict[str, int] = field(default_factory=dict)
     user_counters: dict[str, int] = field(default_factory=dict)
 

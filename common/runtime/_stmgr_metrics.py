@@ -33,6 +33,8 @@ CUMULATIVE = (
     "serialization_errors",
     "dead_letters",
     "record_retries",
+    "busy_ns",
+    "received",
 )
 GAUGES = (
     "pending",
@@ -82,6 +84,8 @@ class TaskMetrics:
             out.append((ts, k, float(m.get(k, 0))))
         for stream, n in (m.get("emitted_by_stream") or {}).items():
             out.append((ts, f"emitted:{stream}", float(n)))
+        for key, share in (m.get("hot_keys") or {}).items():  # the last interval's
+            out.append((ts, f"hot_key:{key}", float(share)))
         user = dict(base.get("user", {}))
         for name, n in (m.get("user") or {}).items():
             user[name] = user.get(name, 0) + n

@@ -91,6 +91,7 @@ def snapshots(components: int, agents: int, count: int) -> list[str]:
                 "container": i % 8,
                 "executed": n / 2,
                 "emitted": n / 2,
+                "busy_ns": 2e8 * t,
             }
             for i, c in enumerate(cloud)
             for k in range(2)

@@ -37,6 +37,8 @@ def test_two_hundred_components_on_fifty_agents(
     browser.find_element("css selector", 'g.component[data-component="c3_4"]').click()
     assert browser.find_element("css selector", "#component-detail h2").text.startswith("c3_4")
     assert len(browser.find_elements("css selector", "#instances tbody tr")) == 2
+    busy = [e.text for e in browser.find_elements("css selector", "#instances tbody td.busy")]
+    assert len(busy) == 2 and all(b == "–" or b.endswith(" %") for b in busy)  # noqa: RUF001
     assert len(browser.find_elements("css selector", "g.component.selected")) == 1
 
     # a component whose code raised: marked, and its exception shown as text, never as markup

@@ -130,6 +130,11 @@ def test_metrics_grow_between_scrapes_with_their_labels(
         key = ("headwater_component_executed_total", _at(CLOUD, component=component))
         assert second[key] > first[key] > 0, component
     assert second[parse] > first[parse] > 0
+    # what a scaling decision reads (issue 35): busy time and tuples received, per component
+    for name in ("received_total", "busy_seconds_total"):
+        assert second[(f"headwater_component_{name}", _at(CLOUD, component="windows"))] > 0
+    tasks_api = daemons.api("/api/v1/topologies/iot/metrics")["tasks"].values()
+    assert any(t["busy_ns"] > 0 and t["received"] > 0 for t in tasks_api)
     emitted = [k for k in second if k[0] == "headwater_component_emitted_total"]
     cloud_components = {c["name"] for c in daemons.api("/api/v1/topologies/iot")["components"]}
     assert {dict(labels)["component"] for _, labels in emitted} == cloud_components

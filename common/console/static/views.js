@@ -97,6 +97,19 @@ export function topology(root, ctx, name) {
   };
 }
 
+// a task's busy share: its busy time's growth between the two last reports that moved it
+const busySeen = new Map();
+function busyShare(key, busyNs) {
+  const now = performance.now();
+  const seen = busySeen.get(key);
+  if (!seen) busySeen.set(key, { busy: busyNs, at: now, text: "–" });
+  else if (busyNs !== seen.busy) {
+    const pct = ((busyNs - seen.busy) / 1e4 / Math.max(1, now - seen.at)) | 0;
+    Object.assign(seen, { busy: busyNs, at: now, text: `${Math.min(100, Math.max(0, pct))} %` });
+  }
+  return busySeen.get(key).text;
+}
+
 function componentDetail(t, name) {
   const spec = t.components.find((c) => c.name === name);
   if (!spec) return [];
@@ -115,12 +128,23 @@ function componentDetail(t, name) {
           el("td", {}, String(m.pending || 0)),
           el("td", {}, `${((m.execute_latency_us || 0) / 1000).toFixed(2)} ms`),
           el("td", {}, `${Math.round(m.backpressure_ms || 0)} ms`),
+          el("td", { class: "busy" }, busyShare(`${t.name}/${task}`, m.busy_ns || 0)),
           el("td", {}, String((m.exceptions || 0) + (m.dead_letters || 0))),
         ),
       );
     out.push(
       table(
-        ["task", "container", "executed", "emitted", "queue", "latency", "backpressure", "errors"],
+        [
+          "task",
+          "container",
+          "executed",
+          "emitted",
+          "queue",
+          "latency",
+          "backpressure",
+          "busy",
+          "errors",
+        ],
         rows,
         { id: "instances" },
       ),

@@ -205,3 +205,50 @@ def test_label_values_are_escaped_by_the_library() -> None:
     assert 'headwater_x{node="a\\"b\\\\c\\nd"} 1.0' in text
     samples, _ = scrape(FamilyCollector(fill))
     assert samples == {("headwater_x", _l(node='a"b\\c\nd')): 1.0}
+
+
+def test_busy_time_received_and_hot_keys_reach_the_view_and_the_families(tmp_path: Path) -> None:
+    clock = ManualClock()
+    tm = _registered(tmp_path, clock, Reliability.AT_LEAST_ONCE)
+    sink = next(i for i in tm.plan.instances if i.component == "sink")
+    scope = f"task:{sink.task_id}"
+    hot = [(scope, f"hot_key:k{i}", share) for i, share in enumerate([0.3, 0.2, 0.1, 0.15, 0.05])]
+    _beat(tm, sink.container, [(scope, "busy_ns", 2.5e9), (scope, "received", 40.0), *hot])
+    _beat(tm, sink.container, [(scope, "busy_ns", 3e9), (scope, "received", 50.0), *hot[:2]])
+    view = tm.metrics_view()
+    task = view["tasks"][str(sink.task_id)]
+    assert (task["busy_ns"], task["received"]) == (3e9, 50.0)
+    # a heartbeat's hot keys replace the last ones: those gone from the top go
+    assert {k: v for k, v in task.items() if k.startswith("hot_key:")} == {
+        "hot_key:k0": 0.3,
+        "hot_key:k1": 0.2,
+    }
+    assert (view["components"]["sink"]["busy_ns"], view["components"]["sink"]["received"]) == (
+        3e9,
+        50.0,
+    )
+    # at most five per task in the families, the largest shares
+    for i in range(7):
+        tm.metrics[scope][f"hot_key:x{i}"] = 0.01 * (i + 1)
+    samples, types = scrape(FamilyCollector(lambda f: add_topologies(f, [tm], "cloud")))
+    labels = {
+        "topology": "t",
+        "domain": "cloud",
+        "component": "sink",
+        "task": str(sink.task_id),
+        "container": str(sink.container),
+    }
+    assert samples[("headwater_task_busy_seconds_total", _l(**labels))] == 3.0
+    assert samples[("headwater_task_received_total", _l(**labels))] == 50.0
+    top = _l(topology="t", domain="cloud", component="sink")
+    assert samples[("headwater_component_busy_seconds_total", top)] == 3.0
+    assert samples[("headwater_component_received_total", top)] == 50.0
+    shown = {
+        dict(lbl)["key"]: v
+        for (name, lbl), v in samples.items()
+        if name == "headwater_task_hot_key_share"
+    }
+    assert shown == {"k0": 0.3, "k1": 0.2, "x6": 0.07, "x5": 0.06, "x4": 0.05}
+    assert types["headwater_task_busy_seconds"] == "counter"
+    assert types["headwater_task_hot_key_share"] == "gauge"
+    assert not any(dict(lbl).get("metric", "").startswith("hot_key") for _, lbl in samples)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -165,3 +166,20 @@ def test_a_task_reads_its_own_package_whatever_the_process_environment_says(
     thread.abandon()
     thread.wait(10)
     assert ReadsPackage.seen == [("/mine/topology.py", {"site": "mine"}, "gw-mine")]
+
+
+def test_a_task_on_a_thread_reports_its_busy_time_less_its_backpressure(
+    stmgr: tuple[str, list[socket.socket]],
+) -> None:
+    path, _ = stmgr
+    started = time.monotonic()
+    thread = _start(path, Flood)
+    inst = wait_for(lambda: thread._stop.inst, 10, "the instance built")
+    wait_for(lambda: inst.gateway.outbox._blocked, 10, "the executor blocked on its full outbox")
+    time.sleep(1.0)
+    thread.abandon()
+    thread.wait(10)
+    held = time.monotonic() - started
+    # the same counters as a process's: the second and more blocked is not busy time
+    assert inst.gateway.outbox.blocked_s >= 0.9
+    assert 0 < inst.counts.busy_reported < (held - 0.9) * 1e9

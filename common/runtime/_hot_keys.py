@@ -1,0 +1,95 @@
+"""Hot keys of a task's fields-grouped inputs: which keys its load comes from.
+
+The executor hands every data frame to ``HotKeys.sample``, which takes the
+grouping key of one tuple in ``STRIDE`` (a stride carried across frames: no
+random number, nothing per tuple skipped) into a space-saving top-k
+(``TopK``, Metwally et al.: at most ``TOP_K`` counters, a new key takes the
+smallest one's place). Each metrics interval ``report`` gives the ``REPORTED``
+top keys with their share of the tuples sampled in that interval, and starts
+over. Keys are rendered with ``str()``, cut to ``KEY_CHARS`` characters: the
+stmgr reports them as ``hot_key:<key>``. A component without a fields-grouped
+input samples nothing (``keyed`` is empty).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..api import Topology
+
+STRIDE = 16
+TOP_K = 16
+REPORTED = 5
+KEY_CHARS = 64
+
+
+class TopK:
+    """Space-saving top-k counts: exact while at most ``k`` distinct keys came."""
+
+    def __init__(self, k: int = TOP_K) -> None:
+        self.k = k
+        self.counts: dict[Any, int] = {}
+        self.total = 0
+
+    def add(self, key: Any) -> None:
+        self.total += 1
+        counts = self.counts
+        if key in counts:
+            counts[key] += 1
+        elif len(counts) < self.k:
+            counts[key] = 1
+        else:  # the smallest counter goes to the new key, which inherits its count
+            victim = min(counts, key=counts.__getitem__)
+            counts[key] = counts.pop(victim) + 1
+
+    def shares(self, n: int = REPORTED) -> dict[str, float]:
+        """The ``n`` top keys (rendered) and their shares of what was added; then reset."""
+        out: dict[str, float] = {}
+        if self.total:
+            top = sorted(self.counts.items(), key=lambda kv: -kv[1])[:n]
+            for key, count in top:
+                name = str(key)[:KEY_CHARS]
+                out[name] = out.get(name, 0.0) + count / self.total
+        self.counts = {}
+        self.total = 0
+        return out
+
+
+class HotKeys:
+    """One task's sampler: the key fields of each fields-grouped input and the top-k."""
+
+    def __init__(self, keyed: dict[tuple[str, str], list[int]] | None = None) -> None:
+        self.keyed = keyed or {}  # (component, stream) -> the key fields' positions
+        self.phase = 0  # the index, in the next frame, of the next tuple to sample
+        self.top = TopK()
+
+    def sample(self, component: str, stream: str, entries: list[Any], rooted: bool) -> None:
+        """Sample one frame's ``entries`` (values, or (values, roots) when ``rooted``)."""
+        idx = self.keyed.get((component, stream))
+        if idx is None:
+            return
+        phase, n = self.phase, len(entries)
+        self.phase = (phase - n) % STRIDE
+        add = self.top.add
+        for j in range(phase, n, STRIDE):
+            values = entries[j][0] if rooted else entries[j]
+            key = values[idx[0]] if len(idx) == 1 else tuple(values[i] for i in idx)
+            try:
+                add(key)
+            except TypeError:  # unhashable (a list, a map): by its rendering
+                add(str(key))
+
+    def report(self) -> dict[str, float]:
+        return self.top.shares() if self.keyed else {}
+
+
+def keyed_inputs(topology: Topology, component: str) -> dict[tuple[str, str], list[int]]:
+    """The key fields' positions of each fields-grouped input of ``component``."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for inp in topology.component(component).inputs:
+        if inp.grouping.kind != "fields":
+            continue
+        stream = topology.component(inp.component).stream(inp.stream)
+        if stream is not None and all(f in stream.fields for f in inp.grouping.fields):
+            out[inp.component, inp.stream] = [stream.fields.index(f) for f in inp.grouping.fields]
+    return out

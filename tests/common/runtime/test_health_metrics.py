@@ -1,0 +1,214 @@
+"""What a decision needs of a task (issue 35): busy time, tuples received, hot keys."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from headwater import Bolt, Context, Spout, Topology, Tuple, fields, shuffle
+from headwater.common.runtime._executor import run_bolt, run_spout
+from headwater.common.runtime._hot_keys import HotKeys, TopK, keyed_inputs
+from headwater.common.runtime._instance import Instance
+from headwater.common.runtime._instance_metrics import report_metrics
+from headwater.common.runtime._stmgr_metrics import TaskMetrics
+from headwater.common.wire import Kind, decode, encode, encode_frame, parse_frame
+from tests._wait import wait_for
+
+SLEEP_S = 0.02
+
+
+class Src(Spout):
+    """Emits ``n`` tuples, each after ``SLEEP_S`` in next_tuple, then nothing."""
+
+    outputs = ("k", "v")
+    n = 5
+
+    def open(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.left = self.n
+
+    def next_tuple(self) -> None:
+        if self.left:
+            time.sleep(SLEEP_S)
+            self.left -= 1
+            self.ctx.emit(["a", self.left])
+
+
+class Slow(Bolt):
+    """Sleeps ``SLEEP_S`` per tuple."""
+
+    def process(self, tup: Tuple) -> None:
+        time.sleep(SLEEP_S)
+
+
+class Quick(Bolt):
+    def process(self, tup: Tuple) -> None:
+        pass
+
+
+def _topology(bolt: type[Bolt] = Slow) -> Topology:
+    return (
+        Topology("t", config={"topology.reliability.mode": "ATMOST_ONCE"})
+        .add_spout("src", Src)  # task 1
+        .add_bolt("work", bolt, inputs={"src": fields("k")})  # task 2
+        .add_bolt("out", Quick, inputs={"work": shuffle()})  # task 3
+    )
+
+
+_made: list[Instance] = []
+
+
+@pytest.fixture
+def sock() -> Iterator[socket.socket]:
+    a, b = socket.socketpair()
+    yield a
+    a.close()
+    b.close()
+    for inst in _made:  # the gateway's wake-up pair (its thread never started)
+        inst.gateway._wake_r.close()
+        inst.gateway._wake_w.close()
+    _made.clear()
+
+
+def _instance(task: int, sock: socket.socket, bolt: type[Bolt] = Slow) -> Instance:
+    inst = Instance(_topology(bolt), task, sock)
+    inst.component_obj.open(inst.ctx)
+    _made.append(inst)
+    return inst
+
+
+def _frame(values: list[list[Any]]) -> bytes:
+    return encode_frame(Kind.DATA, 2, 1, len(values), b"default", encode(values))
+
+
+def _reported(inst: Instance) -> dict[str, Any]:
+    report_metrics(inst)
+    m: dict[str, Any] = decode(parse_frame(inst.gateway.metrics_out[-1]).payload)
+    return m
+
+
+def _run(target: Any, *args: Any) -> threading.Thread:
+    t = threading.Thread(target=target, args=args, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_bolt_is_busy_while_it_processes_and_not_while_it_waits(sock: socket.socket) -> None:
+    inst = _instance(2, sock)
+    assert isinstance(inst.component_obj, Bolt)
+    loop = _run(run_bolt, inst, inst.component_obj)
+    try:
+        time.sleep(0.5)  # idle: no input
+        idle = inst.counts.busy_ns
+        inst.gateway.inbox.put(_frame([["a", i] for i in range(5)]))
+        wait_for(lambda: inst.counts.executed == 5, 10, "the frame processed")
+        time.sleep(0.3)  # the loop's turn ends
+        busy = inst.counts.busy_ns
+        time.sleep(1.0)  # idle again
+        after = inst.counts.busy_ns
+    finally:
+        inst.stopping = True
+        loop.join(5)
+    assert idle < 0.1e9  # half a second without input: next to nothing
+    assert busy - idle >= 5 * SLEEP_S * 1e9  # at least the bolt's sleeps
+    assert busy - idle < 5 * SLEEP_S * 1e9 + 0.25e9
+    assert after - busy < 0.2e9  # a second of waiting for input adds (next to) nothing
+    m = _reported(inst)
+    assert m["busy_ns"] == inst.counts.busy_ns and m["received"] == 5
+
+
+def test_a_spout_is_busy_in_next_tuple_and_not_while_it_sleeps(sock: socket.socket) -> None:
+    inst = _instance(1, sock)
+    assert isinstance(inst.component_obj, Spout)
+    inst.active = True
+    loop = _run(run_spout, inst, inst.component_obj)
+    try:
+        wait_for(lambda: inst.emitter.emitted == Src.n, 10, "the spout's tuples emitted")
+        time.sleep(0.3)
+        busy = inst.counts.busy_ns
+        time.sleep(1.0)  # next_tuple emits nothing: the loop sleeps between calls
+        after = inst.counts.busy_ns
+    finally:
+        inst.stopping = True
+        loop.join(5)
+    assert busy >= Src.n * SLEEP_S * 1e9
+    assert busy < Src.n * SLEEP_S * 1e9 + 0.3e9
+    assert after - busy < 0.25e9
+    assert _reported(inst)["received"] == 0
+
+
+def test_time_blocked_on_a_full_outbox_is_not_busy_and_busy_never_goes_back(
+    sock: socket.socket,
+) -> None:
+    inst = _instance(2, sock)
+    inst.counts.busy_ns = 5_000_000_000
+    inst.gateway.outbox.blocked_s = 2.0
+    assert _reported(inst)["busy_ns"] == 3_000_000_000
+    inst.gateway.outbox.blocked_s = 4.0  # a block outside the timed loops (the last flush)
+    assert _reported(inst)["busy_ns"] == 3_000_000_000
+    inst.counts.busy_ns = 8_000_000_000
+    assert _reported(inst)["busy_ns"] == 4_000_000_000
+
+
+def test_received_counts_tuples_and_hot_keys_come_from_one_in_sixteen(
+    sock: socket.socket,
+) -> None:
+    inst = _instance(2, sock, Quick)
+    assert inst.counts.hot.keyed == {("src", "default"): [0]}
+    # 160 tuples: those at 0, 16, ..., 144 are sampled; the others' keys never show
+    values = [["x" if i < 96 else "y", i] if i % 16 == 0 else ["noise", i] for i in range(160)]
+    for at in range(0, 160, 7):  # in frames of 7: the stride goes on across frames
+        inst.gate.handle(_frame(values[at : at + 7]))
+    m = _reported(inst)
+    assert m["received"] == 160 and m["executed"] == 160
+    assert m["hot_keys"] == {"x": 0.6, "y": 0.4}
+    assert _reported(inst)["hot_keys"] == {}  # each interval's own
+
+
+def test_rooted_frames_and_several_key_fields_are_sampled() -> None:
+    hot = HotKeys({("src", "s"): [1, 0]})
+    entries = [[[i % 2, "k"], [1, i, 0]] for i in range(32)]
+    hot.sample("src", "s", entries, rooted=True)  # 0 and 16: both ("k", 0)
+    hot.sample("other", "s", entries, rooted=True)  # not a fields-grouped input: nothing
+    assert hot.report() == {"('k', 0)": 1.0}
+
+
+def test_a_component_without_a_fields_grouped_input_samples_nothing(sock: socket.socket) -> None:
+    inst = _instance(3, sock, Quick)
+    assert keyed_inputs(_topology(), "out") == {} and not inst.counts.hot.keyed
+    assert _reported(inst)["hot_keys"] == {}
+
+
+def test_top_k_is_exact_for_few_keys_and_space_saving_beyond() -> None:
+    top = TopK(k=16)
+    for key in (
+        ["a"] * 50 + ["b"] * 30 + ["c"] * 10 + ["d", "e", "f", "g", "h", "i"] * 1 + ["j"] * 4
+    ):
+        top.add(key)
+    assert top.shares() == {"a": 0.5, "b": 0.3, "c": 0.1, "j": 0.04, "d": 0.01}
+    assert top.total == 0 and top.counts == {}  # reset
+    small = TopK(k=2)
+    for key in "aab":
+        small.add(key)
+    small.add("c")  # takes b's counter (the smallest) and its count: 2
+    assert small.counts == {"a": 2, "c": 2}
+    small.add("x" * 100)  # a's (the first of the smallest): 3; rendered, cut to 64 chars
+    assert small.shares() == {"x" * 64: 0.6, "c": 0.4}
+
+
+def test_the_stmgr_folds_busy_time_and_received_across_a_restart() -> None:
+    tm = TaskMetrics()
+    tm.report({"task": 4, "busy_ns": 700, "received": 10, "hot_keys": {"a": 0.75, "b": 0.25}})
+    first = {name: v for _, name, v in tm.task_metrics(4, True)}
+    assert (first["busy_ns"], first["received"]) == (700.0, 10.0)
+    assert (first["hot_key:a"], first["hot_key:b"]) == (0.75, 0.25)
+    tm.fold(4)  # the instance went away; its successor starts from zero
+    tm.report({"task": 4, "busy_ns": 50, "received": 2, "hot_keys": {"c": 1.0}})
+    after = {name: v for _, name, v in tm.task_metrics(4, True)}
+    assert (after["busy_ns"], after["received"]) == (750.0, 12.0)
+    assert after["hot_key:c"] == 1.0 and "hot_key:a" not in after  # the last interval's alone
