@@ -221,3 +221,23 @@ def test_the_health_routes_report_and_change_the_policy(tmp_path: Path) -> None:
         assert again.health.decider("ok").policy.mode is Mode.RECOMMEND
 
     _run(tmp_path, body)
+
+
+def test_a_restart_is_a_command_to_the_containers_and_a_report_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    restart = Action("restart", "count", "task 2 is 5x slower", tasks=(2,))
+    report = Action("report", "words", "the source is skewed")
+
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        made = _with_fake(master, [restart, report])
+        await _submit(client, tmp_path, {"headwater.health.mode": "auto"})
+        sent: list[Any] = []
+        master.tms["ok"].broadcast = sent.append
+        assert await master.health.tick("ok") == [(restart, None, None), (report, None, None)]
+        assert [c.WhichOneof("command") for c in sent] == ["restart_tasks"]
+        assert list(sent[0].restart_tasks.tasks) == [2]
+        assert sent[0].restart_tasks.reason == restart.reason
+        assert len(made["ok"].outcomes) == 2 and master.tms["ok"].current == 1
+
+    _run(tmp_path, body)
