@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from headwater.cloud.master._health_sample import task_samples
+
 from ._daemons import Daemons
 from ._readme import block, command_of
 from ._support import wait_for
@@ -57,11 +59,14 @@ def test_the_health_commands_set_the_policy_and_print_the_report(
     report = json.loads(run(raw).stdout)
     assert report["mode"] == "recommend" and report["policy"]["max_parallelism"] == 4
     assert {"diagnoses", "proposed", "taken", "blacklisted"} <= set(report)
+    tasks = task_samples(daemons.api("/api/v1/topologies/editable/metrics"))
+    assert {t.component for t in tasks.values()} >= {"counter"}  # what the loop reads
     revisions = daemons.api("/api/v1/topologies/editable/revisions")
     assert revisions["current"] == 1
     err = run(["headwater", "health", "ghost"], code=2).stderr
     assert "no topology named 'ghost'" in err and "Traceback" not in err
     err = run(["headwater", "health", "editable", "--min", "5", "--max", "2"], code=2).stderr
     assert "give a min no larger than the max" in err and "Traceback" not in err
+    assert "health manager of editable failed" not in daemons.logs()  # every sample was built
     policy = json.loads((daemons.tmp / "master" / "health" / "editable.policy.json").read_text())
     assert policy["mode"] == "recommend"
