@@ -20,6 +20,7 @@ from headwater.cloud.master._health_parts import (
 from headwater.cloud.master._health_sample import build_sample, task_samples
 from headwater.common.api import Bolt, Spout, Topology, edge, fields
 from headwater.common.health._model import Action, HealthPolicy, Mode, Sample
+from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._packages import topology_package
 from .test_master_http import _refused, _run
@@ -232,8 +233,8 @@ def test_a_restart_is_a_command_to_the_containers_and_a_report_changes_nothing(
     async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
         made = _with_fake(master, [restart, report])
         await _submit(client, tmp_path, {"headwater.health.mode": "auto"})
-        sent: list[Any] = []
-        master.tms["ok"].broadcast = sent.append
+        sent: list[pb.Command] = []
+        master.tms["ok"].broadcast = sent.append  # type: ignore[assignment]
         assert await master.health.tick("ok") == [(restart, None, None), (report, None, None)]
         assert [c.WhichOneof("command") for c in sent] == ["restart_tasks"]
         assert list(sent[0].restart_tasks.tasks) == [2]
