@@ -95,8 +95,10 @@ class HealthLoop:
             await self.tick_all()
 
     async def tick_all(self) -> None:
-        for name in sorted(set(self.deciders) - set(self.tms)):  # killed since
+        for name in sorted(set(self.deciders) - set(self.tms)):  # killed since: forgotten
             del self.deciders[name]
+            for path in (self.dir / f"{name}.json", self._policy_path(name)):
+                path.unlink(missing_ok=True)
         for name in sorted(self.tms):
             try:
                 await self.tick(name)

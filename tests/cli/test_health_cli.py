@@ -4,11 +4,13 @@ request), an unreachable master is one line, and a report prints as an operator 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import pytest
 
 from headwater import _cli
 from headwater._health_cli import describe, policy_body
+from headwater._master_client import Client
 
 
 def _usage(capsys: pytest.CaptureFixture[str], *args: str) -> str:
@@ -81,3 +83,26 @@ def test_a_report_prints_its_diagnoses_evidence_and_actions() -> None:
     assert "  rescale count to 4: keep up" in text
     assert "restart count tasks 3: slow" in text
     assert text.endswith("black-listed: none")
+
+
+def test_revisions_show_why_the_health_manager_made_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = {"time": 0, "author": "health-manager", "hash": "sha256:ab", "diff": {}, "error": ""}
+    view = {
+        "current": 2,
+        "revisions": [
+            {**rec, "revision": 1, "status": "applied", "action": "submit", "author": ""},
+            {**rec, "revision": 2, "status": "applied", "action": "replace", "reason": "95% busy"},
+        ],
+    }
+
+    class Fake:
+        def call(self, method: str, path: str) -> dict[str, Any]:
+            return view
+
+    monkeypatch.setattr(Client, "from_args", lambda args: Fake())
+    assert _cli.main(["revisions", "t"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "health-manager" in out[2] and out[3] == "      why: 95% busy"
+    assert len(out) == 4  # no reason, no line

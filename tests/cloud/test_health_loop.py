@@ -220,6 +220,11 @@ def test_the_health_routes_report_and_change_the_policy(tmp_path: Path) -> None:
         again = Master(state)
         again.tms["ok"] = master.tms["ok"]
         assert again.health.decider("ok").policy.mode is Mode.RECOMMEND
+        # a killed topology's health manager is forgotten, its files with it
+        await client.delete("/api/v1/topologies/ok")
+        await master.health.tick_all()
+        assert "ok" not in master.health.deciders
+        assert not (state / "health" / "ok.policy.json").exists()
 
     _run(tmp_path, body)
 
