@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
         _cluster_cli,
         _daemon_cli,
         _edits_cli,
+        _health_cli,
         _logs_cli,
         _models_cli,
         _read_cli,
@@ -81,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
     _daemon_cli.add_parsers(sub)
     _cluster_cli.add_parsers(sub, master_help)
     _edits_cli.add_parsers(sub, master_help)
+    _health_cli.add_parsers(sub, master_help)
     _tokens_cli.add_parsers(sub, master_help)
     _models_cli.add_parsers(sub, master_help)
     _read_cli.add_parsers(sub)

@@ -63,6 +63,13 @@ def add_parsers(sub: Any) -> None:
         help="containers waiting for a worker are dealt once no new worker has attached for S "
         "seconds, so workers starting together share them (default 3; 0: at once)",
     )
+    master.add_argument(
+        "--health-interval",
+        type=number(0.1, what="a number of seconds"),
+        default=5.0,
+        metavar="S",
+        help="how often each topology's health manager reads its metrics (default 5)",
+    )
     master.add_argument("--ready-file", default=None, help=argparse.SUPPRESS)
     from headwater._docker_cli import add_docker_options
 
@@ -162,6 +169,7 @@ def _cmd_master(args: argparse.Namespace) -> int:
             insecure=args.insecure,
             docker=docker,
             placement_delay=args.placement_delay,
+            health_interval=args.health_interval,
         ),
     )
 

@@ -158,5 +158,7 @@ def _cmd_revisions(args: argparse.Namespace) -> int:
             f"{r['revision']:>4}  {r['status']:<11} {r['action']:<8} {when}  "
             f"{r['author'] or '-':<10} {r['hash'][:19]}  {_describe(r['diff'])}"
         )
+        if r.get("reason"):
+            line += f"\n      why: {r['reason']}"
         print(line + (f"\n      {r['error']}" if r["error"] else ""))
     return 0

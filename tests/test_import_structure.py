@@ -68,6 +68,7 @@ _PREFIXES: dict[str, str] = {
     "headwater._agent_cli": "daemons",
     "headwater._cluster_cli": "daemons",
     "headwater._edits_cli": "daemons",
+    "headwater._health_cli": "daemons",
     "headwater._train_cli": "daemons",
     "headwater._spark_cli": "daemons",
     "headwater._spark_jobs_cli": "daemons",

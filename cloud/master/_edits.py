@@ -54,13 +54,15 @@ class Edits:
         author: str = "",
         to: int | None = None,
         parallelism: dict[str, int] | None = None,
+        reason: str = "",
     ) -> dict[str, Any]:
         """Validate an edit of a running topology and start applying it.
 
         ``action`` is attach, replace or remove (``data``: the package as it now
         is; a remove may leave it out and name the components) or rollback
         (``to``: the revision whose code to run again); a replace with ``parallelism``
-        (component -> instances) and no package runs the current code at that parallelism. Raises
+        (component -> instances) and no package runs the current code at that parallelism;
+        ``reason``: why it was made, kept on the revision (the health manager's). Raises
         StaleRevisionError when ``base`` is not the current revision and
         EditError when the edit is not valid; either way nothing changes (a
         package sent for a refused edit alone is deleted again). The files are
@@ -77,13 +79,13 @@ class Edits:
             try:
                 with self.code.holding(digest):
                     return await self._edit(
-                        name, action, base, digest, entry, components, author, to
+                        name, action, base, digest, entry, components, (author, reason), to
                     )
             except BaseException:
                 if fresh:
                     self.code.drop(digest)
                 raise
-        return await self._edit(name, action, base, None, entry, components, author, to)
+        return await self._edit(name, action, base, None, entry, components, (author, reason), to)
 
     async def _rescaled(
         self, name: str, action: str, base: int, data: bytes | None, parallelism: dict[str, int]
@@ -122,9 +124,10 @@ class Edits:
         sent: str | None,
         entry: str | None,
         components: list[str] | None,
-        author: str,
+        by: tuple[str, str],  # (author, reason)
         to: int | None,
     ) -> dict[str, Any]:
+        author, reason = by
         tm = self.book.running(name)
         if base != tm.current:
             raise StaleRevisionError(base, tm.current)
@@ -161,7 +164,16 @@ class Edits:
         cloud = cloud_part(new)
         cloud_names = {c.name for c in cloud.components}
         record = RevisionRecord(
-            0, action, digest, entry, exclude, author, time.time(), diff.to_dict(), {}
+            0,
+            action,
+            digest,
+            entry,
+            exclude,
+            author,
+            time.time(),
+            diff.to_dict(),
+            {},
+            reason=reason,
         )
         replaced = tuple(n for n in diff.replaced if n in cloud_names)
         tm.propose(record, cloud, self.packages.get(digest), base, replaced)

@@ -19,6 +19,7 @@ GET    /api/v1/tokens                               every token, without its sec
 DELETE /api/v1/tokens/ID                            revoke a token
 /api/v1/models/...                                   the model registry and rollouts
                                                     (``_models_http.py``)
+/api/v1/topologies/NAME/health[/policy]             its health manager (``_health_http.py``)
 GET    /api/v1/openapi.json                         all of this as an OpenAPI 3 document
 GET    /metrics                                     the cluster in the Prometheus text format
                                                     (``_prometheus.py``)
@@ -53,6 +54,7 @@ from .._access import require_tokens
 from ..console import add_console_routes
 from ..console._snapshot import topology_errors
 from ..tmaster._http import add_metrics_route, add_topology_routes
+from ._health_http import add_health_routes
 from ._master import Master, topology_name_problem
 from ._models_http import add_model_routes
 from ._openapi import openapi
@@ -131,6 +133,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
     _add_token_routes(app, master)
     _add_log_routes(app, master)
     add_model_routes(app, master.models, master.rollouts)
+    add_health_routes(app, master.health)
     add_spark_job_routes(app, master.spark_jobs)
     add_metrics_route(app, master_exposition(master))
 

@@ -22,6 +22,7 @@ from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 from ._cluster import add_services
 from ._docker import DockerOptions, DockerScheduler, open_scheduler
 from ._enrolment import Enrolment, EnrolmentService
+from ._health_parts import HEALTH_INTERVAL_S
 from ._http import make_app
 from ._master import Master
 from ._scheduler import PLACEMENT_DELAY_S
@@ -49,14 +50,16 @@ async def serve(
     insecure: bool = False,
     docker: DockerOptions | None = None,
     placement_delay: float = PLACEMENT_DELAY_S,
+    health_interval: float = HEALTH_INTERVAL_S,
 ) -> None:
     """Serve until SIGTERM/SIGINT. The REST API listens on ``http_host`` (loopback by
     default: reaching it from elsewhere is a choice), over TLS with ``http_cert`` and
     ``http_key``; it needs tokens unless ``insecure``. ``docker``: run cloud containers in
     Docker containers (the Docker scheduler) instead of on attached workers;
     ``placement_delay``: how long containers that wait for a worker wait after a new worker
-    attaches (``WorkerScheduler``). A port that is taken raises ``PortInUse`` (naming the
-    option that chose it) and stops what had started."""
+    attaches (``WorkerScheduler``); ``health_interval``: how often each topology's health
+    manager gets a sample (``_health_loop.py``). A port that is taken raises ``PortInUse``
+    (naming the option that chose it) and stops what had started."""
     # every port checked before anything is made or started: a taken one stops the master
     # at once with PortInUse (one line from the CLI), and no port is shared (grpc_server)
     check_free(host, port, "--port")
@@ -123,6 +126,9 @@ async def serve(
             await site.start()
         spark_jobs = asyncio.get_running_loop().create_task(master.spark_jobs.run())
         running.callback(spark_jobs.cancel)
+        master.health.interval = health_interval
+        health = asyncio.get_running_loop().create_task(master.health.run())
+        running.callback(health.cancel)
         if scheduler is not None:  # after the join port is known: it mints join tokens
             reconciler = asyncio.get_running_loop().create_task(scheduler.run())
             running.callback(reconciler.cancel)

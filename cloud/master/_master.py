@@ -34,7 +34,8 @@ it needs, never the master: ``Deployments`` (``_deployments.py``: the record,
 the topology masters, kill, state, receivers' whereabouts), ``Submissions``
 (``_submissions.py``), ``Edits`` (``_edits.py``), ``NodeOrders``
 (``_node_orders.py``: what the deployments give each node, and the schedulers'
-port), and the model registry and rollouts (``_models.py``, ``_rollout.py``).
+port), the model registry and rollouts (``_models.py``, ``_rollout.py``), and the
+topologies' health managers (``HealthLoop``, ``_health_loop.py``).
 Its public methods are those parts' methods, named where its callers know them.
 """
 
@@ -54,6 +55,7 @@ from headwater.common.wire.proto import runtime_pb2 as pb
 from ._code import TopologyCode
 from ._deployments import MAX_CONTAINERS, Deployment, Deployments, topology_name_problem
 from ._edits import Edits
+from ._health_loop import HealthLoop
 from ._models import ModelRegistry
 from ._node_logs import NodeLogs
 from ._node_orders import NodeOrders
@@ -144,6 +146,10 @@ class Master:
             schedule=self.orders.schedule,
         )
         self.edits = Edits(self.code, self.book, self.nodes.send)
+        # each topology's health manager, fed by serve()'s loop (``_health_loop.py``)
+        self.health = HealthLoop(
+            self.tms, self.code.described, self.edit, self.state_dir / "health"
+        )
 
     # -- the parts' requests, as the master's callers name them --------------------------
     async def resume(self) -> None:
@@ -165,10 +171,11 @@ class Master:
         author: str = "",
         to: int | None = None,
         parallelism: dict[str, int] | None = None,
+        reason: str = "",
     ) -> dict[str, Any]:
         """``Edits.edit``."""
         return await self.edits.edit(
-            name, action, base, data, entry, components, author, to, parallelism
+            name, action, base, data, entry, components, author, to, parallelism, reason
         )
 
     def described(self, package: str, entry: str) -> Topology | None:

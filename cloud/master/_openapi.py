@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._access import ACCESS, PUBLIC
+from ._health_http import health_paths
 from ._models_openapi import model_paths, model_register_paths
 from ._openapi_parts import ERROR as _ERROR
 from ._openapi_parts import answer as _json
@@ -184,6 +185,7 @@ def _paths() -> dict[str, dict[str, Any]]:
             ),
         },
         **model_paths(),
+        **health_paths(_NAME),
         "/api/v1/tokens/{id}": {
             "delete": _op(
                 "revoke a token",

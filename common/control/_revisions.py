@@ -246,6 +246,7 @@ class RevisionRecord:
     error: str = ""
     switch_at: int = 0  # the checkpoint it took over from
     hash: str = field(default="")
+    reason: str = ""  # why the edit was made (the health manager's diagnosis), if said
 
     def __post_init__(self) -> None:
         self.status = RevisionStatus(self.status)  # a str when read from the log

@@ -284,6 +284,7 @@ class Container:
             "plan": self._on_plan,
             "checkpoint": self._on_checkpoint,
             "commit": self._on_commit,
+            "restart_tasks": self._on_restart,
         }
         recovery, switch = self.recovery, self.switch
         if recovery is not None and switch is not None:  # exactly-once only
@@ -308,6 +309,10 @@ class Container:
                 "handover": handover,
             }
         return table
+
+    async def _on_restart(self, command: pb.Command) -> None:
+        r = command.restart_tasks
+        self.supervisor.kill(r.tasks, r.reason or "asked by the topology master")
 
     async def _on_plan(self, command: pb.Command) -> None:
         plan = command.plan

@@ -105,6 +105,21 @@ class Supervisor:
             proc.kill()
             self._stmgr.conns[task].stale = True  # not silent twice
 
+    def kill(self, tasks: Iterable[int], reason: str) -> list[int]:
+        """Kill the instances of ``tasks`` this container runs (the health manager's restart
+        of a slow instance): each is then restarted (or rolled back) as a dead one is.
+        Returns the tasks killed."""
+        killed = []
+        for task in tasks:
+            proc = self.procs.get(task)
+            if proc is None or proc.poll() is not None:
+                continue
+            log.warning("task %d (pid %d) restarted on request: %s", task, proc.pid, reason)
+            self.last_error[task] = f"restarted on request: {reason}"
+            proc.kill()
+            killed.append(task)
+        return killed
+
     def failure_reason(self, task: int, code: int | None) -> str:
         """What to tell the master about ``task``'s death (its last exception, once)."""
         reason = f"task {task} exited with {code}"

@@ -37,6 +37,7 @@ ELSEWHERE = {
     "Headwater #0": "tests/integration/test_demo.py",
     "Change it while it runs #0": "tests/integration/test_readme_live_edits.py",
     "Run it on Docker #0": "tests/integration/test_compose.py",
+    "Self-regulation #0": "tests/integration/test_health.py",
 }
 RUN_HERE = {
     "Run a topology #0",

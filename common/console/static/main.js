@@ -74,6 +74,7 @@ function mount() {
   const ctx = {
     canEdit: role && who.edits,
     canReadLogs: role && who.logs,
+    hasHealth: who.edits, // the master's health managers (any role reads them)
     canKill: who.role === "admin" && who.spark, // a Spark job: only an admin kills one
     redraw,
   };

@@ -4,6 +4,7 @@
 
 import { renderDag, fmtRate } from "./dag.js";
 import { editPanel, postEdit, EditResult } from "./edits.js";
+import { healthPanel } from "./health.js";
 import { logsPanel } from "./logs.js";
 import { el, table, ago, duration, bytes, link, refresh } from "./dom.js";
 
@@ -51,6 +52,7 @@ export function topology(root, ctx, name) {
   const detail = el("section", { class: "detail", id: "component-detail" });
   const edit = ctx.canEdit ? editPanel(name) : null;
   const logs = ctx.canReadLogs ? logsPanel(name) : null;
+  const health = ctx.hasHealth ? healthPanel(name) : null;
   root.append(
     el("h1", {}, `Topology ${name}`),
     el(
@@ -63,6 +65,7 @@ export function topology(root, ctx, name) {
     head,
     dag,
     detail,
+    ...(health ? [health.node] : []),
     ...(logs ? [logs.node] : []),
     ...(edit ? [edit.node] : []),
   );
@@ -92,6 +95,7 @@ export function topology(root, ctx, name) {
       );
       dag.replaceChildren(renderDag(t, rates, select, selected));
       detail.replaceChildren(...(selected ? componentDetail(t, selected) : []));
+      if (health) health.update(t);
       if (edit) edit.update(t);
     },
   };
@@ -341,7 +345,7 @@ export function revisions(root, ctx, name) {
               { "data-revision": rec.revision },
               el("td", {}, String(rec.revision)),
               el("td", {}, rec.action),
-              el("td", {}, rec.author || "–"),
+              el("td", rec.reason ? { title: rec.reason } : {}, rec.author || "–"),
               el("td", {}, new Date(rec.time * 1000).toLocaleString()),
               el("td", {}, diff || "–"),
               el("td", { class: `status ${rec.status}` }, rec.status),

@@ -137,6 +137,14 @@ class StateHandover(_message.Message):
     parts: _containers.RepeatedCompositeFieldContainer[StateTransfer]
     def __init__(self, revision: _Optional[int] = ..., component: _Optional[str] = ..., parts: _Optional[_Iterable[_Union[StateTransfer, _Mapping]]] = ...) -> None: ...
 
+class RestartTasks(_message.Message):
+    __slots__ = ("tasks", "reason")
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedScalarFieldContainer[int]
+    reason: str
+    def __init__(self, tasks: _Optional[_Iterable[int]] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class SwitchAck(_message.Message):
     __slots__ = ("topology", "container", "revision", "ok", "error")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
@@ -227,7 +235,7 @@ class ReceiverAddress(_message.Message):
     def __init__(self, address: _Optional[str] = ..., container: _Optional[int] = ..., incarnation: _Optional[int] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("plan", "checkpoint", "commit", "restore", "revision", "switch", "handover")
+    __slots__ = ("plan", "checkpoint", "commit", "restore", "revision", "switch", "handover", "restart_tasks")
     PLAN_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_FIELD_NUMBER: _ClassVar[int]
     COMMIT_FIELD_NUMBER: _ClassVar[int]
@@ -235,6 +243,7 @@ class Command(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     SWITCH_FIELD_NUMBER: _ClassVar[int]
     HANDOVER_FIELD_NUMBER: _ClassVar[int]
+    RESTART_TASKS_FIELD_NUMBER: _ClassVar[int]
     plan: PhysicalPlan
     checkpoint: TakeCheckpoint
     commit: Commit
@@ -242,7 +251,8 @@ class Command(_message.Message):
     revision: Revision
     switch: Switch
     handover: StateHandover
-    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[TakeCheckpoint, _Mapping]] = ..., commit: _Optional[_Union[Commit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ...) -> None: ...
+    restart_tasks: RestartTasks
+    def __init__(self, plan: _Optional[_Union[PhysicalPlan, _Mapping]] = ..., checkpoint: _Optional[_Union[TakeCheckpoint, _Mapping]] = ..., commit: _Optional[_Union[Commit, _Mapping]] = ..., restore: _Optional[_Union[Restore, _Mapping]] = ..., revision: _Optional[_Union[Revision, _Mapping]] = ..., switch: _Optional[_Union[Switch, _Mapping]] = ..., handover: _Optional[_Union[StateHandover, _Mapping]] = ..., restart_tasks: _Optional[_Union[RestartTasks, _Mapping]] = ...) -> None: ...
 
 class CheckpointAck(_message.Message):
     __slots__ = ("topology", "container", "task_id", "checkpoint_id", "epoch", "size_bytes", "declined")

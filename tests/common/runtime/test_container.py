@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 from headwater.common.runtime._container import Container
 from headwater.common.runtime._container_config import ContainerConfig
 from headwater.common.wire._control import DeadLetterReport, ExceptionReport, LogCommitted
+from headwater.common.wire.proto import runtime_pb2 as pb
 
 _TOPOLOGY = """
 from headwater import Bolt, Spout, Topology, shuffle
@@ -46,7 +49,7 @@ def _container(tmp_path: Path, mode: str) -> Container:
     return Container(config)
 
 
-def test_an_exactly_once_container_handles_all_seven_commands(tmp_path: Path) -> None:
+def test_an_exactly_once_container_handles_all_eight_commands(tmp_path: Path) -> None:
     c = _container(tmp_path, "EFFECTIVELY_ONCE")
     assert c.recovery is not None and c.switch is not None
     assert sorted(c.session.handlers) == [
@@ -54,6 +57,7 @@ def test_an_exactly_once_container_handles_all_seven_commands(tmp_path: Path) ->
         "commit",
         "handover",
         "plan",
+        "restart_tasks",
         "restore",
         "revision",
         "switch",
@@ -65,7 +69,21 @@ def test_an_exactly_once_container_handles_all_seven_commands(tmp_path: Path) ->
 def test_other_modes_have_no_restore_and_no_live_edits(tmp_path: Path) -> None:
     c = _container(tmp_path, "ATLEAST_ONCE")
     assert c.recovery is None and c.switch is None
-    assert sorted(c.session.handlers) == ["checkpoint", "commit", "plan"]
+    assert sorted(c.session.handlers) == ["checkpoint", "commit", "plan", "restart_tasks"]
+
+
+def test_a_restart_tasks_command_kills_those_instances_it_runs(tmp_path: Path) -> None:
+    c = _container(tmp_path, "ATLEAST_ONCE")
+    killed: list[tuple[list[int], str]] = []
+
+    def kill(tasks: Any, reason: str) -> list[int]:
+        killed.append((list(tasks), reason))
+        return []
+
+    c.supervisor.kill = kill  # type: ignore[method-assign]
+    command = pb.Command(restart_tasks=pb.RestartTasks(tasks=[2, 9], reason="slow"))
+    asyncio.run(c.session.dispatch(command))
+    assert killed == [([2, 9], "slow")]
 
 
 def test_reports_and_system_messages_reach_their_parts(tmp_path: Path) -> None:

@@ -86,3 +86,17 @@ def test_a_task_up_and_connected_for_a_while_starts_its_backoff_anew() -> None:
     clock.advance(HEALTHY_AFTER_S)
     sup.check()
     assert backoff.failures == 0
+
+
+def test_a_restart_on_request_kills_the_tasks_it_runs_which_then_restart_as_dead_ones() -> None:
+    sup, launch, _, clock = _supervisor(restart=True)
+    sup.start(1)
+    sup.start(2)
+    assert sup.kill([2, 7], "slow instance") == [2]  # task 7 runs elsewhere
+    assert launch.procs[1].returncode == -9 and launch.procs[0].returncode is None
+    dead = sup.check()
+    assert [t for t, _ in dead] == [2]
+    assert "restarted on request: slow instance" in sup.failure_reason(2, -9)
+    clock.advance(RESTART_POLICY.initial)
+    sup.check()
+    assert launch.started == [1, 2, 2]

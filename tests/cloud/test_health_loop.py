@@ -1,0 +1,249 @@
+"""The master's health loop: samples built from a metrics view and the plan, a decider's
+actions applied as live edits (author ``health-manager``) or not at all, its REST routes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from headwater.cloud.master import Master
+from headwater.cloud.master._health_loop import AUTHOR
+from headwater.cloud.master._health_parts import (
+    JsonStateStore,
+    policy_from_config,
+    policy_from_json,
+)
+from headwater.cloud.master._health_sample import build_sample, task_samples
+from headwater.common.api import Bolt, Spout, Topology, edge, fields
+from headwater.common.health._model import Action, HealthPolicy, Mode, Sample
+from headwater.common.wire.proto import runtime_pb2 as pb
+
+from ._packages import topology_package
+from .test_master_http import _refused, _run
+
+EXACTLY_ONCE = {"topology.reliability.mode": "EFFECTIVELY_ONCE"}
+HEALTH = "/api/v1/topologies/ok/health"
+
+
+class _S(Spout):
+    def next_tuple(self) -> None: ...
+
+
+class _B(Bolt):
+    def process(self, tup: Any) -> None: ...
+
+
+class FakeDecider:
+    """Returns ``actions`` at its first tick (AUTO only), records what became of them."""
+
+    def __init__(self, name: str, policy: HealthPolicy, actions: list[Action]) -> None:
+        self.name, self.policy, self.actions = name, policy, actions
+        self.samples: list[Sample] = []
+        self.outcomes: list[tuple[Action, int | None, str | None]] = []
+
+    def set_policy(self, policy: HealthPolicy) -> None:
+        self.policy = policy
+
+    def tick(self, sample: Sample) -> list[Action]:
+        self.samples.append(sample)
+        out = self.actions if self.policy.mode is Mode.AUTO else []
+        self.actions = []
+        return out
+
+    def applied(self, action: Action, revision: int | None, error: str | None) -> None:
+        self.outcomes.append((action, revision, error))
+
+    def report(self) -> Any:
+        outcomes = self.outcomes
+
+        class R:
+            def to_json(self) -> dict[str, Any]:
+                return {"mode": "x", "taken": [[a.kind, r, e] for a, r, e in outcomes]}
+
+        return R()
+
+
+def test_a_sample_reads_the_tasks_counters_and_the_plan() -> None:
+    topo = (
+        Topology("t")
+        .add_spout("src", _S, parallelism=2, placement=edge(site="a"))
+        .add_bolt("count", _B, inputs={"src": fields("w")}, parallelism=3)
+    )
+    view = {
+        "tasks": {
+            "1": {"component": "src", "container": 0, "executed": 10, "emitted": 20},
+            "4": {
+                "component": "count",
+                "executed": 5,
+                "received": 7,
+                "busy_ns": 1e9,
+                "backpressure_ms": 3,
+                "in_queue_frames": 2,
+                "hot_key:b": 0.2,
+                "hot_key:a": 0.5,
+                "user:x": 1,
+            },
+            "junk": {},
+        }
+    }
+    s = build_sample("t", 3, 12.5, view, topo)
+    assert (s.topology, s.revision, s.at) == ("t", 3, 12.5)
+    src, count = s.components["src"], s.components["count"]
+    assert (src.parallelism, src.source, src.edge, src.inputs) == (2, True, True, ())
+    assert (count.parallelism, count.source, count.edge) == (3, False, False)
+    assert count.inputs == (("src", "fields"),)
+    assert sorted(s.tasks) == [1, 4]
+    t = s.tasks[4]
+    assert (t.component, t.executed, t.received, t.busy_ns) == ("count", 5, 7, 1e9)
+    assert (t.backpressure_ms, t.in_queue_frames) == (3, 2)
+    assert t.hot_keys == (("a", 0.5), ("b", 0.2))
+    assert s.tasks[1].received == 0.0  # not reported yet: 0
+    assert task_samples({}) == {}
+
+
+def test_the_policy_is_read_from_config_and_requests_and_a_bad_value_says_what_to_give() -> None:
+    assert policy_from_config({}) == HealthPolicy()
+    p = policy_from_config(
+        {"headwater.health.mode": "recommend", "headwater.health.components": {"c": [1, 4]}}
+    )
+    assert p.mode is Mode.RECOMMEND and p.bounds("c") == (1, 4)
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"mode": "fast"}, "give one of off, recommend, auto"),
+        ({"min_parallelism": 5, "max_parallelism": 2}, "give a min no larger than the max"),
+        ({"target_utilization": 1.5}, "give a fraction in (0, 1]"),
+        ({"cooldown_s": -1}, "give a number of 0 or more"),
+        ({"speed": 1}, "no policy field speed"),
+    ]
+    for body, says in cases:
+        with pytest.raises(ValueError) as err:
+            policy_from_json(body, HealthPolicy())
+        assert says in str(err.value)
+
+
+def test_the_state_store_writes_atomically_and_reads_back(tmp_path: Path) -> None:
+    store = JsonStateStore(tmp_path / "h" / "t.json")
+    assert store.load() is None
+    store.save({"a": 1})
+    assert store.load() == {"a": 1} and not (tmp_path / "h" / "t.tmp").exists()
+
+
+def _with_fake(master: Master, actions: list[Action]) -> dict[str, FakeDecider]:
+    made: dict[str, FakeDecider] = {}
+
+    def make(name: str, policy: HealthPolicy, store: Any) -> FakeDecider:
+        made[name] = FakeDecider(name, policy, actions)
+        return made[name]
+
+    master.health.make = make
+    return made
+
+
+async def _submit(client: TestClient[Any, Any], tmp_path: Path, config: dict[str, Any]) -> None:
+    data = topology_package(tmp_path, "ok", config={**EXACTLY_ONCE, **config})
+    resp = await client.post("/api/v1/topologies?entry=topo.py", data=data)
+    assert resp.status == 201, await resp.text()
+
+
+def test_an_auto_rescale_is_applied_as_a_live_edit_by_the_health_manager(tmp_path: Path) -> None:
+    rescale = Action("rescale", "count", "count is 95% busy", parallelism=3)
+
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        made = _with_fake(master, [rescale])
+        await _submit(client, tmp_path, {"headwater.health.mode": "auto"})
+        done = await master.health.tick("ok")
+        assert done == [(rescale, 2, None)]
+        assert made["ok"].outcomes == [(rescale, 2, None)]
+        rec = master.tms["ok"].revlog.find(2)
+        assert rec is not None
+        assert (rec.author, rec.reason, rec.diff["replaced"]) == (AUTHOR, rescale.reason, ["count"])
+        sample = made["ok"].samples[0]
+        assert sample.revision == 1 and sample.components["count"].parallelism == 1
+        resp = await client.get("/api/v1/topologies/ok/revisions")
+        assert (await resp.json())["revisions"][-1]["reason"] == rescale.reason
+
+    _run(tmp_path, body)
+
+
+def test_recommend_applies_nothing_and_a_failed_edit_is_reported(tmp_path: Path) -> None:
+    bad = Action("rescale", "ghost", "no such component", parallelism=2)
+
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        made = _with_fake(master, [bad])
+        await _submit(client, tmp_path, {"headwater.health.mode": "recommend"})
+        assert await master.health.tick("ok") == []
+        assert made["ok"].samples and master.tms["ok"].current == 1
+        master.health.set_policy("ok", {"mode": "off"})
+        await master.health.tick("ok")
+        assert len(made["ok"].samples) == 1  # off: not even sampled
+        master.health.set_policy("ok", {"mode": "auto"})
+        made["ok"].actions = [bad]
+        [(_, revision, error)] = await master.health.tick("ok")
+        assert revision is None and error is not None and "no component ghost" in error
+        assert made["ok"].outcomes == [(bad, None, error)]
+        assert master.tms["ok"].current == 1
+
+    _run(tmp_path, body)
+
+
+def test_the_health_routes_report_and_change_the_policy(tmp_path: Path) -> None:
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        await _submit(client, tmp_path, {})
+        resp = await client.get(HEALTH)
+        assert resp.status == 200, await resp.text()
+        report = await resp.json()
+        assert report["mode"] == "off" and report["policy"]["mode"] == "off"
+        resp = await client.put(
+            f"{HEALTH}/policy", json={"mode": "recommend", "max_parallelism": 4}
+        )
+        assert resp.status == 200, await resp.text()
+        assert (await resp.json())["max_parallelism"] == 4
+        assert (await (await client.get(HEALTH)).json())["mode"] == "recommend"
+        saved = json.loads((state / "health" / "ok.policy.json").read_text())
+        assert saved["mode"] == "recommend"
+        await _refused(await client.put(f"{HEALTH}/policy", json={"mode": "x"}), 400, "give one")
+        await _refused(await client.put(f"{HEALTH}/policy", data=b"{"), 400, "send a JSON object")
+        await _refused(await client.put(f"{HEALTH}/policy", json=[1]), 400, "send a JSON object")
+        await _refused(await client.get("/api/v1/topologies/no/health"), 404, "no topology")
+        await _refused(
+            await client.put("/api/v1/topologies/no/health/policy", json={}), 404, "no topology"
+        )
+        viewer = master.tokens.create("viewer")
+        auth = {"Authorization": f"Bearer {viewer}"}
+        assert (await client.get(HEALTH, headers=auth)).status == 200
+        resp = await client.put(f"{HEALTH}/policy", json={"mode": "auto"}, headers=auth)
+        assert resp.status == 403
+        # a restarted master keeps the operator's policy
+        again = Master(state)
+        again.tms["ok"] = master.tms["ok"]
+        assert again.health.decider("ok").policy.mode is Mode.RECOMMEND
+        # a killed topology's health manager is forgotten, its files with it
+        await client.delete("/api/v1/topologies/ok")
+        await master.health.tick_all()
+        assert "ok" not in master.health.deciders
+        assert not (state / "health" / "ok.policy.json").exists()
+
+    _run(tmp_path, body)
+
+
+def test_a_restart_is_a_command_to_the_containers_and_a_report_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    restart = Action("restart", "count", "task 2 is 5x slower", tasks=(2,))
+    report = Action("report", "words", "the source is skewed")
+
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        made = _with_fake(master, [restart, report])
+        await _submit(client, tmp_path, {"headwater.health.mode": "auto"})
+        sent: list[pb.Command] = []
+        master.tms["ok"].broadcast = sent.append  # type: ignore[assignment]
+        assert await master.health.tick("ok") == [(restart, None, None), (report, None, None)]
+        assert [c.WhichOneof("command") for c in sent] == ["restart_tasks"]
+        assert list(sent[0].restart_tasks.tasks) == [2]
+        assert sent[0].restart_tasks.reason == restart.reason
+        assert len(made["ok"].outcomes) == 2 and master.tms["ok"].current == 1
+
+    _run(tmp_path, body)
