@@ -18,6 +18,7 @@ PREFIX = "headwater.health."
 _INTS = ("min_parallelism", "max_parallelism")
 _TIMES = ("stabilization_s", "cooldown_s", "blacklist_s")
 _SHARES = ("target_utilization", "scale_down_cap")
+MAX_TASKS = 10_000  # a bound an operator's typo cannot pass (a rescale to it would start them)
 KEYS = ("mode", *_INTS, *_SHARES, *_TIMES, "components")
 
 
@@ -31,15 +32,15 @@ def _mode(value: Any) -> Mode:
 
 def _int(key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"health {key} {value!r}: give a whole number of tasks, at least 1")
+        raise ValueError(f"health {key} {value!r}: give a whole number of tasks, 1 to {MAX_TASKS}")
     try:
         n = int(value)
     except ValueError:
         raise ValueError(
-            f"health {key} {value!r}: give a whole number of tasks, at least 1"
+            f"health {key} {value!r}: give a whole number of tasks, 1 to {MAX_TASKS}"
         ) from None
-    if n < 1:
-        raise ValueError(f"health {key} {n}: give a whole number of tasks, at least 1")
+    if not 1 <= n <= MAX_TASKS:
+        raise ValueError(f"health {key} {n}: give a whole number of tasks, 1 to {MAX_TASKS}")
     return n
 
 

@@ -114,9 +114,10 @@ def test_the_policy_is_read_from_config_and_requests_and_a_bad_value_says_what_t
     cases: list[tuple[dict[str, Any], str]] = [
         ({"mode": "fast"}, "give one of off, recommend, auto"),
         ({"min_parallelism": 5, "max_parallelism": 2}, "give a min no larger than the max"),
-        ({"target_utilization": 1.5}, "give a fraction in (0, 1]"),
-        ({"cooldown_s": -1}, "give a number of 0 or more"),
-        ({"speed": 1}, "no policy field speed"),
+        ({"target_utilization": 1.5}, "give a share in (0, 1]"),
+        ({"cooldown_s": -1}, "give a number of seconds, 0 or more"),
+        ({"speed": 1}, "'speed' is unknown: give one of mode"),
+        ({"max_parallelism": 10**9}, "1 to 10000"),
     ]
     for body, says in cases:
         with pytest.raises(ValueError) as err:

@@ -63,7 +63,7 @@ def test_json_changes_a_base() -> None:
     [
         ({"mode": "sometimes"}, "give one of off, recommend, auto"),
         ({"min_parallelism": 4, "max_parallelism": 2}, "give a min no larger than the max"),
-        ({"min_parallelism": 0}, "at least 1"),
+        ({"min_parallelism": 0}, "1 to 10000"),
         ({"max_parallelism": "many"}, "whole number"),
         ({"max_parallelism": True}, "whole number"),
         ({"target_utilization": 0}, "share in (0, 1]"),
