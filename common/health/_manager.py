@@ -240,9 +240,10 @@ class HealthManager:
         return actions
 
     def _base(self, sample: Sample) -> Sample | None:
-        """The newest sample at least ``RATE_WINDOW_S`` before ``sample`` (None if none is);
-        keeps it, those after it and ``sample``."""
-        earlier = [s for s in self._samples if s.at < sample.at]
+        """The newest sample of the same revision at least ``RATE_WINDOW_S`` before ``sample``
+        (None if none is: rates never span an edit, whose new tasks start at different
+        times); keeps it, those after it and ``sample``."""
+        earlier = [s for s in self._samples if s.at < sample.at and s.revision == sample.revision]
         old = [s for s in earlier if sample.at - s.at >= RATE_WINDOW_S * 0.9]
         base = old[-1] if old else None
         self._samples = [*(s for s in earlier if base is None or s.at >= base.at), sample]

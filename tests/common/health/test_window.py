@@ -55,3 +55,11 @@ def test_a_loop_that_samples_less_often_uses_its_previous_sample() -> None:
     s2 = Sample("t", 1, 100.0 + step, COMPONENTS, {1: _task(1, "src", 20, 2 * RATE, 1e-5)})
     assert hm.tick(s1) == [] and hm._base(s2) is s1
     assert [s.at for s in hm._samples] == [100.0, 100.0 + step]
+
+
+def test_rates_never_span_an_edit() -> None:
+    hm = HealthManager("t", HealthPolicy(mode=Mode.AUTO), MemoryStore(), ManualClock().monotonic)
+    s1 = Sample("t", 1, 100.0, COMPONENTS, {1: _task(1, "src", 10, 2 * RATE, 1e-5)})
+    s2 = Sample("t", 2, 110.0, COMPONENTS, {1: _task(1, "src", 20, 2 * RATE, 1e-5)})
+    s3 = Sample("t", 2, 116.0, COMPONENTS, {1: _task(1, "src", 26, 2 * RATE, 1e-5)})
+    assert hm.tick(s1) == [] and hm._base(s2) is None and hm._base(s3) is s2
