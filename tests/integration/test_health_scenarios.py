@@ -10,7 +10,7 @@ counted once, exactly (exactly-once mode).
 
 Measured (``bench/RESULTS.md``, "Self-regulation: a load step (issue 35)", with
 ``PYTHONPATH=$PWD timeout 400 python -m pytest tests/integration/test_health_scenarios.py
--x -q -s`` on a shared 2-core machine): in each of seven runs one action, ``counter`` 1 -> 2
+-x -q -s`` on a shared 2-core machine): in each of nine runs one action, ``counter`` 1 -> 2
 tasks (once 1 -> 3, under a load average of 18: the demand read over the manager's 5 s window
 is 80 +- 16 records/s), seen applied 7 to 23 s after the step (BOUND_S allows 45); the
 counter at 37-42 records/s before the step and 78-85 after; the spout never held back (the
