@@ -2,7 +2,8 @@
 
 Every ``interval`` seconds (``--health-interval``, 5 s by default), for each running topology
 whose policy is not ``off``: a ``Sample`` is built from its topology master's metrics view and
-the running revision's whole topology (``_health_sample.py``), handed to its decider's
+the running revision's whole topology (``_health_sample.py``; none while an edit is being
+applied: its new tasks are starting), handed to its decider's
 ``tick``, and each action it returns is applied: a ``rescale`` as a live edit (a replace with
 the new parallelism, author ``health-manager``, the action's reason kept on the revision), a
 ``restart`` as a ``RestartTasks`` command to the topology's containers (each kills those of
@@ -30,6 +31,7 @@ from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import without
 from headwater.common.control._views import metrics
 from headwater.common.health._model import Action, Mode
+from headwater.common.wire._states import RevisionStatus
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._health_parts import (
@@ -165,6 +167,8 @@ class HealthLoop:
         whole = self._whole(tm)
         if decider.policy.mode is Mode.OFF or whole is None:
             return []
+        if any(r.status is RevisionStatus.APPLYING for r in tm.revlog.records):
+            return []  # an edit under way: its new tasks start, their rates mean nothing yet
         sample = build_sample(name, tm.current, self.clock(), metrics(tm), whole)
         done = []
         for action in decider.tick(sample):

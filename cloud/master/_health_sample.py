@@ -4,7 +4,9 @@ The tasks' counters come from ``common/control/_views.metrics`` ("tasks": {id: {
 "executed", "emitted", "received", "busy_ns", "backpressure_ms", "in_queue_frames",
 "hot_key:<key>", ...}}); the components from the running revision's whole topology (its
 parallelism, its inputs with their grouping kinds, spouts as sources, and those placed on
-the agents marked ``edge``). A counter a task has not reported yet reads 0.
+the agents marked ``edge``). A task that has not reported at all yet (no ``executed``: one a
+rescale just started) is left out: read as zeros, it showed as an idle sibling beside the
+others (a false skew); a counter a reporting task has not sent reads 0.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ def task_samples(view: Mapping[str, Any]) -> dict[int, TaskSample]:
     """The tasks of a metrics view, by task id (entries that are not a task's are skipped)."""
     out: dict[int, TaskSample] = {}
     for key, values in (view.get("tasks") or {}).items():
-        if not str(key).isdigit() or not isinstance(values, Mapping):
-            continue
+        if not str(key).isdigit() or not isinstance(values, Mapping) or "executed" not in values:
+            continue  # not a task's, or a task that has not reported yet (a new one starting)
         hot = sorted(
             ((k[len(_HOT) :], _number(values, k)) for k in values if k.startswith(_HOT)),
             key=lambda kv: (-kv[1], kv[0]),

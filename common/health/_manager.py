@@ -27,6 +27,12 @@ from ._model import Action, Diagnosis, HealthPolicy, Mode, Sample
 from ._rates import rates
 
 HISTORY = 50  # the taken actions a report keeps
+RATE_WINDOW_S = 5.0
+"""Rates are taken over at least this long (less a tenth, for a tick's jitter). A task
+reports its counters every second and its stream manager forwards them every second, the
+two unsynchronised: read a second apart, a counter moved by 0, 1 or 2 seconds' worth, which
+showed a balanced task as idle or twice as loaded (a false skew, a wrong target). Over
+5 s that error is a fifth at most; a loop that samples less often uses its previous sample."""
 
 
 class StateStore(Protocol):
@@ -186,7 +192,7 @@ class HealthManager:
         self._store = store
         self._clock = clock
         self._wall = wall
-        self._previous: Sample | None = None
+        self._samples: list[Sample] = []  # the recent samples, oldest first
         self._diagnoses: list[Diagnosis] = []
         self._proposed: list[Action] = []
         self._taken: list[TakenAction] = []
@@ -204,7 +210,7 @@ class HealthManager:
         """The actions to apply now (empty unless the mode is AUTO)."""
         if sample.topology != self.topology:
             return []
-        previous, self._previous = self._previous, sample
+        previous = self._base(sample)
         if self.policy.mode is Mode.OFF or previous is None:
             return []
         now = self._clock()
@@ -232,6 +238,16 @@ class HealthManager:
         self._taken = self._taken[-HISTORY:]
         self._save()  # pending before returned: a restart never repeats them
         return actions
+
+    def _base(self, sample: Sample) -> Sample | None:
+        """The newest sample of the same revision at least ``RATE_WINDOW_S`` before ``sample``
+        (None if none is: rates never span an edit, whose new tasks start at different
+        times); keeps it, those after it and ``sample``."""
+        earlier = [s for s in self._samples if s.at < sample.at and s.revision == sample.revision]
+        old = [s for s in earlier if sample.at - s.at >= RATE_WINDOW_S * 0.9]
+        base = old[-1] if old else None
+        self._samples = [*(s for s in earlier if base is None or s.at >= base.at), sample]
+        return base
 
     def applied(self, action: Action, revision: int | None, error: str | None) -> None:
         """What became of an action ``tick`` returned: its revision, or why it failed."""

@@ -87,6 +87,7 @@ def test_a_sample_reads_the_tasks_counters_and_the_plan() -> None:
                 "hot_key:a": 0.5,
                 "user:x": 1,
             },
+            "5": {"component": "count", "container": 0},  # not reported yet: left out
             "junk": {},
         }
     }
@@ -165,6 +166,9 @@ def test_an_auto_rescale_is_applied_as_a_live_edit_by_the_health_manager(tmp_pat
         assert sample.revision == 1 and sample.components["count"].parallelism == 1
         resp = await client.get("/api/v1/topologies/ok/revisions")
         assert (await resp.json())["revisions"][-1]["reason"] == rescale.reason
+        # while the edit is applied (no containers here: it stays so), no sample is taken
+        assert master.tms["ok"].revisions[2].record.status == "applying"
+        assert await master.health.tick("ok") == [] and len(made["ok"].samples) == 1
 
     _run(tmp_path, body)
 
