@@ -8,7 +8,6 @@ import os
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from ._support import wait_for
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
+METRICS = "/api/v1/topologies/editable/metrics"
 
 
 def test_the_health_commands_set_the_policy_and_print_the_report(
@@ -49,7 +49,12 @@ def test_the_health_commands_set_the_policy_and_print_the_report(
 
     set_policy, show, raw = commands
     assert run(set_policy).stdout.startswith("topology editable: mode recommend\n")
-    time.sleep(2)  # a few samples: recommend changes nothing
+    # the topology running and reported: what the loop reads (recommend changes nothing)
+    wait_for(
+        lambda: {t.component for t in task_samples(daemons.api(METRICS)).values()} >= {"counter"},
+        60,
+        "the counter's tasks reported",
+    )
     text = run(show).stdout
     assert text.splitlines()[:2] == [
         "topology editable: mode recommend",
@@ -59,8 +64,6 @@ def test_the_health_commands_set_the_policy_and_print_the_report(
     report = json.loads(run(raw).stdout)
     assert report["mode"] == "recommend" and report["policy"]["max_parallelism"] == 4
     assert {"diagnoses", "proposed", "taken", "blacklisted"} <= set(report)
-    tasks = task_samples(daemons.api("/api/v1/topologies/editable/metrics"))
-    assert {t.component for t in tasks.values()} >= {"counter"}  # what the loop reads
     revisions = daemons.api("/api/v1/topologies/editable/revisions")
     assert revisions["current"] == 1
     err = run(["headwater", "health", "ghost"], code=2).stderr
