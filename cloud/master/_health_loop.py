@@ -30,6 +30,7 @@ from headwater.common.api import Topology
 from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import without
 from headwater.common.control._views import metrics
+from headwater.common.health import JsonFileStore
 from headwater.common.health._model import Action, Mode
 from headwater.common.wire._states import RevisionStatus
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -37,7 +38,6 @@ from headwater.common.wire.proto import runtime_pb2 as pb
 from ._health_parts import (
     HEALTH_INTERVAL_S,
     HealthDecider,
-    JsonStateStore,
     make_decider,
     policy_from_config,
     policy_from_json,
@@ -65,7 +65,7 @@ class EditPort(Protocol):
 
 
 Described = Callable[[str, str], Topology | None]
-MakeDecider = Callable[[str, Any, JsonStateStore], HealthDecider]
+MakeDecider = Callable[[str, Any, JsonFileStore], HealthDecider]
 
 
 class HealthLoop:
@@ -134,7 +134,7 @@ class HealthLoop:
                     policy = policy_from_json(json.loads(saved.read_text()), policy)
                 except ValueError as exc:
                     log.warning("%s: %s is not valid (%s): not used", name, saved, exc)
-            store = JsonStateStore(self.dir / f"{name}.json")
+            store = JsonFileStore(self.dir / f"{name}.json")
             found = self.deciders[name] = self.make(name, policy, store)
         return found
 
@@ -152,7 +152,7 @@ class HealthLoop:
         decider = self.decider(name)
         policy = policy_from_json(body, decider.policy)
         shown = policy_json(policy)
-        JsonStateStore(self._policy_path(name)).save(shown)
+        JsonFileStore(self._policy_path(name)).save(shown)
         decider.set_policy(policy)
         log.info("%s: health policy set: %s", name, shown)
         return shown

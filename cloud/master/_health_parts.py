@@ -8,12 +8,14 @@ state store on disk, its factory, and the policy read from a topology's config o
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
 from typing import Any, Protocol
 
-from headwater.common.health import HealthManager, policy_from_config, policy_from_json
+from headwater.common.health import (
+    HealthManager,
+    JsonFileStore,
+    policy_from_config,
+    policy_from_json,
+)
 from headwater.common.health._model import Action, HealthPolicy, Sample
 from headwater.common.health._policy import policy_to_json
 
@@ -40,30 +42,7 @@ class HealthDecider(Protocol):
     def report(self) -> HealthReportLike: ...
 
 
-class JsonStateStore:
-    """A decider's state in one JSON file (atomic: write, fsync, rename)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def load(self) -> dict[str, Any] | None:
-        try:
-            state = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return None
-        return state if isinstance(state, dict) else None
-
-    def save(self, state: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
-
-
-def make_decider(topology: str, policy: HealthPolicy, store: JsonStateStore) -> HealthDecider:
+def make_decider(topology: str, policy: HealthPolicy, store: JsonFileStore) -> HealthDecider:
     """The health manager of ``topology`` (its state in ``store``)."""
     return HealthManager(topology, policy, store)
 
@@ -77,7 +56,6 @@ __all__ = [
     "HEALTH_INTERVAL_S",
     "HealthDecider",
     "HealthReportLike",
-    "JsonStateStore",
     "make_decider",
     "policy_from_config",
     "policy_from_json",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -33,6 +34,8 @@ reports its counters every second and its stream manager forwards them every sec
 two unsynchronised: read a second apart, a counter moved by 0, 1 or 2 seconds' worth, which
 showed a balanced task as idle or twice as loaded (a false skew, a wrong target). Over
 5 s that error is a fifth at most; a loop that samples less often uses its previous sample."""
+
+log = logging.getLogger("headwater.health")
 
 
 class StateStore(Protocol):
@@ -55,6 +58,9 @@ class JsonFileStore:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # written aside and renamed: only a hand breaks it
+            log.warning("%s cannot be read (%s): the health manager starts afresh", self.path, exc)
             return None
         return data if isinstance(data, dict) else None
 

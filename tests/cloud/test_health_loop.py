@@ -13,12 +13,12 @@ from aiohttp.test_utils import TestClient
 from headwater.cloud.master import Master
 from headwater.cloud.master._health_loop import AUTHOR
 from headwater.cloud.master._health_parts import (
-    JsonStateStore,
     policy_from_config,
     policy_from_json,
 )
 from headwater.cloud.master._health_sample import build_sample, task_samples
 from headwater.common.api import Bolt, Spout, Topology, edge, fields
+from headwater.common.health import JsonFileStore
 from headwater.common.health._model import Action, HealthPolicy, Mode, Sample
 from headwater.common.wire.proto import runtime_pb2 as pb
 
@@ -127,10 +127,12 @@ def test_the_policy_is_read_from_config_and_requests_and_a_bad_value_says_what_t
 
 
 def test_the_state_store_writes_atomically_and_reads_back(tmp_path: Path) -> None:
-    store = JsonStateStore(tmp_path / "h" / "t.json")
+    store = JsonFileStore(tmp_path / "h" / "t.json")
     assert store.load() is None
     store.save({"a": 1})
-    assert store.load() == {"a": 1} and not (tmp_path / "h" / "t.tmp").exists()
+    assert store.load() == {"a": 1} and not (tmp_path / "h" / "t.json.tmp").exists()
+    store.path.write_text("{not json")  # only a hand breaks it: the manager starts afresh
+    assert store.load() is None
 
 
 def _with_fake(master: Master, actions: list[Action]) -> dict[str, FakeDecider]:

@@ -107,7 +107,9 @@ def test_a_bolt_is_busy_while_it_processes_and_not_while_it_waits(sock: socket.s
         idle = inst.counts.busy_ns
         inst.gateway.inbox.put(_frame([["a", i] for i in range(5)]))
         wait_for(lambda: inst.counts.executed == 5, 10, "the frame processed")
-        time.sleep(0.3)  # the loop's turn ends
+        wait_for(
+            lambda: inst.counts.busy_ns - idle >= 5 * SLEEP_S * 1e9, 10, "the frame's busy time"
+        )
         busy = inst.counts.busy_ns
         time.sleep(1.0)  # idle again
         after = inst.counts.busy_ns
@@ -129,7 +131,7 @@ def test_a_spout_is_busy_in_next_tuple_and_not_while_it_sleeps(sock: socket.sock
     loop = _run(run_spout, inst, inst.component_obj)
     try:
         wait_for(lambda: inst.emitter.emitted == Src.n, 10, "the spout's tuples emitted")
-        time.sleep(0.3)
+        wait_for(lambda: inst.counts.busy_ns >= Src.n * SLEEP_S * 1e9, 10, "the spout's busy time")
         busy = inst.counts.busy_ns
         time.sleep(1.0)  # next_tuple emits nothing: the loop sleeps between calls
         after = inst.counts.busy_ns
