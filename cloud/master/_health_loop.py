@@ -41,7 +41,7 @@ from ._health_parts import (
     make_decider,
     policy_from_config,
     policy_from_json,
-    policy_json,
+    policy_to_json,
 )
 from ._health_sample import build_sample
 
@@ -144,14 +144,14 @@ class HealthLoop:
     def report(self, name: str) -> dict[str, Any]:
         """What ``GET .../health`` shows: the decider's report, with its policy."""
         decider = self.decider(name)
-        return {**decider.report().to_json(), "policy": policy_json(decider.policy)}
+        return {**decider.report().to_json(), "policy": policy_to_json(decider.policy)}
 
     def set_policy(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Change ``name``'s policy live (``body``: policy fields); ValueError for a bad one,
         HeadwaterError for an unknown topology. The policy is kept over restarts."""
         decider = self.decider(name)
         policy = policy_from_json(body, decider.policy)
-        shown = policy_json(policy)
+        shown = policy_to_json(policy)
         JsonFileStore(self._policy_path(name)).save(shown)
         decider.set_policy(policy)
         log.info("%s: health policy set: %s", name, shown)

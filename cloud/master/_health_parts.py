@@ -1,5 +1,6 @@
 """What the master's health loop (``_health_loop.py``) is built of: the decider's protocol, its
-state store on disk, its factory, and the policy read from a topology's config or a request.
+factory, and the policy read from a topology's config or a request (the state store on disk
+is the health package's ``JsonFileStore``).
 
 ``make_decider`` is the one place that names the decider: the health manager of
 ``headwater.common.health``; the policy is read by that package's ``policy_from_config``
@@ -47,11 +48,6 @@ def make_decider(topology: str, policy: HealthPolicy, store: JsonFileStore) -> H
     return HealthManager(topology, policy, store)
 
 
-def policy_json(policy: HealthPolicy) -> dict[str, Any]:
-    """A policy as the REST API shows it (the fields ``policy_from_json`` takes)."""
-    return policy_to_json(policy)
-
-
 __all__ = [
     "HEALTH_INTERVAL_S",
     "HealthDecider",
@@ -59,5 +55,5 @@ __all__ = [
     "make_decider",
     "policy_from_config",
     "policy_from_json",
-    "policy_json",
+    "policy_to_json",
 ]
