@@ -94,6 +94,24 @@ def _action(a: dict[str, Any]) -> str:
     return f"{what}: {a.get('reason', '')}"
 
 
+def _hot_keys(keys: Any) -> str:
+    """A skew's hot keys: each with its share of the component's load and of its task's."""
+    if not isinstance(keys, list) or not keys:
+        return "none sampled"
+    out = []
+    for k in keys:
+        if not isinstance(k, dict):
+            return str(keys)
+        load, share = k.get("load_share"), k.get("share")
+        shares = [
+            f"{x:.0%} {what}"
+            for x, what in ((load, "of the load"), (share, "of its task's"))
+            if isinstance(x, int | float)
+        ]
+        out.append(f"{k.get('key')} ({', '.join(shares)})" if shares else str(k.get("key")))
+    return ", ".join(out)
+
+
 def _when(at: Any) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at)) if isinstance(at, int | float) else "-"
 
@@ -112,7 +130,7 @@ def describe(report: dict[str, Any]) -> str:
     for d in diagnoses:
         lines.append(f"  {d.get('kind')} {d.get('component')}: {d.get('reason', '')}")
         for k, v in sorted((d.get("evidence") or {}).items()):
-            lines.append(f"      {k} = {v}")
+            lines.append(f"      {k} = {_hot_keys(v) if k == 'hot_keys' else v}")
     proposed = report.get("proposed") or []
     if proposed:
         lines.append("proposed (recommend: not applied):")

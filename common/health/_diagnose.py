@@ -1,15 +1,20 @@
 """Detectors and diagnoses (Dhalion's first two steps), and what resolves each diagnosis.
 
 Symptoms are read from one interval's rates: a component is *loaded* when its tasks are
-busy nearly all the time or one of them holds its sources back. The diagnoses, the first
-that fits a component winning, in this order:
+busy nearly all the time or one of them holds its sources back. A component one of whose
+tasks sent no report in the interval (in the middle of a long frame: it would read idle) is
+not diagnosed from it. The diagnoses, the first that fits a component winning, in this
+order:
 
 - ``slow-instance``: under a balanced input (shuffle, none, all), one loaded task's true
   processing rate is below ``SLOW_RATIO`` times its siblings' median: the task, not the
   component, is at fault. Resolved by restarting that task; no rescale.
 - ``skew``: under a fields grouping, one task's arrival rate is above ``SKEW_RATIO`` times
-  its siblings' median, its hot keys and their shares as evidence. Only reported: more
-  tasks would not split a hot key.
+  its siblings' median. Its evidence: the task's share of the component's arrivals
+  (``load_share``), its busy share and its siblings' median one, and its hot keys, each with
+  its share of the task's sampled input (``share``) and of the component's load
+  (``load_share``: that share times the task's). Only reported: more tasks would not split a
+  hot key.
 - ``edge-overload``: a component on the agents is loaded. Reported, and rescaled to its
   DS2 target within its bounds when that is above its parallelism.
 - ``under-provisioned``: loaded, with a DS2 target above its parallelism: rescaled to it.
@@ -84,17 +89,26 @@ def _skew(info: ComponentInfo, r: ComponentRates) -> Diagnosis | None:
     if not any(kind == "fields" for _, kind in info.inputs) or len(r.tasks) < 2:
         return None
     for t in r.tasks:
-        median = statistics.median(u.arrival for u in r.tasks if u.task != t.task)
+        siblings = [u for u in r.tasks if u.task != t.task]
+        median = statistics.median(u.arrival for u in siblings)
         if t.arrival >= MIN_ARRIVAL and t.arrival > SKEW_RATIO * max(median, 1e-9):
-            keys = [{"key": k, "share": round(s, 3)} for k, s in t.hot_keys]
+            load = t.arrival / r.arrival  # the hot task's share of the component's arrivals
+            keys = [
+                {"key": k, "share": round(s, 3), "load_share": round(s * load, 3)}
+                for k, s in t.hot_keys
+            ]
             return Diagnosis(
                 SKEW,
                 info.name,
-                f"task {t.task} receives {t.arrival:.1f} records/s, its siblings' median "
-                f"{median:.1f}: hot keys under a fields grouping; more tasks would not help",
+                f"task {t.task} receives {t.arrival:.1f} records/s ({load:.0%} of the "
+                f"component's), its siblings' median {median:.1f}: hot keys under a fields "
+                "grouping; more tasks would not help",
                 {
                     "arrival": round(t.arrival, 3),
                     "siblings_median": round(median, 3),
+                    "load_share": round(load, 3),
+                    "busy": round(t.busy, 3),
+                    "siblings_busy": round(statistics.median(u.busy for u in siblings), 3),
                     "hot_keys": keys,
                 },
                 (t.task,),
@@ -142,8 +156,8 @@ def diagnose(
     found: list[Diagnosis] = []
     for name in sorted(components):
         info, r = components[name], rates.get(name)
-        if r is None or info.source:
-            continue
+        if r is None or info.source or not r.complete:
+            continue  # a task that sent no report reads idle: no sibling to compare it with
         d = _slow(info, r) or _skew(info, r)
         d = d or _provisioning(info, r, targets.get(name, info.parallelism), utilization)
         if d is not None:

@@ -4,7 +4,9 @@ A task's counters are cumulative, so a rate is a difference over the interval be
 samples. The *true* processing rate is records processed per second of busy time (DS2):
 what a task could process if it never waited, whatever the load it was given. A task that
 is in one sample and not the other (started, stopped or rescaled away) is skipped for that
-interval, and so is one whose counters went back (a restart not folded in yet).
+interval, and so is one whose counters went back (a restart not folded in yet). A task
+whose counters did not move at all sent no report in the interval (``TaskRates.reported``):
+its rates are unknown, not zero, and its component is not diagnosed from that interval.
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ class TaskRates:
     def true_output(self) -> float | None:
         """Records emitted per second of busy time; None without busy time."""
         return self.emitted / self.busy if self.busy > 0 else None
+
+    @property
+    def reported(self) -> bool:
+        """Whether the task reported in the interval: a live instance's busy time moves on
+        each report (an idle one's by its loop's own microseconds). An instance reports
+        between frames, so one in the middle of a frame longer than the interval sends
+        nothing: its counters stand still and it reads idle though it is busy throughout."""
+        return self.busy_s > 0
 
 
 @dataclass(frozen=True)
@@ -88,6 +98,11 @@ class ComponentRates:
         """Records one task emits per second of busy time."""
         busy_s = sum(t.busy_s for t in self.tasks)
         return self.emitted * self.interval_s / busy_s if busy_s > 0 else None
+
+    @property
+    def complete(self) -> bool:
+        """Whether every task of the component reported in the interval."""
+        return all(t.reported for t in self.tasks)
 
     @property
     def selectivity(self) -> float:

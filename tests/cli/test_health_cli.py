@@ -85,6 +85,23 @@ def test_a_report_prints_its_diagnoses_evidence_and_actions() -> None:
     assert text.endswith("black-listed: none")
 
 
+def test_a_skew_prints_its_hot_keys_with_their_shares() -> None:
+    hot = [
+        {"key": "sensor-7", "share": 1.0, "load_share": 0.8},
+        {"key": "sensor-2", "share": 0.05},  # a manager of before the load share
+    ]
+    evidence = {"arrival": 48.0, "load_share": 0.8, "hot_keys": hot}
+    report = {
+        "diagnoses": [{"kind": "skew", "component": "c", "reason": "r", "evidence": evidence}]
+    }
+    lines = describe(report).splitlines()
+    hot_line = "sensor-7 (80% of the load, 100% of its task's), sensor-2 (5% of its task's)"
+    assert f"      hot_keys = {hot_line}" in lines
+    assert "      load_share = 0.8" in lines
+    report["diagnoses"][0]["evidence"] = {"hot_keys": []}  # none sampled in the last second
+    assert "      hot_keys = none sampled" in describe(report).splitlines()
+
+
 def test_revisions_show_why_the_health_manager_made_one(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from headwater.common._clock import ManualClock
 from headwater.common.health import (
     Action,
@@ -14,6 +16,7 @@ from headwater.common.health import (
     Mode,
     Sample,
     StateStore,
+    _diagnose,
 )
 
 from ._sim import Sim
@@ -99,11 +102,44 @@ def test_a_skewed_fields_grouping_is_reported_with_its_hot_keys_and_not_rescaled
     assert len(done) <= 5  # once per cooldown at most
     [d] = hm.report().diagnoses
     assert d.kind == "skew" and d.tasks == (10,)
+    # each key's share of its task's input, and of the component's load: the task takes 55%
     assert d.evidence["hot_keys"] == [
-        {"key": "sensor-7", "share": 0.4},
-        {"key": "sensor-2", "share": 0.1},
+        {"key": "sensor-7", "share": 0.4, "load_share": 0.22},
+        {"key": "sensor-2", "share": 0.1, "load_share": 0.055},
     ]
+    assert d.evidence["load_share"] == 0.55
+    assert d.evidence["busy"] > 0.9 and d.evidence["siblings_busy"] < 0.3
     assert sim.parallelism == 4
+
+
+def test_a_skew_comes_before_the_provisioning_that_its_mean_busy_suggests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One key carries 80% of the records (issue 35's scenario): its task busy 96%, its two
+    siblings 12%, the mean 40%, below 0.6 x 0.7, and DS2 asks for 2 tasks. Read as a
+    component it is over-provisioned; it is a skew, diagnosed first on every tick, so over
+    ten minutes (five stabilization windows) nothing is rescaled, a report once a cooldown."""
+
+    def sim() -> Sim:
+        return Sim(parallelism=3, cost=0.02, grouping="fields", shares=[0.8, 0.1, 0.1])
+
+    clock, s = ManualClock(), sim()
+    hm = manager(clock)
+    assert run(s, hm, clock, 60.0, 1) == []  # the first sample: nothing to compare it with
+    for _ in range(59):
+        done = run(s, hm, clock, 60.0, 1)
+        assert [(d.kind, d.tasks) for d in hm.report().diagnoses] == [("skew", (10,))]
+        assert all(a.kind == "report" for _, a in done)
+    assert s.parallelism == 3 and s.revision == 1
+    assert len([t for t in hm.report().taken if t.action.kind == "report"]) == 10
+    assert hm.report().blacklisted == []
+    # without the skew detector, the same load is read as over-provisioned and scaled down
+    monkeypatch.setattr(_diagnose, "_skew", lambda info, r: None)
+    clock, s = ManualClock(), sim()
+    hm = manager(clock)
+    done = run(s, hm, clock, 60.0, 60)
+    assert [(a.kind, a.parallelism) for _, a in done][:1] == [("rescale", 2)]
+    assert done[0][1].diagnosis is not None and done[0][1].diagnosis.kind == "over-provisioned"
 
 
 def test_a_load_rising_and_falling_twice_gives_few_actions_and_no_reversal() -> None:
