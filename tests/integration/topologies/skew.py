@@ -43,6 +43,9 @@ topology = (
         config={
             "topology.reliability.mode": Reliability.EXACTLY_ONCE.value,
             "topology.stateful.checkpoint.interval.seconds": 0.5,
+            # frames of at most 50 records (1 s of the hot task's work): an instance reports
+            # between frames, and one of the default 1000 (20 s) left a task silent that long
+            "headwater.batch.size": 50,
             "headwater.stmgr.buffer.high.bytes": 16 << 10,
             "headwater.stmgr.buffer.low.bytes": 8 << 10,
             "headwater.instance.queue.high.bytes": 8 << 10,
