@@ -5,6 +5,13 @@ samples. The *true* processing rate is records processed per second of busy time
 what a task could process if it never waited, whatever the load it was given. A task that
 is in one sample and not the other (started, stopped or rescaled away) is skipped for that
 interval, and so is one whose counters went back (a restart not folded in yet).
+
+A task whose busy time did not move at all over the interval sent no report in it: each
+report adds at least the time of its loop's last turn, even idle. Its instance counts a
+frame's records and busy time when the whole frame is done and reports between frames, so
+a long frame (hundreds of records replayed after a rollback on a slow host: 14 s, seen with
+real daemons), a stopped or a hung process reads as an idle task. Such a task is *silent*:
+its rates are not known for that interval (``TaskRates.silent``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class TaskRates:
     backpressure: float  # share of the interval its sources were held back for it
     busy_s: float  # seconds of busy time in the interval
     hot_keys: tuple[tuple[str, float], ...] = ()
+    silent: bool = False  # no report in the interval: its rates are not known
 
     @property
     def true_processing(self) -> float | None:
@@ -120,6 +128,7 @@ def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> Task
         backpressure=min(held_s / interval_s, 1.0),
         busy_s=busy_s,
         hot_keys=after.hot_keys,
+        silent=after.busy_ns == before.busy_ns,
     )
 
 
