@@ -18,8 +18,12 @@ that task (a ``RestartTasks`` to its container: in exactly-once mode a rollback)
 rescale ``work``; after the restart the symptom clears (no diagnosis of ``work``; the task's
 true rate is its sibling's again). Every record is counted once, exactly.
 
-Measured (``-s`` prints a ``SLOW TASK`` summary): see bench/RESULTS.md, "Self-regulation: a
-slow instance (issue 35)".
+Measured (``PYTHONPATH=$PWD timeout 300 python -m pytest tests/integration/test_health_slow.py
+-x -q -s`` on a shared 2-core machine, load average 2 to 42; ``-s`` prints a ``SLOW TASK``
+summary): in each of fifteen runs one action, the restart of the throttled task, 4.6 to 9.1 s
+after the throttle began, no diagnosis of ``work`` but ``slow-instance`` in between; the
+task's true rate 18-29 records per busy second while throttled, its sibling's 79-98, both
+the same after the restart (86-98); 28 to 63 s a run.
 """
 
 from __future__ import annotations
