@@ -1,10 +1,11 @@
 """Detectors and diagnoses (Dhalion's first two steps), and what resolves each diagnosis.
 
 Symptoms are read from one interval's rates: a component is *loaded* when its tasks are
-busy nearly all the time or one of them holds its sources back. A component one of whose
-tasks sent no report in the interval (in the middle of a long frame: it would read idle) is
-not diagnosed from it. The diagnoses, the first that fits a component winning, in this
-order:
+busy nearly all the time or one of them holds its sources back. A component with a silent
+task (no report in the interval: in a long frame, stopped or hung; ``_rates.py``) is not
+diagnosed in that interval: read as idle, that task made a component held back by it look
+over-provisioned, and its siblings skewed. The diagnoses, the first that fits a component
+winning, in this order:
 
 - ``slow-instance``: under a balanced input (shuffle, none, all), one loaded task's true
   processing rate is below ``SLOW_RATIO`` times its siblings' median: the task, not the
@@ -157,7 +158,7 @@ def diagnose(
     for name in sorted(components):
         info, r = components[name], rates.get(name)
         if r is None or info.source or not r.complete:
-            continue  # a task that sent no report reads idle: no sibling to compare it with
+            continue  # a silent task may be the busiest: its component is not judged now
         d = _slow(info, r) or _skew(info, r)
         d = d or _provisioning(info, r, targets.get(name, info.parallelism), utilization)
         if d is not None:

@@ -4,9 +4,14 @@ A task's counters are cumulative, so a rate is a difference over the interval be
 samples. The *true* processing rate is records processed per second of busy time (DS2):
 what a task could process if it never waited, whatever the load it was given. A task that
 is in one sample and not the other (started, stopped or rescaled away) is skipped for that
-interval, and so is one whose counters went back (a restart not folded in yet). A task
-whose counters did not move at all sent no report in the interval (``TaskRates.reported``):
-its rates are unknown, not zero, and its component is not diagnosed from that interval.
+interval, and so is one whose counters went back (a restart not folded in yet).
+
+A task whose busy time did not move at all over the interval sent no report in it: each
+report adds at least the time of its loop's last turn, even idle. Its instance counts a
+frame's records and busy time when the whole frame is done and reports between frames, so
+a long frame (hundreds of records replayed after a rollback on a slow host: 14 s, seen with
+real daemons), a stopped or a hung process reads as an idle task. Such a task is *silent*:
+its rates are not known for that interval (``TaskRates.silent``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ class TaskRates:
     backpressure: float  # share of the interval its sources were held back for it
     busy_s: float  # seconds of busy time in the interval
     hot_keys: tuple[tuple[str, float], ...] = ()
+    silent: bool = False  # no report in the interval: its rates are not known
 
     @property
     def true_processing(self) -> float | None:
@@ -46,11 +52,8 @@ class TaskRates:
 
     @property
     def reported(self) -> bool:
-        """Whether the task reported in the interval: a live instance's busy time moves on
-        each report (an idle one's by its loop's own microseconds). An instance reports
-        between frames, so one in the middle of a frame longer than the interval sends
-        nothing: its counters stand still and it reads idle though it is busy throughout."""
-        return self.busy_s > 0
+        """Whether the task reported in the interval (it is not ``silent``)."""
+        return not self.silent
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> Task
         backpressure=min(held_s / interval_s, 1.0),
         busy_s=busy_s,
         hot_keys=after.hot_keys,
+        silent=after.busy_ns == before.busy_ns,
     )
 
 

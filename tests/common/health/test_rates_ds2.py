@@ -87,3 +87,27 @@ def test_ds2_targets_follow_selectivity_in_topological_order() -> None:
     got = targets(COMPONENTS, r, 0.5)
     # demand 100 / 0.8 = 125; split: 125 / (200 * 0.5) -> 2; count: 375 / (300 * 0.5) -> 3
     assert got == {"src": 1, "split": 2, "count": 3}
+
+
+def test_a_task_that_sent_no_report_is_silent_and_its_component_is_not_diagnosed() -> None:
+    """As seen with real daemons: a slow task in one long frame (a replay after a rollback)
+    reports nothing for 14 s; read as idle beside its held-back sibling, its component
+    looked over-provisioned."""
+    from headwater.common.health._diagnose import diagnose
+
+    comps = {"src": COMPONENTS["src"], "split": COMPONENTS["split"]}
+
+    def two(at: float, n2: float, busy2: float, n3: float, busy3: float) -> Sample:
+        tasks = [task(1, "src", 90 * at, 90 * at, 0.01 * at)]
+        tasks += [task(2, "split", n2, n2, busy2), task(3, "split", n3, n3, busy3)]
+        return Sample("t", 1, at, comps, {t.task: t for t in tasks})
+
+    before, silent = two(100.0, 343, 7.12, 1166, 12.35), two(105.0, 343, 7.12, 1200, 12.7)
+    r = rates(before, silent)
+    assert [t.silent for t in r["split"].tasks] == [True, False]
+    assert diagnose(comps, r, {"split": 1}, 0.7) == []  # not over-provisioned
+    # the same, once the task reported (busy 1.2 s more): its sibling's idleness shows
+    reported = two(105.0, 343, 8.32, 1200, 12.7)
+    r = rates(before, reported)
+    assert [t.silent for t in r["split"].tasks] == [False, False]
+    assert [d.kind for d in diagnose(comps, r, {"split": 1}, 0.7)] == ["over-provisioned"]
