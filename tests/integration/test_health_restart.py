@@ -2,21 +2,23 @@
 
 The load step's topology (``topologies/load_step.py``: ``counter`` keeps up with about 65
 records/s on one task) is fed 80 records/s, so the health manager (``auto``, a sample every
-second, cooldown 20 s) rescales ``counter`` to 2 tasks. The master is killed at the worst
-moment: the manager has decided the rescale and saved it as pending in its state file, and
-its edit is being made (the package re-zipped, the new file loaded in a child process), so
-no revision exists yet. Started again on the same state folder, the master settles the
-pending action from the revision history (no revision: never applied), keeps its cooldown,
-then, the symptom still there, rescales once: exactly one revision by ``health-manager``,
-applied, the topology at the parallelism it says, and every record counted once.
+second, cooldown 20 s) rescales ``counter`` (to 2 tasks; 3 under a heavy load). The master
+is killed at the worst moment: the manager has decided the rescale and saved it as pending
+in its state file, and its edit is being made (the package re-zipped, the new file loaded in
+a child process), so no revision exists yet. Started again on the same state folder, the
+master settles the pending action from the revision history (no revision: never applied),
+keeps its cooldown, then, the symptom still there, rescales once: exactly one revision by
+``health-manager``, applied, the topology at the parallelism it says, and every record
+counted once.
 
-Measured (``PYTHONPATH=$PWD timeout 500 python -m pytest tests/integration/test_health_restart.py
--q -s``, a shared 2-core machine at load averages of 11 to 33): the kill lands in that window
-every time (it lasts about half a second: the re-zip and the child-process load of the edit);
-the re-decided rescale is applied 47 to 118 s after the kill (an edit under that load: 19 s
-preparing, 25 s to the switch checkpoint, 19 s to the first checkpoint of the new revision);
-the test takes 68 to 157 s. One run in seven failed, at a load of 17: a container lost under
-load rolled back the re-decided edit (the test says so at once); the code has no part in it.
+Measured (``PYTHONPATH=$PWD timeout 500 python -m pytest -q -s`` on this file, a shared
+2-core machine at load averages of 11 to 33): the kill lands in that window every time (0.6
+s once measured: the re-zip and the child-process load of the edit); the re-decided rescale
+is applied 47 to 118 s after the kill (an edit under that load: 19 s preparing, 25 s to the
+switch checkpoint, 19 s to the first checkpoint of the new revision); the test takes 68 to
+157 s. One run in nine failed, 100 s after the kill at a load of 17: checkpoints timed out,
+the worker restarted its container and the re-decided edit was rolled back (the test now
+fails at once, saying so).
 """
 
 from __future__ import annotations
