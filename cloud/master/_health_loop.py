@@ -8,11 +8,17 @@ applied: its new tasks are starting), handed to its decider's
 the new parallelism, author ``health-manager``, the action's reason kept on the revision), a
 ``restart`` as a ``RestartTasks`` command to the topology's containers (each kills those of
 its instances, which are then restarted, or rolled back, as any lost instance), a ``report``
-changes nothing. What became of each action goes back to the decider (``applied``).
+changes nothing. What became of each action goes back to the decider (``applied``: the
+revision its edit made, or why it failed), and before each tick, and when a decider is made,
+the revisions its edits made (author ``health-manager``) with their status in the revision
+history (``settle``): a rescale's outcome is its revision's (applied, rolled back, refused),
+not the edit's proposal.
 
 A decider keeps its state in STATE/health/TOPOLOGY.json, so a restarted master repeats no
-action; a policy an operator set (``PUT .../health/policy``) is kept beside it
-(TOPOLOGY.policy.json) over the topology config's ``headwater.health.*``.
+action: one it recorded and then stopped on is settled from the revision history when its
+decider is made again (its revision's outcome, or never applied if it made none); a policy
+an operator set (``PUT .../health/policy``) is kept beside it (TOPOLOGY.policy.json) over the
+topology config's ``headwater.health.*``.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from headwater.common.control import TopologyMaster
 from headwater.common.control._revisions import without
 from headwater.common.control._views import metrics
 from headwater.common.health import JsonFileStore
-from headwater.common.health._model import Action, Mode
+from headwater.common.health._model import Action, Mode, RevisionOutcome
 from headwater.common.wire._states import RevisionStatus
 from headwater.common.wire.proto import runtime_pb2 as pb
 
@@ -90,6 +96,7 @@ class HealthLoop:
         self.make = make
         self.clock = clock
         self.deciders: dict[str, HealthDecider] = {}
+        self._applying: set[str] = set()  # the topologies whose actions are being applied
 
     async def run(self) -> None:
         while True:
@@ -136,7 +143,21 @@ class HealthLoop:
                     log.warning("%s: %s is not valid (%s): not used", name, saved, exc)
             store = JsonFileStore(self.dir / f"{name}.json")
             found = self.deciders[name] = self.make(name, policy, store)
+            self._settle(name, tm, found)  # what became of an action the master stopped on
         return found
+
+    def _settle(self, name: str, tm: TopologyMaster, decider: HealthDecider) -> None:
+        """The decider's pending actions settled by the revisions its edits made (not while
+        its actions are being applied: one whose edit is being made has no revision yet)."""
+        if name in self._applying:
+            return
+        decider.settle(
+            [
+                RevisionOutcome(r.revision, r.reason, r.time, r.status.value, r.error)
+                for r in tm.revlog.records
+                if r.author == AUTHOR
+            ]
+        )
 
     def _policy_path(self, name: str) -> Path:
         return self.dir / f"{name}.policy.json"
@@ -144,6 +165,7 @@ class HealthLoop:
     def report(self, name: str) -> dict[str, Any]:
         """What ``GET .../health`` shows: the decider's report, with its policy."""
         decider = self.decider(name)
+        self._settle(name, self.tms[name], decider)  # the outcomes as the history has them now
         return {**decider.report().to_json(), "policy": policy_to_json(decider.policy)}
 
     def set_policy(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,6 +186,7 @@ class HealthLoop:
         if tm is None:
             return []
         decider = self.decider(name)
+        self._settle(name, tm, decider)
         whole = self._whole(tm)
         if decider.policy.mode is Mode.OFF or whole is None:
             return []
@@ -171,10 +194,14 @@ class HealthLoop:
             return []  # an edit under way: its new tasks start, their rates mean nothing yet
         sample = build_sample(name, tm.current, self.clock(), metrics(tm), whole)
         done = []
-        for action in decider.tick(sample):
-            revision, error = await self._apply(name, tm, action)
-            decider.applied(action, revision, error)
-            done.append((action, revision, error))
+        self._applying.add(name)
+        try:
+            for action in decider.tick(sample):  # each saved as pending before it is returned
+                revision, error = await self._apply(name, tm, action)
+                decider.applied(action, revision, error)
+                done.append((action, revision, error))
+        finally:
+            self._applying.discard(name)
         return done
 
     async def _apply(

@@ -9,6 +9,7 @@ is the health package's ``JsonFileStore``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from headwater.common.health import (
@@ -17,7 +18,7 @@ from headwater.common.health import (
     policy_from_config,
     policy_from_json,
 )
-from headwater.common.health._model import Action, HealthPolicy, Sample
+from headwater.common.health._model import Action, HealthPolicy, RevisionOutcome, Sample
 from headwater.common.health._policy import policy_to_json
 
 PREFIX = "headwater.health."
@@ -39,6 +40,8 @@ class HealthDecider(Protocol):
     def tick(self, sample: Sample) -> list[Action]: ...
 
     def applied(self, action: Action, revision: int | None, error: str | None) -> None: ...
+
+    def settle(self, revisions: Sequence[RevisionOutcome]) -> None: ...
 
     def report(self) -> HealthReportLike: ...
 

@@ -22,6 +22,7 @@ from ._model import (
     Diagnosis,
     HealthPolicy,
     Mode,
+    RevisionOutcome,
     Sample,
     TaskSample,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "HealthReport",
     "JsonFileStore",
     "Mode",
+    "RevisionOutcome",
     "Sample",
     "StateStore",
     "TakenAction",

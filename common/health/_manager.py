@@ -4,9 +4,17 @@ Each ``tick`` takes a sample of the topology's metrics, derives the rates since 
 previous one, DS2's target parallelism per component and the diagnoses, and lets the
 guards decide which of the actions resolving them may go now. In ``AUTO`` those are
 returned, and recorded as pending in the store *before* ``tick`` returns them: a manager
-restarted between returning an action and hearing it was applied counts it as taken (its
-cooldown and black-listing hold), so it never repeats it. In ``RECOMMEND`` they are only
-proposed, in ``report()``.
+restarted between returning an action and hearing what became of it counts it as taken (its
+cooldown holds), so it never repeats it. In ``RECOMMEND`` they are only proposed, in
+``report()``.
+
+A pending action is settled by what became of it: ``applied`` says the revision its edit
+made (or why it failed; a restart or a report is done once sent), and ``settle`` follows
+each revision to its outcome in the topology's history (applied, rolled back, refused). A
+pending action whose revision was never heard of (the master stopped between recording it
+and hearing back) is found in that history by its reason; one that is not there was never
+applied: it fails, and nothing is pending for ever. An action that failed or was rolled
+back is not judged (not black-listed), and its cooldown holds.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +32,7 @@ from typing import Any, Protocol
 from ._diagnose import diagnose, resolve
 from ._ds2 import targets
 from ._guards import Guards
-from ._model import Action, Diagnosis, HealthPolicy, Mode, Sample
+from ._model import Action, Diagnosis, HealthPolicy, Mode, RevisionOutcome, Sample
 from ._rates import rates
 
 HISTORY = 50  # the taken actions a report keeps
@@ -34,6 +42,12 @@ reports its counters every second and its stream manager forwards them every sec
 two unsynchronised: read a second apart, a counter moved by 0, 1 or 2 seconds' worth, which
 showed a balanced task as idle or twice as loaded (a false skew, a wrong target). Over
 5 s that error is a fifth at most; a loop that samples less often uses its previous sample."""
+
+MATCH_S = 60.0
+"""A revision found for a pending action by its reason was made at most this long before the
+action was recorded (a wall clock stepped back meanwhile), and after it otherwise."""
+PENDING = "pending"
+NEVER_APPLIED = "failed: never applied (the master stopped before it made the edit)"
 
 log = logging.getLogger("headwater.health")
 
@@ -125,12 +139,14 @@ def action_from_json(a: dict[str, Any]) -> Action:
 
 @dataclass(frozen=True)
 class TakenAction:
-    """An action the manager returned: when (wall time, s), and what became of it."""
+    """An action the manager returned: when (wall time, s), the revision its edit made, and
+    what became of it: "pending" (not applied yet: its edit is being made or its revision
+    applied), "applied", "rolled back: <why>" or "failed: <why>"."""
 
     action: Action
     at: float
     revision: int | None = None
-    outcome: str = "pending"  # "pending", "applied", "failed: <why>"
+    outcome: str = PENDING
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -256,16 +272,56 @@ class HealthManager:
         return base
 
     def applied(self, action: Action, revision: int | None, error: str | None) -> None:
-        """What became of an action ``tick`` returned: its revision, or why it failed."""
+        """What became of an action ``tick`` returned: the revision its edit made (still
+        pending: ``settle`` follows it to its outcome), or why it failed; one with neither (a
+        restart, a report) is done."""
         for i in range(len(self._taken) - 1, -1, -1):
             t = self._taken[i]
-            if t.action == action and t.outcome == "pending":
-                outcome = "applied" if error is None else f"failed: {error}"
+            if t.action == action and t.outcome == PENDING and t.revision is None:
+                outcome = PENDING if revision is not None else "applied"
+                outcome = outcome if error is None else f"failed: {error}"
                 self._taken[i] = dataclasses.replace(t, revision=revision, outcome=outcome)
                 break
         if error is not None:
             self._guards.failed(action)
         self._save()
+
+    def settle(self, revisions: Sequence[RevisionOutcome]) -> None:
+        """Each pending action's outcome, from the revisions its edits made (``revisions``:
+        the topology's history of them, as it is now). Call it when no action ``tick``
+        returned is still being applied (before a tick, or on a start): a pending action
+        with no revision is then one the master stopped on; it is found among ``revisions``
+        by its reason, or was never applied."""
+        numbers = {r.revision: r for r in revisions}
+        claimed = {t.revision for t in self._taken if t.revision is not None}
+        changed = False
+        for i, t in enumerate(self._taken):
+            if t.outcome != PENDING:
+                continue
+            revision = t.revision
+            if revision is None and t.action.kind == "rescale":
+                found = next(
+                    (
+                        r
+                        for r in revisions
+                        if r.revision not in claimed
+                        and r.reason == t.action.reason
+                        and r.at >= t.at - MATCH_S
+                    ),
+                    None,
+                )
+                if found is not None:
+                    revision = found.revision
+                    claimed.add(revision)
+            outcome = _outcome(revision, numbers)
+            if (revision, outcome) == (t.revision, t.outcome):
+                continue
+            self._taken[i] = dataclasses.replace(t, revision=revision, outcome=outcome)
+            changed = True
+            if outcome not in (PENDING, "applied"):  # not judged; its cooldown holds
+                self._guards.failed(t.action)
+        if changed:
+            self._save()
 
     def report(self) -> HealthReport:
         now, wall = self._clock(), self._wall()
@@ -298,3 +354,19 @@ class HealthManager:
             return
         self._guards = Guards.from_json(state.get("guards", {}), self._clock())
         self._taken = [TakenAction.from_json(t) for t in state.get("taken", [])]
+
+
+def _outcome(revision: int | None, revisions: dict[int, RevisionOutcome]) -> str:
+    """A pending action's outcome, from its revision's status in ``revisions``."""
+    if revision is None:
+        return NEVER_APPLIED
+    r = revisions.get(revision)
+    if r is None:
+        return f"failed: revision {revision} is not in the topology's history"
+    if r.status == "applying":
+        return PENDING
+    if r.status == "applied":
+        return "applied"
+    if r.status == "rolled_back":
+        return f"rolled back: {r.error or 'the previous revision runs'}"
+    return f"failed: {r.error or r.status}"

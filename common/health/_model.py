@@ -102,3 +102,15 @@ class Action:
     def key(self) -> tuple[str, str]:
         """What black-listing remembers: the kind of action on the component."""
         return (self.kind, self.component)
+
+
+@dataclass(frozen=True)
+class RevisionOutcome:
+    """A revision the health manager's edits made, as the topology's revision history has it
+    now: what ``HealthManager.settle`` follows an applied action's outcome by."""
+
+    revision: int
+    reason: str  # the action's reason, kept on the revision
+    at: float  # when it was made (wall time, s)
+    status: str  # "applying", "applied", "rolled_back", "refused"
+    error: str = ""  # why it was rolled back or refused

@@ -3,7 +3,9 @@ actions applied as live edits (author ``health-manager``) or not at all, its RES
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,14 @@ from headwater.cloud.master._health_parts import (
 from headwater.cloud.master._health_sample import build_sample, task_samples
 from headwater.common.api import Bolt, Spout, Topology, edge, fields
 from headwater.common.health import JsonFileStore
-from headwater.common.health._model import Action, HealthPolicy, Mode, Sample
+from headwater.common.health._manager import NEVER_APPLIED
+from headwater.common.health._model import (
+    Action,
+    HealthPolicy,
+    Mode,
+    RevisionOutcome,
+    Sample,
+)
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._packages import topology_package
@@ -44,6 +53,7 @@ class FakeDecider:
         self.name, self.policy, self.actions = name, policy, actions
         self.samples: list[Sample] = []
         self.outcomes: list[tuple[Action, int | None, str | None]] = []
+        self.settled: list[RevisionOutcome] = []
 
     def set_policy(self, policy: HealthPolicy) -> None:
         self.policy = policy
@@ -56,6 +66,9 @@ class FakeDecider:
 
     def applied(self, action: Action, revision: int | None, error: str | None) -> None:
         self.outcomes.append((action, revision, error))
+
+    def settle(self, revisions: Sequence[RevisionOutcome]) -> None:
+        self.settled = list(revisions)
 
     def report(self) -> Any:
         outcomes = self.outcomes
@@ -161,6 +174,10 @@ def test_an_auto_rescale_is_applied_as_a_live_edit_by_the_health_manager(tmp_pat
         done = await master.health.tick("ok")
         assert done == [(rescale, 2, None)]
         assert made["ok"].outcomes == [(rescale, 2, None)]
+        # the revisions its edits made, as the history has them, settle what it has pending
+        await master.health.tick("ok")
+        [ours] = made["ok"].settled
+        assert (ours.revision, ours.reason, ours.status) == (2, rescale.reason, "applying")
         rec = master.tms["ok"].revlog.find(2)
         assert rec is not None
         assert (rec.author, rec.reason, rec.diff["replaced"]) == (AUTHOR, rescale.reason, ["count"])
@@ -252,5 +269,122 @@ def test_a_restart_is_a_command_to_the_containers_and_a_report_changes_nothing(
         assert list(sent[0].restart_tasks.tasks) == [2]
         assert sent[0].restart_tasks.reason == restart.reason
         assert len(made["ok"].outcomes) == 2 and master.tms["ok"].current == 1
+
+    _run(tmp_path, body)
+
+
+# -- the real health manager: an action's outcome is its revision's, over a restart too --------
+AUTO = {"headwater.health.mode": "auto", "headwater.health.max_parallelism": 4}
+
+
+def _load(master: Master, at: float) -> None:
+    """The tasks' counters ``at`` s in: words emits 100 records/s and is held back a tenth of
+    the time; count, one task, processes them 95% busy (DS2: 2 tasks at 70%)."""
+    tm = master.tms["ok"]
+    for inst in tm.plan.instances:
+        source = inst.component == "words"
+        tm.metrics[f"task:{inst.task_id}"] = {
+            "executed": 100.0 * at,
+            "emitted": 100.0 * at if source else 0.0,
+            "received": 0.0 if source else 100.0 * at,
+            "busy_ns": (0.1 if source else 0.95) * 1e9 * at,
+            "backpressure_ms": 100.0 * at,
+        }
+
+
+async def _two_ticks(master: Master) -> list[tuple[Action, int | None, str | None]]:
+    """Two samples 5 s apart on the loop's clock, under that load: what the second did."""
+    clock = [0.0]
+    master.health.clock = lambda: clock[0]
+    _load(master, 10.0)
+    assert await master.health.tick("ok") == []  # the first only measures
+    clock[0] = 5.0
+    _load(master, 15.0)
+    return await master.health.tick("ok")
+
+
+def _taken(master: Master) -> list[tuple[str, int | None, int | None, str]]:
+    return [
+        (t["action"]["kind"], t["action"]["parallelism"], t["revision"], t["outcome"])
+        for t in master.health.report("ok")["taken"]
+    ]
+
+
+def _ours(master: Master) -> list[tuple[int, str]]:
+    """The health manager's revisions: (number, status)."""
+    recs = master.tms["ok"].revlog.records
+    return [(r.revision, r.status.value) for r in recs if r.author == AUTHOR]
+
+
+async def _restarted(state: Path) -> Master:
+    """A master started again on ``state`` (the first one's process died)."""
+    again = Master(state)
+    await again.resume()
+    return again
+
+
+def test_a_rescale_is_pending_until_its_revision_is_applied_and_then_shows_its_outcome(
+    tmp_path: Path,
+) -> None:
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        await _submit(client, tmp_path, AUTO)
+        [(action, revision, error)] = await _two_ticks(master)
+        assert (action.kind, action.parallelism, revision, error) == ("rescale", 2, 2, None)
+        assert _taken(master) == [("rescale", 2, 2, "pending")]  # proposed, not applied yet
+        master.tms["ok"].edits.roll_back("container 0 was lost")
+        [(_, _, _, outcome)] = _taken(master)  # the report follows the history at once
+        assert outcome.startswith("rolled back: container 0 was lost"), outcome
+        assert _ours(master) == [(2, "rolled_back")]
+
+    _run(tmp_path, body)
+
+
+def test_a_master_restarted_while_the_rescale_is_applied_reports_it_rolled_back_once(
+    tmp_path: Path,
+) -> None:
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        await _submit(client, tmp_path, AUTO)
+        assert [r for _, r, _ in await _two_ticks(master)] == [2]
+        again = await _restarted(state)  # revision 2 was being applied: it is rolled back
+        try:
+            assert _taken(again) == [
+                ("rescale", 2, 2, "rolled back: the master restarted during the edit")
+            ]
+            assert await _two_ticks(again) == []  # its cooldown holds: not repeated
+            assert _ours(again) == [(2, "rolled_back")]
+        finally:
+            for task in again._coordinators.values():
+                task.cancel()
+
+    _run(tmp_path, body)
+
+
+def test_a_master_stopped_before_the_rescale_s_edit_reports_it_never_applied_once(
+    tmp_path: Path,
+) -> None:
+    async def body(client: TestClient[Any, Any], master: Master, state: Path) -> None:
+        await _submit(client, tmp_path, AUTO)
+        started = asyncio.Event()
+
+        async def stuck(*args: Any, **kwargs: Any) -> dict[str, Any]:
+            started.set()
+            await asyncio.Event().wait()  # the edit is being made when the master stops
+            raise AssertionError
+
+        master.health.edit = stuck
+        ticking = asyncio.create_task(_two_ticks(master))
+        await asyncio.wait_for(started.wait(), 10)
+        assert _taken(master) == [("rescale", 2, None, "pending")]  # its edit is being made
+        ticking.cancel()
+        saved = json.loads((state / "health" / "ok.json").read_text())
+        assert [(t["revision"], t["outcome"]) for t in saved["taken"]] == [(None, "pending")]
+        again = await _restarted(state)
+        try:
+            assert _taken(again) == [("rescale", 2, None, NEVER_APPLIED)]
+            assert await _two_ticks(again) == []  # its cooldown holds: not repeated
+            assert _ours(again) == [] and again.tms["ok"].current == 1
+        finally:
+            for task in again._coordinators.values():
+                task.cancel()
 
     _run(tmp_path, body)

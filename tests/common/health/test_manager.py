@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,8 +11,8 @@ from headwater.common.health import (
     Action,
     HealthManager,
     HealthPolicy,
-    JsonFileStore,
     Mode,
+    RevisionOutcome,
     Sample,
     StateStore,
     _diagnose,
@@ -52,7 +51,11 @@ def run(
         for a in hm.tick(sample):
             done.append((clock.monotonic(), a))
             sim.apply(a, fixes)
-            hm.applied(a, sim.revision, None)
+            if a.kind != "rescale":
+                hm.applied(a, None, None)  # sent: done
+                continue
+            hm.applied(a, sim.revision, None)  # its edit made a revision: pending until applied
+            hm.settle([RevisionOutcome(sim.revision, a.reason, clock.time(), "applied")])
     return done
 
 
@@ -182,27 +185,6 @@ def test_recommend_returns_nothing_and_proposes_what_auto_would_do() -> None:
     assert hm_rec.report().proposed == got
     assert got and got[0].parallelism == 5
     assert hm_rec.report().taken == [] and hm_rec.report().diagnoses == hm_auto.report().diagnoses
-
-
-def test_a_reloaded_manager_does_not_repeat_a_pending_action(tmp_path: Path) -> None:
-    clock, sim = ManualClock(), Sim()
-    store = JsonFileStore(tmp_path / "health" / "t.json")
-    hm = manager(clock, store=store)
-    got: list[Action] = []
-    for demand in [100.0] * 3 + [300.0] * 3:
-        s = sim.step(demand)
-        clock.advance_to(s.at)
-        got += hm.tick(s)
-    assert [a.kind for a in got] == ["rescale"]  # returned, never applied: the master died
-    again = manager(clock, store=JsonFileStore(tmp_path / "health" / "t.json"))
-    [pending] = again.report().taken
-    assert pending.outcome == "pending" and pending.action == got[0]
-    for _ in range(30):  # the symptom stays: the action counts as taken, then did not help
-        s = sim.step(300.0)
-        clock.advance_to(s.at)
-        assert again.tick(s) == []
-    assert [(b.kind, b.component) for b in again.report().blacklisted] == [("rescale", "work")]
-    assert not list((tmp_path / "health").glob("*.tmp"))
 
 
 def test_an_action_that_did_not_help_is_black_listed() -> None:
