@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from ._diagnose import diagnose, resolve
 from ._ds2 import targets
 from ._guards import Guards
-from ._model import Action, Diagnosis, HealthPolicy, Mode, Sample
-from ._rates import rates
+from ._model import Action, Diagnosis, HealthPolicy, IngestBacklog, Mode, Sample
+from ._rates import ComponentRates, rates
 
 HISTORY = 50  # the taken actions a report keeps
 RATE_WINDOW_S = 5.0
@@ -182,6 +182,36 @@ class HealthReport:
         }
 
 
+def ingest_backlog(before: Sample, after: Sample) -> IngestBacklog | None:
+    """The edge subgraphs' ingest backlog between two samples (None: not reported in both)."""
+    if before.ingest_backlog is None or after.ingest_backlog is None:
+        return None
+    then = before.backlog_at if before.backlog_at is not None else before.at
+    now = after.backlog_at if after.backlog_at is not None else after.at
+    if now <= then:
+        return None
+    growth = (after.ingest_backlog - before.ingest_backlog) / (now - then)
+    rate = None
+    b, a = before.ingest_end, after.ingest_end
+    if b is not None and a is not None and a >= b:  # ends never go back: else a log replaced
+        rate = (a - b) / (now - then)
+    return IngestBacklog(after.ingest_backlog, growth, rate)
+
+
+def edge_demands(
+    sample: Sample, measured: dict[str, ComponentRates], ingest: IngestBacklog | None
+) -> dict[str, float]:
+    """The demand on each edge source, where the ingest backlog is known: its share of the
+    rate the agents ingest at, else what it emitted plus its share of the backlog's growth."""
+    sources = [c.name for c in sample.components.values() if c.edge and c.source]
+    if ingest is None or not sources:
+        return {}
+    if ingest.rate is not None:
+        return {n: ingest.rate / len(sources) for n in sources}
+    more = max(ingest.growth, 0.0) / len(sources)
+    return {n: (measured[n].emitted if n in measured else 0.0) + more for n in sources}
+
+
 class HealthManager:
     """Detect, diagnose, resolve, for one topology, under its policy."""
 
@@ -221,16 +251,20 @@ class HealthManager:
             return []
         now = self._clock()
         measured = rates(previous, sample)
-        wanted = targets(sample.components, measured, self.policy.target_utilization)
+        ingest = ingest_backlog(previous, sample)
+        utilization = self.policy.target_utilization
+        wanted = targets(
+            sample.components, measured, utilization, edge_demands(sample, measured, ingest)
+        )
         self._diagnoses = diagnose(
-            sample.components, measured, wanted, self.policy.target_utilization
+            sample.components, measured, wanted, utilization, ingest, sample.uplinks_up
         )
         self._guards.observe(self._diagnoses, now, self.policy)
         actions: list[Action] = []
         for d in self._diagnoses:
-            current = sample.components[d.component].parallelism
+            info = sample.components[d.component]
             for a in resolve(d):
-                admitted = self._guards.admit(a, current, self.policy, now)
+                admitted = self._guards.admit(a, info.parallelism, self.policy, now, info.cap)
                 if admitted is not None:
                     actions.append(admitted)
         if self.policy.mode is Mode.RECOMMEND:
