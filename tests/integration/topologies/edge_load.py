@@ -3,7 +3,8 @@
 On the agent: the MQTT ingest log -> ``slow``, which sleeps ``HW_TEST_COST`` seconds per
 record (a fixed cost per record: one task keeps up with about ``1 / COST`` records/s) and
 sends [topic, seq] up; in the cloud a transactional sink writes them, exactly once. ``slow``
-starts on one task; the health policy (``auto``, short cooldown) is in the config. The
+starts on one task; the health policy (``auto``, tasks aimed at 50 % busy, short cooldown)
+is in the config. The
 queues are small, so that the bolt holds its spout back within seconds of falling behind.
 """
 
@@ -47,6 +48,7 @@ topology = (
             "headwater.instance.queue.low.bytes": 4 << 10,
             "headwater.health.mode": "auto",
             "headwater.health.max_parallelism": 8,
+            "headwater.health.target_utilization": 0.5,
             "headwater.health.cooldown_s": 30,
             "headwater.health.stabilization_s": 60,
         },
