@@ -55,7 +55,15 @@ from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._container import AGENT_ENV, BUDGET_ENV, DEFAULT_OUTBOX_BUDGET, PROXY_ENV, UPLINK_ENV
 from ._domains import EdgeDomains
-from ._edge_status import add_domains, add_ingest, add_uplinks, backlog, outbox_full, outbox_metric
+from ._edge_status import (
+    add_domains,
+    add_ingest,
+    add_ingest_backlog,
+    add_uplinks,
+    backlog,
+    outbox_full,
+    outbox_metric,
+)
 from ._ingest import MqttIngest, MqttSource
 from ._ingest_log import share_readers
 from ._orders import OrderBook, keep
@@ -65,7 +73,10 @@ from ._revisions import EdgeRevisions
 
 log = logging.getLogger("headwater.edge.agent")
 INGEST_LOG_ENV = "HEADWATER_INGEST_LOG"
-__all__ = ["INGEST_LOG_ENV", "RETENTION_S", "Agent"]
+MAX_EDGE_TASKS = 16
+"""The most tasks one topology's edge subgraph may have here that the master's health manager
+scales to (``--max-edge-tasks``): the agent's footprint limit, reported as ``edge_max_tasks``."""
+__all__ = ["INGEST_LOG_ENV", "MAX_EDGE_TASKS", "RETENTION_S", "Agent"]
 
 
 class Agent(Node):
@@ -86,6 +97,7 @@ class Agent(Node):
         footprint: str = "normal",
         limits: TopologyLimits = DEFAULT_LIMITS,
         isolation: str = "auto",
+        max_edge_tasks: int = MAX_EDGE_TASKS,
     ) -> None:
         super().__init__(
             master or "",
@@ -106,6 +118,9 @@ class Agent(Node):
             raise ValueError(f"the footprint is one of {', '.join(FOOTPRINTS)}, got {footprint!r}")
         # small: each edge container runs its instances on threads; single: and in this process
         self.footprint = footprint
+        if max_edge_tasks < 1:
+            raise ValueError(f"the most edge tasks is a positive number, got {max_edge_tasks}")
+        self.max_edge_tasks = max_edge_tasks  # what the health manager may scale a subgraph to
         self.ingress_proxy = ingress_proxy  # HOST:PORT of an HTTP CONNECT proxy to the cloud
         self.ingest_path = self.workdir / "ingest"
         self.ingest: MqttIngest | None = None
@@ -355,8 +370,11 @@ class Agent(Node):
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
         add_uplinks(s, self.tms)
         add_domains(s, self.tms, self.revisions.running, self.labels, self.node_id, self.health)
+        s.metrics["edge_max_tasks"] = float(self.max_edge_tasks)
         if self.ingest is not None:
             add_ingest(s, self.ingest.stats, self.outbox_full())
+            log_path = str(self.ingest_path.resolve())
+            add_ingest_backlog(s, self.tms, self.ingest.stats.ends, log_path)
         s.health = self.health.state  # as just updated
         del s.reasons[:]
         s.reasons.extend(self.health.reasons())

@@ -11,7 +11,12 @@ subgraph ``T`` and component ``C``:
   (0: the component's own logic), for components that carry a models entry,
   reported once no edit is under way (so a version shows once it runs);
 - ``revision_failed:T``: the newest revision that was refused or rolled back
-  here (0: none), so that the master learns that a replace failed on this agent.
+  here (0: none), so that the master learns that a replace failed on this agent;
+- for the master's health manager, each edge task's own counters, as the cloud's
+  tasks report theirs to the master: ``edge_task:T/C/ID:KEY`` (``ID``: its task id
+  in the subgraph's plan; ``KEY``: ``executed``, ``emitted``, ``received``,
+  ``busy_ns``, ``backpressure_ms``, ``in_queue_frames``), for a task that has
+  reported, and ``edge_tasks:T``, how many tasks the subgraph's plan has.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from headwater.common.plan._package_models import MODEL_CONFIG, pick
 from headwater.common.wire._states import RevisionStatus
 
 _SUMMED = ("emitted", "executed", "exceptions", "dead_letters")
+TASK_KEYS = ("executed", "emitted", "received", "busy_ns", "backpressure_ms", "in_queue_frames")
 
 
 def component_metrics(
@@ -38,6 +44,10 @@ def component_metrics(
         for k, v in m.items():
             if k in _SUMMED or k.startswith("user:"):
                 out[prefix + k] = out.get(prefix + k, 0.0) + v
+        if "executed" in m:  # reported: a task starting is left out, as the cloud's are
+            task = f"edge_task:{name}/{inst.component}/{inst.task_id}:"
+            out.update({task + k: float(m.get(k, 0.0)) for k in TASK_KEYS})
+    out[f"edge_tasks:{name}"] = float(len(tm.plan.instances))
     if tm.edit is None:
         for c in tm.topology.components:
             entry = c.config.get(MODEL_CONFIG)

@@ -4,8 +4,12 @@ Read from what each edge domain's topology master last heard of its one edge
 container (``container:0``): the outboxes' backlog (with what ``_resume.py``
 read on disk for a subgraph not reporting yet), whether any outbox is over the
 budget (MQTT acknowledgement pauses), its uplinks, each domain's revision,
-components and checkpoints, and the MQTT ingestion's counters. Each function
-takes the few things it reads, not the agent.
+components and checkpoints, the MQTT ingestion's counters, and each edge
+subgraph's ingest backlog (``ingest_backlog:T``: the records in the ingest log
+past what its last complete checkpoint committed, summed over the partitions it
+reads, and ``ingest_end:T``, those partitions' end offsets summed, whose growth is
+the ingest rate; for the master's health manager). Each function takes the few things it
+reads, not the agent.
 """
 
 from __future__ import annotations
@@ -90,6 +94,24 @@ def add_domains(
             health.set(f"checkpoints:{name}", FAILED, tm.catalogue.error)
         else:
             health.clear(f"checkpoints:{name}")
+
+
+def add_ingest_backlog(
+    s: pb.NodeStatus, tms: Mapping[str, TopologyMaster], ends: Mapping[int, int], log_path: str
+) -> None:
+    """``ingest_backlog:T`` and ``ingest_end:T`` for each edge subgraph that reported what it
+    committed of the ingest log at ``log_path`` (``ends``: each partition's end offset)."""
+    prefix = f"log_committed:{log_path}#p"
+    for name, tm in list(tms.items()):
+        committed = {
+            int(k[len(prefix) :]): v
+            for k, v in tm.metrics.get("container:0", {}).items()
+            if k.startswith(prefix) and k[len(prefix) :].isdigit()
+        }
+        if committed and ends:
+            behind = sum(max(ends.get(p, 0) - offset, 0.0) for p, offset in committed.items())
+            s.metrics[f"ingest_backlog:{name}"] = behind
+            s.metrics[f"ingest_end:{name}"] = float(sum(ends.get(p, 0) for p in committed))
 
 
 def add_ingest(s: pb.NodeStatus, st: IngestStats, paused: bool) -> None:

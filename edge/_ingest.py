@@ -111,6 +111,7 @@ class IngestStats:
     disconnects: int = 0
     trimmed: int = 0  # records dropped by retention
     partitions: dict[int, int] = field(default_factory=dict)
+    ends: dict[int, int] = field(default_factory=dict)  # per partition: the next offset (log end)
 
 
 class MqttIngest:
@@ -380,6 +381,7 @@ class MqttIngest:
         readings = [(msg.topic, msg.payload) for _, msg in batch]
         self.disk.append(readings, now_ms, self.stats.partitions)  # synced: durable
         self.stats.appended += len(batch)
+        self.stats.ends = {p: d.end for p, d in enumerate(self.disk.logs)}
         self.disk.check_present()  # written into a folder that is still there, or not acked
         generation = self._generation
         for gen, msg in batch:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from headwater._argtypes import POSITIVE_INT
+from headwater._argtypes import POSITIVE_INT, whole
 from headwater._daemon_run import (
     add_identity_arguments,
     daemon_logging,
@@ -115,6 +115,14 @@ def add_agent_parser(sub: Any) -> None:
         "single: that container inside the agent's own process too; default normal",
     )
     agent.add_argument(
+        "--max-edge-tasks",
+        type=whole(1, 10_000, what="a number of tasks"),
+        default=16,
+        metavar="N",
+        help="the most tasks one topology's edge subgraph may have here when the master's "
+        "health manager rescales it (its footprint limit; default 16)",
+    )
+    agent.add_argument(
         "--workdir",
         default=None,
         metavar="DIR",
@@ -208,6 +216,7 @@ def _cmd_agent(args: argparse.Namespace) -> int:
             limits=limits_of(args),
             isolation=args.isolation,
             footprint=args.footprint,
+            max_edge_tasks=args.max_edge_tasks,
         )
         loop = asyncio.get_running_loop()
         for s in (signals.SIGTERM, signals.SIGINT):

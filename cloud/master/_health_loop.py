@@ -1,9 +1,10 @@
 """Self-regulation in the master: each topology's health manager fed samples, its actions applied.
 
 Every ``interval`` seconds (``--health-interval``, 5 s by default), for each running topology
-whose policy is not ``off``: a ``Sample`` is built from its topology master's metrics view and
-the running revision's whole topology (``_health_sample.py``; none while an edit is being
-applied: its new tasks are starting), handed to its decider's
+whose policy is not ``off``: a ``Sample`` is built from its topology master's metrics view,
+what the agents running its edge subgraph report (``agents``) and the running revision's
+whole topology (``_health_sample.py``; none while an edit is being applied: its new tasks are
+starting), handed to its decider's
 ``tick``, and each action it returns is applied: a ``rescale`` as a live edit (a replace with
 the new parallelism, author ``health-manager``, the action's reason kept on the revision), a
 ``restart`` as a ``RestartTasks`` command to the topology's containers (each kills those of
@@ -49,7 +50,7 @@ from ._health_parts import (
     policy_from_json,
     policy_to_json,
 )
-from ._health_sample import build_sample
+from ._health_sample import AgentReport, build_sample
 
 log = logging.getLogger("headwater.master")
 AUTHOR = "health-manager"
@@ -71,6 +72,8 @@ class EditPort(Protocol):
 
 
 Described = Callable[[str, str], Topology | None]
+Agents = Callable[[str], Mapping[str, AgentReport]]
+"""What the online agents running a topology's edge subgraph report, by agent id."""
 MakeDecider = Callable[[str, Any, JsonFileStore], HealthDecider]
 
 
@@ -87,8 +90,10 @@ class HealthLoop:
         interval: float = HEALTH_INTERVAL_S,
         make: MakeDecider = make_decider,
         clock: Callable[[], float] = time.monotonic,
+        agents: Agents = lambda topology: {},
     ) -> None:
         self.tms = tms
+        self.agents = agents
         self.described = described
         self.edit = edit
         self.dir = state_dir
@@ -192,7 +197,8 @@ class HealthLoop:
             return []
         if any(r.status is RevisionStatus.APPLYING for r in tm.revlog.records):
             return []  # an edit under way: its new tasks start, their rates mean nothing yet
-        sample = build_sample(name, tm.current, self.clock(), metrics(tm), whole)
+        view, agents = metrics(tm), self.agents(name)
+        sample = build_sample(name, tm.current, self.clock(), view, whole, agents)
         done = []
         self._applying.add(name)
         try:

@@ -56,6 +56,7 @@ from ._code import TopologyCode
 from ._deployments import MAX_CONTAINERS, Deployment, Deployments, topology_name_problem
 from ._edits import Edits
 from ._health_loop import HealthLoop
+from ._health_sample import AgentReport
 from ._models import ModelRegistry
 from ._node_logs import NodeLogs
 from ._node_orders import NodeOrders
@@ -148,7 +149,11 @@ class Master:
         self.edits = Edits(self.code, self.book, self.nodes.send)
         # each topology's health manager, fed by serve()'s loop (``_health_loop.py``)
         self.health = HealthLoop(
-            self.tms, self.code.described, self.edit, self.state_dir / "health"
+            self.tms,
+            self.code.described,
+            self.edit,
+            self.state_dir / "health",
+            agents=self.edge_reports,
         )
 
     # -- the parts' requests, as the master's callers name them --------------------------
@@ -185,6 +190,20 @@ class Master:
 
     def agent_revisions(self, name: str) -> dict[str, int]:
         return self.orders.agent_revisions(name)
+
+    def edge_reports(self, name: str) -> dict[str, AgentReport]:
+        """What the online agents running ``name``'s edge subgraph last reported (for its
+        health manager): their status's metrics, and whether its uplink is connected."""
+        dep = self.deployments.get(name)
+        out: dict[str, AgentReport] = {}
+        for agent in dep.agents if dep is not None else []:
+            node = self.nodes.records.get(agent)
+            if node is None or node.status is None or not self.nodes.online(agent):
+                continue
+            status = node.status
+            up = any(u.topology == name and u.connected for u in status.uplinks)
+            out[agent] = AgentReport(dict(status.metrics), up, node.last_seen)
+        return out
 
     def kill(self, name: str) -> None:
         self.book.kill(name)

@@ -8,14 +8,7 @@ injected clock: the master's loop feeds it samples and applies what it decides a
 edits (``cloud/master``). The shared vocabulary is in ``_model.py``.
 """
 
-from ._manager import (
-    Blacklisted,
-    HealthManager,
-    HealthReport,
-    JsonFileStore,
-    StateStore,
-    TakenAction,
-)
+from ._manager import HealthManager
 from ._model import (
     Action,
     ComponentInfo,
@@ -27,6 +20,7 @@ from ._model import (
     TaskSample,
 )
 from ._policy import policy_from_config, policy_from_json, policy_to_json
+from ._records import Blacklisted, HealthReport, JsonFileStore, StateStore, TakenAction
 
 __all__ = [
     "Action",

@@ -16,8 +16,13 @@ winning, in this order:
   its share of the task's sampled input (``share``) and of the component's load
   (``load_share``: that share times the task's). Only reported: more tasks would not split a
   hot key.
-- ``edge-overload``: a component on the agents is loaded. Reported, and rescaled to its
-  DS2 target within its bounds when that is above its parallelism.
+- ``edge-overload``: a component on the agents is loaded while their ingest backlog grows
+  (at least ``MIN_ARRIVAL`` records/s; where no agent reports a backlog, loaded is enough)
+  and their uplinks are up. Reported with the rates and the backlog, and rescaled to its DS2
+  target within its bounds and its agents' room (``ComponentInfo.cap``) when that is above
+  its parallelism. A loaded edge component whose backlog does not grow keeps up (it may be
+  catching up after a rescale): no diagnosis. Nor while an uplink is down: the outbox then
+  fills and holds the subgraph back, which more tasks would not mend.
 - ``under-provisioned``: loaded, with a DS2 target above its parallelism: rescaled to it.
 - ``over-provisioned``: busy below ``LOW_BUSY`` times the target utilization, with a DS2
   target below its parallelism: rescaled down, once it lasted the stabilization window
@@ -29,7 +34,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 
-from ._model import Action, ComponentInfo, Diagnosis
+from ._model import Action, ComponentInfo, Diagnosis, IngestBacklog
 from ._rates import ComponentRates, TaskRates
 
 BUSY_HIGH = 0.9  # a busy share "near 1"
@@ -117,14 +122,51 @@ def _skew(info: ComponentInfo, r: ComponentRates) -> Diagnosis | None:
     return None
 
 
+def _edge(
+    info: ComponentInfo,
+    r: ComponentRates,
+    figures: dict[str, float | int],
+    utilization: float,
+    ingest: IngestBacklog | None,
+) -> Diagnosis | None:
+    if ingest is not None and ingest.growth < MIN_ARRIVAL:
+        return None  # it keeps up with its ingest (or catches up)
+    target = int(figures["target"])
+    room = ""
+    if info.cap is not None:
+        figures["cap"] = info.cap
+        room = f" (its agents have room for {info.cap})" if info.cap < target else ""
+    behind = f"busy {r.busy:.0%}, holding back {r.backpressure:.0%}"
+    if ingest is not None:
+        figures["backlog"] = round(ingest.records)
+        figures["backlog_growth"] = round(ingest.growth, 3)
+        ingested = ""
+        if ingest.rate is not None:
+            figures["ingest_rate"] = round(ingest.rate, 3)
+            ingested = f"its agents ingest {ingest.rate:.1f} records/s, "
+        behind = (
+            f"the ingest backlog grows {ingest.growth:.1f} records/s ({ingest.records:.0f} "
+            f"behind): {ingested}it processes {r.processed:.1f} records/s, {behind}"
+        )
+    return Diagnosis(
+        EDGE,
+        info.name,
+        f"edge component {info.name} does not keep up with its ingest: {behind}; "
+        f"{target} tasks keep up at {utilization:.0%} utilization{room}",
+        figures,
+    )
+
+
 def _provisioning(
-    info: ComponentInfo, r: ComponentRates, target: int, utilization: float
+    info: ComponentInfo,
+    r: ComponentRates,
+    target: int,
+    utilization: float,
+    ingest: IngestBacklog | None = None,
 ) -> Diagnosis | None:
     figures = _figures(r, info.parallelism, target)
     if _loaded(r) and info.edge:
-        return Diagnosis(
-            EDGE, info.name, "an edge component does not keep up with its ingest", figures
-        )
+        return _edge(info, r, figures, utilization, ingest)
     if _loaded(r) and target > info.parallelism:
         return Diagnosis(
             UNDER,
@@ -152,15 +194,21 @@ def diagnose(
     rates: Mapping[str, ComponentRates],
     targets: Mapping[str, int],
     utilization: float,
+    ingest: IngestBacklog | None = None,
+    uplinks_up: bool = True,
 ) -> list[Diagnosis]:
-    """The diagnoses of one interval, at most one per component, in component name order."""
+    """The diagnoses of one interval, at most one per component, in component name order
+    (``ingest``: the edge subgraphs' backlog; ``uplinks_up``: no edge diagnosis if not)."""
     found: list[Diagnosis] = []
     for name in sorted(components):
         info, r = components[name], rates.get(name)
         if r is None or info.source or not r.complete:
             continue  # a silent task may be the busiest: its component is not judged now
+        if info.edge and not uplinks_up:
+            continue
+        target = targets.get(name, info.parallelism)
         d = _slow(info, r) or _skew(info, r)
-        d = d or _provisioning(info, r, targets.get(name, info.parallelism), utilization)
+        d = d or _provisioning(info, r, target, utilization, ingest)
         if d is not None:
             found.append(d)
     return found

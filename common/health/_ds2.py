@@ -7,7 +7,11 @@ the sum of its upstreams' target outputs; its target output is that input times 
 selectivity (emitted per executed); its target parallelism is
 ``ceil(target input / (true processing rate per task * target utilization))``. Sources
 keep their parallelism: their rate is the demand, not a capacity. A component with no busy
-time measured keeps its parallelism too.
+time measured keeps its parallelism too. A source whose demand is known better (an edge
+spout: what it emitted plus how fast its ingest backlog grew) is given it (``demands``). An
+edge component run by several agents (``copies``) is rescaled on each of them alike: its
+target is the tasks one agent needs for its share of the demand (the agents taken as
+ingesting alike).
 """
 
 from __future__ import annotations
@@ -65,16 +69,21 @@ def demand(rate: float, backpressure: float) -> float:
 
 
 def target_rates(
-    components: Mapping[str, ComponentInfo], rates: Mapping[str, ComponentRates]
+    components: Mapping[str, ComponentInfo],
+    rates: Mapping[str, ComponentRates],
+    demands: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
-    """Each component's target input rate (a source's: its demand)."""
+    """Each component's target input rate (a source's: its demand, ``demands``' if given)."""
     out: dict[str, float] = {}  # target output rates
     inputs: dict[str, float] = {}
     for name in topological(components):
         info, r = components[name], rates.get(name)
         if info.source or not info.inputs:
             emitted = r.emitted if r is not None else 0.0
-            inputs[name] = demand(emitted, held_back(name, components, rates))
+            if demands is not None and name in demands:
+                inputs[name] = demands[name]
+            else:
+                inputs[name] = demand(emitted, held_back(name, components, rates))
             out[name] = inputs[name]
             continue
         inputs[name] = sum(out.get(u, 0.0) for u, _ in info.inputs)
@@ -86,9 +95,10 @@ def targets(
     components: Mapping[str, ComponentInfo],
     rates: Mapping[str, ComponentRates],
     utilization: float,
+    demands: Mapping[str, float] | None = None,
 ) -> dict[str, int]:
     """Each component's DS2 target parallelism (unbounded: the guards clamp it)."""
-    wanted = target_rates(components, rates)
+    wanted = target_rates(components, rates, demands)
     result: dict[str, int] = {}
     for name, info in components.items():
         r = rates.get(name)
@@ -96,5 +106,6 @@ def targets(
         if info.source or not info.inputs or true is None or true <= 0:
             result[name] = info.parallelism
             continue
-        result[name] = max(1, math.ceil(wanted[name] / (true * utilization) - 1e-9))
+        per_task = true * utilization * max(info.copies, 1)
+        result[name] = max(1, math.ceil(wanted[name] / per_task - 1e-9))
     return result

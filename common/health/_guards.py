@@ -1,7 +1,9 @@
 """The guards between a diagnosis and an action: bounds, cooldown, stabilization, black-list.
 
-- bounds: a rescale is clamped to the component's ``[min, max]``; a scale down keeps at
-  least ``scale_down_cap`` of the tasks; a rescale the clamping makes a no-op is dropped;
+- bounds: a rescale is clamped to the component's ``[min, max]``, and an edge component's
+  to the room its agents have (``cap``, their footprint limit); a scale down keeps at
+  least ``scale_down_cap`` of the tasks; a rescale the clamping makes a no-op, or turns
+  from a scale up into a scale down (an agent with less room than it runs), is dropped;
 - cooldown: after an action on a component, no other on it for ``cooldown_s`` (a report
   only holds back the same report);
 - stabilization: a scale down needs its diagnosis seen on every tick for
@@ -67,9 +69,15 @@ class Guards:
         self._bans = {k: b for k, b in self._bans.items() if b.until > now}
 
     def admit(
-        self, action: Action, current: int, policy: HealthPolicy, now: float
+        self,
+        action: Action,
+        current: int,
+        policy: HealthPolicy,
+        now: float,
+        cap: int | None = None,
     ) -> Action | None:
-        """The action as the guards let it through (a rescale clamped), or None."""
+        """The action as the guards let it through (a rescale clamped, to ``cap`` too: the
+        most tasks an edge component's agents have room for), or None."""
         if action.key() in self._bans:
             return None
         if any(self._cooling(t, action, now, policy) for t in self._taken):
@@ -77,7 +85,9 @@ class Guards:
         if action.kind != "rescale" or action.parallelism is None:
             return action
         wanted = self._clamp(action.component, action.parallelism, current, policy)
-        if wanted == current:
+        if cap is not None and action.parallelism > current:
+            wanted = min(wanted, cap)
+        if wanted == current or (wanted < current < action.parallelism):
             return None
         direction = 1 if wanted > current else -1
         if direction < 0 and not self._stable(action, now, policy):

@@ -20,20 +20,16 @@ back is not judged (not black-listed), and its cooldown holds.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
 
 from ._diagnose import diagnose, resolve
 from ._ds2 import targets
 from ._guards import Guards
-from ._model import Action, Diagnosis, HealthPolicy, Mode, RevisionOutcome, Sample
-from ._rates import rates
+from ._model import Action, Diagnosis, HealthPolicy, IngestBacklog, Mode, RevisionOutcome, Sample
+from ._rates import ComponentRates, rates
+from ._records import PENDING, Blacklisted, HealthReport, StateStore, TakenAction
 
 HISTORY = 50  # the taken actions a report keeps
 RATE_WINDOW_S = 5.0
@@ -46,156 +42,39 @@ showed a balanced task as idle or twice as loaded (a false skew, a wrong target)
 MATCH_S = 60.0
 """A revision found for a pending action by its reason was made at most this long before the
 action was recorded (a wall clock stepped back meanwhile), and after it otherwise."""
-PENDING = "pending"
 NEVER_APPLIED = "failed: never applied (the master stopped before it made the edit)"
 
 log = logging.getLogger("headwater.health")
 
 
-class StateStore(Protocol):
-    """Where a manager keeps its state across restarts."""
-
-    def load(self) -> dict[str, Any] | None: ...
-
-    def save(self, state: dict[str, Any]) -> None:
-        """Atomically: a reader sees the previous state or this one, never a mix."""
-        ...
-
-
-class JsonFileStore:
-    """A state store in one JSON file (written aside, fsynced, then renamed over)."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-
-    def load(self) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:  # written aside and renamed: only a hand breaks it
-            log.warning("%s cannot be read (%s): the health manager starts afresh", self.path, exc)
-            return None
-        return data if isinstance(data, dict) else None
-
-    def save(self, state: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(state, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def ingest_backlog(before: Sample, after: Sample) -> IngestBacklog | None:
+    """The edge subgraphs' ingest backlog between two samples (None: not reported in both)."""
+    if before.ingest_backlog is None or after.ingest_backlog is None:
+        return None
+    then = before.backlog_at if before.backlog_at is not None else before.at
+    now = after.backlog_at if after.backlog_at is not None else after.at
+    if now <= then:
+        return None
+    growth = (after.ingest_backlog - before.ingest_backlog) / (now - then)
+    rate = None
+    b, a = before.ingest_end, after.ingest_end
+    if b is not None and a is not None and a >= b:  # ends never go back: else a log replaced
+        rate = (a - b) / (now - then)
+    return IngestBacklog(after.ingest_backlog, growth, rate)
 
 
-def diagnosis_to_json(d: Diagnosis) -> dict[str, Any]:
-    return {
-        "kind": d.kind,
-        "component": d.component,
-        "reason": d.reason,
-        "evidence": d.evidence,
-        "tasks": list(d.tasks),
-    }
-
-
-def diagnosis_from_json(d: dict[str, Any]) -> Diagnosis:
-    return Diagnosis(
-        str(d["kind"]),
-        str(d["component"]),
-        str(d["reason"]),
-        dict(d.get("evidence", {})),
-        tuple(d.get("tasks", ())),
-    )
-
-
-def action_to_json(a: Action) -> dict[str, Any]:
-    return {
-        "kind": a.kind,
-        "component": a.component,
-        "reason": a.reason,
-        "parallelism": a.parallelism,
-        "tasks": list(a.tasks),
-        "diagnosis": diagnosis_to_json(a.diagnosis) if a.diagnosis is not None else None,
-    }
-
-
-def action_from_json(a: dict[str, Any]) -> Action:
-    d = a.get("diagnosis")
-    p = a.get("parallelism")
-    return Action(
-        str(a["kind"]),
-        str(a["component"]),
-        str(a["reason"]),
-        int(p) if p is not None else None,
-        tuple(int(t) for t in a.get("tasks", ())),
-        diagnosis_from_json(d) if isinstance(d, dict) else None,
-    )
-
-
-@dataclass(frozen=True)
-class TakenAction:
-    """An action the manager returned: when (wall time, s), the revision its edit made, and
-    what became of it: "pending" (not applied yet: its edit is being made or its revision
-    applied), "applied", "rolled back: <why>" or "failed: <why>"."""
-
-    action: Action
-    at: float
-    revision: int | None = None
-    outcome: str = PENDING
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "action": action_to_json(self.action),
-            "at": self.at,
-            "revision": self.revision,
-            "outcome": self.outcome,
-        }
-
-    @classmethod
-    def from_json(cls, t: dict[str, Any]) -> TakenAction:
-        rev = t.get("revision")
-        return cls(
-            action_from_json(t["action"]),
-            float(t["at"]),
-            int(rev) if rev is not None else None,
-            str(t["outcome"]),
-        )
-
-
-@dataclass(frozen=True)
-class Blacklisted:
-    """An action kind the manager will not take on a component until ``until`` (wall, s)."""
-
-    kind: str
-    component: str
-    until: float
-    why: str
-
-
-@dataclass(frozen=True)
-class HealthReport:
-    topology: str
-    mode: Mode
-    diagnoses: list[Diagnosis]
-    proposed: list[Action]
-    taken: list[TakenAction]
-    blacklisted: list[Blacklisted]
-
-    def to_json(self) -> dict[str, Any]:
-        """What the REST API and the CLI show."""
-        return {
-            "topology": self.topology,
-            "mode": self.mode.value,
-            "diagnoses": [diagnosis_to_json(d) for d in self.diagnoses],
-            "proposed": [action_to_json(a) for a in self.proposed],
-            "taken": [t.to_json() for t in self.taken],
-            "blacklisted": [dataclasses.asdict(b) for b in self.blacklisted],
-        }
+def edge_demands(
+    sample: Sample, measured: dict[str, ComponentRates], ingest: IngestBacklog | None
+) -> dict[str, float]:
+    """The demand on each edge source, where the ingest backlog is known: its share of the
+    rate the agents ingest at, else what it emitted plus its share of the backlog's growth."""
+    sources = [c.name for c in sample.components.values() if c.edge and c.source]
+    if ingest is None or not sources:
+        return {}
+    if ingest.rate is not None:
+        return {n: ingest.rate / len(sources) for n in sources}
+    more = max(ingest.growth, 0.0) / len(sources)
+    return {n: (measured[n].emitted if n in measured else 0.0) + more for n in sources}
 
 
 class HealthManager:
@@ -237,16 +116,20 @@ class HealthManager:
             return []
         now = self._clock()
         measured = rates(previous, sample)
-        wanted = targets(sample.components, measured, self.policy.target_utilization)
+        ingest = ingest_backlog(previous, sample)
+        utilization = self.policy.target_utilization
+        wanted = targets(
+            sample.components, measured, utilization, edge_demands(sample, measured, ingest)
+        )
         self._diagnoses = diagnose(
-            sample.components, measured, wanted, self.policy.target_utilization
+            sample.components, measured, wanted, utilization, ingest, sample.uplinks_up
         )
         self._guards.observe(self._diagnoses, now, self.policy)
         actions: list[Action] = []
         for d in self._diagnoses:
-            current = sample.components[d.component].parallelism
+            info = sample.components[d.component]
             for a in resolve(d):
-                admitted = self._guards.admit(a, current, self.policy, now)
+                admitted = self._guards.admit(a, info.parallelism, self.policy, now, info.cap)
                 if admitted is not None:
                     actions.append(admitted)
         if self.policy.mode is Mode.RECOMMEND:

@@ -35,6 +35,7 @@ class TaskSample:
     backpressure_ms: float = 0.0  # time its stream manager held its sources back for it
     in_queue_frames: float = 0.0  # a gauge: frames waiting at its input now
     hot_keys: tuple[tuple[str, float], ...] = ()  # (key, share of the task's sampled input)
+    at: float | None = None  # when these were read, if not at the sample's time (an agent's)
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class ComponentInfo:
     inputs: tuple[tuple[str, str], ...] = ()  # (upstream component, grouping kind: "fields"...)
     source: bool = False  # a spout: its rate is the demand, not a capacity
     edge: bool = False  # placed on the agents (rescaled within their footprint)
+    copies: int = 1  # an edge component: the agents that run it, each with ``parallelism``
+    cap: int | None = None  # an edge component: the most tasks its agents have room for
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,22 @@ class Sample:
     at: float
     components: dict[str, ComponentInfo]
     tasks: dict[int, TaskSample]
+    # the records its agents ingested that its edge subgraphs have not checkpointed yet
+    # (summed over the agents; None: no agent reports one), and whether every agent running
+    # its edge subgraph has its uplink to the cloud up
+    ingest_backlog: float | None = None
+    uplinks_up: bool = True
+    backlog_at: float | None = None  # when the backlog was read, if not at ``at``
+    ingest_end: float | None = None  # the end offsets of the logs they ingest into, summed
+
+
+@dataclass(frozen=True)
+class IngestBacklog:
+    """An edge subgraph's ingest backlog over one interval: how far behind, how fast it grows."""
+
+    records: float  # at the interval's end
+    growth: float  # records per second (negative: it shrinks)
+    rate: float | None = None  # records ingested per second (None: not known)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ class TaskRates:
     busy: float  # share of the interval spent processing
     backpressure: float  # share of the interval its sources were held back for it
     busy_s: float  # seconds of busy time in the interval
+    interval_s: float  # the interval it was measured over
     hot_keys: tuple[tuple[str, float], ...] = ()
     silent: bool = False  # no report in the interval: its rates are not known
 
@@ -94,13 +95,15 @@ class ComponentRates:
     def true_processing(self) -> float | None:
         """Records one task processes per second of busy time (all its tasks' together)."""
         busy_s = sum(t.busy_s for t in self.tasks)
-        return self.processed * self.interval_s / busy_s if busy_s > 0 else None
+        done = sum(t.processed * t.interval_s for t in self.tasks)
+        return done / busy_s if busy_s > 0 else None
 
     @property
     def true_output(self) -> float | None:
         """Records one task emits per second of busy time."""
         busy_s = sum(t.busy_s for t in self.tasks)
-        return self.emitted * self.interval_s / busy_s if busy_s > 0 else None
+        done = sum(t.emitted * t.interval_s for t in self.tasks)
+        return done / busy_s if busy_s > 0 else None
 
     @property
     def complete(self) -> bool:
@@ -114,7 +117,10 @@ class ComponentRates:
 
 
 def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> TaskRates | None:
-    """The rates between two readings of one task; None if they cannot be compared."""
+    """The rates between two readings of one task (over ``interval_s``, unless both were read
+    at times of their own); None if they cannot be compared."""
+    if before.at is not None and after.at is not None:
+        interval_s = after.at - before.at
     if interval_s <= 0 or before.component != after.component:
         return None
     pairs = (
@@ -137,6 +143,7 @@ def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> Task
         busy=busy_s / interval_s,
         backpressure=min(held_s / interval_s, 1.0),
         busy_s=busy_s,
+        interval_s=interval_s,
         hot_keys=after.hot_keys,
         silent=after.busy_ns == before.busy_ns,
     )

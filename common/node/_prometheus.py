@@ -104,8 +104,15 @@ def _add_metrics(
         if m is not None:
             add = families.counter if m.counter else families.gauge
             add(f"node_{m.name}", m.doc, labels, value * m.scale)
-        elif kind == "checkpoint":
-            continue
+        elif kind in ("checkpoint", "edge_task", "edge_tasks", "ingest_end"):
+            continue  # the checkpoints' own families; the health manager's raw counters
+        elif kind == "ingest_backlog" and rest:
+            families.gauge(
+                "node_ingest_backlog_records",
+                "Records in the ingest log past what the edge subgraph last checkpointed.",
+                {**labels, "topology": rest},
+                value,
+            )
         elif kind == "revision" and rest:
             families.gauge(
                 "node_revision",

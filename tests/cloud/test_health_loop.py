@@ -18,7 +18,12 @@ from headwater.cloud.master._health_parts import (
     policy_from_config,
     policy_from_json,
 )
-from headwater.cloud.master._health_sample import build_sample, task_samples
+from headwater.cloud.master._health_sample import (
+    AgentReport,
+    build_sample,
+    edge_task_id,
+    task_samples,
+)
 from headwater.common.api import Bolt, Spout, Topology, edge, fields
 from headwater.common.health import JsonFileStore
 from headwater.common.health._manager import NEVER_APPLIED
@@ -88,7 +93,8 @@ def test_a_sample_reads_the_tasks_counters_and_the_plan() -> None:
     )
     view = {
         "tasks": {
-            "1": {"component": "src", "container": 0, "executed": 10, "emitted": 20},
+            "1": {"component": "count", "container": 0, "executed": 10, "emitted": 20},
+            "2": {"component": "src", "executed": 3},  # an edge component's receiver: left out
             "4": {
                 "component": "count",
                 "executed": 5,
@@ -117,6 +123,65 @@ def test_a_sample_reads_the_tasks_counters_and_the_plan() -> None:
     assert t.hot_keys == (("a", 0.5), ("b", 0.2))
     assert s.tasks[1].received == 0.0  # not reported yet: 0
     assert task_samples({}) == {}
+
+
+def test_a_sample_reads_the_edge_tasks_its_agents_report_not_the_cloud_s_receivers() -> None:
+    topo = (
+        Topology("t")
+        .add_spout("src", _S, placement=edge())
+        .add_bolt("slow", _B, inputs={"src": fields("w")}, placement=edge())
+        .add_bolt("sink", _B, inputs={"slow": fields("w")})
+    )
+    view = {  # the cloud's receiver of ``slow``, and the sink
+        "tasks": {
+            "1": {"component": "slow", "executed": 0},
+            "2": {"component": "sink", "executed": 3},
+        }
+    }
+
+    def agent(busy: float, at: float, up: bool = True, tasks: float = 3) -> AgentReport:
+        metrics = {
+            "edge_task:t/slow/2:executed": 50.0,
+            "edge_task:t/slow/2:busy_ns": busy,
+            "edge_task:t/src/1:executed": 0.0,
+            "edge_task:t/src/1:emitted": 70.0,
+            "edge_task:t/__outbox__slow/3:executed": 50.0,
+            "edge_task:t/slow/9:busy_ns": 1.0,  # not reported ``executed``: left out
+            "edge_tasks:t": tasks,
+            "edge_max_tasks": 4.0,
+            "ingest_backlog:t": 20.0,
+            "ingest_end:t": 100.0,
+            "edge_task:other/slow/2:executed": 1.0,  # another topology's
+        }
+        return AgentReport(metrics, up, at)
+
+    s = build_sample(
+        "t", 1, 10.0, view, topo, {"gw": agent(1e9, 8.0), "gw2": agent(2e9, 9.0, tasks=4)}
+    )
+    gw, gw2 = edge_task_id("gw", 2), edge_task_id("gw2", 2)
+    assert sorted(s.tasks) == sorted(
+        [
+            2,
+            gw,
+            gw2,
+            edge_task_id("gw", 1),
+            edge_task_id("gw2", 1),
+            edge_task_id("gw", 3),
+            edge_task_id("gw2", 3),
+        ]
+    )
+    assert s.tasks[gw].component == "slow" and s.tasks[gw].busy_ns == 1e9 and s.tasks[gw].at == 8.0
+    assert s.tasks[edge_task_id("gw", 1)].emitted == 70.0
+    slow = s.components["slow"]
+    # gw2 runs one task more than its subgraph's 3: room for 1 ``slow`` task there only
+    assert (slow.edge, slow.copies, slow.cap) == (True, 2, 1)
+    assert s.components["sink"].cap is None
+    assert (s.ingest_backlog, s.backlog_at, s.uplinks_up) == (40.0, 9.0, True)
+    assert s.ingest_end == 200.0
+    s = build_sample("t", 1, 10.0, view, topo, {"gw": agent(1e9, 8.0, up=False)})
+    assert s.uplinks_up is False and s.components["slow"].cap == 2
+    s = build_sample("t", 1, 10.0, view, topo)  # no agent reports: as before
+    assert sorted(s.tasks) == [2] and s.ingest_backlog is None and s.components["slow"].cap is None
 
 
 def test_the_policy_is_read_from_config_and_requests_and_a_bad_value_says_what_to_give() -> None:

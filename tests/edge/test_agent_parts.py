@@ -12,7 +12,14 @@ import pytest
 
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.edge import _retention
-from headwater.edge._edge_status import add_uplinks, backlog, outbox_full, outbox_metric
+from headwater.edge._component_status import component_metrics
+from headwater.edge._edge_status import (
+    add_ingest_backlog,
+    add_uplinks,
+    backlog,
+    outbox_full,
+    outbox_metric,
+)
 from headwater.edge._retention import committed_floor, keep_trimmed
 
 
@@ -44,6 +51,56 @@ def test_uplinks_are_listed_for_the_subgraphs_that_report_one() -> None:
     assert [(u.topology, u.connected, dict(u.metrics)) for u in s.uplinks] == [
         ("a", True, {"uplink_connected": 1.0, "outbox_bytes": 3.0})
     ]
+
+
+def test_each_subgraph_s_ingest_backlog_is_the_log_past_what_it_committed() -> None:
+    prefix = "log_committed:/x/ingest#p"
+    tms = {
+        "a": _tm(**{prefix + "0": 40.0, prefix + "1": 7.0, "log_committed:/other#p0": 1.0}),
+        "b": _tm(**{prefix + "0": 55.0}),  # past the end as the agent read it: 0, not negative
+        "c": _tm(),  # not reporting what it committed: no figure
+    }
+    s = pb.NodeStatus()
+    add_ingest_backlog(s, tms, {0: 50, 1: 10}, "/x/ingest")
+    assert dict(s.metrics) == {
+        "ingest_backlog:a": 10 + 3,
+        "ingest_end:a": 60.0,  # the ends of the partitions it reads
+        "ingest_backlog:b": 0.0,
+        "ingest_end:b": 50.0,
+    }
+    s = pb.NodeStatus()
+    add_ingest_backlog(s, tms, {}, "/x/ingest")  # nothing ingested yet: not known
+    assert dict(s.metrics) == {}
+
+
+def test_each_edge_task_s_counters_go_to_the_master_once_it_reported() -> None:
+    plan = SimpleNamespace(
+        instances=[
+            SimpleNamespace(task_id=1, component="src"),
+            SimpleNamespace(task_id=2, component="slow"),
+        ]
+    )
+    tm = SimpleNamespace(
+        plan=plan,
+        metrics={
+            "task:2": {"executed": 5.0, "busy_ns": 9.0, "user:x": 1.0},
+            "task:1": {"busy_ns": 1.0},
+        },
+        edit=None,
+        topology=SimpleNamespace(components=[]),
+        revlog=SimpleNamespace(records=[]),
+    )
+    out = component_metrics("t", tm, {})  # type: ignore[arg-type]
+    mine = {k: v for k, v in out.items() if k.startswith("edge_task:")}
+    assert mine == {
+        "edge_task:t/slow/2:executed": 5.0,
+        "edge_task:t/slow/2:emitted": 0.0,
+        "edge_task:t/slow/2:received": 0.0,
+        "edge_task:t/slow/2:busy_ns": 9.0,
+        "edge_task:t/slow/2:backpressure_ms": 0.0,
+        "edge_task:t/slow/2:in_queue_frames": 0.0,
+    }  # task 1 has not reported: left out
+    assert out["edge_tasks:t"] == 2.0
 
 
 def test_the_floor_is_the_lowest_offset_any_subgraph_committed_per_partition() -> None:

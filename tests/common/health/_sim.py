@@ -21,6 +21,10 @@ class Sim:
     cost: float = 0.01  # seconds of busy time per record
     grouping: str = "shuffle"
     edge: bool = False
+    backlog: float | None = None  # an edge ingest backlog (records): the unmet demand waits
+    cap: int | None = None  # an edge component's room on its agents
+    uplinks_up: bool = True
+    ingested: float | None = None  # with a backlog: the records ingested so far (the log's end)
     costs: dict[int, float] = field(default_factory=dict)  # a task's own cost (a slow one)
     shares: list[float] | None = None  # fields grouping: each task's share of the records
     hot_keys: dict[int, tuple[tuple[str, float], ...]] = field(default_factory=dict)
@@ -40,10 +44,19 @@ class Sim:
         components = {
             "src": ComponentInfo("src", 1, source=True, edge=self.edge),
             "work": ComponentInfo(
-                "work", self.parallelism, (("src", self.grouping),), edge=self.edge
+                "work", self.parallelism, (("src", self.grouping),), edge=self.edge, cap=self.cap
             ),
         }
-        return Sample("t", self.revision, self.at, components, dict(self.tasks))
+        return Sample(
+            "t",
+            self.revision,
+            self.at,
+            components,
+            dict(self.tasks),
+            ingest_backlog=self.backlog,
+            uplinks_up=self.uplinks_up,
+            ingest_end=self.ingested,
+        )
 
     def _shares(self) -> list[float]:
         if self.shares is not None and len(self.shares) == self.parallelism:
@@ -57,8 +70,13 @@ class Sim:
         caps = [
             1.0 / (self.costs.get(t, self.cost) * s) for t, s in zip(tasks, shares, strict=True)
         ]
-        emit = min(demand, *caps)
-        held = 1.0 - emit / demand if demand > 0 else 0.0
+        offered = demand + (self.backlog or 0.0) / dt  # a backlog waits to be read
+        emit = min(offered, *caps)
+        held = 1.0 - emit / offered if offered > 0 else 0.0
+        if self.backlog is not None:
+            self.backlog += (demand - emit) * dt
+        if self.ingested is not None:
+            self.ingested += demand * dt
         src = self.tasks[SOURCE_TASK]
         self.tasks[SOURCE_TASK] = replace(
             src,

@@ -217,6 +217,54 @@ def test_an_edge_overload_is_reported_and_rescaled_within_bounds() -> None:
     assert done[0][1].diagnosis is not None and done[0][1].diagnosis.kind == "edge-overload"
 
 
+def test_an_edge_overload_names_the_growing_backlog_and_is_rescaled_within_the_agents_room() -> (
+    None
+):
+    clock = ManualClock()
+    sim = Sim(parallelism=1, cost=0.02, edge=True, backlog=0.0, cap=2, ingested=0.0)
+    hm = manager(clock, POLICY)
+    done = run(sim, hm, clock, 75.0, 2)  # 50 records/s processed of 75 ingested
+    assert [(a.kind, a.parallelism) for _, a in done] == [("report", None), ("rescale", 2)]
+    d = done[0][1].diagnosis
+    assert d is not None and d.kind == "edge-overload" and d.component == "work"
+    assert d.evidence["backlog_growth"] == 25.0 and d.evidence["backlog"] == 500
+    assert d.evidence["target"] == 3 and d.evidence["cap"] == 2  # DS2 from the ingest rate
+    assert d.evidence["processed"] == 50.0 and d.evidence["ingest_rate"] == 75.0
+    assert "grows 25.0 records/s" in d.reason and "room for 2" in d.reason
+    # 2 tasks drain the backlog: no diagnosis while it shrinks, the rescale is not judged
+    more = run(sim, hm, clock, 75.0, 12)
+    assert more == [] and hm.report().diagnoses == [] and hm.report().blacklisted == []
+    assert sim.backlog == 0.0
+
+
+def test_without_the_ingest_rate_an_edge_spout_s_demand_is_what_it_read_plus_the_growth() -> None:
+    clock = ManualClock()
+    sim = Sim(parallelism=1, cost=0.02, edge=True, backlog=0.0)  # no log end reported
+    hm = manager(clock, POLICY)
+    done = run(sim, hm, clock, 150.0, 2)
+    d = done[0][1].diagnosis
+    assert d is not None and "ingest_rate" not in d.evidence
+    assert d.evidence["backlog_growth"] == 100.0 and d.evidence["target"] == 5  # 150 / 35
+    assert [(a.kind, a.parallelism) for _, a in done] == [("report", None), ("rescale", 5)]
+
+
+def test_an_edge_component_is_not_diagnosed_while_its_uplinks_are_down_or_it_keeps_up() -> None:
+    clock = ManualClock()
+    sim = Sim(parallelism=1, cost=0.02, edge=True, backlog=0.0, uplinks_up=False)
+    hm = manager(clock, POLICY)
+    assert run(sim, hm, clock, 75.0, 3) == [] and hm.report().diagnoses == []
+    sim.uplinks_up, sim.backlog = True, 0.0
+    assert run(sim, hm, clock, 49.0, 3) == []  # busy, but the backlog does not grow
+
+
+def test_an_agent_s_room_below_its_parallelism_never_turns_a_scale_up_into_a_scale_down() -> None:
+    clock = ManualClock()
+    sim = Sim(parallelism=3, cost=0.02, edge=True, backlog=0.0, cap=2)
+    hm = manager(clock, POLICY)
+    done = run(sim, hm, clock, 400.0, 2)
+    assert [a.kind for _, a in done] == ["report"]
+
+
 def test_an_idle_component_is_scaled_down_after_the_stabilization_window_within_the_cap() -> None:
     clock, sim = ManualClock(), Sim(parallelism=8, cost=0.01)
     hm = manager(clock)

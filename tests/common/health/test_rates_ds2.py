@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from headwater.common.health import ComponentInfo, Sample, TaskSample
 from headwater.common.health._ds2 import demand, targets, topological
-from headwater.common.health._rates import rates
+from headwater.common.health._rates import rates, task_rates
 
 COMPONENTS = {
     "src": ComponentInfo("src", 1, source=True),
@@ -111,3 +113,40 @@ def test_a_task_that_sent_no_report_is_silent_and_its_component_is_not_diagnosed
     r = rates(before, reported)
     assert [t.silent for t in r["split"].tasks] == [False, False]
     assert [d.kind for d in diagnose(comps, r, {"split": 1}, 0.7)] == ["over-provisioned"]
+
+
+def test_a_task_read_at_its_own_time_is_measured_over_its_own_interval() -> None:
+    before = TaskSample(7, "split", executed=0, busy_ns=0, at=100.0)
+    after = TaskSample(7, "split", executed=80, busy_ns=2e9, at=104.0)
+    r = task_rates(before, after, 5.0)  # the samples 5 s apart, its agent's reports 4 s
+    assert r is not None and (r.processed, r.busy, r.interval_s) == (20.0, 0.5, 4.0)
+    assert task_rates(before, replace(before, executed=9), 5.0) is None  # the same report
+
+
+def test_an_edge_component_on_two_agents_needs_its_share_of_the_demand_on_each() -> None:
+    comps = {
+        "src": ComponentInfo("src", 1, source=True, edge=True),
+        "work": ComponentInfo("work", 1, (("src", "shuffle"),), edge=True, copies=2),
+    }
+    before = Sample(
+        "t",
+        1,
+        0.0,
+        comps,
+        {1: TaskSample(1, "src"), 2: TaskSample(2, "work"), 3: TaskSample(3, "work")},
+    )
+    after = Sample(
+        "t",
+        1,
+        10.0,
+        comps,
+        {
+            1: TaskSample(1, "src", executed=1000, emitted=1000),
+            2: TaskSample(2, "work", executed=500, busy_ns=10e9),
+            3: TaskSample(3, "work", executed=500, busy_ns=10e9),
+        },
+    )
+    measured = rates(before, after)
+    # 100 records/s in all, 50 on each agent, 50 a task: 2 tasks each keep up at 70 %
+    assert targets(comps, measured, 0.7) == {"src": 1, "work": 2}
+    assert targets(comps, measured, 0.7, {"src": 150.0}) == {"src": 1, "work": 3}

@@ -1,0 +1,163 @@
+"""The health manager's records (its taken actions, black-listed actions, the report) in
+JSON, and the store it keeps them in across restarts."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ._model import Action, Diagnosis, Mode
+
+log = logging.getLogger("headwater.health")
+PENDING = "pending"
+
+
+class StateStore(Protocol):
+    """Where a manager keeps its state across restarts."""
+
+    def load(self) -> dict[str, Any] | None: ...
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Atomically: a reader sees the previous state or this one, never a mix."""
+        ...
+
+
+class JsonFileStore:
+    """A state store in one JSON file (written aside, fsynced, then renamed over)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def load(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # written aside and renamed: only a hand breaks it
+            log.warning("%s cannot be read (%s): the health manager starts afresh", self.path, exc)
+            return None
+        return data if isinstance(data, dict) else None
+
+    def save(self, state: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def diagnosis_to_json(d: Diagnosis) -> dict[str, Any]:
+    return {
+        "kind": d.kind,
+        "component": d.component,
+        "reason": d.reason,
+        "evidence": d.evidence,
+        "tasks": list(d.tasks),
+    }
+
+
+def diagnosis_from_json(d: dict[str, Any]) -> Diagnosis:
+    return Diagnosis(
+        str(d["kind"]),
+        str(d["component"]),
+        str(d["reason"]),
+        dict(d.get("evidence", {})),
+        tuple(d.get("tasks", ())),
+    )
+
+
+def action_to_json(a: Action) -> dict[str, Any]:
+    return {
+        "kind": a.kind,
+        "component": a.component,
+        "reason": a.reason,
+        "parallelism": a.parallelism,
+        "tasks": list(a.tasks),
+        "diagnosis": diagnosis_to_json(a.diagnosis) if a.diagnosis is not None else None,
+    }
+
+
+def action_from_json(a: dict[str, Any]) -> Action:
+    d = a.get("diagnosis")
+    p = a.get("parallelism")
+    return Action(
+        str(a["kind"]),
+        str(a["component"]),
+        str(a["reason"]),
+        int(p) if p is not None else None,
+        tuple(int(t) for t in a.get("tasks", ())),
+        diagnosis_from_json(d) if isinstance(d, dict) else None,
+    )
+
+
+@dataclass(frozen=True)
+class TakenAction:
+    """An action the manager returned: when (wall time, s), the revision its edit made, and
+    what became of it: "pending" (not applied yet: its edit is being made or its revision
+    applied), "applied", "rolled back: <why>" or "failed: <why>"."""
+
+    action: Action
+    at: float
+    revision: int | None = None
+    outcome: str = PENDING
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": action_to_json(self.action),
+            "at": self.at,
+            "revision": self.revision,
+            "outcome": self.outcome,
+        }
+
+    @classmethod
+    def from_json(cls, t: dict[str, Any]) -> TakenAction:
+        rev = t.get("revision")
+        return cls(
+            action_from_json(t["action"]),
+            float(t["at"]),
+            int(rev) if rev is not None else None,
+            str(t["outcome"]),
+        )
+
+
+@dataclass(frozen=True)
+class Blacklisted:
+    """An action kind the manager will not take on a component until ``until`` (wall, s)."""
+
+    kind: str
+    component: str
+    until: float
+    why: str
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    topology: str
+    mode: Mode
+    diagnoses: list[Diagnosis]
+    proposed: list[Action]
+    taken: list[TakenAction]
+    blacklisted: list[Blacklisted]
+
+    def to_json(self) -> dict[str, Any]:
+        """What the REST API and the CLI show."""
+        return {
+            "topology": self.topology,
+            "mode": self.mode.value,
+            "diagnoses": [diagnosis_to_json(d) for d in self.diagnoses],
+            "proposed": [action_to_json(a) for a in self.proposed],
+            "taken": [t.to_json() for t in self.taken],
+            "blacklisted": [dataclasses.asdict(b) for b in self.blacklisted],
+        }
