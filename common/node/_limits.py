@@ -1,15 +1,19 @@
 """Per-topology limits on a node: memory, CPU and processes, one control group per topology.
 
 A node starts each container of a topology in that topology's control group,
-made under the node's own (``/proc/self/cgroup``) as ``headwater-NODE/TOPOLOGY``
-in each controller it may write: ``memory`` (``memory.limit_in_bytes``, or
+made under the node's own (``/proc/self/cgroup``) as ``headwater-NODE-HOME/t-TOPOLOGY``
+in each controller it may write (HOME: a hash of the node's workdir, which one node at a time
+holds, so that two nodes of one id on a host, of two clusters, never share a group: one's
+topology stopping killed the other's processes of the same topology name, and removed the
+group its restarts entered): ``memory`` (``memory.limit_in_bytes``, or
 ``memory.max`` under cgroup v2), ``cpu`` (a CFS quota of ``cpus`` cores, none by
 default) and ``pids`` (``pids.max``: processes and threads). A container's
 instances are its children, so they stay in its group: the limits bound the
 topology as a whole on this node, and one topology cannot starve the node or
 its neighbours of memory or processes. When the topology stops here, whatever
 is left in its group (a process it started in a session of its own) is killed
-and the group removed (when the node stops too).
+and the group removed (when the node stops too). A group removed from outside (by hand) is
+made again at the next start of a container in it, never left for every restart to fail.
 
 Where the node cannot make control groups (not root, a read-only
 ``/sys/fs/cgroup``), it says so once and runs its containers without these
@@ -19,6 +23,7 @@ limits (docs/security.md).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import re
@@ -54,9 +59,12 @@ DEFAULT_LIMITS = TopologyLimits()
 class TopologyGroups:
     """The node's per-topology control groups: made on first use, removed when done."""
 
-    def __init__(self, node_id: str, limits: TopologyLimits, root: Path = CGROUP_ROOT) -> None:
+    def __init__(
+        self, node_id: str, limits: TopologyLimits, home: Path, root: Path = CGROUP_ROOT
+    ) -> None:
+        """``home``: the node's workdir (locked by it: no other live node has it)."""
         self.limits = limits
-        self._node = "headwater-" + _SAFE.sub("-", node_id)
+        self._node = f"headwater-{_SAFE.sub('-', node_id)}-{home_tag(home)}"
         self._bases = _writable_bases(root)
         self._made: dict[str, list[Path]] = {}
         if not self._bases:
@@ -73,8 +81,10 @@ class TopologyGroups:
     def groups(self, topology: str) -> list[Path]:
         """The folders of ``topology``'s groups, made (with their limits) on first use."""
         made = self._made.get(topology)
-        if made is not None:
+        if made is not None and all(g.is_dir() for g in made):
             return made
+        if made is not None:
+            log.warning("the control groups of %r were removed from outside: made again", topology)
         made = []
         for controller, base in self._bases.items():
             # "t-": never one of the controller's own files (a topology named "tasks")
@@ -130,6 +140,12 @@ class TopologyGroups:
         for base in self._bases.values():
             with contextlib.suppress(OSError):  # another of this node's groups is left
                 (base / self._node).rmdir()
+
+
+def home_tag(home: Path) -> str:
+    """What tells the groups of the node with workdir ``home`` from those of another node of
+    the same id on this host: a hash of the folder (8 hex digits)."""
+    return hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:8]
 
 
 @dataclass(frozen=True)

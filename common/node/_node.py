@@ -91,7 +91,7 @@ class Node:
         self.started = time.monotonic()
         self._lock = lock_workdir(self.workdir)
         self.node_id = node_identity(self.workdir, kind, node_id)
-        self.limits = TopologyGroups(self.node_id, limits)  # each topology's control groups
+        self.limits = TopologyGroups(self.node_id, limits, self.workdir)  # each topology's groups
         self.packages = Packages(self.workdir)  # the packages it runs, checked before each start
         self.code_dir = self.packages.folder
         self.checked_entry = self.packages.checked
