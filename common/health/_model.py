@@ -35,6 +35,7 @@ class TaskSample:
     backpressure_ms: float = 0.0  # time its stream manager held its sources back for it
     in_queue_frames: float = 0.0  # a gauge: frames waiting at its input now
     hot_keys: tuple[tuple[str, float], ...] = ()  # (key, share of the task's sampled input)
+    uptime_ns: float = 0.0  # the task's own clock, read with its counters (0: not reported)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,13 @@ samples. The *true* processing rate is records processed per second of busy time
 what a task could process if it never waited, whatever the load it was given. A task that
 is in one sample and not the other (started, stopped or rescaled away) is skipped for that
 interval, and so is one whose counters went back (a restart not folded in yet).
+
+A task's interval is read on its own clock (``uptime_ns``, reported with its counters) where
+both samples have it: a sample reads each task's last report, which arrived 0 to 2 s before
+(a task reports every second, its stream manager forwards every second, unsynchronised), so
+over 5 s of the sampler's time a task's counters moved by 3 to 7 s worth; that aliasing read
+a steady load as 80 +- 16 records/s and made DS2 overshoot by a task. Without it (an older
+task), the interval between the samples is used.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class TaskRates:
     backpressure: float  # share of the interval its sources were held back for it
     busy_s: float  # seconds of busy time in the interval
     hot_keys: tuple[tuple[str, float], ...] = ()
+    interval_s: float = 0.0  # the interval the rates are over (the task's own clock's)
 
     @property
     def true_processing(self) -> float | None:
@@ -81,13 +89,15 @@ class ComponentRates:
     def true_processing(self) -> float | None:
         """Records one task processes per second of busy time (all its tasks' together)."""
         busy_s = sum(t.busy_s for t in self.tasks)
-        return self.processed * self.interval_s / busy_s if busy_s > 0 else None
+        done = sum(t.processed * (t.interval_s or self.interval_s) for t in self.tasks)
+        return done / busy_s if busy_s > 0 else None
 
     @property
     def true_output(self) -> float | None:
         """Records one task emits per second of busy time."""
         busy_s = sum(t.busy_s for t in self.tasks)
-        return self.emitted * self.interval_s / busy_s if busy_s > 0 else None
+        out = sum(t.emitted * (t.interval_s or self.interval_s) for t in self.tasks)
+        return out / busy_s if busy_s > 0 else None
 
     @property
     def selectivity(self) -> float:
@@ -96,9 +106,16 @@ class ComponentRates:
 
 
 def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> TaskRates | None:
-    """The rates between two readings of one task; None if they cannot be compared."""
+    """The rates between two readings of one task; None if they cannot be compared.
+
+    ``interval_s`` is the time between the samples; the task's own clock's, where both
+    readings have it, replaces it (0 if the task did not report in between: no rates)."""
     if interval_s <= 0 or before.component != after.component:
         return None
+    if before.uptime_ns > 0 and after.uptime_ns > 0:
+        interval_s = (after.uptime_ns - before.uptime_ns) / _NS
+        if interval_s <= 0:
+            return None  # no report in between (or a clock that went back: a restart)
     pairs = (
         (before.received, after.received),
         (before.executed, after.executed),
@@ -120,6 +137,7 @@ def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> Task
         backpressure=min(held_s / interval_s, 1.0),
         busy_s=busy_s,
         hot_keys=after.hot_keys,
+        interval_s=interval_s,
     )
 
 
