@@ -74,3 +74,44 @@ def test_the_defaults_hold_a_rise_back_that_comes_within_120_s_of_a_scale_down()
     assert _reversals(done, 120.0) == []
     down, up = done[1][0], done[2][0]
     assert 320 <= down <= 330 and up >= down + 120, done
+
+
+# no black-list: the scale up's judging would hold the next one back for 10 minutes itself
+CATCH_UP_POLICY = HealthPolicy(
+    mode=Mode.AUTO, max_parallelism=4, stabilization_s=60, cooldown_s=5, blacklist_s=0
+)
+
+
+def _with_catch_up(policy: HealthPolicy, after: list[float]) -> list[tuple[float, int]]:
+    """80 records/s on 1 task until it is rescaled, then ``after`` (one rate a second): what
+    the sources emit, the switch's backlog drained first."""
+    clock, sim = ManualClock(), Sim(parallelism=1, cost=0.015)
+    hm = HealthManager("t", policy, Store(), clock.monotonic, clock.time)
+    start, rates = sim.at, iter(after)
+    done: list[tuple[float, int]] = []
+    for _ in range(len(after) + 60):
+        rate = next(rates, 80.0) if done else 80.0
+        sample = sim.step(rate, dt=1.0)
+        clock.advance_to(sample.at)
+        for a in hm.tick(sample):
+            assert a.parallelism is not None
+            done.append((sample.at - start, a.parallelism))
+            sim.apply(a)
+            hm.applied(a, sim.revision, None)
+    return done
+
+
+def test_the_catch_up_after_a_scale_up_is_not_read_as_more_demand() -> None:
+    # 2 tasks drain the backlog as fast as they can for 12 s (both 100% busy, the sources
+    # emitting 133 records/s: DS2 reads 3), then keep up with 80: the one scale up stands
+    # (it took 1 -> 2 -> 3 before)
+    done = _with_catch_up(CATCH_UP_POLICY, [140.0] * 12)
+    assert [to for _, to in done] == [2], done
+
+
+def test_a_load_that_keeps_rising_is_scaled_up_again_once_the_window_has_passed() -> None:
+    # 160 records/s after the first scale up, for good: loaded on every tick since, so the
+    # second scale up waits out the 60 s window (DS2: 160 / (67 x 0.7) -> 4)
+    done = _with_catch_up(CATCH_UP_POLICY, [160.0] * 90)
+    assert [to for _, to in done] == [2, 4], done
+    assert 60 <= done[1][0] - done[0][0] <= 62, done
