@@ -18,11 +18,11 @@ Sampled every second per topology: the records written, the records ``counter`` 
 its health report's diagnoses and proposals. Per topology: the scaling actions (when,
 from -> to, when seen applied), whether one reversed the previous within the stabilization
 window, per phase the
-throughput, backpressure time and largest lag (records written not yet processed), per
+throughput, backpressure time and largest lag (records written, not yet committed), per
 rise and fall the actions and when they were seen applied, per rise the time from it to
 resolution (the lag back under ``LAG_OK_S`` seconds of the rise's rate, for good), and
 every record counted once (exactly-once). Results to ``bench/results/health.json``, with
-each topology's trace (per second: t, written, processed, throttled ms, tasks).
+each topology's trace (per second: t, written, processed, committed, throttled ms, tasks).
 """
 
 from __future__ import annotations
