@@ -2,7 +2,7 @@
 
 The tasks' counters come from ``common/control/_views.metrics`` ("tasks": {id: {"component",
 "executed", "emitted", "received", "busy_ns", "backpressure_ms", "in_queue_frames",
-"hot_key:<key>", ...}}); the components from the running revision's whole topology (its
+"uptime_ns", "hot_key:<key>", ...}}); the components from the running revision's whole topology (its
 parallelism, its inputs with their grouping kinds, spouts as sources, and those placed on
 the agents marked ``edge``). A task that has not reported at all yet (no ``executed``: one a
 rescale just started) is left out: read as zeros, it showed as an idle sibling beside the
@@ -147,6 +147,7 @@ def task_samples(view: Mapping[str, Any]) -> dict[int, TaskSample]:
             busy_ns=_number(values, "busy_ns"),
             backpressure_ms=_number(values, "backpressure_ms"),
             in_queue_frames=_number(values, "in_queue_frames"),
+            uptime_ns=_number(values, "uptime_ns"),
             hot_keys=tuple(hot),
         )
     return out

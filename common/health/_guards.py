@@ -9,6 +9,8 @@
 - stabilization: a scale down needs its diagnosis seen on every tick for
   ``stabilization_s``, and as long since the component's last rescale; no rescale
   reverses the component's previous one within ``stabilization_s`` of it (no oscillation);
+  a scale up within ``stabilization_s`` of the previous one needs the component to have
+  caught up in between (the drain of the switch's backlog read as demand overshot by a task);
 - black-list (Dhalion): once an action's cooldown has passed, if the diagnosis it resolved
   is still there, the action did not help: its kind is black-listed on that component for
   ``blacklist_s``. Reports are never black-listed, nor a rescale that the bounds or the
@@ -92,6 +94,8 @@ class Guards:
         direction = 1 if wanted > current else -1
         if direction < 0 and not self._stable(action, now, policy):
             return None
+        if direction > 0 and self._catching_up(action, now, policy):
+            return None
         if self._reverses(action.component, direction, now, policy):
             return None
         return Action(
@@ -114,10 +118,12 @@ class Guards:
         self._taken.append(_Taken(action.kind, action.component, kind, now, direction, partial))
 
     def failed(self, action: Action) -> None:
-        """A failed action is not judged (its cooldown still holds)."""
+        """A failed action is not judged (its cooldown still holds), and moved nothing: a
+        rescale that failed or was rolled back is no step up or down for the guards that
+        follow the last one (catching up, reversing)."""
         for t in self._taken:
             if (t.kind, t.component) == action.key():
-                t.judged = True
+                t.judged, t.direction = True, 0
 
     def bans(self, now: float) -> list[Ban]:
         return sorted(
@@ -146,6 +152,24 @@ class Guards:
         ]
         since = max([since, *last]) if since is not None else None  # a fresh window after each
         return since is not None and now - since >= policy.stabilization_s
+
+    def _catching_up(self, action: Action, now: float, policy: HealthPolicy) -> bool:
+        """After a scale up, the component drains the backlog of the switch (and of the
+        deficit before it) at its new rate, and its sources emit faster than their input:
+        DS2 reads that as demand (one task too many, in a run). A further scale up within
+        ``stabilization_s`` needs the component to have caught up in between (its diagnosis
+        absent on one tick at least since that scale up); seen on every tick since, it waits
+        out the window."""
+        kind = action.diagnosis.kind if action.diagnosis is not None else ""
+        since = self._since.get((kind, action.component))
+        ups = [
+            t.at
+            for t in self._taken
+            if t.component == action.component and t.kind == "rescale" and t.direction > 0
+        ]
+        if not ups or since is None or now - max(ups) >= policy.stabilization_s:
+            return False
+        return since <= max(ups)
 
     def _reverses(self, component: str, direction: int, now: float, policy: HealthPolicy) -> bool:
         last = [t for t in self._taken if t.component == component and t.kind == "rescale"]

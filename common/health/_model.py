@@ -36,6 +36,7 @@ class TaskSample:
     in_queue_frames: float = 0.0  # a gauge: frames waiting at its input now
     hot_keys: tuple[tuple[str, float], ...] = ()  # (key, share of the task's sampled input)
     at: float | None = None  # when these were read, if not at the sample's time (an agent's)
+    uptime_ns: float = 0.0  # the task's own clock, read with its counters (0: not reported)
 
 
 @dataclass(frozen=True)

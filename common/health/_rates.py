@@ -12,6 +12,13 @@ frame's records and busy time when the whole frame is done and reports between f
 a long frame (hundreds of records replayed after a rollback on a slow host: 14 s, seen with
 real daemons), a stopped or a hung process reads as an idle task. Such a task is *silent*:
 its rates are not known for that interval (``TaskRates.silent``).
+
+A task's interval is read on its own clock (``uptime_ns``, reported with its counters) where
+both samples have it: a sample reads each task's last report, which arrived 0 to 2 s before
+(a task reports every second, its stream manager forwards every second, unsynchronised), so
+over 5 s of the sampler's time a task's counters moved by 3 to 7 s worth; that aliasing read
+a steady load as 80 +- 16 records/s and made DS2 overshoot by a task. Without it (an older
+task), the interval between the samples is used.
 """
 
 from __future__ import annotations
@@ -117,12 +124,23 @@ class ComponentRates:
 
 
 def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> TaskRates | None:
-    """The rates between two readings of one task (over ``interval_s``, unless both were read
-    at times of their own); None if they cannot be compared."""
+    """The rates between two readings of one task; None if they cannot be compared.
+
+    ``interval_s`` is the time between the samples, unless both readings were taken at times
+    of their own (an agent's reports: ``at``); the task's own clock's, where both readings
+    have it, replaces it. A task whose clock did not move sent no report in between: it is
+    silent, with no rates known."""
     if before.at is not None and after.at is not None:
         interval_s = after.at - before.at
     if interval_s <= 0 or before.component != after.component:
         return None
+    silent = after.busy_ns == before.busy_ns
+    if before.uptime_ns > 0 and after.uptime_ns > 0:
+        own_s = (after.uptime_ns - before.uptime_ns) / _NS
+        if own_s < 0:
+            return None  # a clock that went back: a restart
+        silent = own_s == 0
+        interval_s = own_s or interval_s
     pairs = (
         (before.received, after.received),
         (before.executed, after.executed),
@@ -145,7 +163,7 @@ def task_rates(before: TaskSample, after: TaskSample, interval_s: float) -> Task
         busy_s=busy_s,
         interval_s=interval_s,
         hot_keys=after.hot_keys,
-        silent=after.busy_ns == before.busy_ns,
+        silent=silent,
     )
 
 

@@ -4,7 +4,10 @@ The stmgr keeps the last report per task (``_stmgr_metrics.TaskMetrics``):
 counters are cumulative for the process's life, gauges are the moment's.
 ``busy_ns`` is the time spent processing (the executor loops' timed work, less
 the time an emit waited for room: backpressure), ``received`` the tuples
-delivered, ``hot_keys`` the top keys of a fields-grouped input's sample over
+delivered, ``uptime_ns`` the time since the counters started, read with them: the
+interval between two reports by the task's own clock (the health manager's rates divide
+by it, not by the time between two readings of reports that arrive a second apart,
+unsynchronised), ``hot_keys`` the top keys of a fields-grouped input's sample over
 the interval with their shares (``_hot_keys``).
 The frame goes on the gateway's own small queue, so a full outbox never
 holds it back.
@@ -12,6 +15,7 @@ holds it back.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from ..wire import Kind, encode, encode_frame
@@ -60,6 +64,7 @@ def report_metrics(inst: Reporting) -> None:
         "executed": c.executed,
         "received": c.received,
         "busy_ns": c.busy_reported,
+        "uptime_ns": time.monotonic_ns() - c.started_ns,
         "acked": c.acked,
         "failed": c.failed,
         "pending": len(inst.outputs.pending),

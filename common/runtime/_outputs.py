@@ -40,6 +40,7 @@ class TaskCounters:
     hot: HotKeys = field(default_factory=HotKeys)
     stream_emits: dict[str, int] = field(default_factory=dict)
     user_counters: dict[str, int] = field(default_factory=dict)
+    started_ns: int = field(default_factory=time.monotonic_ns)  # the counters' clock's zero
 
 
 class Outputs:

@@ -35,6 +35,7 @@ CUMULATIVE = (
     "record_retries",
     "busy_ns",
     "received",
+    "uptime_ns",  # a clock: a restarted task's goes on from the dead incarnation's
 )
 GAUGES = (
     "pending",

@@ -150,3 +150,33 @@ def test_an_edge_component_on_two_agents_needs_its_share_of_the_demand_on_each()
     # 100 records/s in all, 50 on each agent, 50 a task: 2 tasks each keep up at 70 %
     assert targets(comps, measured, 0.7) == {"src": 1, "work": 2}
     assert targets(comps, measured, 0.7, {"src": 150.0}) == {"src": 1, "work": 3}
+
+
+def clocked(t: int, c: str, n: float, busy_s: float, uptime_s: float) -> TaskSample:
+    return TaskSample(
+        t, c, executed=n, emitted=n, received=n, busy_ns=busy_s * 1e9, uptime_ns=uptime_s * 1e9
+    )
+
+
+def test_a_tasks_rates_are_over_its_own_clock_not_the_samplers() -> None:
+    # sampled 5 s apart, but the reports read were 6 s apart by the tasks' clocks (one read
+    # 2 s old, the next fresh): 60/s over 6 s, not 72/s over 5 s; the source alike
+    before = sample(0.0, [clocked(1, "src", 0, 0.1, 10.0), clocked(2, "split", 0, 0, 10.0)])
+    after = sample(5.0, [clocked(1, "src", 360, 0.3, 16.0), clocked(2, "split", 360, 4.5, 16.0)])
+    r = rates(before, after)
+    [t] = r["split"].tasks
+    assert (t.interval_s, t.processed, t.busy) == (6.0, 60.0, 0.75)
+    assert t.true_processing == 80.0 and r["split"].true_processing == 80.0
+    assert r["src"].emitted == 60.0
+    # demand 60 over 80 per busy second at 0.4: 2 tasks (72/s over the samples' 5 s: 3)
+    assert targets(COMPONENTS, r, 0.4)["split"] == 2
+
+
+def test_without_a_tasks_clock_the_samples_interval_is_used_and_no_report_is_silent() -> None:
+    before = sample(0.0, [clocked(2, "split", 0, 0, 0.0)])
+    after = sample(5.0, [clocked(2, "split", 100, 1, 0.0)])
+    [t] = rates(before, after)["split"].tasks
+    assert (t.interval_s, t.processed) == (5.0, 20.0)
+    stale = sample(5.0, [clocked(2, "split", 0, 0, 10.0)])  # the same report read twice
+    [t] = rates(sample(0.0, [clocked(2, "split", 0, 0, 10.0)]), stale)["split"].tasks
+    assert t.silent  # no report in between: no rates known, its component not diagnosed

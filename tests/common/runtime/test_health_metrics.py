@@ -122,6 +122,7 @@ def test_a_bolt_is_busy_while_it_processes_and_not_while_it_waits(sock: socket.s
     assert after - busy < 0.2e9  # a second of waiting for input adds (next to) nothing
     m = _reported(inst)
     assert m["busy_ns"] == inst.counts.busy_ns and m["received"] == 5
+    assert 0 < m["uptime_ns"] <= time.monotonic_ns() - inst.counts.started_ns  # read with them
 
 
 def test_a_spout_is_busy_in_next_tuple_and_not_while_it_sleeps(sock: socket.socket) -> None:
@@ -205,12 +206,21 @@ def test_top_k_is_exact_for_few_keys_and_space_saving_beyond() -> None:
 
 def test_the_stmgr_folds_busy_time_and_received_across_a_restart() -> None:
     tm = TaskMetrics()
-    tm.report({"task": 4, "busy_ns": 700, "received": 10, "hot_keys": {"a": 0.75, "b": 0.25}})
+    tm.report(
+        {
+            "task": 4,
+            "busy_ns": 700,
+            "received": 10,
+            "uptime_ns": 9000,
+            "hot_keys": {"a": 0.75, "b": 0.25},
+        }
+    )
     first = {name: v for _, name, v in tm.task_metrics(4, True)}
-    assert (first["busy_ns"], first["received"]) == (700.0, 10.0)
+    assert (first["busy_ns"], first["received"], first["uptime_ns"]) == (700.0, 10.0, 9000.0)
     assert (first["hot_key:a"], first["hot_key:b"]) == (0.75, 0.25)
     tm.fold(4)  # the instance went away; its successor starts from zero
-    tm.report({"task": 4, "busy_ns": 50, "received": 2, "hot_keys": {"c": 1.0}})
+    tm.report({"task": 4, "busy_ns": 50, "received": 2, "uptime_ns": 100, "hot_keys": {"c": 1.0}})
     after = {name: v for _, name, v in tm.task_metrics(4, True)}
     assert (after["busy_ns"], after["received"]) == (750.0, 12.0)
+    assert after["uptime_ns"] == 9100.0  # the task's clock goes on: rates over it never jump
     assert after["hot_key:c"] == 1.0 and "hot_key:a" not in after  # the last interval's alone
