@@ -150,6 +150,8 @@ class TakenAction:
             "outcome": self.outcome,
             "rates_before": self.before,
             "rates_after": self.after,
+            # its after is still to come (not read back: a restart decides it again)
+            "measuring": self.watched and self.outcome in (PENDING, "applied"),
         }
 
     @classmethod

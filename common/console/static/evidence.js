@@ -81,8 +81,8 @@ export function beforeAfter(t) {
   const outcome = t.outcome || "";
   let after = rates(t.rates_after);
   if (!t.rates_after) {
-    if (outcome === "pending") after = "once applied";
-    else if (outcome === "applied") after = t.rates_before ? "measuring" : "not measured";
+    if (outcome === "pending") after = t.measuring ? "once applied" : "–";
+    else if (outcome === "applied") after = t.measuring ? "measuring" : "not measured";
     else after = "–";
   }
   return `${rates(t.rates_before)} → ${after}`;

@@ -35,11 +35,13 @@ def test_a_rescale_records_the_rates_before_it_and_a_window_after_it_was_applied
     sim.apply(action)
     _ticks(sim, hm, clock, 1)  # the new revision's first sample: the window begins there
     assert hm.report().taken[0].after is None
+    assert hm.report().to_json()["taken"][0]["measuring"] is True
     _ticks(sim, hm, clock, 1)
     [taken] = hm.report().taken
     assert taken.after == KEPT_UP and taken.before == HELD
     shown = json.loads(json.dumps(hm.report().to_json()))["taken"][0]
     assert (shown["rates_before"], shown["rates_after"]) == (HELD, KEPT_UP)
+    assert shown["measuring"] is False
     _ticks(sim, hm, clock, 3)
     assert hm.report().taken[0].after == KEPT_UP  # measured once
 
@@ -53,7 +55,7 @@ def test_an_action_rolled_back_has_no_after() -> None:
     _ticks(sim, hm, clock, 3)
     [taken] = hm.report().taken
     assert taken.outcome.startswith("rolled back") and taken.before == HELD
-    assert taken.after is None
+    assert taken.after is None and hm.report().to_json()["taken"][0]["measuring"] is False
 
 
 def test_a_restarted_manager_measures_the_after_of_what_it_finds_pending_only(
@@ -79,6 +81,7 @@ def test_a_restarted_manager_measures_the_after_of_what_it_finds_pending_only(
     _ticks(sim, third, clock, 3)
     assert third.report().taken[0].outcome == "applied"
     assert third.report().taken[0].after is None
+    assert third.report().to_json()["taken"][0]["measuring"] is False  # the console: not measured
 
 
 def test_a_proposed_action_shows_its_component_s_rates_now() -> None:
