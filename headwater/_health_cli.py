@@ -112,6 +112,19 @@ def _hot_keys(keys: Any) -> str:
     return ", ".join(out)
 
 
+def _rates(f: Any) -> str:
+    """A component's rates over one window (an action's ``rates_before``, ``rates_after``)."""
+    if not isinstance(f, dict):
+        return "-"
+    try:
+        return (
+            f"in {f['arrival']:.1f}/s, processed {f['processed']:.1f}/s, busy {f['busy']:.0%}"
+            f" (busiest {f['busy_max']:.0%})"
+        )
+    except (KeyError, TypeError, ValueError):
+        return str(f)
+
+
 def _when(at: Any) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at)) if isinstance(at, int | float) else "-"
 
@@ -142,6 +155,9 @@ def describe(report: dict[str, Any]) -> str:
         outcome = t.get("outcome") or ""
         rev = f" (revision {t['revision']})" if t.get("revision") is not None else ""
         lines.append(f"  {_when(t.get('at'))}  {_action(action)}{rev} {outcome}".rstrip())
+        if t.get("rates_before") or t.get("rates_after"):
+            before, after = _rates(t.get("rates_before")), _rates(t.get("rates_after"))
+            lines.append(f"      rates {before} -> {after}")
     blacklisted = report.get("blacklisted") or []
     lines.append("black-listed:" if blacklisted else "black-listed: none")
     for b in blacklisted:

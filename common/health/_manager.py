@@ -15,6 +15,12 @@ pending action whose revision was never heard of (the master stopped between rec
 and hearing back) is found in that history by its reason; one that is not there was never
 applied: it fails, and nothing is pending for ever. An action that failed or was rolled
 back is not judged (not black-listed), and its cooldown holds.
+
+Each action taken records its component's rates over the window it was decided on
+(``before``) and, once it is applied, over the first whole window that begins after the
+first sample taken since (``after``: a rescale's new tasks, a restarted task, are measured
+from their start, never across it). A manager restarted meanwhile measures the ``after``
+of an action it finds pending, not of one it finds settled (too late to tell).
 """
 
 from __future__ import annotations
@@ -29,7 +35,15 @@ from ._ds2 import targets
 from ._guards import Guards
 from ._model import Action, Diagnosis, HealthPolicy, IngestBacklog, Mode, RevisionOutcome, Sample
 from ._rates import ComponentRates, rates
-from ._records import PENDING, Blacklisted, HealthReport, StateStore, TakenAction
+from ._records import (
+    PENDING,
+    Blacklisted,
+    Figures,
+    HealthReport,
+    StateStore,
+    TakenAction,
+    rate_figures,
+)
 
 HISTORY = 50  # the taken actions a report keeps
 RATE_WINDOW_S = 5.0
@@ -97,6 +111,7 @@ class HealthManager:
         self._diagnoses: list[Diagnosis] = []
         self._proposed: list[Action] = []
         self._taken: list[TakenAction] = []
+        self._rates: dict[str, Figures] = {}  # each component's, over the last tick's window
         self._guards = Guards()
         self._load()
 
@@ -112,10 +127,14 @@ class HealthManager:
         if sample.topology != self.topology:
             return []
         previous = self._base(sample)
+        self._mark_applied(sample)
         if self.policy.mode is Mode.OFF or previous is None:
             return []
         now = self._clock()
         measured = rates(previous, sample)
+        figures = {n: f for n, r in measured.items() if (f := rate_figures(r)) is not None}
+        self._rates = figures
+        self._measure_after(previous, figures)
         ingest = ingest_backlog(previous, sample)
         utilization = self.policy.target_utilization
         wanted = targets(
@@ -139,10 +158,33 @@ class HealthManager:
         self._proposed = []
         for a in actions:
             self._guards.record(a, sample.components[a.component].parallelism, now)
-            self._taken.append(TakenAction(a, self._wall()))
+            before = figures.get(a.component)
+            self._taken.append(TakenAction(a, self._wall(), before=before, watched=True))
         self._taken = self._taken[-HISTORY:]
         self._save()  # pending before returned: a restart never repeats them
         return actions
+
+    def _mark_applied(self, sample: Sample) -> None:
+        """An action applied since the previous tick has its ``after`` window begin at
+        ``sample``; one that failed or was rolled back has none."""
+        for i, t in enumerate(self._taken):
+            if t.watched and t.outcome not in (PENDING, "applied"):
+                self._taken[i] = dataclasses.replace(t, watched=False)
+            elif t.watched and t.outcome == "applied" and t.after_from is None:
+                self._taken[i] = dataclasses.replace(t, after_from=sample.at)
+
+    def _measure_after(self, previous: Sample, figures: dict[str, Figures]) -> None:
+        """The ``after`` of each applied action whose window began at or before ``previous``."""
+        changed = False
+        for i, t in enumerate(self._taken):
+            if t.after_from is None or not t.watched or previous.at < t.after_from:
+                continue
+            after = figures.get(t.action.component)
+            if after is not None:
+                self._taken[i] = dataclasses.replace(t, after=after, watched=False)
+                changed = True
+        if changed:
+            self._save()
 
     def _base(self, sample: Sample) -> Sample | None:
         """The newest sample of the same revision at least ``RATE_WINDOW_S`` before ``sample``
@@ -219,6 +261,7 @@ class HealthManager:
             list(self._proposed),
             list(self._taken),
             bans,
+            dict(self._rates) if self.policy.mode is not Mode.OFF else {},
         )
 
     def _save(self) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ._model import Action, Diagnosis, Mode
+from ._rates import ComponentRates
 
 log = logging.getLogger("headwater.health")
 PENDING = "pending"
@@ -102,16 +103,44 @@ def action_from_json(a: dict[str, Any]) -> Action:
     )
 
 
+Figures = dict[str, float]
+
+
+def rate_figures(r: ComponentRates | None) -> Figures | None:
+    """A component's rates over one window, as an action's ``before`` and ``after`` record
+    them: records/s arriving and processed (all its tasks), its tasks' mean busy share and
+    the busiest one's; None where it was not measured (or a task of it was silent)."""
+    if r is None or not r.tasks or not r.complete:
+        return None
+    return {
+        "arrival": round(r.arrival, 3),
+        "processed": round(r.processed, 3),
+        "busy": round(r.busy, 3),
+        "busy_max": round(r.busy_max, 3),
+    }
+
+
+def _figures(v: Any) -> Figures | None:
+    return {str(k): float(x) for k, x in v.items()} if isinstance(v, dict) else None
+
+
 @dataclass(frozen=True)
 class TakenAction:
     """An action the manager returned: when (wall time, s), the revision its edit made, and
     what became of it: "pending" (not applied yet: its edit is being made or its revision
-    applied), "applied", "rolled back: <why>" or "failed: <why>"."""
+    applied), "applied", "rolled back: <why>" or "failed: <why>"; its component's rates when
+    it was taken (``before``) and over a window begun once it was applied (``after``)."""
 
     action: Action
     at: float
     revision: int | None = None
     outcome: str = PENDING
+    before: Figures | None = None
+    after: Figures | None = None
+    # not kept: the sample time its ``after`` window may begin at (None: not known yet), and
+    # whether its ``after`` is still to be measured (an action taken by this manager)
+    after_from: float | None = dataclasses.field(default=None, compare=False)
+    watched: bool = dataclasses.field(default=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,16 +148,26 @@ class TakenAction:
             "at": self.at,
             "revision": self.revision,
             "outcome": self.outcome,
+            "rates_before": self.before,
+            "rates_after": self.after,
+            # its after is still to come (not read back: a restart decides it again)
+            "measuring": self.watched and self.outcome in (PENDING, "applied"),
         }
 
     @classmethod
     def from_json(cls, t: dict[str, Any]) -> TakenAction:
         rev = t.get("revision")
+        outcome = str(t["outcome"])
+        before = _figures(t.get("rates_before"))
         return cls(
             action_from_json(t["action"]),
             float(t["at"]),
             int(rev) if rev is not None else None,
-            str(t["outcome"]),
+            outcome,
+            before,
+            _figures(t.get("rates_after")),
+            # one pending settles in this manager: its after is measured then
+            watched=outcome == PENDING and before is not None,
         )
 
 
@@ -150,14 +189,18 @@ class HealthReport:
     proposed: list[Action]
     taken: list[TakenAction]
     blacklisted: list[Blacklisted]
+    rates: dict[str, Figures] = dataclasses.field(default_factory=dict)  # at the last tick
 
     def to_json(self) -> dict[str, Any]:
-        """What the REST API and the CLI show."""
+        """What the REST API and the CLI show (a proposed action with its component's rates
+        now, as ``rates``; a taken one with ``rates_before`` and ``rates_after``)."""
         return {
             "topology": self.topology,
             "mode": self.mode.value,
             "diagnoses": [diagnosis_to_json(d) for d in self.diagnoses],
-            "proposed": [action_to_json(a) for a in self.proposed],
+            "proposed": [
+                {**action_to_json(a), "rates": self.rates.get(a.component)} for a in self.proposed
+            ],
             "taken": [t.to_json() for t in self.taken],
             "blacklisted": [dataclasses.asdict(b) for b in self.blacklisted],
         }

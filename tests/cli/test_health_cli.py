@@ -72,11 +72,25 @@ def test_a_report_prints_its_diagnoses_evidence_and_actions() -> None:
                 "at": 0,
                 "revision": None,
                 "outcome": "done",
-            }
+            },
+            {
+                "action": {
+                    "kind": "rescale",
+                    "component": "count",
+                    "parallelism": 4,
+                    "reason": "r",
+                },
+                "at": 0,
+                "revision": 2,
+                "outcome": "applied",
+                "rates_before": {"arrival": 200, "processed": 200, "busy": 1.0, "busy_max": 1.0},
+                "rates_after": None,
+            },
         ],
         "blacklisted": [],
     }
     text = describe(report)
+    assert "      rates in 200.0/s, processed 200.0/s, busy 100% (busiest 100%) -> -" in text
     assert text.splitlines()[0] == "topology t: mode recommend"
     assert "  under-provisioned count: count is 95% busy" in text
     assert "      utilization = 0.95" in text

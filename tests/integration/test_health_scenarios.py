@@ -15,7 +15,9 @@ tasks (once 1 -> 3, under a load average of 18: the demand read over the manager
 is 80 +- 16 records/s), seen applied 7 to 23 s after the step (BOUND_S allows 45); the
 counter at 37-42 records/s before the step and 78-85 after; the spout never held back (the
 manager acted before the small queues filled); every record counted once. The test prints
-its trace and a ``LOAD STEP`` summary (``-s``).
+its trace and a ``LOAD STEP`` summary (``-s``). The report's rates of the rescale (one run,
+load average 10): before 61 records/s processed, busy 94%; after (the 2 tasks' first 5 s)
+135 records/s, busy 84%, catching up on the queued records.
 """
 
 from __future__ import annotations
@@ -173,6 +175,7 @@ def test_a_load_step_is_resolved_by_at_most_two_rescales(daemons: Daemons, tmp_p
             (t["action"]["kind"], t["action"]["parallelism"], t["action"]["reason"])
             for t in report["taken"]
         ],
+        "rates": [(t["rates_before"], t["rates_after"]) for t in report["taken"]],
     }
     print("LOAD STEP", json.dumps(summary))
 
@@ -185,6 +188,10 @@ def test_a_load_step_is_resolved_by_at_most_two_rescales(daemons: Daemons, tmp_p
     assert [t["revision"] for t in taken] == [r["revision"] for r in ours], report["taken"]
     assert all(t["outcome"] == "applied" for t in taken), report["taken"]
     assert taken[-1]["action"]["parallelism"] >= 2
+    # each with counter's rates when it was taken and a window after it was applied (30 s
+    # ago at least): the first rescale let it process more
+    assert all(t["rates_before"] and t["rates_after"] for t in taken), summary
+    assert taken[0]["rates_after"]["processed"] > taken[0]["rates_before"]["processed"], summary
     # then neither the spout nor the counter is held back, and the counter keeps up with 2 RATE
     assert held_ms < 0.05 * SETTLED_S * 1000, summary
     assert after >= 0.9 * 2 * RATE, summary

@@ -1,7 +1,9 @@
 // The DAG of one topology as SVG: left to right by longest-path layers, the edge side in a
 // band of its own above the cloud side, one lane per agent (or one "×N agents" lane when
-// there are many), uplink edges between the sides. Built with createElementNS and
-// textContent only (never markup): names come from user code.
+// there are many), uplink edges between the sides. A component its health manager diagnoses
+// is marked: a class per kind on its box (`diagnosed skew`), the kind written above the box
+// and the reason as its tooltip (<title>). Built with createElementNS and textContent only
+// (never markup): names come from user code.
 
 const NS = "http://www.w3.org/2000/svg";
 const BOX_W = 190;
@@ -52,8 +54,9 @@ function pressure(bp) {
 }
 
 // `topo`: the snapshot's topology detail; `rates`: {cloud: {C: {in, out, bp}},
-// edge: {AGENT: {C: {in, out}}}}; `onSelect(name)` on a click. Answers the <svg>.
-export function renderDag(topo, rates, onSelect, selected) {
+// edge: {AGENT: {C: {in, out}}}}; `onSelect(name)` on a click; `diagnosed`: a Map of
+// component -> its health diagnosis ({kind, reason, tasks}), if any. Answers the <svg>.
+export function renderDag(topo, rates, onSelect, selected, diagnosed = new Map()) {
   const layer = layers(topo.components);
   const edgeComps = topo.components.filter((c) => c.side === "edge");
   const cloudComps = topo.components.filter((c) => c.side === "cloud");
@@ -177,7 +180,10 @@ export function renderDag(topo, rates, onSelect, selected) {
   lanes.forEach((lane, li) => {
     for (const c of lane.comps) {
       const p = pos.get(`${li}:${c.name}`);
-      boxes.appendChild(box(topo, c, lane, p, rates, onSelect, selected));
+      const g = box(topo, c, lane, p, rates, onSelect, selected);
+      const d = diagnosed.get(c.name);
+      if (d) mark(g, d);
+      boxes.appendChild(g);
     }
   });
   return root;
@@ -233,4 +239,13 @@ function box(topo, c, lane, p, rates, onSelect, selected) {
     if (e.key === "Enter") onSelect(c.name);
   });
   return g;
+}
+
+// a diagnosed component's box: its kind above it, the reason as its tooltip
+function mark(g, d) {
+  g.setAttribute("class", `${g.getAttribute("class")} diagnosed ${d.kind}`);
+  g.setAttribute("data-diagnosis", d.kind);
+  const tasks = (d.tasks || []).length ? ` (task ${d.tasks.join(", ")})` : "";
+  g.insertBefore(svg("title", {}, `${d.kind}${tasks}: ${d.reason || ""}`), g.firstChild);
+  g.appendChild(svg("text", { x: 2, y: -5, class: "diagnosis-label" }, `⚠ ${d.kind}${tasks}`));
 }

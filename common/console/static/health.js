@@ -1,10 +1,12 @@
 // The topology page's health panel: its health manager's report (GET .../health), fetched
 // every few seconds, never in the per-second stream: mode, diagnoses with their evidence,
-// the actions proposed (recommend) or taken, with the parallelism before and after, and
-// what is black-listed. Text only (reasons name components, which come from user code).
+// the actions proposed (recommend) or taken, with the parallelism and the component's rates
+// before and after, and what is black-listed. `diagnosed()` gives the DAG the current
+// diagnoses by component. Text only (reasons name components, which come from user code).
 
 import { call } from "./api.js";
 import { el, table } from "./dom.js";
+import { beforeAfter, evidence, rates } from "./evidence.js";
 
 export const EVERY_MS = 5000;
 
@@ -12,6 +14,7 @@ export function healthPanel(topology) {
   const node = el("section", { class: "detail health", id: "health" });
   let fetched = 0;
   let current = null; // the newest snapshot's topology: the parallelism running now
+  let diagnosed = new Map(); // component -> its diagnosis in the newest report
 
   async function load() {
     fetched = Date.now();
@@ -19,13 +22,16 @@ export function healthPanel(topology) {
     if (!res.ok) {
       const why = (res.data && res.data.error) || `the master answered ${res.status}`;
       node.replaceChildren(el("h2", {}, "Health"), el("p", { class: "error" }, why));
+      diagnosed = new Map();
       return;
     }
+    diagnosed = new Map((res.data.diagnoses || []).map((d) => [d.component, d]));
     node.replaceChildren(...render(res.data, current));
   }
 
   return {
     node,
+    diagnosed: () => diagnosed,
     update(t) {
       current = t;
       if (Date.now() - fetched >= EVERY_MS) load();
@@ -39,6 +45,7 @@ function running(t, component) {
 }
 
 function actionRow(a, before, extra) {
+  before = before ?? ((a.diagnosis || {}).evidence || {}).parallelism;
   const after = a.parallelism ?? null;
   const change =
     after === null ? (a.tasks || []).map((x) => `task ${x}`).join(", ") : `${before ?? "?"} → ${after}`;
@@ -58,22 +65,33 @@ function render(r, t) {
   const diagnoses = r.diagnoses || [];
   out.push(el("h3", {}, `Diagnoses (${diagnoses.length})`));
   for (const d of diagnoses) {
-    const evidence = Object.entries(d.evidence || {}).map(([k, v]) => `${k} ${JSON.stringify(v)}`);
+    const figures = evidence(d.kind, d.evidence || {});
     out.push(
       el(
-        "p",
-        { class: "diagnosis", "data-kind": d.kind },
-        el("b", {}, `${d.kind} ${d.component}: `),
-        d.reason || "",
-        evidence.length ? el("span", { class: "evidence" }, ` (${evidence.join(", ")})`) : null,
+        "div",
+        { class: "diagnosis", "data-kind": d.kind, "data-component": d.component },
+        el("p", {}, el("b", {}, `${d.kind} ${d.component}: `), d.reason || ""),
+        figures.length
+          ? el(
+              "ul",
+              { class: "evidence" },
+              ...figures.map(([k, v]) => el("li", { "data-figure": k }, `${k}: ${v}`)),
+            )
+          : null,
       ),
     );
   }
   const proposed = r.proposed || [];
   if (proposed.length) {
-    const rows = proposed.map((a) => actionRow(a, running(t, a.component), []));
+    const rows = proposed.map((a) =>
+      actionRow(a, running(t, a.component), [el("td", { class: "rates" }, rates(a.rates))]),
+    );
     out.push(el("h3", {}, "Proposed (not applied)"));
-    out.push(table(["action", "component", "parallelism", "why"], rows, { id: "health-proposed" }));
+    out.push(
+      table(["action", "component", "parallelism", "why", "rates now"], rows, {
+        id: "health-proposed",
+      }),
+    );
   }
   const taken = r.taken || [];
   out.push(el("h3", {}, `Actions taken (${taken.length})`));
@@ -84,14 +102,12 @@ function render(r, t) {
       .map((x) =>
         actionRow(x.action || {}, (x.action || {}).before, [
           el("td", {}, x.revision == null ? "–" : String(x.revision)),
-          el("td", {}, x.outcome || ""),
+          el("td", { class: "outcome" }, x.outcome || ""),
+          el("td", { class: "rates" }, beforeAfter(x)),
         ]),
       );
-    out.push(
-      table(["action", "component", "parallelism", "why", "revision", "outcome"], rows, {
-        id: "health-taken",
-      }),
-    );
+    const head = ["action", "component", "parallelism", "why", "revision", "outcome"];
+    out.push(table([...head, "rates before → after"], rows, { id: "health-taken" }));
   }
   for (const b of r.blacklisted || []) {
     const until = new Date(b.until * 1000).toLocaleTimeString();

@@ -93,7 +93,8 @@ export function topology(root, ctx, name) {
           ...(t.status.reasons || []).map((r) => el("span", { class: "warn" }, r)),
         ),
       );
-      dag.replaceChildren(renderDag(t, rates, select, selected));
+      const diagnosed = health ? health.diagnosed() : undefined;
+      dag.replaceChildren(renderDag(t, rates, select, selected, diagnosed));
       detail.replaceChildren(...(selected ? componentDetail(t, selected) : []));
       if (health) health.update(t);
       if (edit) edit.update(t);
