@@ -1,7 +1,7 @@
 """Detectors and diagnoses (Dhalion's first two steps), and what resolves each diagnosis.
 
 Symptoms are read from one interval's rates: a component is *loaded* when its tasks are
-busy nearly all the time or one of them holds its sources back. A component with a silent
+busy nearly all the time or one of them has its output blocked. A component with a silent
 task (no report in the interval: in a long frame, stopped or hung; ``_rates.py``) is not
 diagnosed in that interval: read as idle, that task made a component held back by it look
 over-provisioned, and its siblings skewed. The diagnoses, the first that fits a component
@@ -136,7 +136,7 @@ def _edge(
     if info.cap is not None:
         figures["cap"] = info.cap
         room = f" (its agents have room for {info.cap})" if info.cap < target else ""
-    behind = f"busy {r.busy:.0%}, holding back {r.backpressure:.0%}"
+    behind = f"busy {r.busy:.0%}, output blocked {r.backpressure:.0%}"
     if ingest is not None:
         figures["backlog"] = round(ingest.records)
         figures["backlog_growth"] = round(ingest.growth, 3)
@@ -171,7 +171,7 @@ def _provisioning(
         return Diagnosis(
             UNDER,
             info.name,
-            f"busy {r.busy:.0%}, holding back {r.backpressure:.0%}: "
+            f"busy {r.busy:.0%}, output blocked {r.backpressure:.0%}: "
             f"{target} tasks keep up at {utilization:.0%} utilization",
             figures,
         )

@@ -32,7 +32,7 @@ class TaskSample:
     emitted: float = 0.0
     received: float = 0.0  # tuples delivered to its input queue
     busy_ns: float = 0.0  # time processing: not waiting for input nor for backpressure
-    backpressure_ms: float = 0.0  # time its stream manager held its sources back for it
+    backpressure_ms: float = 0.0  # time its own output was blocked (its outbox full)
     in_queue_frames: float = 0.0  # a gauge: frames waiting at its input now
     hot_keys: tuple[tuple[str, float], ...] = ()  # (key, share of the task's sampled input)
     at: float | None = None  # when these were read, if not at the sample's time (an agent's)

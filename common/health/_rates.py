@@ -42,7 +42,7 @@ class TaskRates:
     processed: float  # tuples executed per second
     emitted: float  # tuples emitted per second
     busy: float  # share of the interval spent processing
-    backpressure: float  # share of the interval its sources were held back for it
+    backpressure: float  # share of the interval its own output was blocked
     busy_s: float  # seconds of busy time in the interval
     interval_s: float  # the interval it was measured over
     hot_keys: tuple[tuple[str, float], ...] = ()
@@ -95,7 +95,7 @@ class ComponentRates:
 
     @property
     def backpressure(self) -> float:
-        """The largest share of the interval one of its tasks held its sources back."""
+        """The largest share of the interval one of its tasks had its output blocked."""
         return max((t.backpressure for t in self.tasks), default=0.0)
 
     @property
