@@ -82,6 +82,7 @@ def master(tmp_path: Path) -> Iterator[dict[str, Any]]:
             [
                 *(sys.executable, "-m", "headwater", "master", "--no-advertise"),
                 *("--port", str(free_port()), "--http-port", str(free_port())),
+                *("--join-port", str(free_port())),  # not the default: tests run side by side
                 *("--state-dir", str(tmp_path / "state"), "--ready-file", str(ready)),
             ],
             stdout=out,

@@ -301,6 +301,7 @@ def _master(tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], dict[str, 
             [
                 *(sys.executable, "-m", "headwater", "master", "--no-advertise"),
                 *("--port", str(free_port()), "--http-port", str(free_port())),
+                *("--join-port", str(free_port())),  # not the default: tests run side by side
                 *("--state-dir", str(tmp / "state"), "--ready-file", str(ready), *extra),
             ],
             stdout=out,

@@ -79,10 +79,14 @@ def test_store_round_trip_and_corruption(tmp_path: Path) -> None:
 
 
 def _zip(files: dict[str, bytes]) -> bytes:
+    """A zip of ``files``, the same bytes at every call (tests' ids are made of them, and
+    the suite's workers must collect the same ids)."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
-            zf.writestr(name, data)
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
     return buf.getvalue()
 
 

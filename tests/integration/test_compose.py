@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
+from .._workers import DEFAULT_PORTS
 from ..conftest import show_on_failure
 from ._compose import ComposeCluster, build_image, compose_cluster
 from ._support import wait_for
 
-pytestmark = [pytest.mark.compose, pytest.mark.timeout(900)]
+# the cluster publishes the master on the host's default ports (DEFAULT_PORTS)
+pytestmark = [pytest.mark.compose, pytest.mark.timeout(900), DEFAULT_PORTS]
 SITES = ("site0", "site1")
 
 # run in the spark-jobs container (it mounts the data volume): what landed, and the rollups

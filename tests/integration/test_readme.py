@@ -27,10 +27,12 @@ from typing import Any
 
 import pytest
 
+from .._workers import DEFAULT_PORTS
 from ._readme import ROOT, ReadmeShell, block, command_of, readme_blocks
 from ._support import wait_for
 
-pytestmark = pytest.mark.cluster
+# the README runs its daemons on their default ports: one test at a time (DEFAULT_PORTS)
+pytestmark = [pytest.mark.cluster, DEFAULT_PORTS]
 
 ELSEWHERE = {
     # line 1's `headwater demo`: test_demo.py; line 2 is what .ci/run runs (checked below)

@@ -285,8 +285,10 @@ def test_a_job_moves_off_a_worker_gone_silent(daemons: Daemons, tmp_path: Path) 
     assert moved["restarts"] == 0
     wait_for(lambda: not first.exists(), 60, "w1 to stop its copy")
     assert _jobs(daemons)["stream"]["node"] == "w2"
-    log = (tmp_path / "w2" / "spark" / "stream" / "driver.log").read_text()
-    assert log == "stand-in driver stream: job job.py, params {'exit': '0'}\n"
+    driver_log = tmp_path / "w2" / "spark" / "stream" / "driver.log"
+    # the job reads "waiting" once its driver runs, which may not have written its line yet
+    wait_for(lambda: driver_log.read_text() != "", 30, "the driver's line on w2")
+    assert driver_log.read_text() == "stand-in driver stream: job job.py, params {'exit': '0'}\n"
 
 
 def test_a_driver_runs_as_the_jobs_own_user(
