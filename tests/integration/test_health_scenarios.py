@@ -26,7 +26,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from bench.health_load import Writer as HealthWriter
 from headwater.common.connectors._log_spout import append_records
 
 from ._daemons import Daemons
@@ -49,32 +49,10 @@ SETTLED_S = 15.0  # the last window of the run, backpressure must not grow in it
 BOUND_S = 45.0  # from the step to the last rescale applied, at most
 
 
-class Writer(threading.Thread):
-    """Appends [key, seq, pad] records to the log at ``rate`` records/s until stopped, through
-    one writer kept open (as a producer does: a log opened and closed for each append, 20
-    times a second, once left the spout's reader a record it could not find)."""
-
-    def __init__(self, log: Path) -> None:
-        super().__init__(daemon=True)
-        self.log, self.n, self.rate, self.done = log, KEYS, float(RATE), threading.Event()
-
-    def run(self) -> None:
-        from headwater.common.state import DurableLog
-        from headwater.common.wire import encode
-
-        log = DurableLog(self.log / "p0")
-        try:
-            due, last = float(self.n), time.monotonic()
-            while not self.done.is_set():
-                now = time.monotonic()
-                due, last = due + self.rate * (now - last), now
-                if int(due) > self.n:
-                    rows = [[f"k{i % KEYS}", i, PAD] for i in range(self.n, int(due))]
-                    log.append([encode(r) for r in rows])
-                    self.n = int(due)
-                time.sleep(0.05)
-        finally:
-            log.close()
+def Writer(log: Path) -> HealthWriter:
+    """The bench's writer of [key, seq, pad] records (``bench/health_load.py``: one writer kept
+    open, ``rate`` set as it goes), starting at RATE records/s."""
+    return HealthWriter(log, RATE)
 
 
 def _sum(view: dict[str, Any], component: str, key: str) -> float:
