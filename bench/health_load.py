@@ -20,6 +20,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -93,9 +94,18 @@ class Writer(threading.Thread):
     for each append, 20 times a second, once left the spout's reader a record it could not
     find). ``n``: the records written, the seeded ones included."""
 
-    def __init__(self, log: Path, rate: float) -> None:
+    def __init__(
+        self,
+        log: Path,
+        rate: float,
+        key: Callable[[int], str] | None = None,
+        first: int = KEYS,
+    ) -> None:
+        """``key``: record ``seq``'s key (``k{seq % KEYS}`` by default); ``first``: the
+        records already in the log."""
         super().__init__(daemon=True)
-        self.log, self.n, self.rate, self.done = log, KEYS, float(rate), threading.Event()
+        self.log, self.n, self.rate, self.done = log, first, float(rate), threading.Event()
+        self.key = key or (lambda seq: f"k{seq % KEYS}")
 
     def run(self) -> None:
         from headwater.common.state import DurableLog
@@ -108,7 +118,7 @@ class Writer(threading.Thread):
                 now = time.monotonic()
                 due, last = due + self.rate * (now - last), now
                 if int(due) > self.n:
-                    rows = [[f"k{i % KEYS}", i, PAD] for i in range(self.n, int(due))]
+                    rows = [[self.key(i), i, PAD] for i in range(self.n, int(due))]
                     log.append([encode(r) for r in rows])
                     self.n = int(due)
                 time.sleep(0.05)

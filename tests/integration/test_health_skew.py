@@ -27,7 +27,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from bench.health_load import Writer as HealthWriter
 from headwater.common.connectors._log_spout import append_records
 from headwater.common.plan._routing import key_hash
 
@@ -63,31 +63,10 @@ def key_of(seq: int) -> str:
     return HOT if j < 10 * HOT_SHARE else COLD[(seq // 10 * 2 + j - 8) % len(COLD)]
 
 
-class Writer(threading.Thread):
-    """Appends [key, seq, pad] records to the log at RATE records/s until stopped (through one
-    writer kept open, as ``test_health_scenarios.Writer``)."""
-
-    def __init__(self, log: Path) -> None:
-        super().__init__(daemon=True)
-        self.log, self.n, self.done = log, FIRST, threading.Event()
-
-    def run(self) -> None:
-        from headwater.common.state import DurableLog
-        from headwater.common.wire import encode
-
-        log = DurableLog(self.log / "p0")
-        try:
-            due, last = float(self.n), time.monotonic()
-            while not self.done.is_set():
-                now = time.monotonic()
-                due, last = due + RATE * (now - last), now
-                if int(due) > self.n:
-                    rows = [[key_of(i), i, PAD] for i in range(self.n, int(due))]
-                    log.append([encode(r) for r in rows])
-                    self.n = int(due)
-                time.sleep(0.05)
-        finally:
-            log.close()
+def Writer(log: Path) -> HealthWriter:
+    """The bench's writer (``bench/health_load.py``: one writer kept open) at RATE records/s,
+    the keys skewed by ``key_of``, after the FIRST records already in the log."""
+    return HealthWriter(log, RATE, key_of, FIRST)
 
 
 def _cli(daemons: Daemons, *args: str) -> str:
