@@ -31,31 +31,6 @@ from ._report import record
 pytestmark = pytest.mark.cluster
 
 
-def _restart_master(daemons: Daemons) -> None:
-    """Start the master again on the ports and state dir it had."""
-    grpc_port, http_port = daemons.grpc.rsplit(":", 1)[1], daemons.http.rsplit(":", 1)[1]
-    ready = daemons.tmp / "master-again.json"
-    daemons._spawn(
-        [
-            "master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            grpc_port,
-            "--http-port",
-            http_port,
-            "--state-dir",
-            str(daemons.tmp / "master"),
-            "--ready-file",
-            str(ready),
-            "--join-port",
-            str(daemons.join_port),
-        ],
-        "master-again.log",
-    )
-    wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "the master again")
-
-
 def test_master_killed_mid_checkpoint_loses_and_duplicates_nothing(
     daemons: Daemons, mosquitto: tuple[str, int], sensors: Sensors, tmp_path: Path
 ) -> None:
@@ -89,7 +64,7 @@ def test_master_killed_mid_checkpoint_loses_and_duplicates_nothing(
         master.kill()
         master.wait(10)
         killed = time.monotonic()
-        _restart_master(daemons)
+        daemons.restart_master()
         nodes = {"w1", "gw-site0", "gw-site1"}
         wait_for(
             lambda: {n["id"] for n in daemons.api("/api/v1/nodes") if n["online"]} == nodes,

@@ -61,6 +61,21 @@ class Daemons:
         self.join_port, self.ca_fingerprint = info["join_port"], info["ca_fingerprint"]
         self.token = (self.tmp / "master" / "admin.token").read_text().strip()
 
+    def restart_master(self, extra: tuple[str, ...] = ()) -> None:
+        """The master again, on the ports and state dir it had (``extra``: its options)."""
+        grpc_port, http_port = self.grpc.rsplit(":", 1)[1], self.http.rsplit(":", 1)[1]
+        ready = self.tmp / "master-again.json"
+        self._spawn(
+            [
+                "master",
+                *("--host", "127.0.0.1", "--port", grpc_port, "--http-port", http_port),
+                *("--state-dir", str(self.tmp / "master"), "--ready-file", str(ready)),
+                *("--join-port", str(self.join_port), *extra),
+            ],
+            "master-again.log",
+        )
+        wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "the master again")
+
     def start_worker(
         self,
         name: str,

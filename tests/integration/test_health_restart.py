@@ -41,32 +41,6 @@ pytestmark = pytest.mark.cluster
 INTERVAL = ("--health-interval", "1")
 
 
-def _restart_master(daemons: Daemons) -> None:
-    """The master again, on the ports, state folder and options it had."""
-    grpc_port, http_port = daemons.grpc.rsplit(":", 1)[1], daemons.http.rsplit(":", 1)[1]
-    ready = daemons.tmp / "master-again.json"
-    daemons._spawn(
-        [
-            "master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            grpc_port,
-            "--http-port",
-            http_port,
-            "--state-dir",
-            str(daemons.tmp / "master"),
-            "--ready-file",
-            str(ready),
-            "--join-port",
-            str(daemons.join_port),
-            *INTERVAL,
-        ],
-        "master-again.log",
-    )
-    wait_for(lambda: ready.exists() and json.loads(ready.read_text()), 30, "the master again")
-
-
 def _pending(state: Path) -> list[dict[str, Any]]:
     """The rescales the manager's state file holds as pending (none while it is written)."""
     try:
@@ -113,7 +87,7 @@ def test_a_master_killed_mid_rescale_repeats_it_not_and_loses_nothing(
         master.wait(10)
         # killed between the decision and its edit: no revision was made
         assert decided["revision"] is None, decided
-        _restart_master(daemons)
+        daemons.restart_master(INTERVAL)
 
         def report() -> dict[str, Any] | None:
             try:
