@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from bench import (
+    checkpoint_store,
     compose,
     console,
     demo_train,
@@ -21,7 +22,9 @@ from bench import (
     edits,
     exactly_once,
     faults,
+    fleet,
     health,
+    moves,
     peers,
     profile,
     relay,
@@ -31,6 +34,7 @@ from bench import (
     spark_rollup,
     spark_spec,
     spark_train,
+    startup,
     wc_bound,
     wordcount,
 )
@@ -44,6 +48,7 @@ class Workload:
 
 
 MODULES: dict[str, ModuleType] = {
+    "checkpoint-store": checkpoint_store,
     "compose": compose,
     "console": console,
     "demo-train": demo_train,
@@ -53,7 +58,9 @@ MODULES: dict[str, ModuleType] = {
     "edits": edits,
     "exactly-once": exactly_once,
     "faults": faults,
+    "fleet": fleet,
     "health": health,
+    "moves": moves,
     "peers": peers,
     "profile": profile,
     "relay": relay,
@@ -63,6 +70,7 @@ MODULES: dict[str, ModuleType] = {
     "spark-rollup": spark_rollup,
     "spark-spec": spark_spec,
     "spark-train": spark_train,
+    "startup": startup,
     "wc-bound": wc_bound,
     "wordcount": wordcount,
 }

@@ -22,14 +22,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 
+from bench.console_history import draw_costs, master_costs
 from headwater.cloud.console._snapshot import snapshot
 from headwater.cloud.master._master import Master
 from headwater.cloud.master._nodes import NodeRecord
@@ -122,8 +125,11 @@ def _topology_file(components: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def _master_side(work: Path, components: int, agents: int, samples: int) -> list[float]:
-    """Milliseconds to build and encode one snapshot of the big topology, ``samples`` times."""
+async def _master_side(
+    work: Path, components: int, agents: int, samples: int
+) -> tuple[list[float], dict[str, Any]]:
+    """Milliseconds to build and encode one snapshot of the big topology (with the rates of
+    its history, full), ``samples`` times; and the history's costs (``console_history``)."""
     (work / "code").mkdir()
     file = work / "code" / "big.py"
     file.write_text(_topology_file(components))
@@ -153,25 +159,32 @@ async def _master_side(work: Path, components: int, agents: int, samples: int) -
             pb.NodeInfo(node_id=node, kind="agent"), queue=asyncio.Queue(), status=status
         )
         master.deployments["big"].agents.append(node)
-    costs = []
+    costs: list[float] = []
+    plain: list[float] = []  # the same without the history's rates, alternately
     try:
+        history, full = master_costs(master, "big", edge)
         for _ in range(samples):
-            t0 = time.perf_counter()
-            _event("snapshot", snapshot(master, "big"))
-            costs.append((time.perf_counter() - t0) * 1000)
+            for kept, given in ((costs, full), (plain, None)):
+                t0 = time.perf_counter()
+                _event("snapshot", snapshot(master, "big", given))
+                kept.append((time.perf_counter() - t0) * 1000)
     finally:
         for task in master._coordinators.values():
             task.cancel()
-    return costs
+    history["snapshot_without_rates_median_ms"] = round(statistics.median(plain), 1)
+    return costs, history
 
 
 def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hw-bench-console-master-") as tmp:
-        master_ms = asyncio.run(_master_side(Path(tmp), args.components, args.agents, 50))
+        master_ms, history = asyncio.run(_master_side(Path(tmp), args.components, args.agents, 50))
+    answer = history.pop("answer")
     texts = snapshots(args.components, args.agents, args.updates)
     firsts: list[float] = []
     medians: list[float] = []
     p95s: list[float] = []
+    draws: list[float] = []
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="hw-bench-console-") as tmp:
         daemons = Daemons(Path(tmp))
         try:
@@ -180,12 +193,15 @@ def run(args: argparse.Namespace) -> int:
                 driver = _browser(Path(tmp) / f"chromium-{i}")
                 try:
                     result = measure(driver, daemons.http + "/", texts)
+                    drawn = draw_costs(driver, daemons.http + "/", answer, history["component"])
                 finally:
                     driver.quit()
                 updates = sorted(result["update_ms"])
                 firsts.append(result["first_ms"])
                 medians.append(statistics.median(updates))
                 p95s.append(updates[int(0.95 * (len(updates) - 1))])
+                draws.append(statistics.median(drawn["costs"]))
+                loads.append(os.getloadavg()[0])
         finally:
             daemons.stop()
     results = {
@@ -199,7 +215,12 @@ def run(args: argparse.Namespace) -> int:
         "update_p95_ms": round(statistics.median(p95s), 1),
         "master_snapshot_median_ms": round(statistics.median(master_ms), 1),
         "master_snapshot_max_ms": round(max(master_ms), 1),
-        "per_run": {"first": firsts, "median": medians, "p95": p95s},
+        "history": {
+            **history,
+            "page_draw_median_ms": round(statistics.median(draws), 1),
+        },
+        "load_average_1min": [round(x, 1) for x in loads],
+        "per_run": {"first": firsts, "median": medians, "p95": p95s, "draw": draws},
     }
     print(json.dumps(results, indent=2))
     args.out.write_text(json.dumps(results, indent=2) + "\n")

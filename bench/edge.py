@@ -229,10 +229,12 @@ class EdgeCluster:
         env: dict[str, str] | None = None,
         package: tuple[bytes, str] | None = None,
         status_page: bool = True,
+        agent_args: tuple[str, ...] = (),
     ) -> None:
         """``env``: more for every daemon; ``package``: (zip, entry) to submit instead of
         ``bench/edge_topology.py`` alone; ``status_page``: False runs the agent without
-        ``--status-port`` (then ``status()`` is empty and the uplink is not waited for)."""
+        ``--status-port`` (then ``status()`` is empty and the uplink is not waited for);
+        ``agent_args``: more for the agent (its labels, say)."""
         self.work, self.out = work, work / "out"
         extra = env or {}
         work.mkdir(parents=True)
@@ -310,6 +312,7 @@ class EdgeCluster:
             *via,
             *join("agent"),
             *(["--footprint", footprint] if footprint != "normal" else []),
+            *agent_args,
             env=env,
         )
         _wait(

@@ -7,7 +7,7 @@ ones before it may:
 
 - ``viewer``: every read (GET), tokens excepted, ``/metrics`` included;
 - ``operator``: activate, deactivate, live edits (attach, replace, remove,
-  rollback), model rollouts and rollbacks, and container logs (a log holds
+  rollback, move), model rollouts and rollbacks, and container logs (a log holds
   whatever user code prints: records, paths, a careless secret; a viewer sees
   the curated views only);
 - ``admin``: submit, kill (topologies and Spark jobs), forget a node, tokens, model
@@ -54,12 +54,16 @@ ACCESS: dict[tuple[str, str], str] = {
     ("GET", f"{_TOPOLOGY}/exceptions"): "viewer",
     ("GET", f"{_TOPOLOGY}/revisions"): "viewer",
     ("GET", f"{_TOPOLOGY}/health"): "viewer",
+    ("GET", f"{_TOPOLOGY}/history"): "viewer",  # the console's charts
     ("GET", "/api/v1/nodes"): "viewer",
+    ("GET", "/api/v1/leader"): "viewer",
     ("GET", "/api/v1/traffic"): "viewer",
     ("GET", "/metrics"): "viewer",  # Prometheus: scrape with a viewer's bearer token
     ("POST", f"{_TOPOLOGY}/activate"): "operator",
     ("POST", f"{_TOPOLOGY}/deactivate"): "operator",
     ("POST", f"{_TOPOLOGY}/revisions"): "operator",
+    ("POST", f"{_TOPOLOGY}/move"): "operator",
+    ("GET", f"{_TOPOLOGY}/files"): "operator",  # its code (which may hold secrets)
     ("PUT", f"{_TOPOLOGY}/health/policy"): "operator",
     ("GET", f"{_TOPOLOGY}/logs"): "operator",
     ("GET", f"{_TOPOLOGY}/containers/{{container}}/logs"): "operator",

@@ -20,14 +20,23 @@ from __future__ import annotations
 
 import hashlib
 import io
+import logging
 import os
 import re
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ._exceptions import PackageMismatchError, PackageRefusedError, TopologyLoadError
+from .statemgr._base import StateError
+
+if TYPE_CHECKING:
+    from .statemgr._blobs import Blobs
+
+log = logging.getLogger("headwater.master")
 
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: same code, same bytes
 MAX_PACKAGE_BYTES = 64 << 20
@@ -48,11 +57,17 @@ def digest_problem(digest: str) -> str | None:
 
 
 def entry_problem(entry: str) -> str | None:
-    """Why ``entry`` is not a file inside a package (relative, no '..'), or None if it is one."""
+    """Why ``entry`` is not a file inside a package (relative, no '..', a path every file
+    system takes), or None if it is one."""
     path = PurePosixPath(entry)
+    try:  # a zip names its files in UTF-8; a file system takes 255 bytes a name
+        raw = entry.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = b""
     if (
-        not entry
-        or len(entry) > 1024
+        not raw
+        or len(raw) > 1024
+        or any(len(part.encode("utf-8")) > 255 for part in path.parts)
         or path.is_absolute()
         or "\\" in entry
         or "\0" in entry
@@ -61,7 +76,8 @@ def entry_problem(entry: str) -> str | None:
     ):
         return (
             f"{entry[:80]!r} is not a file inside the package: name it relative to the "
-            "topology file's folder, without '..' (e.g. wordcount.py)"
+            "topology file's folder, without '..', in UTF-8, each name at most 255 bytes "
+            "(e.g. wordcount.py)"
         )
     return None
 
@@ -218,11 +234,19 @@ def unpack_package(data: bytes, expected: str, into: str | os.PathLike[str]) -> 
 
 
 class PackageStore:
-    """Packages on disk, named by their hash; reading one checks it again."""
+    """Packages on disk, named by their hash; reading one checks it again.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    With ``shared`` (the blob store the masters share, ``--blob-store``): a package kept
+    here is in it too before ``keep`` returns, one missing here is fetched from it
+    (checked, then kept here: this folder is a cache), and ``delete`` drops it there too.
+    A call that may reach the shared store blocks on the network (``keep``, ``fetch``,
+    ``delete``; ``get`` on a miss only): a caller on an event loop runs it on a thread.
+    Threadsafe (each file is written beside its place, then renamed)."""
+
+    def __init__(self, root: str | os.PathLike[str], shared: Blobs | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.shared = shared
 
     def _path(self, digest: str) -> Path:
         problem = digest_problem(digest)
@@ -231,25 +255,90 @@ class PackageStore:
         return self.root / digest.partition(":")[2]
 
     def has(self, digest: str) -> bool:
+        """Whether the package is here (on this disk; the shared store is not asked)."""
         return self._path(digest).exists()
 
     def delete(self, digest: str) -> None:
-        """Drop a package (one whose submission was refused)."""
+        """Drop a package nothing uses any more, here and in the shared store."""
+        self.delete_here(digest)
+        self.delete_shared(digest)
+
+    def delete_here(self, digest: str) -> None:
+        """Drop a package from this disk (the shared store keeps it)."""
         self._path(digest).unlink(missing_ok=True)
 
-    def put(self, data: bytes) -> str:
+    def delete_shared(self, digest: str) -> None:
+        """Drop a package from the shared store, if any (blocks on the network). One it cannot
+        drop now stays there, said in the log: never read, and a package of the same bytes
+        kept later reuses it."""
+        if self.shared is not None:
+            try:
+                self.shared.delete(self._path(digest).name)
+            except StateError as exc:
+                log.warning("package %s stays in the blob store: %s", digest[:19], exc)
+
+    def keep(self, data: bytes) -> tuple[str, bool]:
+        """Keep ``data`` here, and first in the shared store; its name and whether it is new
+        (neither here nor in the shared store before). A shared store that fails raises its
+        ``StateError`` (``BlobUnavailable``, ``BlobRefused``) and nothing new is kept."""
         digest = package_hash(data)
         path = self._path(digest)
-        if not path.exists():
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        return digest
+        here = path.exists()
+        shared_had = False  # (no shared store: new if not here)
+        if self.shared is not None:
+            name = digest.partition(":")[2]
+            shared_had = self.shared.has(name)
+            if not shared_had:
+                self.shared.put(name, data)
+        if not here:
+            try:
+                self._write(path, data)
+            except BaseException:
+                if not shared_had:  # nothing new is half-kept
+                    self.delete(digest)
+                raise
+        return digest, not here and not shared_had
+
+    def put(self, data: bytes) -> str:
+        """Keep ``data`` (``keep``); its name."""
+        return self.keep(data)[0]
 
     def get(self, digest: str) -> bytes:
+        """The package's bytes, checked (PackageMismatchError); fetched from the shared store
+        if it is not here (``fetch``); KeyError when neither has it."""
         path = self._path(digest)
-        if not path.exists():
-            raise KeyError(digest)
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return self.fetch(digest)
         verify_package(data, digest)
         return data
+
+    def fetch(self, digest: str) -> bytes:
+        """The package from the shared store, checked against its name, then kept here (a
+        package already here is read from here); KeyError when neither has it, the shared
+        store's ``StateError`` when it fails, PackageMismatchError when its bytes do not hash
+        to the name (nothing is kept then)."""
+        path = self._path(digest)
+        if path.exists():
+            return self.get(digest)
+        data = None if self.shared is None else self.shared.get(digest.partition(":")[2])
+        if data is None:
+            raise KeyError(digest)
+        assert self.shared is not None
+        try:
+            verify_package(data, digest)
+        except PackageMismatchError as exc:
+            raise PackageMismatchError(f"{self.shared.describe()}: {exc}") from None
+        self._write(path, data)
+        return data
+
+    def _write(self, path: Path, data: bytes) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:16]}.", suffix=".tmp", dir=self.root)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -62,7 +62,6 @@ from ._edge_status import (
     add_uplinks,
     backlog,
     outbox_full,
-    outbox_metric,
 )
 from ._ingest import MqttIngest, MqttSource
 from ._ingest_log import share_readers
@@ -259,7 +258,7 @@ class Agent(Node):
                 self.orders.pop((run.topology, run.container), None)
                 return
             loader = self.revisions.loader(run.topology)
-            state = self.states.get(run.topology, "RUNNING")
+            state = self.revisions.start_state(run.topology)
             if not self.domains.open(run, topology, loader, state):  # a full disk: said
                 asyncio.get_running_loop().call_later(2.0, self._start_again, run, entry)
                 return
@@ -272,6 +271,9 @@ class Agent(Node):
     # -- live edits ------------------------------------------------------------------
     def revise(self, order: pb.Revise) -> None:
         self.revisions.revise(order)
+
+    def move_state(self, order: pb.MoveState) -> None:
+        self.revisions.hand_in(order)
 
     def _refused(self, why: str) -> None:
         """A revision this agent cannot take: said in its status."""
@@ -358,17 +360,8 @@ class Agent(Node):
     def status(self) -> pb.NodeStatus:
         s = super().status()
         s.backlog_bytes, s.backlog_batches = self.backlog()
-        s.metrics["uplink_connected"] = outbox_metric(self.tms, "uplink_connected")
-        if outbox_metric(self.tms, "uplink_chained"):
-            self.health.set(
-                "uplink",
-                DEGRADED,
-                "the cloud held less than it had confirmed: "
-                "an id changed, or the cloud lost batches (the edge container's "
-                "log says which)",
-            )
         s.metrics["outbox_budget_bytes"] = float(self.outbox_budget)
-        add_uplinks(s, self.tms)
+        add_uplinks(s, self.tms, self.health)
         add_domains(s, self.tms, self.revisions.running, self.labels, self.node_id, self.health)
         s.metrics["edge_max_tasks"] = float(self.max_edge_tasks)
         if self.ingest is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from headwater.common._health import FAILED, Health
+from headwater.common._health import DEGRADED, FAILED, Health
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.wire.proto import runtime_pb2 as pb
 
@@ -58,8 +58,17 @@ def outbox_full(tms: Mapping[str, TopologyMaster], budget: int) -> bool:
     )
 
 
-def add_uplinks(s: pb.NodeStatus, tms: Mapping[str, TopologyMaster]) -> None:
-    """Its uplinks go to the workers: say how, one ``UplinkState`` per edge subgraph."""
+def add_uplinks(s: pb.NodeStatus, tms: Mapping[str, TopologyMaster], health: Health) -> None:
+    """Its uplinks go to the workers: say how, one ``UplinkState`` per edge subgraph (and in
+    the health, where the cloud held less than it had confirmed)."""
+    s.metrics["uplink_connected"] = outbox_metric(tms, "uplink_connected")
+    if outbox_metric(tms, "uplink_chained"):
+        health.set(
+            "uplink",
+            DEGRADED,
+            "the cloud held less than it had confirmed: an id changed, or the cloud lost "
+            "batches (the edge container's log says which)",
+        )
     for name, tm in list(tms.items()):
         reported = tm.metrics.get("container:0", {})
         if "uplink_connected" in reported:

@@ -23,7 +23,7 @@ from headwater.common._exceptions import HeadwaterError
 from headwater.common._sandbox import RunAs
 from headwater.common.api import Topology
 from headwater.common.control import TopologyMaster
-from headwater.common.control._revisions import RevisionRecord, diff, without
+from headwater.common.control._revisions import RevisionRecord, diff, interrupted, without
 from headwater.common.plan import edge_part, validate
 from headwater.common.plan._child_loader import load_isolated_blocking
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -58,6 +58,9 @@ class EdgeRevisions:
         # topology -> the newest revision that left this agent's subgraph as it was: the agent
         # runs that revision's edge part without switching (reported as its revision)
         self.unchanged_by: dict[str, int] = {}
+        # topology -> a keyed move's state from the cloud, until its switch takes it
+        self.states_in: dict[str, pb.MoveState] = {}
+        self._handed: dict[str, object] = {}  # topology -> the edit it was handed to
 
     def resumed(self, orders: Iterable[pb.Revise]) -> None:
         """The revise orders kept on the agent's disk: heard, and to be taken."""
@@ -107,8 +110,12 @@ class EdgeRevisions:
         if order is None or tm is None or tm.edit is not None:
             return  # not running yet, or an edit under way: the next round tries again
         del self.pending[topology]
-        if order.revision <= max(r.revision for r in tm.revlog.records):
-            return  # had it (an order repeated on re-attaching)
+        had = tm.revlog.find(order.revision)
+        if order.revision <= tm.current or (
+            order.revision <= max(r.revision for r in tm.revlog.records)
+            and not (had is not None and interrupted(had))
+        ):  # had it (an order repeated on re-attaching); one the agent was killed while
+            return  # switching to (rolled back on its restart) is taken again
         try:
             new = self.edge_topology(topology, order.package, order.entry, list(order.exclude))
             validate(new)
@@ -144,19 +151,56 @@ class EdgeRevisions:
         self.holding.add(topology)
         tm.set_state("PAUSED")
 
+    def hand_in(self, order: pb.MoveState) -> None:
+        """A keyed move's state for this agent's site: its switch to ``order.revision`` takes
+        it once its new tasks wait for it (``run``); an older one, or one for a revision it
+        has, is dropped."""
+        known = self.states_in.get(order.topology)
+        tm = self.tms.get(order.topology)
+        if (known is not None and known.revision > order.revision) or (
+            tm is not None and _applied(tm, order.revision)
+        ):
+            return
+        self.states_in[order.topology] = order
+
+    def _hand_states(self) -> None:
+        for topology, order in list(self.states_in.items()):
+            tm = self.tms.get(topology)
+            if tm is None:
+                continue
+            if _applied(tm, order.revision):  # its tasks have their keys
+                del self.states_in[topology]
+                continue
+            edit = tm.edit
+            if edit is None or self._handed.get(topology) is edit:
+                continue
+            if tm.edits.hand_in(order.revision, order.component, list(order.parts)):
+                self._handed[topology] = edit
+
     async def run(self) -> None:
-        """Resume the subgraphs whose switch ended, and take the orders left waiting; never
-        stops."""
+        """Resume the subgraphs whose switch ended, take the orders left waiting, and hand a
+        move's state to the switch waiting for it; never stops."""
         while True:
             await asyncio.sleep(0.05)
+            self._hand_states()
+            for topology in list(self.pending):  # first: a subgraph started paused for one
+                self.take(topology)
             for topology in list(self.holding):
                 tm = self.tms.get(topology)
                 if tm is None or tm.edit is None or tm.edit.phase == "activating":
                     self.holding.discard(topology)  # switched (or refused, rolled back)
                     if tm is not None:
                         tm.set_state(self.states.get(topology, "RUNNING"))
-            for topology in list(self.pending):
-                self.take(topology)
+
+    def start_state(self, topology: str) -> str:
+        """The user state a subgraph (re)starts in: paused while a revise order it heard
+        waits to be taken, so nothing is read under the old revision once the agent knows
+        of the new one (an agent killed in a switch restarts from its barrier; a keyed
+        move's fence may be in the cloud already); as the master last said otherwise."""
+        if topology in self.pending:
+            self.holding.add(topology)
+            return "PAUSED"
+        return self.states.get(topology, "RUNNING")
 
     def running(self, topology: str, tm: TopologyMaster) -> int:
         """The revision the agent runs of ``topology``: its master's, or a newer one that
@@ -168,3 +212,9 @@ class EdgeRevisions:
         self.pending.pop(topology, None)
         self.heard.pop(topology, None)
         self.unchanged_by.pop(topology, None)
+
+
+def _applied(tm: TopologyMaster, revision: int) -> bool:
+    """Whether ``tm`` runs ``revision`` (or a later one) with its switch over."""
+    edit = tm.edit
+    return tm.current >= revision and (edit is None or edit.revision < revision)

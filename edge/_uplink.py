@@ -48,17 +48,18 @@ from pathlib import Path
 import grpc
 
 from headwater.common._retry import Backoff, RetryPolicy
+from headwater.common.node._leader import MasterAddresses
 from headwater.common.runtime._stmgr import StreamManager
 from headwater.common.security import MASTER_NAME, WORKER_NAME, Transport
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
+from ._locate import Locator
 from ._outbox import Outbox
 
 log = logging.getLogger("headwater.edge.uplink")
 WINDOW = 8  # unanswered batches per outbox
 STALL_S = 15.0  # no feedback for this long with batches out: resend from the last confirmed
-LOCATE_TIMEOUT_S = 10.0
 LOW_WATER = 0.9  # backpressure lifts below this share of the budget
 RETRY = RetryPolicy(initial=0.1, maximum=2.0)
 """Trying a stream again after the master answered but the stream failed: 0.1 s to 2 s."""
@@ -126,6 +127,7 @@ class Uplink:
         self.open: dict[str, str] = {}  # component -> the ingress its stream is open to
         self.last_feedback: dict[str, float] = {}
         self.sent = self.confirmed_batches = self.resends = self.connects = 0
+        self.sent_bytes = 0  # the batches' payloads sent (resends too): what the uplink costs
         self.chained = 0  # times the cloud held less than it had confirmed
         self.throttling = False
         self.rewinds: dict[str, int] = {}  # grows on every rewind: a send loop starts over
@@ -189,6 +191,7 @@ class Uplink:
             (scope, "uplink_connected", 1.0 if self.connected else 0.0),
             (scope, "uplink_streams", float(len(self.open))),
             (scope, "uplink_sent", float(self.sent)),
+            (scope, "uplink_sent_bytes", float(self.sent_bytes)),
             (scope, "uplink_confirmed", float(self.confirmed_batches)),
             (scope, "uplink_resends", float(self.resends)),
             (scope, "uplink_chained", float(self.chained)),
@@ -199,13 +202,18 @@ class Uplink:
         """One stream per boundary component, for as long as the container runs."""
         links: dict[str, asyncio.Task[None]] = {}
         loop = asyncio.get_running_loop()
-        async with self.transport.channel(
-            self.master, to=MASTER_NAME, options=_RECONNECT_OPTIONS
-        ) as master:
+        async with contextlib.AsyncExitStack() as masters:
+            channels = [
+                await masters.enter_async_context(
+                    self.transport.channel(address, to=MASTER_NAME, options=_RECONNECT_OPTIONS)
+                )
+                for address in MasterAddresses(self.master).all
+            ]
+            locator = Locator(channels, self.topology)
             try:
                 while True:
                     for component in sorted(self.wanted - set(links)):
-                        links[component] = loop.create_task(self._link(master, component))
+                        links[component] = loop.create_task(self._link(locator, component))
                     self.links_changed.clear()
                     await self.links_changed.wait()
             finally:
@@ -213,24 +221,18 @@ class Uplink:
                     task.cancel()
                 await asyncio.gather(*links.values(), return_exceptions=True)
 
-    async def _link(self, master: grpc.aio.Channel, component: str) -> None:
+    async def _link(self, locator: Locator, component: str) -> None:
         """Ask the master where ``component``'s receiver runs, stream to it; again when it ends.
 
         While the link to the master is down this waits for its channel to be ready again
         (gRPC reconnecting, ``RECONNECT_MAX_MS`` apart at most, give or take its jitter)
         instead of failing fast and backing off, so the uplink's backoff does not grow
-        through a cut."""
+        through a cut (``Locator``)."""
         backoff = self.backoff[component] = self.retry.start()
-        locator = pb_grpc.ClusterStub(master)
         while True:
             address = ""
             try:
-                await master.channel_ready()
-                where = await locator.LocateReceiver(
-                    pb.ReceiverQuery(topology=self.topology, component=component),
-                    timeout=LOCATE_TIMEOUT_S,
-                )
-                address = where.address
+                address = await locator.locate(component)
                 async with cloud_channel(address, self.transport, self.proxy) as channel:
                     self._rewind(component)
                     call = pb_grpc.IngressStub(channel).Uplink(self._requests(component))
@@ -300,6 +302,7 @@ class Uplink:
                     if self.rewinds.get(component, 0) != rewinds:
                         break  # rewound while this batch went out: start again from there
                     self.sent += 1
+                    self.sent_bytes += len(payload)
                     sent = True
                     inflight.append(seq)
                     self.cursor[component] = cursor = seq

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from headwater._argtypes import POSITIVE_INT, whole
+from headwater._argtypes import POSITIVE_INT, masters, whole
 from headwater._daemon_run import (
     add_identity_arguments,
     daemon_logging,
@@ -27,8 +27,10 @@ def add_agent_parser(sub: Any) -> None:
     agent.add_argument(
         "--master",
         default=None,
-        metavar="HOST:PORT",
-        help="the master's gRPC address (default: find it by zeroconf)",
+        type=masters,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the master's gRPC address, or every master's, comma-separated, where standby "
+        "masters run (default: find it by zeroconf)",
     )
     agent.add_argument(
         "--id",

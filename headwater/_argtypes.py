@@ -57,3 +57,16 @@ def _range(value: float, lo: float, hi: float | None, above: bool) -> str:
 
 POSITIVE_INT = whole(1)
 SECONDS = number(0, above=True, what="a number of seconds")
+
+
+def masters(text: str) -> str:
+    """``HOST:PORT`` or several, comma-separated (standby masters): each one checked."""
+    given = [a.strip() for a in text.split(",")]
+    for address in given:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(
+                f"{address!r} is not HOST:PORT (give the master's gRPC address, or every "
+                "master's, comma-separated: a:7070,b:7070)"
+            )
+    return ",".join(given)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater._agent_cli import add_agent_parser
-from headwater._argtypes import number
+from headwater._argtypes import masters, number
 from headwater._daemon_run import (
     add_identity_arguments,
     daemon_logging,
@@ -21,6 +21,12 @@ from headwater._daemon_run import (
 )
 from headwater._limits_cli import add_limit_arguments, limits_of
 from headwater.common._exceptions import HeadwaterError
+from headwater.common.state._store_args import (
+    SharedStore,
+    add_blob_store_arguments,
+    add_store_arguments,
+    shared_store,
+)
 
 __all__ = ["add_parsers", "warn_insecure"]
 
@@ -40,9 +46,30 @@ def add_parsers(sub: Any) -> None:
         "--state-dir",
         default=None,
         metavar="DIR",
-        help="where topologies, packages, tokens and checkpoints persist (default: master/ in "
-        "$HEADWATER_STATE_DIR, else ~/.local/state/headwater)",
+        help="the master's own folder: packages, unpacked code, model artifacts (a cache of "
+        "those in --blob-store, if given), admin.token, and its records unless --state keeps "
+        "them elsewhere (default: master/ in $HEADWATER_STATE_DIR, else "
+        "~/.local/state/headwater)",
     )
+    master.add_argument(
+        "--state",
+        default=None,
+        metavar="STATE",
+        help="where the master's records are kept (deployments, tokens, the CA, enrolments, "
+        "revisions and checkpoints, models' metadata, rollouts, Spark jobs, health): a folder "
+        "(local files; default: --state-dir) or zk://HOST:PORT[,HOST:PORT...]/CHROOT "
+        "(ZooKeeper, with --state-auth-file; packages and model artifacts stay in --state-dir "
+        "unless --blob-store shares them too)",
+    )
+    master.add_argument(
+        "--state-auth-file",
+        default=None,
+        metavar="FILE",
+        help="the master's ZooKeeper identity for a zk:// --state: a file holding "
+        "user:password, readable by its owner only; every record is created with a digest "
+        "ACL for it, so a client without it can neither read nor write them",
+    )
+    add_blob_store_arguments(master)
     master.add_argument(
         "--no-advertise",
         dest="advertise",
@@ -64,6 +91,16 @@ def add_parsers(sub: Any) -> None:
         "seconds, so workers starting together share them (default 3; 0: at once)",
     )
     master.add_argument(
+        "--failover-after",
+        type=number(1, what="a number of seconds"),
+        default=30.0,
+        metavar="S",
+        help="a worker with a shared checkpoint store (worker --checkpoint-store s3://...) "
+        "offline for S seconds has its containers restarted on the workers sharing that "
+        "store, from its last complete checkpoint (default 30); a worker whose checkpoints "
+        "are on its own disk keeps its containers until it returns",
+    )
+    master.add_argument(
         "--health-interval",
         type=number(0.1, what="a number of seconds"),
         default=5.0,
@@ -80,8 +117,10 @@ def add_parsers(sub: Any) -> None:
     worker.add_argument(
         "--master",
         required=True,
-        metavar="HOST:PORT",
-        help="the master's gRPC address (headwater master --port)",
+        type=masters,
+        metavar="HOST:PORT[,HOST:PORT...]",
+        help="the master's gRPC address (headwater master --port), or every master's, "
+        "comma-separated, where standby masters run (the node attaches to the leader)",
     )
     worker.add_argument(
         "--id",
@@ -112,6 +151,7 @@ def add_parsers(sub: Any) -> None:
             help=f"the {what} folder of the Spark jobs it runs whose submission names none "
             f"(default: WORKDIR/{what})",
         )
+    add_store_arguments(worker)
     add_identity_arguments(worker, "worker")
     add_limit_arguments(worker)
     worker.set_defaults(func=_cmd_worker)
@@ -145,21 +185,30 @@ def _add_rest_options(master: argparse.ArgumentParser) -> None:
 def _cmd_master(args: argparse.Namespace) -> int:
     from headwater._docker_cli import docker_options
     from headwater.cloud.master._main import INSECURE_WARNING, serve
+    from headwater.common.statemgr import AUTH_WITHOUT_ZK, StateError, open_state
 
     tls = _rest_tls(args)
     docker = docker_options(args)
+    blobs = _object_store(
+        args, "master", "--blob-store", "submissions and model uploads fail with 503"
+    )
     daemon_logging("master")
     if args.insecure:
         print(f"headwater master: WARNING: {INSECURE_WARNING}", file=sys.stderr, flush=True)
-    state = Path(args.state_dir) if args.state_dir else default_dir("master")
+    state_dir = Path(args.state_dir) if args.state_dir else default_dir("master")
     ready = Path(args.ready_file) if args.ready_file else None
+    # a --state given is opened (and checked: one line if not) now; the default, local files
+    # in --state-dir, is made by serve() once its ports are known to be free
+    if args.state is None and args.state_auth_file is not None:
+        raise StateError(AUTH_WITHOUT_ZK)
+    state = open_state(args.state, args.state_auth_file) if args.state else None
     return run_daemon(
         "master",
         serve(
             args.host,
             args.port,
             args.http_port,
-            state,
+            state_dir,
             ready,
             args.advertise,
             join_port=args.join_port,
@@ -170,6 +219,9 @@ def _cmd_master(args: argparse.Namespace) -> int:
             docker=docker,
             placement_delay=args.placement_delay,
             health_interval=args.health_interval,
+            state=state,
+            failover_after=args.failover_after,
+            blob_store=blobs,
         ),
     )
 
@@ -204,6 +256,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from headwater import __version__
     from headwater.cloud.worker import serve
 
+    store = _object_store(args, "worker", "--checkpoint-store", "checkpoints are declined")
     daemon_logging("worker")
     # the same workdir is the same node (its id is kept there): a second worker on this
     # machine needs a --workdir of its own
@@ -226,5 +279,43 @@ def _cmd_worker(args: argparse.Namespace) -> int:
                 Path(args.landing or workdir / "landing").absolute(),
                 Path(args.warehouse or workdir / "warehouse").absolute(),
             ),
+            store,
         ),
     )
+
+
+def _object_store(
+    args: argparse.Namespace, role: str, flag: str, meanwhile: str
+) -> SharedStore | None:
+    """``flag`` (``--checkpoint-store``, ``--blob-store``) and its ``--s3-*`` options, checked
+    against the server when it answers: a wrong key or a missing bucket stops the daemon here
+    (the store's answer, never the secret); a server that is down does not (``meanwhile``:
+    what fails until it is up). Credentials read from the environment leave it, so that no
+    child (a container, a Spark job, a load of submitted code) inherits them."""
+    from headwater.common.state._s3 import KEY_ENV, SECRET_ENV, ObjectStore, StoreUnavailable
+
+    store = shared_store(args, flag)
+    if store is None:
+        return None
+    if args.s3_credentials is None:  # read from the environment: no child inherits them
+        for name in (KEY_ENV, SECRET_ENV):
+            os.environ.pop(name, None)
+    elif args.s3_credentials != "-" and os.stat(args.s3_credentials).st_mode & 0o077:
+        print(
+            f"headwater {role}: WARNING: --s3-credentials {args.s3_credentials!r} may be read "
+            f"by other users (chmod 600 it)",
+            file=sys.stderr,
+            flush=True,
+        )
+    objects = ObjectStore(store.settings, store.credentials, timeout_s=5.0, retries=0)
+    try:
+        objects.check()
+    except StoreUnavailable as exc:
+        print(
+            f"headwater {role}: WARNING: {exc}; {meanwhile} until it answers",
+            file=sys.stderr,
+            flush=True,
+        )
+    finally:
+        objects.close()
+    return store

@@ -1,4 +1,4 @@
-"""`headwater attach|replace|remove|rollback|revisions`: live edits against the master."""
+"""`headwater attach|replace|remove|rollback|move|revisions`: live edits against the master."""
 
 from __future__ import annotations
 
@@ -80,6 +80,21 @@ def add_parsers(sub: Any, master_help: str) -> None:
     common(rollback)
     rollback.set_defaults(func=_cmd_edit, action="rollback")
 
+    move = sub.add_parser("move", help="place running components elsewhere, edge <-> cloud, live")
+    move.add_argument("topology", help="the running topology's name")
+    move.add_argument("components", nargs="+", metavar="COMPONENT", help="the components to move")
+    move.add_argument(
+        "--to",
+        required=True,
+        metavar="WHERE",
+        help="cloud, edge (every agent) or 'edge(LABEL=VALUE,...)'",
+    )
+    move.add_argument(
+        "--dry-run", action="store_true", help="check the move and show what it would change"
+    )
+    common(move)
+    move.set_defaults(func=_cmd_move)
+
     revisions = sub.add_parser("revisions", help="list a topology's revisions")
     revisions.add_argument("topology", help="the running topology's name")
     revisions.add_argument("--json", action="store_true", help="print the raw JSON")
@@ -113,10 +128,12 @@ def _cmd_edit(args: argparse.Namespace) -> int:
         query["to"] = args.to
     url = f"/api/v1/topologies/{args.topology}/revisions"
     record = master.call("POST", f"{url}?{urlencode(query)}", data)
-    rev = record["revision"]
-    print(f"revision {rev} accepted: {_describe(record['diff'])}")
-    if args.no_wait:
-        return 0
+    print(f"revision {record['revision']} accepted: {_describe(record['diff'])}")
+    return 0 if args.no_wait else _wait_applied(master, url, record["revision"])
+
+
+def _wait_applied(master: Client, url: str, rev: int) -> int:
+    """Wait until revision ``rev`` is applied in the cloud (0), refused or rolled back (1)."""
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         time.sleep(0.2)
@@ -130,6 +147,34 @@ def _cmd_edit(args: argparse.Namespace) -> int:
             return 1
     print(f"revision {rev} is still being applied after {WAIT_S:.0f}s; see `headwater revisions`")
     return 1
+
+
+def _cmd_move(args: argparse.Namespace) -> int:
+    master = Client.from_args(args)
+    query = {
+        "components": ",".join(args.components),
+        "to": args.to,
+        "base": args.base,
+        "author": args.author,
+    }
+    if args.dry_run:
+        query["dry_run"] = 1
+    record = master.call("POST", f"/api/v1/topologies/{args.topology}/move?{urlencode(query)}")
+    if args.dry_run:
+        d = record["diff"]
+        print(f"the move checks out: {', '.join(d['replaced'])} to {args.to}")
+        print(f"  domains that switch: {', '.join(d['domains'])}; unchanged: {len(d['unchanged'])}")
+        if record.get("not_built"):  # it checks out, but applying it would be a 501
+            print(f"  but not yet: {record['not_built']}")
+        return 0
+    rev = record["revision"]
+    print(f"revision {rev} accepted: move {', '.join(args.components)} to {args.to}")
+    if args.no_wait:
+        return 0
+    rc = _wait_applied(master, f"/api/v1/topologies/{args.topology}/revisions", rev)
+    if rc == 0:
+        print("  each agent switches at a barrier of its own: `headwater revisions` shows where")
+    return rc
 
 
 def _scale(text: str) -> tuple[str, int]:

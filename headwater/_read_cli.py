@@ -100,11 +100,23 @@ def _cmd_read(args: argparse.Namespace) -> int:
             sys.stdout.write(json.dumps(plain(row), ensure_ascii=False) + "\n")
             if args.follow:
                 sys.stdout.flush()
-    except KeyboardInterrupt:  # the way to end --follow: not an error
-        return 0
+    except BaseException as exc:
+        if _interrupted(exc):  # the way to end --follow: not an error
+            return 0
+        raise
     finally:
         rows.close()
     return 0
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Ctrl-C: a KeyboardInterrupt, or pyarrow's form of it when the signal lands inside one
+    of its reads (``ArrowCancelled``, "received signal 2")."""
+    arrow = sys.modules.get("pyarrow.lib")
+    cancelled = getattr(arrow, "ArrowCancelled", None) if arrow is not None else None
+    return isinstance(exc, KeyboardInterrupt) or (
+        cancelled is not None and isinstance(exc, cancelled)
+    )
 
 
 # -- what is at PATH ----------------------------------------------------------------------

@@ -144,8 +144,11 @@ def _run_until_stopped(
     tick: Callable[[], None],
     report: Callable[[], None] | None,
     final: Callable[[], None],
+    announce: Callable[[], None] = lambda: None,
 ) -> int:
-    """Start, then tick until Ctrl-C, SIGTERM or ``duration``; report every 5 s; stop.
+    """Start, ``announce`` it, then tick until Ctrl-C, SIGTERM or ``duration``; report every
+    5 s; stop. A Ctrl-C once ``start`` returned (its processes may be at work already) is a
+    stop after the start-up, even while ``announce`` prints.
 
     A ``HeadwaterError`` from ``tick`` (a crash loop) is printed at once, everything
     is stopped, and the exit status is 1. Ctrl-C or SIGTERM during ``start`` interrupts
@@ -168,6 +171,7 @@ def _run_until_stopped(
         try:
             start()
             starting[0] = False
+            announce()
         except StartupStopped:
             early = True
         except Exception:
@@ -206,8 +210,7 @@ def _run_until_stopped(
 
 
 def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
-    def start() -> None:
-        cluster.start()
+    def announce() -> None:
         n = len(cluster.plan.instances)
         name = cluster.topology.name
         print(f"running {name!r}: {n} instances in {cluster.containers} containers", flush=True)
@@ -225,12 +228,13 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
             cluster.check()
 
     return _run_until_stopped(
-        start,
+        cluster.start,
         cluster.stop,
         duration,
         tick,
         None if quiet else lambda: _print_brief(cluster),
         lambda: _print_status(cluster.summary(), cluster.metrics(), cluster.get("/checkpoints")),
+        announce,
     )
 
 

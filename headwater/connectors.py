@@ -1,5 +1,6 @@
 """Sources and sinks for topologies: the durable-log spout, the transactional file and
-key-value sinks, the Parquet landing zone, and their readers.
+key-value sinks, the Parquet landing zone, their readers, and a tap (counts what it
+sees).
 
 >>> from headwater.connectors import TransactionalFileSink
 >>> from functools import partial
@@ -13,6 +14,7 @@ from headwater.common.connectors import (
     KeyValueSink,
     LandingSink,
     LogSpout,
+    Tap,
     TransactionalFileSink,
     manifests,
     read_key_value_sink,
@@ -23,6 +25,7 @@ __all__ = [
     "KeyValueSink",
     "LandingSink",
     "LogSpout",
+    "Tap",
     "TransactionalFileSink",
     "manifests",
     "read_key_value_sink",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 from collections.abc import Callable, Generator, Iterator
@@ -12,7 +13,16 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ._garage import Garage
 from ._wait import wait_for
+from ._zookeeper import ZooKeeper
+
+# A suite started in the background of a non-interactive shell has SIGINT ignored, which every
+# command a test starts would inherit (Python keeps an ignored SIGINT), so the tests that end a
+# command with Ctrl-C need SIGINT as a terminal's foreground job has it: a handler here resets
+# to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # what a fixture shows when a test that uses it fails: pytest never throws the test's
 # exception into a fixture's generator, and what a fixture prints at its teardown is
@@ -127,3 +137,28 @@ def mosquitto(tmp_path: Path) -> Iterator[tuple[str, int]]:
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+@pytest.fixture
+def zookeeper(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ZooKeeper]:
+    """A real standalone ZooKeeper on a loopback port (Debian's package, never skipped: the
+    install script installs it), stopped at the end; its log shown if the test fails."""
+    server = ZooKeeper(tmp_path / "zookeeper")
+    show_on_failure(request.node, "zookeeper log", lambda: server.log_text()[-6000:])
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def garage(tmp_path: Path) -> Iterator[Garage]:
+    """A real single-node Garage (an S3-compatible object store) on loopback ports, with a
+    key allowed on a bucket (``tests/_garage.py``); stopped after the test."""
+    server = Garage(tmp_path / "garage")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()

@@ -90,6 +90,7 @@ _PREFIXES: dict[str, str] = {
     "headwater.common": "foundations",
     "headwater.common.wire": "foundations",
     "headwater.common.security": "foundations",
+    "headwater.common.statemgr": "foundations",  # the records every layer's stores keep
     "headwater.common.api": "api",
     "headwater.common.dsl": "api",
     "headwater.common.plan": "plan",

@@ -2,8 +2,9 @@
 
 The page, its routes and a topology master's snapshot are ``common/console/``
 (an agent's status port serves them too); here, the master's side: who the
-caller is by its token, and the master's snapshot (the whole topology with its
-agents' figures, the nodes, the models, the Spark jobs). docs/design.md, "The web
+caller is by its token, the master's snapshot (the whole topology with its
+agents' figures, the nodes, the models, the Spark jobs) and the agents' edge figures its
+history samples (``_edge_sources.py``). docs/design.md, "The web
 console", says how the pieces fit.
 """
 

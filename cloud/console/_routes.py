@@ -9,15 +9,18 @@ run``, whose topology master makes no live edits).
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from headwater.cloud._access import authenticate
 from headwater.common.console import add_console, of_topology_master
+from headwater.common.console._history import History
+from headwater.common.console._history_http import add_history_routes
 from headwater.common.control import TopologyMaster
 from headwater.common.security import TokenStore
 
+from ._edge_sources import EdgeSources
 from ._snapshot import snapshot
 
 if TYPE_CHECKING:
@@ -25,8 +28,16 @@ if TYPE_CHECKING:
 
 
 def add_console_routes(app: web.Application, master: Master, insecure: bool = False) -> None:
-    """Add the console's routes to the master's ``app`` (``insecure``: it asks no token)."""
-    _add(app, partial(snapshot, master), None if insecure else master.tokens, edits=True)
+    """Add the console's routes to the master's ``app`` (``insecure``: it asks no token),
+    and the history of its topologies (sampled while ``app`` serves)."""
+    history = History(lambda: master.tms, EdgeSources(master))
+    add_history_routes(app, history)
+    _add(
+        app,
+        partial(snapshot, master, history=history),
+        None if insecure else master.tokens,
+        edits=True,
+    )
 
 
 def add_topology_master_console(
@@ -34,12 +45,14 @@ def add_topology_master_console(
 ) -> None:
     """Add them to a lone topology master's ``app`` (``headwater run``): one topology, no
     nodes, and no live edits (only the master makes those); ``tokens`` None: no token."""
-    _add(app, partial(of_topology_master, tm), tokens, edits=False)
+    history = History(lambda: {tm.topology.name: tm})
+    add_history_routes(app, history)
+    _add(app, partial(of_topology_master, tm, history=history), tokens, edits=False)
 
 
 def _add(
     app: web.Application,
-    snapshot_of: partial[dict[str, object]],
+    snapshot_of: partial[dict[str, Any]],
     tokens: TokenStore | None,
     edits: bool,
 ) -> None:
@@ -53,4 +66,13 @@ def _add(
         found = authenticate(tokens, request.headers.get("Authorization"))
         return found if isinstance(found, str) else (found.role, found.id)
 
-    add_console(app, snapshot_of, caller, edits, insecure=tokens is None, logs=edits, spark=edits)
+    add_console(
+        app,
+        snapshot_of,
+        caller,
+        edits,
+        insecure=tokens is None,
+        logs=edits,
+        spark=edits,
+        history=True,
+    )

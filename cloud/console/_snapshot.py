@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.common.api._topology import Topology
 from headwater.common.console import KEEP, errors, topology_detail, topology_row
+from headwater.common.console._history import History
+from headwater.common.console._history_query import rates_view
 from headwater.common.control import TopologyMaster
 from headwater.common.control._prometheus import CheckpointFigures
 from headwater.common.control._revisions import without
@@ -27,8 +29,11 @@ if TYPE_CHECKING:
 _EDGE_SUMMED = ("emitted", "executed", "exceptions", "dead_letters")
 
 
-def snapshot(master: Master, topology: str | None = None) -> dict[str, Any]:
-    """The whole console's data; ``topology``: also the detail of that one (None if unknown)."""
+def snapshot(
+    master: Master, topology: str | None = None, history: History | None = None
+) -> dict[str, Any]:
+    """The whole console's data; ``topology``: also the detail of that one (None if unknown);
+    ``history``: the topologies' history, whose rates the page shows (``rates``)."""
     out: dict[str, Any] = {
         "time": time.time(),
         "topologies": [
@@ -42,6 +47,8 @@ def snapshot(master: Master, topology: str | None = None) -> dict[str, Any]:
     if topology is not None:
         tm = master.tms.get(topology)
         out["topology"] = None if tm is None else detail(master, tm)
+    if history is not None:
+        out["rates"] = rates_view(history, sorted(master.tms), topology)
     return out
 
 
@@ -78,9 +85,12 @@ def topology_errors(master: Master, tm: TopologyMaster) -> dict[str, float]:
 
 
 def _agents(master: Master, name: str, agents: list[str]) -> dict[str, Any]:
-    """Agent -> its edge subgraph of ``name``: online, uplink, backlog, per-component counts."""
+    """Agent -> its edge subgraph of ``name``: online, uplink, backlog, per-component counts
+    (``_EDGE_SUMMED``, and ``backpressure_ms`` summed over its tasks with ``tasks``, how many
+    reported)."""
     out: dict[str, Any] = {}
     prefix = f"component:{name}/"
+    task_prefix = f"edge_task:{name}/"
     for agent in sorted(agents):
         record = master.nodes.records.get(agent)
         if record is None:
@@ -88,11 +98,17 @@ def _agents(master: Master, name: str, agents: list[str]) -> dict[str, Any]:
         view = record.view()
         counts: dict[str, dict[str, float]] = {}
         for key, value in view["metrics"].items():
-            if not key.startswith(prefix):
-                continue
-            component, _, metric = key[len(prefix) :].rpartition(":")
-            if metric in _EDGE_SUMMED:
-                counts.setdefault(component, {})[metric] = value
+            if key.startswith(prefix):
+                component, _, metric = key[len(prefix) :].rpartition(":")
+                if metric in _EDGE_SUMMED:
+                    counts.setdefault(component, {})[metric] = value
+            elif key.startswith(task_prefix) and key.endswith(":backpressure_ms"):
+                # each edge task's own (for the health manager): summed, with the tasks
+                # counted, so that the page draws an edge box's backpressure as a cloud one's
+                component = key[len(task_prefix) :].rpartition(":")[0].rpartition("/")[0]
+                c = counts.setdefault(component, {})
+                c["backpressure_ms"] = c.get("backpressure_ms", 0.0) + value
+                c["tasks"] = c.get("tasks", 0.0) + 1
         out[agent] = {
             "online": view["online"],
             "health": view["health"],
@@ -100,6 +116,9 @@ def _agents(master: Master, name: str, agents: list[str]) -> dict[str, Any]:
             "backlog_bytes": view["backlog_bytes"],
             "uplink": view["uplinks"].get(name, {}),
             "revision": int(view["metrics"].get(f"revision:{name}", 0)),
+            # when its newest report came (epoch s): the page's rates of its counters are
+            # over the time between its reports, not between snapshots
+            "reported_at": round(time.time() - (time.monotonic() - record.last_seen), 3),
             "components": counts,
             # its edge domain's newest checkpoint, as it reports it (exactly-once only)
             "checkpoint": _checkpoint(view["metrics"], name),

@@ -107,6 +107,11 @@ class LocalCluster:
         self._next_silence_check = 0.0
 
     @property
+    def _grpc_ready(self) -> Path:
+        """Where the master writes its gRPC address first (its containers read it)."""
+        return self.workdir / "tmaster-grpc.json"
+
+    @property
     def tls_dir(self) -> Path:
         return self.workdir / "tls"
 
@@ -122,16 +127,29 @@ class LocalCluster:
         # master and containers all speak with (mutual TLS on every link, as in a cluster)
         if not self.insecure:
             ClusterCA.create().issue(Identity("local", "run"), days=3650).save(self.tls_dir)
-        self._start_tmaster(timeout)
-        for c in range(self.containers):
-            self._start_container(c)
+        # the containers start beside their topology master, each registering once the
+        # master has written its gRPC address (``tmaster-grpc.json``, before its HTTP API
+        # starts): their start-up overlaps its own
+        self._spawn_tmaster()
+        try:
+            for c in range(self.containers):
+                self._start_container(c)
+            self._wait_tmaster(timeout)
+        except BaseException:  # a master that failed to start: nothing it started outlives it
+            terminate(list(self.container_procs.values()), grace_s=3.0)
+            raise
         self._write_record()
         return self
 
     def _start_tmaster(self, timeout: float = 30.0) -> None:
-        """Start (or restart, on the same ports and state) the topology master."""
+        """Restart the topology master, on the same ports and state."""
+        self._spawn_tmaster()
+        self._wait_tmaster(timeout)
+
+    def _spawn_tmaster(self) -> None:
         ready = self.workdir / "tmaster.json"
         ready.unlink(missing_ok=True)
+        self._grpc_ready.unlink(missing_ok=True)
         args = tmaster_args(
             self.topology_file,
             self.topology_name,
@@ -142,19 +160,14 @@ class LocalCluster:
             tls_dir=self.tls_dir,
             grpc_address=self.grpc_address,
             http_address=self.http_address,
+            grpc_ready=self._grpc_ready,
         )
         self.tmaster = spawn(args, env=self.env, log_path=str(self.workdir / "tmaster.log"))
-        deadline = time.monotonic() + timeout
-        while not ready.exists():
-            if self.tmaster.poll() is not None:
-                raise ClusterError(
-                    f"the topology master exited with {self.tmaster.returncode}; "
-                    f"see {self.workdir / 'tmaster.log'}"
-                )
-            if time.monotonic() > deadline:
-                raise ClusterError(f"the topology master did not start in {timeout}s")
-            time.sleep(0.02)
-        info = json.loads(ready.read_text())
+
+    def _wait_tmaster(self, timeout: float) -> None:
+        """Wait for the master's ``tmaster.json`` (written once it listens): its addresses."""
+        assert self.tmaster is not None
+        info = _wait_ready(self.tmaster, self.workdir / "tmaster.json", self.workdir, timeout)
         self.grpc_address, self.http_address = info["grpc"], info["http"]
 
     def _start_container(self, c: int) -> None:
@@ -167,6 +180,7 @@ class LocalCluster:
             self.workdir,
             insecure=self.insecure,
             tls_dir=self.tls_dir,
+            tmaster_file=self._grpc_ready,
         )
         self.container_procs[c] = spawn(
             args, env=self.env, log_path=str(self.workdir / f"container-{c}.log")
@@ -273,18 +287,16 @@ class LocalCluster:
         # the token beside the record, readable by this user only (`headwater status` uses it)
         self._token_file = d / f"{self.topology.name}.token"
         write_private(self._token_file, f"{self.token}\n".encode())
-        self._record.write_text(
-            json.dumps(
-                {
-                    "topology": self.topology.name,
-                    "http": self.http_address,
-                    "grpc": self.grpc_address,
-                    "pid": os.getpid(),
-                    "workdir": str(self.workdir),
-                    "token_file": str(self._token_file),
-                }
-            )
-        )
+        # atomically: `headwater status` and the tests read it while the run starts
+        record = {
+            "topology": self.topology.name,
+            "http": self.http_address,
+            "grpc": self.grpc_address,
+            "pid": os.getpid(),
+            "workdir": str(self.workdir),
+            "token_file": str(self._token_file),
+        }
+        write_private(self._record, json.dumps(record).encode())
 
     # -- observing ---------------------------------------------------------------
     def get(self, path: str) -> Any:
@@ -335,6 +347,25 @@ class LocalCluster:
             if "pid" in m:
                 out[f"task:{task}"] = int(m["pid"])
         return out
+
+
+def _wait_ready(
+    tmaster: subprocess.Popen[bytes], ready: Path, workdir: Path, timeout: float
+) -> dict[str, Any]:
+    """The master's ready file once it is there (looked for from every 2 ms, up to 20 ms)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.002
+    while not ready.exists():
+        if tmaster.poll() is not None:
+            raise ClusterError(
+                f"the topology master exited with {tmaster.returncode}; "
+                f"see {workdir / 'tmaster.log'}"
+            )
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the topology master did not start in {timeout}s")
+        time.sleep(delay)
+        delay = min(0.02, delay * 2)
+    return json.loads(ready.read_text())  # type: ignore[no-any-return]
 
 
 @contextmanager

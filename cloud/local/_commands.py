@@ -22,8 +22,11 @@ def tmaster_args(
     tls_dir: Path,
     grpc_address: str = "",
     http_address: str = "",
+    grpc_ready: Path | None = None,
 ) -> list[str]:
-    """The topology master's; given its addresses, a restart keeps the same ports."""
+    """The topology master's; given its addresses, a restart keeps the same ports. It writes
+    ``ready`` once it listens, and ``grpc_ready`` (its gRPC address, for its containers)
+    before, as soon as its gRPC port listens."""
     # its credentials: tokens and TLS, or ``--insecure`` (neither)
     links = (
         ["--insecure"]
@@ -39,6 +42,7 @@ def tmaster_args(
         str(containers),
         "--ready-file",
         str(ready),
+        *(["--grpc-ready-file", str(grpc_ready)] if grpc_ready is not None else []),
         "--state-dir",
         str(workdir / "tmaster-state"),
         *links,
@@ -65,8 +69,11 @@ def container_args(
     *,
     insecure: bool,
     tls_dir: Path,
+    tmaster_file: Path | None = None,
 ) -> list[str]:
-    """Container ``container``'s, which reaches its topology master at ``tmaster``."""
+    """Container ``container``'s, which reaches its topology master at ``tmaster``; or, while
+    that is "", at the address the master writes to ``tmaster_file`` once it listens (the
+    first start: the containers start while their master does)."""
     args = [
         "-m",
         "headwater.common.runtime.container",
@@ -76,12 +83,13 @@ def container_args(
         str(container),
         "--containers",
         str(containers),
-        "--tmaster",
-        tmaster,
+        *(["--tmaster", tmaster] if tmaster or tmaster_file is None else []),
+        *(["--tmaster-file", str(tmaster_file)] if not tmaster and tmaster_file else []),
         "--workdir",
         str(workdir),
         "--state-dir",
         str(workdir / "state" / f"container-{container}"),
+        "--fork-instances",  # each instance a fork of one that imported it: a faster start
         *(["--insecure"] if insecure else ["--tls-dir", str(tls_dir)]),
     ]
     if topology:

@@ -12,6 +12,8 @@ master gave it and only to a request the master made of that very worker.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,11 +23,14 @@ from headwater.common._exceptions import PackageMismatchError
 from headwater.common._ids import node_id_problem
 from headwater.common.control import TopologyDispatch
 from headwater.common.security import TRUSTED, Identity, Transport
+from headwater.common.statemgr import StateError
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 from ._enrolment import EnrolmentRefused
 from ._master import Master
+
+log = logging.getLogger("headwater.master")
 
 
 class Gate:
@@ -153,16 +158,17 @@ class ClusterService(pb_grpc.ClusterServicer):
                 grpc.StatusCode.PERMISSION_DENIED,
                 f"{identity or 'an unknown caller'} was given no package {request.package}",
             )
-        jobs = self.master.spark_jobs  # a Spark job's files are kept apart
-        try:
-            if jobs.packages.has(request.package):
-                return pb.Package(data=jobs.packages.get(request.package))
-            return pb.Package(data=self.master.fetch(request.package))
+        store = self.master.package_store(request.package)
+        try:  # off the event loop: a package missing here comes from the shared blob store
+            data = await asyncio.to_thread(store.get, request.package)
         except KeyError:
             await context.abort(grpc.StatusCode.NOT_FOUND, f"no package {request.package}")
         except PackageMismatchError as exc:
+            log.error("%s", exc)
             await context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
-        raise AssertionError("unreachable")
+        except StateError as exc:  # the blob store did not answer: the node asks again
+            await context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        return pb.Package(data=data)
 
     async def ReturnLogs(self, request: pb.LogsReply, context: Any) -> pb.Empty:
         refused = self.gate.logs(context, request)

@@ -7,7 +7,13 @@ is not valid (``EditError``), and nothing changes. The files are loaded in
 child processes, awaited, as a submission's are; a package sent for a refused
 edit alone is deleted again. An edit that touches the edge is recorded on the
 deployment (``edge_revision``) and sent to every agent that runs its edge
-subgraph; one offline gets it when it re-attaches (``_node_orders.py``).
+subgraph; one offline gets it when it re-attaches (``_node_orders.py``). A move's is sent
+once the cloud has switched to it (``_after_cloud``), since the cloud may refuse it.
+
+The console edits a package in place: an edit may send only the files it changes, laid over
+the base revision's package, and a dry run answers the edit's preview (its plan diff) after
+the same loading and checks, proposing nothing; ``files`` lists a revision's package with
+where each component's code is and the palette (``_package_index``, loaded in a child).
 """
 
 from __future__ import annotations
@@ -16,21 +22,29 @@ import asyncio
 import time
 from typing import Any
 
-from headwater.common._exceptions import HeadwaterError, TopologyLoadError
+from headwater.common._exceptions import HeadwaterError, PackageRefusedError, TopologyLoadError
 from headwater.common._package import check_package
+from headwater.common._package_overlay import overlay_package, package_listing
+from headwater.common.control import TopologyMaster
+from headwater.common.control._moves import switch_not_built
 from headwater.common.control._revisions import (
     EditError,
+    NotBuiltError,
     RevisionRecord,
     StaleRevisionError,
     check_edit,
+    plan_diff,
     touches_edge,
     without,
 )
 from headwater.common.plan import cloud_part
 from headwater.common.plan._package_parallelism import package_with_parallelism
+from headwater.common.wire._states import RevisionStatus
 
 from ._code import TopologyCode
 from ._deployments import Deployments, Send, revise_order, topology_name_problem
+
+EDIT_ACTIONS = ("attach", "replace", "remove", "rollback")
 
 
 class Edits:
@@ -42,6 +56,7 @@ class Edits:
         self.packages = code.packages
         self.book = book
         self.send = send
+        self._moves: set[asyncio.Task[None]] = set()  # moves waiting for the cloud's switch
 
     async def edit(
         self,
@@ -55,6 +70,8 @@ class Edits:
         to: int | None = None,
         parallelism: dict[str, int] | None = None,
         reason: str = "",
+        files: dict[str, str | None] | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """Validate an edit of a running topology and start applying it.
 
@@ -67,25 +84,79 @@ class Edits:
         EditError when the edit is not valid; either way nothing changes (a
         package sent for a refused edit alone is deleted again). The files are
         loaded in child processes, awaited, as a submission's are.
+
+        ``files`` ({path: new text, or None to delete}): the package is the base revision's
+        with those files changed (``overlay_package``), as the console's editor sends it.
+        ``dry_run``: validate only and answer the preview (``plan_diff``), changing nothing.
         """
         problem = topology_name_problem(name)
         if problem is not None:
             raise EditError(problem)
+        if action not in (*EDIT_ACTIONS, "move"):  # a move comes from its route (_moves.py)
+            raise EditError(
+                f"action {action[:40]!r}: name the edit with ?action=attach, replace, remove "
+                "or rollback"
+            )
+        if action == "rollback" and (data or files is not None or parallelism):
+            raise EditError(
+                "a rollback sends no package: it runs the code of the revision it names (?to=REV)"
+            )
+        if files is not None:
+            if data or parallelism:
+                raise EditError("send the changed files, a zip or a parallelism: one of them")
+            data, entry = await self._overlaid(name, base, files, entry)
         if parallelism:
             data, entry, components = await self._rescaled(name, action, base, data, parallelism)
+        by = (author, reason, dry_run)
         if data:
             check_package(data)
-            digest, fresh = self.code.store(data)
-            try:
-                with self.code.holding(digest):
-                    return await self._edit(
-                        name, action, base, digest, entry, components, (author, reason), to
-                    )
-            except BaseException:
-                if fresh:
-                    self.code.drop(digest)
-                raise
-        return await self._edit(name, action, base, None, entry, components, (author, reason), to)
+            async with self.code.kept(data) as (digest, fresh):
+                result = await self._edit(name, action, base, digest, entry, components, by, to)
+                if dry_run and fresh:
+                    self.code.drop(digest)  # a preview keeps nothing
+            return result
+        return await self._edit(name, action, base, None, entry, components, by, to)
+
+    async def _overlaid(
+        self, name: str, base: int, files: dict[str, str | None], entry: str | None
+    ) -> tuple[bytes, str]:
+        """The base revision's package with ``files`` changed, and its topology file."""
+        tm = self.book.running(name)
+        if base != tm.current:
+            raise StaleRevisionError(base, tm.current)
+        cur = tm.revisions[tm.current].record
+        try:  # a package may be tens of MiB: re-zipped off the event loop
+            data = await asyncio.to_thread(overlay_package, self.packages.get(cur.package), files)
+        except PackageRefusedError as exc:
+            raise EditError(str(exc)) from None
+        return data, entry or cur.entry
+
+    async def files(self, name: str, revision: int | None = None) -> dict[str, Any]:
+        """The files of a revision's package (the current one's by default), where each
+        component's code is and the palette (``_package_index``); EditError for a revision
+        the topology never had."""
+        tm = self.book.running(name)
+        rec = tm.revlog.find(tm.current if revision is None else revision)
+        if rec is None:
+            raise EditError(
+                f"topology {name!r} has no revision {revision}: GET .../revisions lists them"
+            )
+        listing = await asyncio.to_thread(package_listing, self.packages.get(rec.package))
+        try:
+            index, problem = await self.code.index(rec.package, rec.entry), ""
+        except HeadwaterError as exc:
+            index, problem = {"defined": {}, "palette": []}, str(exc)
+        return {
+            "topology": name,
+            "revision": rec.revision,
+            "current": tm.current,
+            "entry": rec.entry,
+            "package": rec.package,
+            "exclude": list(rec.exclude),
+            "files": listing,
+            **index,
+            "index_error": problem,
+        }
 
     async def _rescaled(
         self, name: str, action: str, base: int, data: bytes | None, parallelism: dict[str, int]
@@ -124,10 +195,10 @@ class Edits:
         sent: str | None,
         entry: str | None,
         components: list[str] | None,
-        by: tuple[str, str],  # (author, reason)
+        by: tuple[str, str, bool],  # (author, reason, dry run)
         to: int | None,
     ) -> dict[str, Any]:
-        author, reason = by
+        author, reason, dry_run = by
         tm = self.book.running(name)
         if base != tm.current:
             raise StaleRevisionError(base, tm.current)
@@ -141,6 +212,11 @@ class Edits:
                     f"{name}` lists the ones a rollback can return to"
                 )
             digest, entry, exclude = target.package, target.entry, list(target.exclude)
+            if (digest, entry, set(exclude)) == (cur.package, cur.entry, set(cur.exclude)):
+                raise EditError(
+                    f"revision {to} runs the code running now (revision {tm.current}): "
+                    f"nothing to roll back; `headwater revisions {name}` lists the others"
+                )
         elif sent is not None:
             digest, entry = sent, entry or cur.entry
             exclude = list(cur.exclude)  # those the new file still has stay out
@@ -161,6 +237,20 @@ class Edits:
             exclude += [c for c in components if c in names and c not in exclude]
         new = without(new_file, exclude)
         diff = check_edit(action, components if action != "rollback" else (), old, new)
+        # a move checks out, but is its switch built? (the preview says so too: a 501 ahead)
+        problem = switch_not_built(old, new, diff.replaced) if action == "move" else None
+        if dry_run:
+            preview = {
+                "dry_run": True,
+                "action": action,
+                "base": base,
+                "package": digest,
+                "entry": entry,
+                "diff": plan_diff(old, new, diff),
+            }
+            return {**preview, "not_built": problem} if action == "move" else preview
+        if problem is not None:
+            raise NotBuiltError(problem)
         cloud = cloud_part(new)
         cloud_names = {c.name for c in cloud.components}
         record = RevisionRecord(
@@ -178,17 +268,40 @@ class Edits:
         replaced = tuple(n for n in diff.replaced if n in cloud_names)
         tm.propose(record, cloud, self.packages.get(digest), base, replaced)
         self.code.remember({(digest, entry): new_file})
-        if touches_edge(old, new, diff):
-            dep = self.book.deployments[name]
-            dep.edge_revision = {
-                "revision": record.revision,
-                "action": action,
-                "package": digest,
-                "entry": entry,
-                "exclude": exclude,
-                "author": author,
-            }
-            self.book.save()
-            for agent in dep.agents:  # one offline gets it when it re-attaches
-                self.send(agent, revise_order(dep))
+        edge = {
+            "revision": record.revision,
+            "action": action,
+            "package": digest,
+            "entry": entry,
+            "exclude": exclude,
+            "author": author,
+        }
+        if action == "move":  # the agents once the cloud has its hand-over bolt
+            self._moves.add(asyncio.create_task(self._after_cloud(name, tm, edge)))
+        elif touches_edge(old, new, diff):
+            self._order_agents(name, edge)
         return record.view()
+
+    def _order_agents(self, name: str, edge: dict[str, Any]) -> None:
+        """Record the edge revision on the deployment and send it to its agents."""
+        dep = self.book.deployments[name]
+        dep.edge_revision = edge
+        self.book.save()
+        for agent in dep.agents:  # one offline gets it when it re-attaches
+            self.send(agent, revise_order(dep))
+
+    async def _after_cloud(self, name: str, tm: TopologyMaster, edge: dict[str, Any]) -> None:
+        """A move's agents switch only once the cloud has (the cloud may refuse it and roll
+        back, and an agent switched to a placement the cloud does not receive would keep its
+        rows in its outbox); a master stopped in between leaves them where they are, which
+        the cloud's hand-over bolt serves as well (a move again sends them on)."""
+        try:
+            while self.book.tms.get(name) is tm:
+                rec = tm.revlog.find(edge["revision"])
+                if rec is None or rec.status is not RevisionStatus.APPLYING:
+                    if rec is not None and rec.status is RevisionStatus.APPLIED:
+                        self._order_agents(name, edge)
+                    return
+                await asyncio.sleep(0.05)
+        finally:
+            self._moves.discard(asyncio.current_task())

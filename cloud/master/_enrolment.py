@@ -9,7 +9,7 @@ the old one first if its disk was stolen. A node renews its own certificate over
 TLS link (``renew``). A revoked node (``headwater nodes --revoke``) is cut
 off: its link and calls are refused from then on, and every worker is told
 so that their stream managers refuse it too. All of it is kept in the
-master's ``tls/`` folder.
+master's state under ``tls/`` (``ca.pem``, ``ca.key``, ``enrolled.json``, ``revoked.json``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import grpc
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._ids import node_id_problem
 from headwater.common.security import JOIN_ROLES, ClusterCA, Identity, TokenStore
-from headwater.common.security._files import write_private
+from headwater.common.statemgr import StateError, StateManager, as_state
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -44,24 +44,25 @@ class EnrolmentRefused(HeadwaterError):
 class Enrolment:
     def __init__(
         self,
-        folder: str | Path,
+        where: str | Path | StateManager,
         tokens: TokenStore,
         online: Callable[[str], bool] = lambda node_id: False,
     ) -> None:
+        """``where``: the ``tls`` folder, or the master's state seen under ``tls``."""
         self.online = online  # whether a node of this id is attached now
-        self.folder = Path(folder)
-        self.ca = ClusterCA.open(self.folder)
+        self.ca = ClusterCA.open(where)
+        self.state = as_state(where)
         self.tokens = tokens
         self._lock = threading.Lock()
         self.enrolled: dict[str, dict[str, Any]] = self._read(NODES_FILE, {})
         self.revoked: set[str] = set(self._read(REVOKED_FILE, []))
 
     def _read(self, name: str, empty: Any) -> Any:
-        path = self.folder / name
-        return json.loads(path.read_text("utf-8")) if path.exists() else empty
+        data = self.state.get(name)
+        return json.loads(data.decode("utf-8")) if data is not None else empty
 
     def _write(self, name: str, value: Any) -> None:
-        write_private(self.folder / name, json.dumps(value, indent=1).encode())
+        self.state.put(name, json.dumps(value, indent=1).encode())
 
     def join(self, token: str, node_id: str, csr: bytes) -> pb.Enrolled:
         """Sign ``csr`` for ``node_id`` with the role ``token`` grants; EnrolmentRefused if not."""
@@ -94,8 +95,15 @@ class Enrolment:
             if node_id in self.enrolled:
                 log.warning("node %s enrols again (it was offline)", node_id)
             cert = self._sign(csr, Identity(record.role, node_id))
-            self.enrolled[node_id] = {"role": record.role, "at": time.time(), "token": record.id}
-            self._write(NODES_FILE, self.enrolled)
+            enrolled = {**self.enrolled, node_id: {"role": record.role, "at": time.time()}}
+            enrolled[node_id]["token"] = record.id
+            try:  # kept before the certificate is given
+                self._write(NODES_FILE, enrolled)
+            except StateError as exc:
+                raise EnrolmentRefused(
+                    grpc.StatusCode.UNAVAILABLE, f"the enrolment could not be kept: {exc}"
+                ) from None
+            self.enrolled = enrolled
         log.info("enrolled %s %s (token %s)", record.role, node_id, record.id)
         return pb.Enrolled(certificate=cert, ca=self.ca.cert_pem)
 

@@ -15,21 +15,19 @@ the revisions its edits made (author ``health-manager``) with their status in th
 history (``settle``): a rescale's outcome is its revision's (applied, rolled back, refused),
 not the edit's proposal.
 
-A decider keeps its state in STATE/health/TOPOLOGY.json, so a restarted master repeats no
-action: one it recorded and then stopped on is settled from the revision history when its
-decider is made again (its revision's outcome, or never applied if it made none); a policy
-an operator set (``PUT .../health/policy``) is kept beside it (TOPOLOGY.policy.json) over the
-topology config's ``headwater.health.*``.
+A decider keeps its state in health/TOPOLOGY.json of the master's state, so a restarted
+master repeats no action: one it recorded and then stopped on is settled from the revision
+history when its decider is made again (its revision's outcome, or never applied if it made
+none); a policy an operator set (``PUT .../health/policy``) is kept beside it
+(TOPOLOGY.policy.json) over the topology config's ``headwater.health.*``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 from headwater.common._exceptions import HeadwaterError
@@ -39,6 +37,7 @@ from headwater.common.control._revisions import without
 from headwater.common.control._views import metrics
 from headwater.common.health import JsonFileStore
 from headwater.common.health._model import Action, Mode, RevisionOutcome
+from headwater.common.statemgr import Record, StateManager
 from headwater.common.wire._states import RevisionStatus
 from headwater.common.wire.proto import runtime_pb2 as pb
 
@@ -85,7 +84,7 @@ class HealthLoop:
         tms: Mapping[str, TopologyMaster],
         described: Described,
         edit: EditPort,
-        state_dir: Path,
+        state: StateManager,
         *,
         interval: float = HEALTH_INTERVAL_S,
         make: MakeDecider = make_decider,
@@ -96,7 +95,7 @@ class HealthLoop:
         self.agents = agents
         self.described = described
         self.edit = edit
-        self.dir = state_dir
+        self.state = state  # the master's state seen under health/
         self.interval = interval
         self.make = make
         self.clock = clock
@@ -111,8 +110,8 @@ class HealthLoop:
     async def tick_all(self) -> None:
         for name in sorted(set(self.deciders) - set(self.tms)):  # killed since: forgotten
             del self.deciders[name]
-            for path in (self.dir / f"{name}.json", self._policy_path(name)):
-                path.unlink(missing_ok=True)
+            for path in (f"{name}.json", self._policy_path(name)):
+                self.state.delete(path)
         for name in sorted(self.tms):
             try:
                 await self.tick(name)
@@ -140,13 +139,14 @@ class HealthLoop:
             except ValueError as exc:
                 log.warning("%s: its health policy is not valid (%s): mode off", name, exc)
                 policy = policy_from_config({})
-            saved = self._policy_path(name)
-            if saved.exists():
+            saved = JsonFileStore(Record(self.state, self._policy_path(name))).load()
+            if saved is not None:
                 try:
-                    policy = policy_from_json(json.loads(saved.read_text()), policy)
+                    policy = policy_from_json(saved, policy)
                 except ValueError as exc:
-                    log.warning("%s: %s is not valid (%s): not used", name, saved, exc)
-            store = JsonFileStore(self.dir / f"{name}.json")
+                    where = self.state.describe(self._policy_path(name))
+                    log.warning("%s: %s is not valid (%s): not used", name, where, exc)
+            store = JsonFileStore(Record(self.state, f"{name}.json"))
             found = self.deciders[name] = self.make(name, policy, store)
             self._settle(name, tm, found)  # what became of an action the master stopped on
         return found
@@ -164,8 +164,8 @@ class HealthLoop:
             ]
         )
 
-    def _policy_path(self, name: str) -> Path:
-        return self.dir / f"{name}.policy.json"
+    def _policy_path(self, name: str) -> str:
+        return f"{name}.policy.json"
 
     def report(self, name: str) -> dict[str, Any]:
         """What ``GET .../health`` shows: the decider's report, with its policy."""
@@ -179,7 +179,7 @@ class HealthLoop:
         decider = self.decider(name)
         policy = policy_from_json(body, decider.policy)
         shown = policy_to_json(policy)
-        JsonFileStore(self._policy_path(name)).save(shown)
+        JsonFileStore(Record(self.state, self._policy_path(name))).save(shown)
         decider.set_policy(policy)
         log.info("%s: health policy set: %s", name, shown)
         return shown

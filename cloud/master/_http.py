@@ -3,10 +3,11 @@ models' (``_models_http.py``), plus
 
 POST   /api/v1/topologies?entry=FILE&containers=N   submit a package (zip body)
 DELETE /api/v1/topologies/NAME                      kill a topology
-POST   /api/v1/topologies/NAME/revisions?action=attach|replace|remove|rollback&base=REV
-       [&entry=FILE][&components=A,B][&author=WHO][&to=REV]   edit it live (zip body or none)
-       [&parallelism=A:N,B:M]                       (a replace without a body: the running
-                                                    code at that parallelism)
+POST   /api/v1/topologies/NAME/revisions?action=...&base=REV   edit it live, or preview
+GET    /api/v1/topologies/NAME/files                 the package a revision runs
+                                                    (both ``_edits_http.py``)
+POST   /api/v1/topologies/NAME/move?components=A&to=WHERE&base=REV   place components
+                                                    elsewhere, edge <-> cloud (``_moves.py``)
 GET    /api/v1/nodes                                workers and agents, online or not
 DELETE /api/v1/nodes/ID                             forget an offline node holding no containers
 POST   /api/v1/nodes/ID/revoke                      cut a node off (its certificate is refused)
@@ -14,9 +15,11 @@ GET    /api/v1/topologies/NAME/logs?tail=N          its containers' logs (either
 GET    /api/v1/topologies/NAME/containers/C/logs?tail=N   one container's log
 GET    /api/v1/nodes/ID/logs?tail=N                 a Docker-scheduled node's log
 GET    /api/v1/traffic                              bytes the master's gRPC server took and gave
+GET    /api/v1/leader                               the leading master: its addresses and leader
+                                                    epoch (a standby answers it too: _standby.py)
 POST   /api/v1/tokens                               create a token: {"role", "ttl", "description"}
 GET    /api/v1/tokens                               every token, without its secret
-DELETE /api/v1/tokens/ID                            revoke a token
+DELETE /api/v1/tokens/ID                            revoke a token (not the last admin one: 409)
 /api/v1/models/...                                   the model registry and rollouts
                                                     (``_models_http.py``)
 /api/v1/topologies/NAME/health[/policy]             its health manager (``_health_http.py``)
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -47,16 +51,18 @@ from aiohttp import web
 
 from headwater.common._exceptions import HeadwaterError, PackageRefusedError
 from headwater.common._package import MAX_PACKAGE_BYTES
-from headwater.common.control._revisions import EditError, StaleRevisionError
 from headwater.common.security import JOIN_ROLES, JoinToken, parse_ttl
+from headwater.common.statemgr import StateError
 
 from .._access import require_tokens
 from ..console import add_console_routes
 from ..console._snapshot import topology_errors
 from ..tmaster._http import add_metrics_route, add_topology_routes
+from ._edits_http import add_edit_routes
 from ._health_http import add_health_routes
 from ._master import Master, topology_name_problem
 from ._models_http import add_model_routes
+from ._moves import add_move_routes
 from ._openapi import openapi
 from ._prometheus import master_exposition
 from ._scheduler import LogsError
@@ -66,6 +72,8 @@ from ._topology_view import edge_view
 _VERSION = re.compile(r"[1-9][0-9]{0,8}")
 """A model version in a path: 1 to 999999999, ASCII digits only."""
 MAX_TOKEN_TTL_S = 3650 * 86400.0
+MAX_TOKEN_DESCRIPTION = 200
+"""The longest description a token keeps (tokens.json and every listing carry it)."""
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -75,9 +83,12 @@ def _error(status: int, reason: str) -> web.Response:
 
 @web.middleware
 async def _json_errors(request: web.Request, handler: _Handler) -> web.StreamResponse:
-    """Every refusal as ``{"error": REASON}`` (aiohttp's own, such as a body too large, too)."""
+    """Every refusal as ``{"error": REASON}`` (aiohttp's own, such as a body too large, too);
+    a record the state manager did not keep is a 503."""
     try:
         return await handler(request)
+    except StateError as exc:  # a record not kept (ZooKeeper unreachable): the request failed
+        return _error(503, str(exc))
     except web.HTTPException as exc:
         if exc.status < 400 or exc.content_type == "application/json":
             raise
@@ -99,21 +110,6 @@ def _refused(exc: HeadwaterError) -> web.Response:
     return _error(413 if too_large else 400, str(exc))
 
 
-def _parallelism(text: str) -> dict[str, int] | None:
-    """``?parallelism=A:2,B:3`` as {component: instances}; a 400 for anything else."""
-    if not text:
-        return None
-    out: dict[str, int] = {}
-    for pair in text.split(","):
-        name, sep, n = pair.partition(":")
-        if not sep or not name or not n.isascii() or not n.isdigit() or len(n) > 6:
-            raise web.HTTPBadRequest(
-                text=f"parallelism {pair[:40]!r}: give COMPONENT:N pairs, e.g. count:4,split:2"
-            )
-        out[name] = int(n)
-    return out
-
-
 def make_app(master: Master, insecure: bool = False) -> web.Application:
     """The REST API of ``master``; ``insecure``: without tokens (anyone who reaches it may
     do anything)."""
@@ -127,8 +123,11 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
         master.agent_revisions,
         partial(edge_view, master),
         partial(topology_errors, master),
+        master.book.held_views,
     )
     _add_submission_routes(app, master)
+    add_edit_routes(app, master)
+    add_move_routes(app, master)
     _add_node_routes(app, master)
     _add_token_routes(app, master)
     _add_log_routes(app, master)
@@ -148,7 +147,7 @@ def make_app(master: Master, insecure: bool = False) -> web.Application:
 
 
 def _add_submission_routes(app: web.Application, master: Master) -> None:
-    """Submit, kill and edit a topology."""
+    """Submit and kill a topology."""
 
     async def submit(request: web.Request) -> web.Response:
         entry = request.query.get("entry")
@@ -161,48 +160,11 @@ def _add_submission_routes(app: web.Application, master: Master) -> None:
         data = await request.read()
         try:
             result = await master.submit(data, entry, containers)
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return _refused(exc)
         return web.json_response(result, status=201)
-
-    async def edit(request: web.Request) -> web.Response:
-        problem = topology_name_problem(request.match_info["name"])
-        if problem is not None:
-            return _error(400, problem)
-        q = request.query
-        try:
-            base = int(q["base"])
-            to = int(q["to"]) if "to" in q else None
-        except KeyError:
-            raise web.HTTPBadRequest(
-                text="name the revision the edit was made against: ?base=REV (GET "
-                ".../revisions shows the current one)"
-            ) from None
-        except ValueError:
-            raise web.HTTPBadRequest(text="base and to must be revision numbers") from None
-        action = q.get("action", "")
-        components = [c for c in q.get("components", "").split(",") if c]
-        parallelism = _parallelism(q.get("parallelism", ""))
-        data = await request.read()
-        try:
-            record = await master.edit(
-                request.match_info["name"],
-                action,
-                base,
-                data or None,
-                q.get("entry"),
-                components,
-                q.get("author", ""),
-                to,
-                parallelism,
-            )
-        except StaleRevisionError as exc:
-            return web.json_response({"error": str(exc), "current": exc.current}, status=409)
-        except (EditError, PackageRefusedError) as exc:
-            return _refused(exc)
-        except HeadwaterError as exc:
-            return web.json_response({"error": str(exc)}, status=404)
-        return web.json_response(record, status=202)
 
     async def kill(request: web.Request) -> web.Response:
         problem = topology_name_problem(request.match_info["name"])
@@ -210,13 +172,14 @@ def _add_submission_routes(app: web.Application, master: Master) -> None:
             return _error(400, problem)
         try:
             master.kill(request.match_info["name"])
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return _error(404, str(exc))
         return web.json_response({"killed": request.match_info["name"]})
 
     app.router.add_post("/api/v1/topologies", submit)
     app.router.add_delete("/api/v1/topologies/{name}", kill)
-    app.router.add_post("/api/v1/topologies/{name}/revisions", edit)
 
 
 def _add_node_routes(app: web.Application, master: Master) -> None:
@@ -231,6 +194,8 @@ def _add_node_routes(app: web.Application, master: Master) -> None:
             master.forget(node_id)
         except KeyError as exc:
             return web.json_response({"error": exc.args[0]}, status=404)
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return web.json_response({"error": str(exc)}, status=409)
         return web.json_response({"forgotten": node_id})
@@ -239,6 +204,8 @@ def _add_node_routes(app: web.Application, master: Master) -> None:
         node_id = request.match_info["id"]
         try:
             master.nodes.revoke(node_id)
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return web.json_response({"error": str(exc)}, status=409)
         return web.json_response({"revoked": node_id})
@@ -246,7 +213,12 @@ def _add_node_routes(app: web.Application, master: Master) -> None:
     async def traffic(request: web.Request) -> web.Response:
         return web.json_response(master.traffic.view())
 
+    async def leader(request: web.Request) -> web.Response:
+        me = {"grpc": master.grpc_address, "http": master.http_url}
+        return web.json_response({"role": "leader", "epoch": master.nodes.epoch, "leader": me})
+
     app.router.add_get("/api/v1/nodes", nodes)
+    app.router.add_get("/api/v1/leader", leader)
     app.router.add_get("/api/v1/traffic", traffic)
     app.router.add_delete("/api/v1/nodes/{id}", forget)
     app.router.add_post("/api/v1/nodes/{id}/revoke", revoke)
@@ -263,6 +235,8 @@ def _add_token_routes(app: web.Application, master: Master) -> None:
         role, ttl, description = body.get("role"), body.get("ttl"), body.get("description", "")
         if not isinstance(role, str) or not isinstance(description, str):
             return _error(400, "role and description are strings")
+        if len(description) > MAX_TOKEN_DESCRIPTION:
+            return _error(400, f"a description is at most {MAX_TOKEN_DESCRIPTION} characters")
         if ttl is not None and not isinstance(ttl, str):
             return _error(400, 'ttl is a string such as "90s", "15m", "24h" or "7d"')
         if role in JOIN_ROLES and not master.join_port:
@@ -276,6 +250,8 @@ def _add_token_routes(app: web.Application, master: Master) -> None:
             if ttl_s is not None and ttl_s > MAX_TOKEN_TTL_S:
                 return _error(400, "a token lasts at most 3650d; leave ttl out for no expiry")
             raw = master.tokens.create(role, ttl_s, description)
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return _error(400, str(exc))
         token_id = raw.partition(".")[0]
@@ -294,6 +270,14 @@ def _add_token_routes(app: web.Application, master: Master) -> None:
 
     async def revoke(request: web.Request) -> web.Response:
         token_id = request.match_info["id"]
+        now = time.time()
+        admins = {r.id for r in master.tokens.records() if r.role == "admin" and not r.expired(now)}
+        if admins == {token_id}:
+            return _error(
+                409,
+                f"{token_id} is the last admin token: create another admin token first, "
+                "or no one could manage tokens, submit or kill again",
+            )
         if not master.tokens.revoke(token_id):
             return _error(404, f"no token {token_id!r} (headwater token list shows them)")
         return web.json_response({"revoked": token_id})

@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from headwater.common._exceptions import PackageMismatchError
+from headwater.common._package import PackageStore
 from headwater.common.api import Topology
 from headwater.common.plan._child_loader import LoadLimits
 from headwater.common.security import TokenStore
 from headwater.common.security._files import write_private
+from headwater.common.statemgr import LocalStateManager, Record, StateManager, under
 from headwater.common.wire.proto import runtime_pb2 as pb
 
 from ._code import TopologyCode
@@ -58,6 +59,7 @@ from ._edits import Edits
 from ._health_loop import HealthLoop
 from ._health_sample import AgentReport
 from ._models import ModelRegistry
+from ._move_states import MoveStates
 from ._node_logs import NodeLogs
 from ._node_orders import NodeOrders
 from ._nodes import Nodes
@@ -66,6 +68,9 @@ from ._scheduler import PLACEMENT_DELAY_S, Scheduler, WorkerScheduler
 from ._spark_jobs import SparkJobs
 from ._submissions import Submissions
 from ._traffic import TrafficCounter
+
+if TYPE_CHECKING:
+    from ._blob_store import MasterBlobs
 
 __all__ = ["MAX_CONTAINERS", "Deployment", "Master", "topology_name_problem"]
 
@@ -80,19 +85,27 @@ class Master:
         state_dir: str | Path,
         grpc_address: str = "",
         *,
+        state: StateManager | None = None,
         load_limits: LoadLimits | None = None,
         placement_delay: float = PLACEMENT_DELAY_S,
+        blobs: MasterBlobs | None = None,
     ) -> None:
-        """``load_limits``: what loading one submitted file (in a child process) may take
-        (``LoadLimits()``: 30 s and 1 GiB). ``placement_delay``: how long containers that
-        wait for a worker wait after a new worker attaches, for others starting with it
-        (``WorkerScheduler``)."""
+        """``state_dir``: the master's own folder (packages, unpacked code, model artifacts,
+        ``admin.token``); ``state``: where its records are kept (``--state``: local files in
+        ``state_dir`` by default, or ZooKeeper); ``blobs``: the blob store the masters share
+        (``--blob-store``: packages and model artifacts there too, ``state_dir`` a cache of
+        them; None: on this disk alone). ``load_limits``: what loading one submitted
+        file (in a child process) may take (``LoadLimits()``: 30 s and 1 GiB).
+        ``placement_delay``: how long containers that wait for a worker wait after a new
+        worker attaches, for others starting with it (``WorkerScheduler``)."""
         self.state_dir = Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.state = state if state is not None else LocalStateManager(self.state_dir)
         self.code = TopologyCode(
             self.state_dir,
             load_limits or LoadLimits(),
             lambda digest: any(d.package == digest for d in self.deployments.values()),
+            blobs.packages if blobs is not None else None,
         )
         self.packages = self.code.packages
         self.grpc_address = grpc_address
@@ -100,11 +113,11 @@ class Master:
         # need the registry) or replaced later (serve() may set another scheduler).
         # the nodes, their sessions and reports; what the deployments give them is the orders'
         self.nodes = Nodes(
-            lambda node_id: self.orders.attached(node_id),  # noqa: PLW0108
+            self._attached,
             lambda *given: self.orders.gives(*given),  # noqa: PLW0108
         )
         self.book = Deployments(
-            self.state_dir,
+            self.state,
             self.code,
             self.nodes.send,
             lambda name: self.scheduler.removed(name),  # noqa: PLW0108
@@ -114,20 +127,28 @@ class Master:
         self._coordinators = self.book.coordinators
         self.traffic = TrafficCounter()  # serve() puts the one on its gRPC server here
         # the REST API's tokens and the join tokens; the first start makes an admin token
-        self.tokens = TokenStore(self.state_dir / "tokens.json")
+        self.tokens = TokenStore(Record(self.state, "tokens.json"))
         self.join_port: int = 0  # the enrolment port (0: insecure, nodes need no token)
         self.ca_fingerprint: str = ""
         # the REST API's URL as a worker's Spark job reaches it (registering models); serve()
         # sets it once the API listens
         self.http_url: str = ""
-        if not self.tokens.path.exists():
+        if not self.tokens.exists():  # the admin token is the operator's, on this host
             admin = self.tokens.create("admin", description="made at the master's first start")
             write_private(self.state_dir / "admin.token", f"{admin}\n".encode())
             log.info("an admin token for the REST API is in %s", self.state_dir / "admin.token")
-        self.models = ModelRegistry(self.state_dir / "models")
-        self.rollouts = Rollouts(self, self.models, self.state_dir / "rollouts.json")
+        # the artifacts on this master's disk (and in the shared blob store), their metadata
+        # in the state
+        self.models = ModelRegistry(
+            self.state_dir / "models",
+            under(self.state, "models"),
+            blobs.models if blobs is not None else None,
+        )
+        self.rollouts = Rollouts(self, self.models, Record(self.state, "rollouts.json"))
         self.node_logs = NodeLogs(self)  # container logs asked of the nodes that run them
-        self.spark_jobs = SparkJobs(self, load_limits or LoadLimits())  # _spark_jobs.py
+        self.spark_jobs = SparkJobs(  # _spark_jobs.py
+            self, load_limits or LoadLimits(), blobs.spark_packages if blobs is not None else None
+        )
         self.orders = NodeOrders(
             self.deployments,
             self.nodes,
@@ -147,14 +168,22 @@ class Master:
             schedule=self.orders.schedule,
         )
         self.edits = Edits(self.code, self.book, self.nodes.send)
+        # a keyed move's state to the edge, gathered by a topology master: to its agent
+        self.move_states = MoveStates(self.deployments, self.tms, self.nodes)
+        self.book.site_state_ready = self.move_states.ready
         # each topology's health manager, fed by serve()'s loop (``_health_loop.py``)
         self.health = HealthLoop(
             self.tms,
             self.code.described,
             self.edit,
-            self.state_dir / "health",
+            under(self.state, "health"),
             agents=self.edge_reports,
         )
+
+    def _attached(self, node_id: str) -> None:
+        """A node (re)attached: what the deployments give it, and a move's state it is owed."""
+        self.orders.attached(node_id)
+        self.move_states.attached(node_id)
 
     # -- the parts' requests, as the master's callers name them --------------------------
     async def resume(self) -> None:
@@ -177,10 +206,23 @@ class Master:
         to: int | None = None,
         parallelism: dict[str, int] | None = None,
         reason: str = "",
+        files: dict[str, str | None] | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """``Edits.edit``."""
         return await self.edits.edit(
-            name, action, base, data, entry, components, author, to, parallelism, reason
+            name,
+            action,
+            base,
+            data,
+            entry,
+            components,
+            author,
+            to,
+            parallelism,
+            reason,
+            files,
+            dry_run,
         )
 
     def described(self, package: str, entry: str) -> Topology | None:
@@ -220,9 +262,8 @@ class Master:
     def locate(self, topology: str, component: str) -> pb.ReceiverAddress:
         return self.book.locate(topology, component)
 
-    def fetch(self, digest: str) -> bytes:
-        try:
-            return self.packages.get(digest)
-        except PackageMismatchError as exc:
-            log.error("%s", exc)
-            raise
+    def package_store(self, digest: str) -> PackageStore:
+        """Where a package a node asks for is kept: a Spark job's or the topologies' store
+        (``get`` fetches one missing here from the shared blob store: on a thread)."""
+        jobs = self.spark_jobs
+        return jobs.packages if jobs.runs_package(digest) else self.packages

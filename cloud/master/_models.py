@@ -16,11 +16,17 @@ and ONNX (``register`` only; at most ``MAX_ONNX_BYTES``, checked by
                                               inputs, outputs, ir_version, producer,
                                               opsets; the user's metadata if given
 
-Versions are assigned in upload order and never reused; the bytes file is in
-place (by atomic rename) before its metadata, and a version exists once its
-metadata does, so a crash mid-upload leaves no half version. Everything is
-read from disk on each request: the registry has no state in memory and
-survives a restart as it is.
+The bytes are on the master's disk (``STATE/models``) and, with a blob store the masters
+share (``--blob-store``), in it too, named by their SHA-256, before the version exists; a
+master that lacks a version's bytes (a standby that took over) fetches them from it,
+checks them against the SHA-256 its metadata keeps, then keeps them on its disk. The
+metadata is a record of the master's state (``models/NAME/VERSION.meta.json``: the same
+file on local state, a znode on ZooKeeper). Versions are assigned in upload order and
+never reused; the bytes are in place (the blob store, then the file by atomic rename)
+before the metadata, and a version exists once its metadata does, so a crash mid-upload
+leaves no half version (a blob kept for one is named by its bytes: an upload of the same
+bytes reuses it). Everything is read on each request: the registry has no state in memory
+and survives a restart as it is. Versions are never deleted, nor their blobs.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from headwater.common.models import (
     load_model,
     model_kind,
 )
+from headwater.common.statemgr import Blobs, LocalStateManager, StateManager, blob_name
 
 MAX_MODEL_BYTES = 1 << 20
 """The largest JSON artifact the registry keeps."""
@@ -84,11 +91,18 @@ def load_artifact(data: bytes) -> AnomalyModel:
 
 
 class ModelRegistry:
-    """Model artifacts under ``root`` (``STATE/models``). Event-loop thread only."""
+    """Model artifacts under ``root`` (``STATE/models``), their metadata in ``meta`` (the
+    master's state seen under ``models``; by default the files beside the artifacts).
+    Event-loop thread only."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(
+        self, root: Path, meta: StateManager | None = None, blobs: Blobs | None = None
+    ) -> None:
+        """``blobs``: the blob store the masters share (None: the bytes on this disk alone)."""
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
+        self.meta_state = meta if meta is not None else LocalStateManager(root)
+        self.blobs = blobs
         self._checks = asyncio.Semaphore(MAX_CHECKS)
 
     def _folder(self, name: str) -> Path:
@@ -97,7 +111,7 @@ class ModelRegistry:
             raise ModelRefusedError(problem)
         return self.root / name
 
-    def upload(self, name: str, data: bytes) -> dict[str, Any]:
+    async def upload(self, name: str, data: bytes) -> dict[str, Any]:
         """Keep the JSON artifact ``data`` as the next version of ``name``;
         ``{"name", "version", "sha256"}``."""
         folder = self._folder(name)
@@ -109,6 +123,7 @@ class ModelRegistry:
             if model_kind(data) == ONNX_KIND and not exc.too_large:  # say where it goes
                 exc.args = (f"{exc}; {_REGISTER_HINT}",)
             raise
+        await self._share(data)
         return self._keep(folder, data, record, ".json", None)
 
     async def register(
@@ -121,6 +136,7 @@ class ModelRegistry:
             raise ModelRefusedError("the model is empty: send its bytes as the body")
         if model_kind(data) != ONNX_KIND:
             record = _json_record(data)
+            await self._share(data)
             return {**self._keep(folder, data, record, ".json", user), "kind": record["kind"]}
         try:
             async with self._checks:
@@ -128,7 +144,14 @@ class ModelRegistry:
         except OnnxModelError as exc:
             raise ModelRefusedError(str(exc), too_large=exc.too_large) from None
         record = {k: v for k, v in record.items() if k not in ("sha256", "size")}
+        await self._share(data)
         return {**self._keep(folder, data, record, ".onnx", user), "kind": ONNX_KIND}
+
+    async def _share(self, data: bytes) -> None:
+        """Put ``data`` in the shared blob store (on a thread), before its version exists;
+        its ``StateError`` (the REST API's 503) if it is not kept there."""
+        if self.blobs is not None:
+            await asyncio.to_thread(self.blobs.put, blob_name(data), data)
 
     def _keep(
         self,
@@ -141,7 +164,7 @@ class ModelRegistry:
         """Store the next version (no await in here: versions are assigned in order)."""
         sha = hashlib.sha256(data).hexdigest()
         folder.mkdir(exist_ok=True)
-        version = max(self._versions(folder), default=0) + 1
+        version = max(self._versions(folder.name), default=0) + 1
         meta = {
             "name": folder.name,
             "version": version,
@@ -153,54 +176,86 @@ class ModelRegistry:
         if user is not None:
             meta["metadata"] = user
         _write(folder / f"{version}{suffix}", data)
-        _write(folder / f"{version}.meta.json", json.dumps(meta).encode())
+        self.meta_state.put(f"{folder.name}/{version}.meta.json", json.dumps(meta).encode())
         return {"name": folder.name, "version": version, "sha256": sha}
 
-    @staticmethod
-    def _versions(folder: Path) -> list[int]:
-        if not folder.is_dir():
-            return []
-        return sorted(int(m[1]) for p in folder.iterdir() if (m := _VERSION.fullmatch(p.name)))
+    def _versions(self, name: str) -> list[int]:
+        names = self.meta_state.children(name)
+        return sorted(int(m[1]) for n in names if (m := _VERSION.fullmatch(n)))
 
     def names(self) -> list[dict[str, Any]]:
         """Every model with its latest version."""
         out = []
-        for folder in sorted(self.root.iterdir()):
-            versions = self._versions(folder)
-            if versions and model_name_problem(folder.name) is None:
-                out.append({"name": folder.name, "latest": versions[-1]})
+        for name in self.meta_state.children(""):
+            if model_name_problem(name) is not None:
+                continue
+            versions = self._versions(name)
+            if versions:
+                out.append({"name": name, "latest": versions[-1]})
         return out
 
     def versions(self, name: str) -> list[dict[str, Any]]:
-        folder = self._folder(name)
-        versions = self._versions(folder)
+        self._folder(name)  # the name checked
+        versions = self._versions(name)
         if not versions:
             raise UnknownModelError(f"no model named {name!r} (`headwater models list`)")
         return [self.meta(name, v) for v in versions]
 
     def meta(self, name: str, version: int) -> dict[str, Any]:
-        folder = self._folder(name)
-        if not 0 < version < 10**9:  # no such file (and a name too long to ask the disk)
+        self._folder(name)  # the name checked
+        if not 0 < version < 10**9:  # no such record (and a name too long to ask for)
             raise UnknownModelError(f"model {name!r} has no version that large or small")
-        path = folder / f"{version}.meta.json"
-        try:
-            return dict(json.loads(path.read_bytes()))
-        except FileNotFoundError:
+        kept = self.meta_state.get(f"{name}/{version}.meta.json")
+        if kept is None:
             raise UnknownModelError(
                 f"model {name!r} has no version {version} (`headwater models show {name}`)"
-            ) from None
+            )
+        return dict(json.loads(kept))
 
-    def artifact(self, name: str, version: int) -> bytes:
-        """The bytes of a version, checked against the SHA-256 kept for it."""
+    async def artifact(self, name: str, version: int) -> bytes:
+        """The bytes of a version, checked against the SHA-256 kept for it; fetched from the
+        shared blob store (on a thread) when they are not on this disk, then kept here."""
         meta = self.meta(name, version)
         suffix = ".onnx" if meta.get("kind") == ONNX_KIND else ".json"
-        data = (self._folder(name) / f"{version}{suffix}").read_bytes()
+        path = self._folder(name) / f"{version}{suffix}"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = await self._fetch(name, version, meta["sha256"])
+            if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+                raise HeadwaterError(
+                    f"model {name!r} version {version}: the bytes in {self._where()} do "
+                    "not hash to its sha256 (altered in the store): not served; register it "
+                    "again"
+                ) from None
+            path.parent.mkdir(exist_ok=True)
+            _write(path, data)
+            return data
         if hashlib.sha256(data).hexdigest() != meta["sha256"]:
             raise HeadwaterError(
                 f"model {name!r} version {version} no longer hashes to its sha256: the "
                 "registry's files were altered; upload it again"
             )
         return data
+
+    async def _fetch(self, name: str, version: int, sha256: str) -> bytes:
+        """A version's bytes from the shared blob store; HeadwaterError when it has none."""
+        data = None
+        if self.blobs is not None:
+            data = await asyncio.to_thread(self.blobs.get, sha256)
+        if data is None:
+            raise HeadwaterError(
+                f"model {name!r} version {version} is registered, but its bytes are neither on "
+                f"this master's disk nor in {self._where()}: upload it again"
+                if self.blobs is not None
+                else f"model {name!r} version {version} is registered, but its bytes are not "
+                "on this master's disk (artifacts stay on the master that took them unless the "
+                "masters share a --blob-store): upload it here again"
+            )
+        return data
+
+    def _where(self) -> str:
+        return self.blobs.describe() if self.blobs is not None else "no blob store"
 
 
 def _json_record(data: bytes) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from headwater.common._exceptions import HeadwaterError
 from headwater.common.models import JSON_KIND, MAX_ONNX_BYTES, model_kind
 from headwater.common.models._rollout_guards import SYNTAX as GUARD_SYNTAX
 from headwater.common.models._rollout_waves import waves_problem
+from headwater.common.statemgr import StateError
 
 from ._models import (
     MAX_MODEL_BYTES,
@@ -122,7 +123,7 @@ def _registry_handlers(
             return _error(413, f"the artifact is over {MAX_MODEL_BYTES} bytes")
         data = await request.read()
         try:
-            result = registry.upload(request.match_info["name"], data)
+            result = await registry.upload(request.match_info["name"], data)
         except ModelRefusedError as exc:
             return _error(413 if exc.too_large else 400, str(exc))
         return web.json_response(result, status=201)
@@ -146,13 +147,17 @@ def _registry_handlers(
             return _error(404, f"no version {text[:40]!r}: versions are numbers (1, 2, ...)")
         try:
             if request.query.get("artifact") not in (None, "", "0"):
-                data = registry.artifact(name, int(text))
+                data = await registry.artifact(name, int(text))
                 json_kind = model_kind(data) == JSON_KIND
                 media = "application/json" if json_kind else "application/octet-stream"
                 return web.Response(body=data, content_type=media)
             return web.json_response(registry.meta(name, int(text)))
         except (ModelRefusedError, UnknownModelError) as exc:
             return _error(404, str(exc))
+        except StateError as exc:  # the blob store did not answer: try again
+            return _error(503, str(exc))
+        except HeadwaterError as exc:  # registered, but its bytes are lost or altered
+            return _error(409, str(exc))
 
     return upload, listing, show, version
 
@@ -217,6 +222,8 @@ def _rollout_start_handler(rollouts: Rollouts) -> _Handler:
             return _error(exc.status, str(exc))
         except UnknownModelError as exc:
             return _error(404, str(exc))
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return _error(400, str(exc))
         return web.json_response(view, status=202)
@@ -245,6 +252,8 @@ def _rollout_handlers(registry: ModelRegistry, rollouts: Rollouts) -> tuple[_Han
             )
         except RolloutError as exc:
             return _error(exc.status, str(exc))
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return _error(400, str(exc))
         return web.json_response(view, status=202)

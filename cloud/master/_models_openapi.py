@@ -77,7 +77,8 @@ def model_paths() -> dict[str, dict[str, Any]]:
                     },
                     _query("artifact", "1: the artifact's bytes", {"type": "string"}),
                 ],
-                refusals=("404",),
+                # 409: its bytes lost or altered; 503: the blob store did not answer
+                refusals=("404", "409", "503"),
             )
         },
         f"{m}/rollouts": {

@@ -109,6 +109,7 @@ class Nodes:
         the topology's edge subgraph)."""
         self.records: dict[str, NodeRecord] = {}
         self.enrolment: Enrolment | None = None  # None: insecure (serve() sets it)
+        self.epoch = 0  # the leader epoch stamped on every order (0: no standbys)
         self._attached = attached
         self._gives = gives
 
@@ -145,6 +146,7 @@ class Nodes:
                 command = await queue.get()
                 if command.WhichOneof("command") is None:
                     return  # revoked: the session ends
+                command.leader_epoch = self.epoch
                 yield command
         finally:
             if record.queue is queue:

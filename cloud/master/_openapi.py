@@ -12,33 +12,35 @@ from __future__ import annotations
 from typing import Any
 
 from .._access import ACCESS, PUBLIC
+from ._console_openapi import console_paths
 from ._health_http import health_paths
 from ._models_openapi import model_paths, model_register_paths
-from ._openapi_parts import ERROR as _ERROR
+from ._openapi_parts import NAME as _NAME
 from ._openapi_parts import answer as _json
+from ._openapi_parts import get as _get
+from ._openapi_parts import move_path
 from ._openapi_parts import op as _op
 from ._openapi_parts import query as _query
 from ._spark_openapi import spark_job_paths
 
-_NAME = {
-    "name": "name",
-    "in": "path",
-    "required": True,
-    "description": "the topology's name",
-    "schema": {"type": "string"},
-}
 _ZIP = {"type": "string", "format": "binary", "description": "the package: a zip"}
-
-
-def _get(summary: str, schema: dict[str, Any] | None = None, topology: bool = True) -> Any:
-    extra = {"parameters": [_NAME]} if topology else {"refusals": ()}
-    return _op(summary, "200", _json(summary, schema), **extra)
+_FILES = {
+    "type": "object",
+    "description": "the base revision's package with these files changed (null: deleted)",
+    "properties": {
+        "files": {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "null"]},
+        }
+    },
+    "required": ["files"],
+}
 
 
 def _paths() -> dict[str, dict[str, Any]]:
     t = "/api/v1/topologies/{name}"
     role = {"type": "string", "enum": ["viewer", "operator", "admin", "agent", "worker"]}
-    return {
+    paths = {
         "/api/v1/openapi.json": {
             "get": {
                 "summary": "this document",
@@ -75,6 +77,7 @@ def _paths() -> dict[str, dict[str, Any]]:
         f"{t}/plan": {"get": _get("the physical plan, with edge as in the summary")},
         f"{t}/checkpoints": {"get": _get("exactly-once checkpoints")},
         f"{t}/exceptions": {"get": _get("errors reported by instances", {"type": "array"})},
+        f"{t}/move": move_path(_NAME),
         f"{t}/revisions": {
             "get": _get("live edits: the current revision, the history, the agents' revisions"),
             "post": _op(
@@ -99,13 +102,32 @@ def _paths() -> dict[str, dict[str, Any]]:
                         "parallelism, A:N,B:M",
                         {"type": "string"},
                     ),
+                    _query(
+                        "dry_run",
+                        "1: validate and answer the preview (the diff, what keeps its state, "
+                        "the domains that switch) without applying anything",
+                        {"type": "string", "enum": ["0", "1"]},
+                    ),
                 ],
                 requestBody={
                     "required": False,
-                    "content": {"application/octet-stream": {"schema": _ZIP}},
+                    "content": {
+                        "application/octet-stream": {"schema": _ZIP},
+                        "application/json": {"schema": _FILES},
+                    },
                 },
                 refusals=("400", "404", "409", "413"),
             ),
+        },
+        f"{t}/files": {
+            "get": _op(
+                "a revision's package (the current one's by default): its files (text up to "
+                "256 KiB), where each component's code is (defined), and the steps the "
+                "console may attach (palette)",
+                "200",
+                _json("the files"),
+                parameters=[_NAME, _query("revision", "a revision", {"type": "integer"})],
+            )
         },
         f"{t}/activate": {
             "post": _op("resume its spouts", "200", _json("its state"), parameters=[_NAME])
@@ -115,6 +137,14 @@ def _paths() -> dict[str, dict[str, Any]]:
         },
         "/api/v1/nodes": {
             "get": _get("workers and agents, online or not", {"type": "array"}, topology=False)
+        },
+        "/api/v1/leader": {
+            "get": _get(
+                "the leading master: role, leader epoch and addresses (a standby redirects the "
+                "rest of the API to it)",
+                {"type": "object"},
+                topology=False,
+            )
         },
         "/api/v1/nodes/{id}": {
             "delete": _op(
@@ -174,7 +204,7 @@ def _paths() -> dict[str, dict[str, Any]]:
                                 "properties": {
                                     "role": role,
                                     "ttl": {"type": "string", "description": "90s, 15m, 24h, 7d"},
-                                    "description": {"type": "string"},
+                                    "description": {"type": "string", "maxLength": 200},
                                 },
                                 "required": ["role"],
                             }
@@ -188,16 +218,19 @@ def _paths() -> dict[str, dict[str, Any]]:
         **health_paths(_NAME),
         "/api/v1/tokens/{id}": {
             "delete": _op(
-                "revoke a token",
+                "revoke a token; the last admin token is kept (409): create another first",
                 "200",
                 _json("the revoked token's id"),
                 parameters=[
                     {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
                 ],
-                refusals=("404",),
+                refusals=("404", "409"),
             )
         },
     }
+    edit = paths[f"{t}/revisions"]["post"]
+    edit["responses"]["200"] = _json("the preview of the edit (dry_run=1): nothing changed")
+    return paths
 
 
 def _log_paths(t: str) -> dict[str, dict[str, Any]]:
@@ -277,7 +310,7 @@ def _log_paths(t: str) -> dict[str, dict[str, Any]]:
 
 def openapi(version: str) -> dict[str, Any]:
     """The document, each operation with the role it needs (``x-role``)."""
-    paths = {**_paths(), **_console_paths(), **spark_job_paths(), **model_register_paths()}
+    paths = {**_paths(), **console_paths(), **spark_job_paths(), **model_register_paths()}
     for path, methods in paths.items():
         for method, op in methods.items():
             op["x-role"] = ACCESS.get((method.upper(), path), "none: refused")
@@ -295,53 +328,4 @@ def openapi(version: str) -> dict[str, Any]:
         "paths": paths,
         "components": {"securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
-    }
-
-
-def _console_paths() -> dict[str, dict[str, Any]]:
-    """The web console's page, files and the two routes made for it (cloud/console/)."""
-
-    def page(summary: str, types: tuple[str, ...]) -> dict[str, Any]:
-        content = {t: {"schema": {"type": "string"}} for t in types}
-        return {
-            "summary": summary,
-            "security": [],
-            "responses": {"200": {"description": summary, "content": content}, "404": _ERROR},
-        }
-
-    file = {
-        "name": "file",
-        "in": "path",
-        "required": True,
-        "description": "a file of the console: console.css, main.js, ...",
-        "schema": {"type": "string"},
-    }
-    stream = {"text/event-stream": {"schema": {"type": "string"}}}
-    return {
-        "/": {"get": page("the web console", ("text/html",))},
-        "/console/{file}": {
-            "get": {
-                **page("a file of the web console", ("text/css", "text/javascript")),
-                "parameters": [file],
-            }
-        },
-        "/api/v1/whoami": {
-            "get": _get(
-                "the caller's role and token id (insecure: true on a master run --insecure), "
-                "and whether this server makes live edits (edits), serves logs (logs) and runs "
-                "Spark jobs (spark)",
-                topology=False,
-            )
-        },
-        "/api/v1/events": {
-            "get": _op(
-                "snapshots for the console, one a second, as server-sent events",
-                "200",
-                {"description": "event: snapshot, data: JSON", "content": stream},
-                parameters=[
-                    _query("topology", "also the detail of this topology", {"type": "string"})
-                ],
-                refusals=("429",),
-            )
-        },
     }

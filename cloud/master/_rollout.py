@@ -19,7 +19,7 @@ phases (``Phase``), each stamped with its time in ``steps``:
   even that cannot be done).
 
 ``_rollout_drive.py`` drives one (``Driving``, which ``Rollouts`` is);
-``_rollout_record.py`` keeps the records (``STATE/rollouts.json``, saved at
+``_rollout_record.py`` keeps the records (``rollouts.json`` of the state, saved at
 each step). A master that restarts during one fails safe: on ``resume`` each
 unfinished rollout that made an edit is rolled back (the previous entry
 restored), with the restart as its reason; one that made none is marked
@@ -43,6 +43,7 @@ from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Placement
 from headwater.common.models import ONNX_KIND
 from headwater.common.models._rollout_guards import guards_for
+from headwater.common.statemgr import Record
 
 from ._model_package import entry_version, models_of
 from ._models import ModelRegistry, model_name_problem
@@ -67,7 +68,7 @@ class Rollouts(Driving):
         self,
         master: RolloutHost,
         registry: ModelRegistry,
-        path: Path,
+        path: Path | Record,
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.time,

@@ -101,7 +101,7 @@ class Driving:
         raise NotImplementedError
 
     # ------------------------------------------------------------------------------------
-    def _new_pick(self, r: Rollout) -> tuple[dict[str, Any], dict[str, bytes]]:
+    async def _new_pick(self, r: Rollout) -> tuple[dict[str, Any], dict[str, bytes]]:
         """The entry's pick for ``r``'s version, and its artifact by SHA-256."""
         meta = self.registry.meta(r.model, r.version)
         new: dict[str, Any] = {"version": r.version, "sha256": meta["sha256"]}
@@ -110,10 +110,10 @@ class Driving:
         user = meta.get("metadata")
         if isinstance(user, dict) and isinstance(user.get("output_range"), list):
             new["range"] = [float(b) for b in user["output_range"]]
-        return new, {meta["sha256"]: self.registry.artifact(r.model, r.version)}
+        return new, {meta["sha256"]: await self.registry.artifact(r.model, r.version)}
 
     async def _rollout(self, r: Rollout) -> None:
-        new, artifacts = self._new_pick(r)
+        new, artifacts = await self._new_pick(r)
         before = (r.previous or {}).get("default")  # elsewhere what ran before goes on running
         watched = False
         first: list[str] = []

@@ -1,11 +1,11 @@
 """A model rollout's record (``Rollout``), its phases, and where the records are kept.
 
-Every rollout of the master is kept in ``STATE/rollouts.json`` (``save_records``),
-saved at each step, read back on start (``load_records``). The file only ever
+Every rollout of the master is kept in ``rollouts.json`` of the master's state
+(``save_records``), saved at each step, read back on start (``load_records``). It only ever
 gains fields: a record an older master wrote (no waves, guards or stages) loads
 with their defaults (one wave of 100%, no guard kept, no stage), and a field
 this master does not know is dropped rather than refused, so a rollback across
-versions keeps the history. A file that is not such a record at all is kept
+versions keeps the history. A record that is not such records at all is kept
 aside as ``rollouts.corrupt`` and the master starts with none.
 """
 
@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Any
 
 from headwater.common._exceptions import HeadwaterError
+from headwater.common.statemgr import Record, as_record
 
 log = logging.getLogger("headwater.master.rollout")
 
@@ -93,29 +95,31 @@ class Rollout:
         return cls(**{k: v for k, v in doc.items() if k in known})
 
 
-def load_records(path: Path) -> list[Rollout]:
-    """The records kept at ``path`` ([] when there are none, or they are not records)."""
-    if not path.exists():
+def load_records(path: str | os.PathLike[str] | Record) -> list[Rollout]:
+    """The records kept at ``path`` (a record of the state, or its file's path; [] when
+    there are none, or they are not records)."""
+    record = as_record(path)
+    kept = record.read()
+    if kept is None:
         return []
     try:
-        docs = json.loads(path.read_text())
+        docs = json.loads(kept)
         if not isinstance(docs, list):
             raise TypeError("not a list of records")
         return [Rollout.load(r) for r in docs]
     except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # not ours
-        kept = path.with_suffix(".corrupt")
-        path.replace(kept)
+        aside = Record(record.state, str(PurePosixPath(record.path).with_suffix(".corrupt")))
+        aside.write(kept)
+        record.delete()
         log.error(
             "%s is not a rollout record (%s): kept as %s; starting with no rollouts",
-            path,
+            record.where,
             exc,
-            kept,
+            aside.where,
         )
         return []
 
 
-def save_records(path: Path, records: list[Rollout]) -> None:
-    """Keep ``records`` at ``path`` (atomically: a crash leaves the old or the new file)."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps([r.view() for r in records]))
-    tmp.replace(path)
+def save_records(path: str | os.PathLike[str] | Record, records: list[Rollout]) -> None:
+    """Keep ``records`` at ``path`` (whole: a crash leaves the old records or the new)."""
+    as_record(path).write(json.dumps([r.view() for r in records]).encode())

@@ -25,6 +25,7 @@ from aiohttp import web
 
 from headwater.common._exceptions import HeadwaterError, PackageRefusedError
 from headwater.common._ids import name_problem
+from headwater.common.statemgr import StateError
 
 from ._scheduler import LogsError
 from ._spark_jobs import KIND, SparkJobs
@@ -77,6 +78,8 @@ def add_spark_job_routes(app: web.Application, jobs: SparkJobs) -> None:
             )
         except PackageRefusedError as exc:
             return _error(413 if exc.too_large else 400, str(exc))
+        except StateError as exc:  # not kept: the request is not done
+            return web.json_response({"error": str(exc)}, status=503)
         except HeadwaterError as exc:
             return _error(400, str(exc))
         return web.json_response(view, status=201)

@@ -8,8 +8,10 @@ workers (none: the worker's own ``--landing``/``--warehouse``). It is untrusted:
 (``MAX_JOB_FILE_BYTES`` for a bare file, ``check_package`` for a zip, ``MAX_PARAMS``),
 checked (``_spark_check.py``: a ``.py`` file is imported only in a child process), and a
 refused one leaves nothing behind. The job's files are stored as a package (a zip, named
-by its hash) in ``STATE/spark/packages``, the records in ``STATE/spark_jobs.json``
-(atomic write), resumed at the master's start.
+by its hash) in ``STATE/spark/packages`` (on the master's disk; with a shared blob store,
+``--blob-store``, there too before the submission is answered, and fetched from it by a
+master that lacks it), the records in ``spark_jobs.json`` of the master's state (written
+whole), resumed at the master's start.
 
 Each job is given to one attached worker (the fewest jobs, ties by id) with a
 ``RunContainer`` of kind ``spark-job`` on its attach stream; ``tick`` (every second)
@@ -28,6 +30,7 @@ import json
 import logging
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Container
 from dataclasses import asdict
 from pathlib import Path
@@ -45,8 +48,10 @@ from headwater.common._package import (
 )
 from headwater.common.plan._child_loader import LoadLimits
 from headwater.common.security import TokenStore
+from headwater.common.statemgr import Blobs, Record, StateManager
 from headwater.common.wire.proto import runtime_pb2 as pb
 
+from ._code import PackageDeletes
 from ._node_logs import NodeLogs
 from ._nodes import NODE_OFFLINE_AFTER_S, Nodes
 from ._spark_check import JobRefused, check_job, check_spec, job_problem
@@ -61,12 +66,15 @@ MAX_REPORTED = 256  # the most Spark jobs of one node's report the master looks 
 
 
 class SparkHost(Protocol):
-    """What the Spark jobs ask of the master (``Master`` is one): its state folder and
-    tokens, its node registry and log requests, the names its topologies take, and its
-    REST API's URL as a worker reaches it."""
+    """What the Spark jobs ask of the master (``Master`` is one): its state folder (the
+    jobs' packages) and state (their records), tokens, its node registry and log requests,
+    the names its topologies take, and its REST API's URL as a worker reaches it."""
 
     @property
     def state_dir(self) -> Path: ...
+
+    @property
+    def state(self) -> StateManager: ...
 
     @property
     def tokens(self) -> TokenStore: ...
@@ -87,17 +95,21 @@ class SparkHost(Protocol):
 class SparkJobs:
     """The master's Spark jobs (on its event loop)."""
 
-    def __init__(self, master: SparkHost, limits: LoadLimits) -> None:
+    def __init__(self, master: SparkHost, limits: LoadLimits, shared: Blobs | None = None) -> None:
+        """``shared``: the blob store the masters share (None: packages on this disk alone)."""
         self.master = master
         self.limits = limits
-        self.packages = PackageStore(master.state_dir / "spark" / "packages")
-        self.path = master.state_dir / "spark_jobs.json"
+        self.packages = PackageStore(master.state_dir / "spark" / "packages", shared)
+        self.deletes = PackageDeletes(self.packages)
+        self._keeping: Counter[str] = Counter()  # packages a submission is keeping now
+        self.record = Record(master.state, "spark_jobs.json")
         self.jobs: dict[str, SparkJob] = {}
         self._sent: dict[str, object] = {}  # job -> the node session its order went on
         self._started = time.monotonic()
         self._checking: set[str] = set()  # names being checked now
-        if self.path.exists():
-            for raw in json.loads(self.path.read_text()):
+        kept = self.record.read()
+        if kept is not None:
+            for raw in json.loads(kept):
                 job = SparkJob(**raw)
                 if name_problem(job.name, "Spark job name") is None:
                     self.jobs[job.name] = job
@@ -105,9 +117,7 @@ class SparkJobs:
         self.tokens.resume({j.name: j.registers for j in self.jobs.values()})
 
     def _save(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([asdict(j) for j in self.jobs.values()]))
-        tmp.replace(self.path)
+        self.record.write(json.dumps([asdict(j) for j in self.jobs.values()]).encode())
 
     # -- submit and kill ---------------------------------------------------------
     async def submit(
@@ -162,12 +172,23 @@ class SparkJobs:
         if self.named(name):
             raise JobRefused(f"Spark job {name!r} exists; kill it first (headwater spark kill)")
         self._checking.add(name)
+        digest, fresh = package_hash(package), False
+        self._keeping[digest] += 1  # not deleted by a kill meanwhile
         try:
             await self._check(package, entry)
+            await self.deletes.settled(digest)  # a kill's delete of the same bytes ends first
+            # kept (in the shared blob store first) before the submission is answered
+            digest, fresh = await asyncio.to_thread(self.packages.keep, package)
+            self._not_a_topology(name)  # again: one may have been submitted meanwhile
+        except BaseException:
+            if fresh and self._keeping[digest] == 1 and not self.runs_package(digest):
+                self.deletes.start(digest)
+            raise
         finally:
             self._checking.discard(name)
-        self._not_a_topology(name)  # again: one may have been submitted meanwhile
-        digest = self.packages.put(package)
+            self._keeping[digest] -= 1
+            if not self._keeping[digest]:
+                del self._keeping[digest]
         job = SparkJob(name, digest, entry, mode, every_s, spark_master, params, landing, warehouse)
         job.registers = registers
         self.jobs[name] = job
@@ -209,8 +230,8 @@ class SparkJobs:
             self._stop(job.node, name)
         self.tokens.revoke(name)
         self._sent.pop(name, None)
-        if all(j.package != job.package for j in self.jobs.values()):
-            self.packages.delete(job.package)
+        if not self.runs_package(job.package) and not self._keeping[job.package]:
+            self.deletes.start(job.package)  # here and in the shared store, on a thread
         self._save()
         log.info("Spark job %r killed", name)
         return {"killed": name}
@@ -338,6 +359,10 @@ class SparkJobs:
 
     def views(self) -> list[dict[str, Any]]:
         return [self.view(j) for _, j in sorted(self.jobs.items())]
+
+    def runs_package(self, digest: str) -> bool:
+        """Whether a job's files are that package."""
+        return any(j.package == digest for j in self.jobs.values())
 
     def packages_of(self, node_id: str) -> set[str]:
         return {j.package for j in self.jobs.values() if j.node == node_id}

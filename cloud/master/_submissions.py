@@ -7,7 +7,9 @@ names (they become folders here and on every node), the number of containers
 is bounded (``MAX_CONTAINERS``), and a package whose submission is refused is
 not kept. The file is loaded in a child process (``TopologyCode.load``),
 awaited; the master keeps only the topology's description. ``resume`` starts
-again every deployment the record keeps, after a restart of the master.
+again every deployment the record keeps, after a restart of the master or when a
+standby takes over (its packages fetched from the shared blob store if they are not
+on this master's disk).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from headwater.common._ids import name_problem
 from headwater.common._package import check_package, entry_problem
 from headwater.common.api import Topology
 from headwater.common.plan import cloud_part, validate
+from headwater.common.statemgr import StateError
 
 from ._code import TopologyCode
 from ._deployments import MAX_CONTAINERS, Deployment, Deployments, topology_name_problem
@@ -52,10 +55,12 @@ class Submissions:
         """Recreate the topology masters of every persisted deployment (loading their files in
         child processes, one at a time)."""
         for dep in self.book.recorded():
-            try:
+            try:  # a package that is not here comes from the shared blob store, if any
+                await self.code.fetched(dep.package)
                 self.book.begin(dep, await self.book.revisions_described(dep))
             except HeadwaterError as exc:
-                log.error("cannot resume topology %r: %s", dep.name, exc)
+                log.error("cannot resume topology %r: %s; held in the record", dep.name, exc)
+                self.book.hold(dep, f"not resumed: {exc}")
 
     async def submit(self, data: bytes, entry: str, containers: int) -> dict[str, Any]:
         """Store and validate a package, start its topology master, schedule its containers.
@@ -70,14 +75,10 @@ class Submissions:
         if problem is not None:
             raise HeadwaterError(problem)
         check_package(data)
-        digest, fresh = self.code.store(data)
-        try:
-            with self.code.holding(digest):
-                return await self._submit(digest, entry, containers)
-        except BaseException:
-            if fresh:
-                self.code.drop(digest)
-            raise
+        # kept (in the shared blob store too) before the submission goes on; dropped if it
+        # is refused and nothing else uses it
+        async with self.code.kept(data) as (digest, _):
+            return await self._submit(digest, entry, containers)
 
     async def _submit(self, digest: str, entry: str, containers: int) -> dict[str, Any]:
         code = self.code.unpack(digest)
@@ -107,12 +108,22 @@ class Submissions:
                 f"topology {topology.name!r} is already running; kill it first "
                 f"(`headwater kill {topology.name}`)"
             )
+        if topology.name in self.book.held:
+            why = self.book.held[topology.name][1]
+            raise HeadwaterError(
+                f"topology {topology.name!r} is held in the record ({why}); kill it first "
+                f"(`headwater kill {topology.name}`)"
+            )
         if self._spark_named(topology.name):
             raise HeadwaterError(  # a worker would run both as one user, in one cgroup
                 f"a Spark job is named {topology.name!r}: a topology takes a name no Spark job has"
             )
         self.book.begin(dep, described)
         self._schedule(dep)
-        self.book.save()
+        try:  # kept (ZooKeeper acknowledged it) before the submission is answered
+            self.book.save()
+        except StateError:
+            self.book.withdraw(dep.name)
+            raise
         log.info("submitted %r (%s, %d containers)", dep.name, digest[:19], containers)
         return {"topology": dep.name, "package": digest, "containers": containers}

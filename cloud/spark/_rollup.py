@@ -44,7 +44,7 @@ from headwater.common._exceptions import HeadwaterError
 from . import _warehouse
 from ._datasets import Landing, Layout
 from ._rollup_spec import Measure, RollupSpec, SpecError, check
-from ._session import session, stoppable_start
+from ._session import session, small_job_conf, stoppable_start
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -279,7 +279,8 @@ def run(cfg: RollupConfig, out: Callable[[str], None] = print) -> dict[str, Tota
         check(cfg.spec, layout)  # before Spark starts: a wrong column costs no JVM
         with stoppable_start():  # Ctrl-C until its queries run: one line, no JVM left
             try:
-                spark = session("headwater-rollup", cfg.master)
+                small = small_job_conf(cfg.landing / cfg.spec.dataset, spark_master=cfg.master)
+                spark = session("headwater-rollup", cfg.master, small)
             except HeadwaterError:
                 raise
             except Exception as e:  # the JVM did not start, or the master is not there

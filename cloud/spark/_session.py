@@ -186,7 +186,10 @@ def small_job_conf(*inputs: Path, spark_master: str | None = None) -> dict[str, 
     total = 0
     for folder in inputs:
         for file in folder.rglob("*"):
-            total += file.stat().st_size if file.is_file() else 0
+            try:
+                total += file.stat().st_size if file.is_file() else 0
+            except OSError:  # gone while walked: a landing being written beside the job
+                continue
             if total >= SMALL_BYTES:
                 return {}
     return dict(SMALL_JOB)

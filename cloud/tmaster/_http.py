@@ -48,12 +48,15 @@ def add_topology_routes(
     agents_of: Callable[[str], dict[str, int]] = lambda topology: {},
     edge_of: Callable[[TopologyMaster], dict[str, Any]] | None = None,
     errors_of: Callable[[TopologyMaster], dict[str, float]] = errors,
+    held: Callable[[str | None], list[dict[str, Any]]] = lambda name: [],
 ) -> None:
     """``on_state(topology, state)`` hears activate/deactivate (the master tells the agents);
     ``agents_of(topology)`` gives the revision each agent's edge subgraph runs; ``edge_of``
     (the master's) the edge subgraph, added as ``edge`` to summaries and plans;
     ``errors_of`` the errors the console's DAG shows (the master's: edge included), added
-    to summaries (``errors``, ``exceptions``, ``dead_letters``, ``failed``)."""
+    to summaries (``errors``, ``exceptions``, ``dead_letters``, ``failed``); ``held(name)``
+    the master's deployments it keeps but does not run (all of them for None), listed after
+    those it runs, each with ``held`` (why) and its revisions."""
 
     def with_edge(tm: TopologyMaster, view: dict[str, Any]) -> dict[str, Any]:
         return view if edge_of is None else {**view, "edge": edge_of(tm)}
@@ -72,10 +75,11 @@ def add_topology_routes(
         return tm
 
     async def topologies(request: web.Request) -> web.Response:
-        return web.json_response([summary(tm) for tm in every()])
+        return web.json_response([*(summary(tm) for tm in every()), *held(None)])
 
     async def topology(request: web.Request) -> web.Response:
-        return web.json_response(summary(tm_of(request)))
+        kept = held(request.match_info["name"])
+        return web.json_response(kept[0] if kept else summary(tm_of(request)))
 
     async def metrics(request: web.Request) -> web.Response:
         return web.json_response(tm_of(request).metrics_view())
@@ -91,6 +95,10 @@ def add_topology_routes(
         return web.json_response(list(tm_of(request).exceptions))
 
     async def revisions(request: web.Request) -> web.Response:
+        kept = held(request.match_info["name"])
+        if kept:
+            view = {"current": kept[0]["revision"], "applying": None, "agents": {}}
+            return web.json_response({**view, "revisions": kept[0]["revisions"]})
         tm = tm_of(request)
         return web.json_response({**tm.revisions_view(), "agents": agents_of(tm.topology.name)})
 

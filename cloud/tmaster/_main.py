@@ -15,15 +15,11 @@ import signal
 import sys
 from pathlib import Path
 
-from aiohttp import web
-
 from headwater.common._ports import PortInUse, check_free, claimed, grpc_server
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.plan import load_topology, pack_round_robin, validate
 from headwater.common.security import TokenStore, Transport
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
-
-from ._http import make_app
 
 log = logging.getLogger("headwater.tmaster")
 
@@ -42,6 +38,15 @@ async def serve(args: argparse.Namespace) -> None:
         await server.stop(None)
         raise
     await server.start()
+    if args.grpc_ready_file:  # its containers may register now, while its API starts
+        _write_atomically(args.grpc_ready_file, {"grpc": f"{args.host}:{grpc_port}"})
+    # imported now, on a thread: aiohttp is the largest import here, and meanwhile this loop
+    # serves the containers' registrations
+    await asyncio.get_running_loop().run_in_executor(None, _import_api)
+    from aiohttp import web
+
+    from ._http import make_app
+
     tokens = None if args.insecure else TokenStore(args.tokens)
     runner = web.AppRunner(make_app(tm, tokens), access_log=None)
     await runner.setup()
@@ -60,9 +65,7 @@ async def serve(args: argparse.Namespace) -> None:
         "pid": os.getpid(),
         "topology": topology.name,
     }
-    tmp = Path(args.ready_file + ".tmp")
-    tmp.write_text(json.dumps(ready))
-    tmp.rename(args.ready_file)
+    _write_atomically(args.ready_file, ready)
     log.info(
         "topology master for %r: gRPC %s, HTTP %s", topology.name, ready["grpc"], ready["http"]
     )
@@ -77,6 +80,16 @@ async def serve(args: argparse.Namespace) -> None:
     await server.stop(0.5)
 
 
+def _import_api() -> None:
+    from . import _http  # noqa: F401  (aiohttp with it)
+
+
+def _write_atomically(path: str, doc: dict[str, object]) -> None:
+    tmp = Path(path + ".tmp")
+    tmp.write_text(json.dumps(doc))
+    tmp.rename(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="headwater-tmaster")
     p.add_argument("--topology-file", required=True)
@@ -86,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--grpc-port", type=int, default=0)
     p.add_argument("--http-port", type=int, default=0)
     p.add_argument("--ready-file", required=True)
+    p.add_argument(
+        "--grpc-ready-file",
+        default=None,
+        help="written first, once its gRPC port listens (its containers register then); "
+        "--ready-file once its HTTP API listens too",
+    )
     p.add_argument("--state-dir", required=True, help="where the checkpoint catalogue persists")
     p.add_argument("--tokens", default=None, help="the tokens file its API accepts tokens of")
     p.add_argument("--tls-dir", default=None, help="credentials: its gRPC port is mutual TLS")

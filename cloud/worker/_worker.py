@@ -13,6 +13,7 @@ from pathlib import Path
 from headwater.common.node import Node
 from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
 from headwater.common.security import JoinToken
+from headwater.common.state._store_args import SharedStore
 
 
 async def serve(
@@ -26,10 +27,12 @@ async def serve(
     limits: TopologyLimits = DEFAULT_LIMITS,
     isolation: str = "auto",
     spark_folders: tuple[Path, Path] | None = None,
+    checkpoint_store: SharedStore | None = None,
 ) -> None:
     """Run a worker attached to ``master`` until SIGTERM or SIGINT. ``spark_folders``: the
     landing and warehouse its Spark jobs get when theirs name none (default: WORKDIR/landing
-    and WORKDIR/warehouse)."""
+    and WORKDIR/warehouse). ``checkpoint_store``: the shared store its containers'
+    checkpoints go to (None: each container's on this host's disk)."""
     node = Node(
         master,
         workdir,
@@ -42,6 +45,7 @@ async def serve(
         limits=limits,
         isolation=isolation,
         spark_folders=spark_folders,
+        checkpoint_store=checkpoint_store,
     )
     loop = asyncio.get_running_loop()
     for s in (signal.SIGTERM, signal.SIGINT):

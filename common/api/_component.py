@@ -313,3 +313,12 @@ class RuntimeContext(Context, SystemContext, Protocol):
     def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
         """Report a dead letter made elsewhere (an edge domain's) as this instance's own."""
         ...
+
+    def flush(self) -> None:
+        """Send everything emitted so far now, in order: nothing emitted later overtakes it
+        (a move's fence, which must fall between the same records at every task)."""
+        ...
+
+    def keyed_names(self) -> list[str]:
+        """The names of every keyed state the task holds (a move's hand-over splits them)."""
+        ...

@@ -15,6 +15,12 @@ TOPOLOGY_MAX_SPOUT_PENDING = "topology.max.spout.pending"
 TOPOLOGY_MESSAGE_TIMEOUT_SECS = "topology.message.timeout.secs"
 TOPOLOGY_TICK_TUPLE_FREQ_SECS = "topology.tick.tuple.freq.secs"
 DSL_STEPS = "headwater.dsl.steps"  # component config: the DSL steps fused into it
+# component config: the field of its keyed input naming the site (the agent label of that
+# name) of the record's key, so its keyed state can move between edge and cloud (issue 37)
+SITES = "headwater.sites"
+# component config, set by a move (issue 37): the placement it is moving from, so the cloud runs
+# it as a hand-over wrapper that also takes its edge copies' rows (``plan/_domains.py``)
+HANDOVER = "headwater.handover"
 TOPOLOGY_ENABLE_ACKING = "topology.acking"
 TOPOLOGY_DEBUG = "topology.debug"
 CHECKPOINT_INTERVAL_SECS = "topology.stateful.checkpoint.interval.seconds"

@@ -3,8 +3,8 @@
     GET /                           the page (public: the login form loads without a token)
     GET /console/FILE               its stylesheet and JavaScript modules (public)
     GET /api/v1/whoami              the caller's role and token id, and whether this
-                                    server makes live edits, serves logs and runs Spark
-                                    jobs (viewer)
+                                    server makes live edits, serves logs, runs Spark
+                                    jobs and keeps a history for the charts (viewer)
     GET /api/v1/events[?topology=NAME]   a text/event-stream of snapshots, one a second (viewer)
 
 Served by the master (``cloud/console/``, tokens checked), by the topology master
@@ -53,13 +53,15 @@ def add_console(
     insecure: bool,
     logs: bool = False,
     spark: bool = False,
+    history: bool = False,
 ) -> None:
     """Add the routes above to ``app``: ``snapshot_of(topology)`` builds a snapshot,
     ``caller(request)`` says who asks ((role, token id), or why its token no longer holds;
     the middleware of ``cloud/_access.py`` has let the request in), ``edits`` whether this
     server makes live edits, ``insecure`` whether it asks no token at all, ``logs`` whether
     it serves containers' logs (``/api/v1/topologies/NAME/containers/C/logs``, operator),
-    ``spark`` whether it runs Spark jobs (its snapshots then carry ``spark_jobs``)."""
+    ``spark`` whether it runs Spark jobs (its snapshots then carry ``spark_jobs``),
+    ``history`` whether it keeps the history the charts draw (``_history_http.py``)."""
     files = static_files()
     streams: Counter[str] = Counter()
     closing = asyncio.Event()  # the server shuts down: end every stream (the page reconnects)
@@ -90,6 +92,7 @@ def add_console(
                 "edits": edits,
                 "logs": logs,
                 "spark": spark,
+                "history": history,
             }
         )
 

@@ -19,6 +19,9 @@ from headwater.common.api import RuntimeConfig
 from headwater.common.api._topology import Topology
 from headwater.common.control import TopologyMaster
 
+from ._history import History
+from ._history_query import rates_view
+
 KEEP = 50
 """The newest checkpoints, revisions, exceptions and rollouts a snapshot carries."""
 ERROR_KINDS = ("exceptions", "dead_letters", "failed")
@@ -89,8 +92,11 @@ def topology_row(
     }
 
 
-def of_topology_master(tm: TopologyMaster, topology: str | None = None) -> dict[str, Any]:
-    """The snapshot of a lone topology master (``headwater run``): no nodes, no models."""
+def of_topology_master(
+    tm: TopologyMaster, topology: str | None = None, history: History | None = None
+) -> dict[str, Any]:
+    """The snapshot of a lone topology master (``headwater run``): no nodes, no models;
+    ``history``: its history, whose rates the page shows (``rates``)."""
     out: dict[str, Any] = {
         "time": time.time(),
         "topologies": [topology_row(tm)],
@@ -101,6 +107,8 @@ def of_topology_master(tm: TopologyMaster, topology: str | None = None) -> dict[
         out["topology"] = (
             topology_detail(tm, tm.topology, {}, {}) if topology == tm.topology.name else None
         )
+    if history is not None:
+        out["rates"] = rates_view(history, [tm.topology.name], topology)
     return out
 
 

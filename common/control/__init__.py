@@ -15,10 +15,30 @@ their history), ``_catalogue`` (the persisted checkpoints), ``_watchdog`` and
 ``_crashloop`` (what holds the topology up), ``_views`` (JSON for the API).
 """
 
+from typing import TYPE_CHECKING
+
 from ._catalogue import Catalogue, CheckpointRecord, check_same_topology
 from ._crashloop import CrashLoop, CrashLoopDetector, CrashLoopPolicy, CrashLoopWatch
-from ._servicer import TopologyDispatch
-from ._tmaster import TopologyMaster
+
+if TYPE_CHECKING:
+    from ._servicer import TopologyDispatch
+    from ._tmaster import TopologyMaster
+
+_LAZY = {"TopologyDispatch": "_servicer", "TopologyMaster": "_tmaster"}
+"""Imported when first asked for: they need gRPC and the protobuf stubs, which a process
+that only packs a topology or watches for crash loops (``headwater run``'s launcher, at
+the head of its start-up) does without."""
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Catalogue",

@@ -1,13 +1,14 @@
 """The persisted state of a topology master (tmaster): epoch and checkpoint catalogue.
 
-A JSON file written atomically (temp file, fsync, rename) after every
-change, so that a restarted master resumes the running topology from its
-last complete checkpoint.
+A JSON record of the state manager (``topologies/NAME/catalogue.json``: a file
+written atomically, or a znode ZooKeeper acknowledged) saved after every change,
+so that a restarted master resumes the running topology from its last complete
+checkpoint.
 
-A save that fails (a full disk) does not raise: the catalogue goes on in
-memory, keeps the error in ``error`` (a health reason for the node) and
-``save`` returns False, so that a checkpoint is completed only once it is on
-disk; the next save tries again.
+A save that fails (a full disk, ZooKeeper unreachable) does not raise: the catalogue
+goes on in memory, keeps the error in ``error`` (a health reason for the node) and
+``save`` returns False, so that a checkpoint is completed only once it is kept; the
+next save tries again.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from headwater.common._clock import SYSTEM_CLOCK, Clock
 from headwater.common._exceptions import HeadwaterError
 from headwater.common.api import Topology
 from headwater.common.plan import PhysicalPlan
+from headwater.common.statemgr import Record, StateError, as_record
 from headwater.common.wire._states import CheckpointState
 
 log = logging.getLogger("headwater.control.catalogue")
@@ -49,17 +51,19 @@ class CheckpointRecord:
 
 
 class Catalogue:
-    """The checkpoints of one domain and its epoch, saved to ``path`` on every change."""
+    """The checkpoints of one domain and its epoch, saved to ``path`` (a record, or its
+    file's path) on every change."""
 
-    def __init__(self, path: Path, clock: Clock = SYSTEM_CLOCK) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str] | Record, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.path = path  # where the next save goes (as_record at each save)
         self.clock = clock
         self.epoch = 0
         self.next_id = 1
         self.checkpoints: list[CheckpointRecord] = []
         self.error = ""  # why the last save failed ("": it did not)
-        if path.exists():
-            data = json.loads(path.read_text())
+        kept = as_record(path).read()
+        if kept is not None:
+            data = json.loads(kept)
             self.epoch = int(data["epoch"])
             self.next_id = int(data["next_id"])
             for c in data["checkpoints"]:
@@ -108,25 +112,23 @@ class Catalogue:
             "next_id": self.next_id,
             "checkpoints": [c.to_dict() for c in self.checkpoints],
         }
-        tmp = self.path.with_suffix(".tmp")
+        record = as_record(self.path)
         try:
-            with open(tmp, "w") as f:
-                json.dump(data, f)
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(self.path)
-        except OSError as exc:
+            record.write(json.dumps(data).encode())
+        except StateError as exc:
             if not self.error:
-                log.error("cannot save the checkpoint catalogue %s: %s", self.path, exc)
-            self.error = f"cannot save {self.path}: {exc.strerror or exc}"
+                log.error("cannot save the checkpoint catalogue %s: %s", record.where, exc)
+            self.error = f"cannot save {record.where}: {exc.reason}"
             return False
         if self.error:
-            log.info("checkpoint catalogue %s saved again", self.path)
+            log.info("checkpoint catalogue %s saved again", record.where)
         self.error = ""
         return True
 
 
-def check_same_topology(path: Path, topology: Topology, plan: PhysicalPlan) -> None:
+def check_same_topology(
+    path: str | os.PathLike[str] | Record, topology: Topology, plan: PhysicalPlan
+) -> None:
     """Persist the topology's shape and physical plan; refuse to resume a different one.
 
     Snapshots are stored per (checkpoint, task) in each container, so resuming
@@ -138,16 +140,18 @@ def check_same_topology(path: Path, topology: Topology, plan: PhysicalPlan) -> N
         "components": [[c.name, c.kind, c.parallelism] for c in topology.components],
         "plan": plan.to_dict(),
     }
-    if path.exists():
-        old = json.loads(path.read_text())
+    if not isinstance(path, Record):  # a file's path: its folder is made, as it always was
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    record = as_record(path)
+    kept = record.read()
+    if kept is not None:
+        old = json.loads(kept)
         if old != shape:
+            folder = record.where.rsplit("/", 1)[0]
             raise HeadwaterError(
-                f"{path.parent} holds the state of topology {old['topology']!r} with another "
+                f"{folder} holds the state of topology {old['topology']!r} with another "
                 f"shape or packing ({old['plan']['containers']} containers); resume it with the "
                 "same file and --containers, or start in a fresh work directory"
             )
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(shape))
-    tmp.replace(path)
+    record.write(json.dumps(shape).encode())

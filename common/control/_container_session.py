@@ -2,10 +2,12 @@
 
 ``ContainerSession`` keeps what each container last told the topology master (its
 registration with the stream manager's address, its heartbeat time, the metrics and
-exceptions it reports) and the command stream each one watches: ``broadcast`` queues a
-command for every watcher, ``send_to`` for one container. It knows nothing of plans,
-checkpoints or revisions: ``TopologyMaster`` (``_tmaster.py``) decides what to send,
-and hands ``watch`` the opening commands a stream starts with. It takes only the clock.
+exceptions it reports: the last 200, each message and traceback cut to a bound, since user
+code may raise one of any size and the console's exception history shows them) and the
+command stream each one watches: ``broadcast`` queues a command for every watcher,
+``send_to`` for one container. It knows nothing of plans, checkpoints or revisions:
+``TopologyMaster`` (``_tmaster.py``) decides what to send, and hands ``watch`` the opening
+commands a stream starts with. It takes only the clock.
 Runs on one event loop; nothing here is threadsafe.
 """
 
@@ -18,6 +20,18 @@ from typing import Any
 
 from .._clock import Clock
 from ..wire.proto import runtime_pb2 as pb
+
+MAX_MESSAGE_CHARS = 2000
+"""The most of an exception's message kept (user code may raise one of any size)."""
+MAX_TRACEBACK_CHARS = 16000
+"""The most of its traceback kept: the end, where it was raised."""
+
+
+def _cut(text: str, keep: int, tail: bool = False) -> str:
+    if len(text) <= keep:
+        return text
+    cut = len(text) - keep
+    return f"[{cut} chars cut]...{text[-keep:]}" if tail else f"{text[:keep]}...[{cut} chars cut]"
 
 
 class ContainerSession:
@@ -54,8 +68,8 @@ class ContainerSession:
                 {
                     "task": e.task_id,
                     "component": e.component,
-                    "message": e.message,
-                    "traceback": e.traceback,
+                    "message": _cut(e.message, MAX_MESSAGE_CHARS),
+                    "traceback": _cut(e.traceback, MAX_TRACEBACK_CHARS, tail=True),
                     "time_ms": e.time_ms,
                 }
             )

@@ -195,6 +195,19 @@ class EditCoordinator:
                 )
             )
 
+    def hand_in(self, revision: int, component: str, parts: list[bytes]) -> bool:
+        """A keyed move's state from the cloud (an agent's edit, issue 37): its new tasks of
+        ``component`` each keep their keys, as a rescale's do; False unless the edit to
+        ``revision`` is activating (its tasks wait for them only then)."""
+        e = self.edit
+        if e is None or e.phase is not EditPhase.ACTIVATING or e.revision != revision:
+            return False
+        transfers = [pb.StateTransfer(component=component, blob=blob) for blob in parts]
+        handover = pb.StateHandover(revision=revision, component=component, parts=transfers)
+        self.ports.broadcast(pb.Command(handover=handover))
+        log.info("revision %d: %s's keys from the cloud go to its tasks", revision, component)
+        return True
+
     def checkpoint_complete(self, rec: CheckpointRecord) -> None:
         """The switch checkpoint activates the revision; its first own one applies it."""
         e = self.edit

@@ -19,17 +19,19 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from headwater.common._exceptions import HeadwaterError, InvalidTopologyError
-from headwater.common.api import ComponentSpec, Topology
-from headwater.common.api._config import DSL_STEPS
+from headwater.common.api import ComponentSpec, Placement, Topology
+from headwater.common.api._config import DSL_STEPS, HANDOVER
 from headwater.common.plan import boundary, validate
 from headwater.common.plan._description import MIGRATE, STATE_SCHEMA, code_of
+from headwater.common.statemgr import Record, as_record
 from headwater.common.wire._states import RevisionStatus
 
-ACTIONS = ("submit", "attach", "replace", "remove", "rollback")
+from ._moves import move_problem
+
+ACTIONS = ("submit", "attach", "replace", "remove", "rollback", "move")
 
 
 class EditError(HeadwaterError):
@@ -46,6 +48,10 @@ class StaleRevisionError(EditError):
             f"against {current}"
         )
         self.current = current
+
+
+class NotBuiltError(EditError):
+    """An edit that checks out but whose switch is not built yet (a move, issue 37)."""
 
 
 @dataclass(frozen=True)
@@ -106,12 +112,20 @@ def check_edit(action: str, named: Iterable[str], old: Topology, new: Topology) 
     """Validate an edit from ``old`` to ``new``; return its diff or raise EditError."""
     named = list(named)
     if action not in ACTIONS:
-        raise EditError(f"unknown edit {action!r}: use one of attach, replace, remove, rollback")
+        raise EditError(
+            f"unknown edit {action!r}: use one of attach, replace, remove, rollback, move"
+        )
+    if action == "move":
+        problem = move_problem(old, new, named)
+        if problem is not None:
+            raise EditError(problem)
     try:
         validate(new)
     except InvalidTopologyError as exc:
         raise EditError(f"the edited topology is not valid: {exc}") from exc
     d = diff(old, new)
+    if action == "move":
+        return _check_move(named, old, new, d)
     claimed = set(named)
     if action == "attach":
         if d.removed or d.replaced:
@@ -153,6 +167,24 @@ def check_edit(action: str, named: Iterable[str], old: Topology, new: Topology) 
     return d
 
 
+def _check_move(named: list[str], old: Topology, new: Topology, d: Diff) -> Diff:
+    """A move changes where the named components run, and nothing else."""
+    if d.added or d.removed or set(d.replaced) != set(named):
+        raise EditError(
+            f"a move changes only where {', '.join(named)} run, but this edit would {d}: "
+            "send no new code with a move"
+        )
+
+    def unplaced(spec: ComponentSpec) -> ComponentSpec:  # the mark of a move is no code
+        config = {k: v for k, v in spec.config.items() if k != HANDOVER}
+        return replace(spec, placement=Placement(), config=config)
+
+    for name in named:
+        if fingerprint(unplaced(new.component(name))) != fingerprint(unplaced(old.component(name))):
+            raise EditError(f"a move changes only where {name!r} runs, but its code changes too")
+    return Diff(replaced=tuple(named))
+
+
 def _fusion_hint(old: Topology, new: Topology, d: Diff) -> str:
     """Why a DSL attach changed existing components: a new reader split a fused chain."""
     names = {c.name for c in new.components}
@@ -180,7 +212,13 @@ def _check_placement(old: Topology, new: Topology, d: Diff) -> None:
         if a.placement != b.placement:
             raise EditError(
                 f"{name!r} would move from {a.placement.where} to {b.placement.where}: a "
-                "replacement keeps its placement; remove it and attach the moved one"
+                "replacement keeps its placement: a move (`headwater move`) places it elsewhere"
+            )
+        if a.config.get(HANDOVER) != b.config.get(HANDOVER):  # the cloud's hand-over bolt
+            raise EditError(
+                f"{name!r} was moved (`headwater move`) and the cloud still takes what agents "
+                "send from where it ran: an edit keeps the move's headwater_placement.json "
+                "beside the topology file (the console's edits keep it; GET .../files has it)"
             )
     # an agent's edge subgraph may change on its own, but what crosses to the cloud must stay:
     # the boundary is in two domains (the agent's outbox, the cloud's receiver)
@@ -206,6 +244,35 @@ def touches_edge(old: Topology, new: Topology, d: Diff) -> bool:
     """Whether the edit changes components that run on edge agents."""
     names = {c.name: c for c in (*old.components, *new.components)}
     return any(names[n].placement.is_edge for n in (*d.added, *d.removed, *d.replaced))
+
+
+def plan_diff(old: Topology, new: Topology, d: Diff) -> dict[str, Any]:
+    """What an edit changes, for a preview: the diff, the components whose parallelism
+    changes (``rescaled``: name -> [before, after]), what keeps its state (``unchanged``, and
+    ``replaced``: checked to read its predecessor's), what starts empty (``added``) or goes
+    (``removed``), and the domains that switch (``edge``: the agents running the edge
+    subgraph; ``cloud``: the workers)."""
+    before = {c.name: c for c in old.components}
+    after = {c.name: c for c in new.components}
+    touched = {*d.added, *d.removed, *d.replaced}
+    return {
+        **d.to_dict(),
+        "rescaled": {
+            n: [before[n].parallelism, after[n].parallelism]
+            for n in d.replaced
+            if before[n].parallelism != after[n].parallelism
+        },
+        "unchanged": [n for n in after if n in before and n not in touched],
+        "domains": sorted(  # a move switches where it was and where it goes
+            {
+                "edge" if spec.placement.is_edge else "cloud"
+                for n in touched
+                for spec in (before.get(n), after.get(n))
+                if spec is not None
+            }
+        ),
+        "edge": touches_edge(old, new, d),
+    }
 
 
 def _check_state(old: Topology, new: Topology, d: Diff) -> None:
@@ -260,18 +327,30 @@ class RevisionRecord:
         return d
 
 
-class RevisionLog:
-    """Every revision of a topology, persisted beside its checkpoint catalogue."""
+INTERRUPTED = "the master restarted during the edit"
+"""The error of a revision whose topology master stopped while applying it (rolled back)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+
+def interrupted(record: RevisionRecord) -> bool:
+    """Whether ``record`` was rolled back only because its topology master stopped during it
+    (an agent killed mid-switch takes the revision again when it is back)."""
+    return record.status is RevisionStatus.ROLLED_BACK and record.error == INTERRUPTED
+
+
+class RevisionLog:
+    """Every revision of a topology, persisted beside its checkpoint catalogue (a record
+    of the state manager, or its file's path)."""
+
+    def __init__(self, path: str | os.PathLike[str] | Record) -> None:
+        self.record = as_record(path)
         self.records: list[RevisionRecord] = []
-        if path.exists():
-            self.records = [RevisionRecord(**r) for r in json.loads(path.read_text())]
+        kept = self.record.read()
+        if kept is not None:
+            self.records = [RevisionRecord(**r) for r in json.loads(kept)]
             for r in self.records:
                 if r.status is RevisionStatus.APPLYING:  # the topology master stopped during it
                     r.status = RevisionStatus.ROLLED_BACK
-                    r.error = "the master restarted during the edit"
+                    r.error = INTERRUPTED
 
     def find(self, revision: int) -> RevisionRecord | None:
         return next((r for r in self.records if r.revision == revision), None)
@@ -280,16 +359,14 @@ class RevisionLog:
         return max((r.revision for r in self.records), default=0) + 1
 
     def add(self, record: RevisionRecord) -> None:
+        """Add ``record``; one of the same number (an interrupted one taken again) goes."""
+        self.records = [r for r in self.records if r.revision != record.revision]
         self.records.append(record)
         self.save()
 
     def save(self) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump([asdict(r) for r in self.records], f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.path)
+        """Keep the log (StateError if it could not be kept)."""
+        self.record.write(json.dumps([asdict(r) for r in self.records]).encode())
 
 
 def first_record(package: str, entry: str, plan: Mapping[str, Any]) -> RevisionRecord:

@@ -78,5 +78,9 @@ class TopologyDispatch(pb_grpc.TopologyMasterServicer):
         return pb.Empty()
 
     async def PutState(self, request: pb.StateTransfer, context: Any) -> pb.Empty:
-        (await self._tm(request.topology, context)).edits.put_state(request)
+        tm = await self._tm(request.topology, context)
+        if request.site:  # a keyed move's state to the edge
+            tm.site_states.put(request)
+        else:  # a rescale's
+            tm.edits.put_state(request)
         return pb.Empty()

@@ -38,6 +38,7 @@ from .._health import Health
 from ..api import Reliability, RuntimeConfig, Topology
 from ..api._config import CHECKPOINT_INTERVAL_SECS
 from ..plan import PhysicalPlan
+from ..statemgr import Record, StateManager, as_state
 from ..wire._states import RevisionStatus, TopologyState
 from ..wire.proto import runtime_pb2 as pb
 from . import _views as views
@@ -49,6 +50,7 @@ from ._edits import Edit, EditCoordinator
 from ._recovery import Recovery, RestoreAck
 from ._revision_set import Revision, RevisionLoader, RevisionSet, instance_infos
 from ._revisions import RevisionLog, RevisionRecord, first_record
+from ._site_states import SiteStates
 from ._watchdog import Watchdog
 
 log = logging.getLogger("headwater.tmaster")
@@ -59,7 +61,7 @@ class TopologyMaster:
         self,
         topology: Topology,
         plan: PhysicalPlan,
-        state_dir: Path,
+        state_dir: Path | StateManager,
         package: str = "",
         entry: str = "",
         load_revision: RevisionLoader | None = None,
@@ -68,19 +70,20 @@ class TopologyMaster:
         crash_loop: CrashLoopPolicy = DEFAULT_POLICY,
         clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``health``: the hosting node's, which then shows this topology's crash loops,
+        """``state_dir``: a folder, or the master's state under ``topologies/NAME``.
+        ``health``: the hosting node's, which then shows this topology's crash loops,
         failing checkpoints and a stuck restore (an agent passes its own)."""
-        self.topology = topology
-        self.plan = plan
-        self.clock = clock
+        self.topology, self.plan, self.clock = topology, plan, clock
         rc = RuntimeConfig.from_mapping(topology.config)
         self.exactly_once = rc.reliability is Reliability.EXACTLY_ONCE
-        state_dir.mkdir(parents=True, exist_ok=True)
-        check_same_topology(state_dir / "topology.json", topology, plan)
-        self.catalogue = Catalogue(state_dir / "catalogue.json", clock)
+        if isinstance(state_dir, Path):
+            state_dir.mkdir(parents=True, exist_ok=True)
+        state = as_state(state_dir)  # topology.json, catalogue.json, revisions.json
+        check_same_topology(Record(state, "topology.json"), topology, plan)
+        self.catalogue = Catalogue(Record(state, "catalogue.json"), clock)
         self._user_state = TopologyState.RUNNING  # what activate/deactivate asked for
         self.plan_version = 0  # grows with every plan sent to the containers
-        self.revlog = RevisionLog(state_dir / "revisions.json")
+        self.revlog = RevisionLog(Record(state, "revisions.json"))
         if not self.revlog.records:
             self.revlog.add(first_record(package, entry, plan.to_dict()))
         first = Revision(topology, plan, self.revlog.records[0], b"")
@@ -96,6 +99,8 @@ class TopologyMaster:
         self.broadcast = session.broadcast  # a command for every container
         self.send_to = session.send_to  # for one: False when it is not watching
         self.edits = EditCoordinator(self, clock=clock)
+        # the running plan's tasks (``self.plan`` changes with each revision)
+        self.site_states = SiteStates(topology.name, lambda c: self.plan.tasks(c))  # noqa: PLW0108
         interval_s = float(topology.config.get(CHECKPOINT_INTERVAL_SECS, 3.0))
         self.checkpoints = CheckpointCoordinator(
             self.catalogue,

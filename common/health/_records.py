@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from headwater.common.statemgr import Record, as_record
+
 from ._model import Action, Diagnosis, Mode
 from ._rates import ComponentRates
 
@@ -29,34 +31,37 @@ class StateStore(Protocol):
 
 
 class JsonFileStore:
-    """A state store in one JSON file (written aside, fsynced, then renamed over)."""
+    """A state store in one JSON record of the state manager (written whole: a file written
+    aside, fsynced, then renamed over; or a znode ZooKeeper acknowledged). ``path``: the
+    record, or its file's path (its folder is made when it is saved)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+    def __init__(self, path: str | os.PathLike[str] | Record) -> None:
+        self._kept = path if isinstance(path, Record) else None
+        # its file (a record's place, for messages, when it is kept elsewhere)
+        self.path = Path(path.where if isinstance(path, Record) else path)
+
+    def _record(self) -> Record:
+        return self._kept if self._kept is not None else as_record(self.path)
 
     def load(self) -> dict[str, Any] | None:
+        record = self._record()
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:  # written aside and renamed: only a hand breaks it
-            log.warning("%s cannot be read (%s): the health manager starts afresh", self.path, exc)
+            kept = record.read()
+            if kept is None:
+                return None
+            data = json.loads(kept.decode("utf-8"))
+        except ValueError as exc:  # written whole: only a hand breaks it (a StateError is
+            # raised: a record that cannot be read now is not one to start afresh over)
+            log.warning(
+                "%s cannot be read (%s): the health manager starts afresh", record.where, exc
+            )
             return None
         return data if isinstance(data, dict) else None
 
     def save(self, state: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(state, f, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if self._kept is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._record().write(json.dumps(state, sort_keys=True).encode())
 
 
 def diagnosis_to_json(d: Diagnosis) -> dict[str, Any]:

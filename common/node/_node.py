@@ -50,10 +50,12 @@ from ..runtime._procs import Proc, spawn
 from ..security import JoinToken
 from ..security._files import write_private
 from ..security._identity import REVOKED_FILE
+from ..state._store_args import SharedStore
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._containers import ContainerSupervisor
 from ._identity import NodeCredentials, lock_workdir, node_identity
+from ._leader import LeaderEpoch
 from ._limits import DEFAULT_LIMITS, TopologyGroups, TopologyLimits
 from ._packages import Packages
 from ._session import MasterSession
@@ -82,6 +84,7 @@ class Node:
         limits: TopologyLimits = DEFAULT_LIMITS,
         isolation: str = "auto",
         spark_folders: tuple[Path, Path] | None = None,  # --landing, --warehouse
+        checkpoint_store: SharedStore | None = None,  # its cloud containers' (None: local)
     ) -> None:
         self.master = master
         self.host = host  # where its containers' stream managers listen, and say they are
@@ -97,6 +100,7 @@ class Node:
         self.checked_entry = self.packages.checked
         self.users = TopologyUsers(self.workdir, isolation)  # each topology's own user
         self.labels = dict(labels or {})
+        self.checkpoint_store = checkpoint_store
         self.version = version
         self.backoff = backoff
         self.containers: dict[tuple[str, int], Proc] = {}
@@ -110,7 +114,7 @@ class Node:
             self.workdir,
             kind,
             self.node_id,
-            lambda: self.master,
+            lambda: self.session.address(),  # noqa: PLW0108 (the session is made below)
             insecure=insecure,
             join_token=join_token,
         )
@@ -125,6 +129,7 @@ class Node:
             self.info,  # what this kind of node says of itself (an agent's own)
             self.status,
             self._obey,
+            LeaderEpoch(self.workdir),  # a deposed leader's orders are refused
         )
         self.spark_jobs = SparkJobRunner(self, spark_folders)  # its Spark jobs' drivers
         self.supervisor = ContainerSupervisor(
@@ -153,6 +158,9 @@ class Node:
             version=self.version,
             pid=os.getpid(),
             hostname=socket.gethostname(),
+            checkpoint_store=self.checkpoint_store.settings.describe()
+            if self.checkpoint_store is not None
+            else "",
         )
 
     async def run(self) -> None:
@@ -246,6 +254,8 @@ class Node:
                 log.error("%s", exc)
                 return
             self.revise(r)
+        elif which == "move_state":
+            self.move_state(command.move_state)
 
     async def _send_logs(self, stub: pb_grpc.ClusterStub, order: pb.SendLogs) -> None:
         """Answer the master's ``SendLogs``: the last lines of a container's logs here."""
@@ -279,13 +289,16 @@ class Node:
     def launch_container(
         self, run: pb.RunContainer, args: list[str], env: dict[str, str], log_path: Path
     ) -> Proc:
-        """Start a container (``python ARGS``): a process (an agent may host it instead)."""
+        """Start a container (``python ARGS``): a process (an agent may host it instead).
+        A cloud container gets the shared checkpoint store's credentials on its stdin."""
+        shared = self.checkpoint_store if run.domain != "edge" else None
         # no byte code next to a package's files: a .pyc there would be a change (_unpacked.py)
         return spawn(
-            args,
+            [*args, *(shared.args() if shared is not None else [])],
             env={**env, **NO_BYTECODE},
             log_path=str(log_path),
             preexec=self.limits.joiner(run.topology),  # in its topology's control groups
+            stdin=shared.credentials.ini() if shared is not None else None,
         )
 
     def container_module(self, run: pb.RunContainer) -> str:
@@ -323,6 +336,9 @@ class Node:
 
     def revise(self, order: pb.Revise) -> None:
         """Switch what this node runs of a topology to a new revision (agents: the edge)."""
+
+    def move_state(self, order: pb.MoveState) -> None:
+        """A keyed move's state for this node's site (agents: the edge)."""
 
     def status(self) -> pb.NodeStatus:
         return pb.NodeStatus(

@@ -13,6 +13,15 @@ instances are told their domain on their command line (``--domain cloud`` or
 ``--domain edge --labels JSON``, see ``domain_args``) and hand it to the
 loader. Without one the topology runs whole, placement ignored, as
 ``headwater run`` does.
+
+A component a move placed elsewhere is marked (its config ``headwater.handover``, from
+``headwater_placement.json``): wherever it now runs, the cloud subgraph has it in the cloud,
+with its inputs crossing as they would if it ran there, its factory wrapped in a
+*hand-over* bolt (``runtime/_handover_bolt.py``) that runs the user's code on what reaches
+it in the cloud and is also the receiver of its edge copies' rows, under its name, so its
+readers subscribe unchanged. So the cloud's subgraph is the same before and after each
+agent switches, and each record is handled by the copy its agent's placement says
+(docs/design.md, "Moving a subgraph between edge and cloud").
 """
 
 from __future__ import annotations
@@ -22,9 +31,22 @@ import json
 from collections.abc import Mapping
 from dataclasses import replace
 
-from ..api import Bolt, ComponentSpec, Input, Reliability, RuntimeConfig, Spout, Topology, global_
+from ..api import (
+    Bolt,
+    ComponentSpec,
+    Input,
+    Placement,
+    Reliability,
+    RuntimeConfig,
+    Spout,
+    Topology,
+    global_,
+)
+from ..api._config import HANDOVER
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
 from ..api._system import system_component
+from ._fence_streams import FENCE_FOR
+from ._move_fences import Fenced, cloud_inputs, fenced, receiver_streams, sink_fence
 from ._validate import RESERVED_OUTBOX_PREFIX, SYSTEM
 
 DOMAINS = ("cloud", "edge")
@@ -51,10 +73,32 @@ def boundary(topology: Topology) -> dict[str, list[str]]:
     return out
 
 
+def moved(spec: ComponentSpec) -> bool:
+    """Whether a move marked the component (the cloud runs it as a hand-over wrapper)."""
+    return bool(spec.config.get(HANDOVER))
+
+
+def receives_uplink(spec: ComponentSpec) -> bool:
+    """Whether a cloud component takes agents' batches: a receiver, or a hand-over wrapper."""
+    return spec.kind == "spout" or (spec.kind == "bolt" and moved(spec))
+
+
+def _handover(comp: ComponentSpec, fences: list[Fenced]) -> ComponentSpec:
+    wrapper = system_component("handover", Bolt, component=comp.name, inner=comp.factory)
+    return replace(comp, factory=wrapper, placement=Placement(), inputs=cloud_inputs(comp, fences))
+
+
 def cloud_part(topology: Topology) -> Topology:
-    """The cloud subgraph: boundary components become uplink receivers, other edge ones go."""
-    if not has_edge(topology):
+    """The cloud subgraph: boundary components become uplink receivers, other edge ones go;
+    a moved component runs in the cloud as a hand-over wrapper (one that declares its keys'
+    sites also reads its edge inputs' fences)."""
+    if not has_edge(topology) and not any(moved(c) for c in topology.components):
         return topology
+    fences = fenced(topology)
+    topology = replace(
+        topology,
+        components=tuple(_handover(c, fences) if moved(c) else c for c in topology.components),
+    )
     edges = boundary(topology)
     components: list[ComponentSpec] = []
     for comp in topology.components:
@@ -62,6 +106,7 @@ def cloud_part(topology: Topology) -> Topology:
             components.append(comp)
         elif comp.name in edges:
             streams = tuple(s for s in comp.streams if s.name in edges[comp.name])
+            streams = receiver_streams(comp, streams, fences)
             receiver = system_component("uplink_receiver", Spout, component=comp.name)
             components.append(ComponentSpec(comp.name, "spout", receiver, 1, (), streams))
     return replace(topology, components=tuple(components))
@@ -73,6 +118,7 @@ def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
     components: list[ComponentSpec] = []
     rc = RuntimeConfig.from_mapping(topology.config)
     exactly_once = rc.reliability is Reliability.EXACTLY_ONCE
+    fences = fenced(topology)
     for comp in topology.components:
         if not comp.placement.matches(labels):
             continue
@@ -81,6 +127,9 @@ def edge_part(topology: Topology, labels: Mapping[str, str]) -> Topology:
             config: dict[str, object] = {SYSTEM: True}
             if not exactly_once:
                 config[TICK_SECS] = 0.2  # no checkpoints: the sink flushes on a tick
+            fence = sink_fence(comp.name, fences)  # a move's fence, among its rows
+            if fence is not None:
+                config[FENCE_FOR] = fence
             inputs = tuple(Input(comp.name, s, global_()) for s in edges[comp.name])
             sink = system_component("outbox_sink", Bolt, component=comp.name)
             components.append(

@@ -24,8 +24,10 @@ from .._exceptions import TopologyLoadError
 from ..api import Topology
 from ..api._submit import capturing
 from ._domains import for_domain
+from ._package_attached import with_attached
 from ._package_models import with_models
 from ._package_parallelism import with_parallelism
+from ._package_placement import with_placement
 
 ARGS_ENV = "HEADWATER_TOPOLOGY_ARGS"
 """A JSON list: the file sees it as ``sys.argv[1:]`` (``headwater run FILE -- ARGS``)."""
@@ -62,7 +64,10 @@ def load_topology(
     return for_domain(topology, domain, labels) if domain else topology
 
 
-def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
+def _load(
+    path: str | os.PathLike[str], name: str | None = None, defined: dict[str, Any] | None = None
+) -> Topology:
+    """``defined``: filled with what running the file defined (its namespace)."""
     file = Path(path).resolve()
     if not file.is_file():
         raise TopologyLoadError(f"no topology file at {str(path)!r}: check the path")
@@ -84,6 +89,8 @@ def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
                     f"{file} raised {type(exc).__name__} while loading: {exc}"
                 ) from exc
             found = list(captured) + _found_in(namespace)
+            if defined is not None:
+                defined.update(namespace)
     finally:
         sys.argv = old_argv
         # keep the file's folder importable: its components may import siblings lazily
@@ -91,9 +98,7 @@ def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
     unique: dict[str, Topology] = {}
     for topo in found:
         unique.setdefault(topo.name, topo)
-    unique = {
-        k: with_parallelism(with_models(t, file.parent), file.parent) for k, t in unique.items()
-    }
+    unique = {k: _sidecars(t, file, namespace) for k, t in unique.items()}
     if name is not None:
         if name not in unique:
             raise TopologyLoadError(
@@ -111,6 +116,14 @@ def _load(path: str | os.PathLike[str], name: str | None = None) -> Topology:
             "keep one per file or choose one with --topology NAME"
         )
     return next(iter(unique.values()))
+
+
+def _sidecars(topology: Topology, file: Path, namespace: dict[str, Any]) -> Topology:
+    """``topology`` as the files beside ``file`` amend it: models, attached components,
+    parallelism, placement (``_package_*``), in that order."""
+    folder = file.parent
+    attached = with_attached(with_models(topology, folder), file, namespace)
+    return with_placement(with_parallelism(attached, folder), folder)
 
 
 def _found_in(namespace: dict[str, Any]) -> list[Topology]:

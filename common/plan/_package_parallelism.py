@@ -16,7 +16,7 @@ carries its own file or none: its code says the parallelism again.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -65,15 +65,28 @@ def with_parallelism(topology: Any, folder: Path) -> Any:
 
 def package_with_parallelism(data: bytes, entry_file: str, changes: Mapping[str, int]) -> bytes:
     """``data`` (a checked package) with ``changes`` merged into its parallelism file."""
+    return package_with_sidecar(data, entry_file, PARALLELISM_FILE, changes, parallelism_problem)
+
+
+def package_with_sidecar(
+    data: bytes,
+    entry_file: str,
+    file: str,
+    changes: Mapping[str, Any],
+    problem_of: Callable[[Any], str | None],
+) -> bytes:
+    """``data`` (a checked package) with ``changes`` merged into the JSON object ``file``
+    beside its topology file (this one, ``headwater_placement.json``), ``problem_of`` checking
+    the merged document (TopologyLoadError with its reason)."""
     folder = PurePosixPath(entry_file).parent
-    name = str(folder / PARALLELISM_FILE) if str(folder) != "." else PARALLELISM_FILE
+    name = str(folder / file) if str(folder) != "." else file
     files = package_files(data)
     try:
         doc = json.loads(files.get(name, b"{}"))
     except ValueError:
         doc = {}
     doc = {**(doc if isinstance(doc, dict) else {}), **changes}
-    problem = parallelism_problem(doc)
+    problem = problem_of(doc)
     if problem is not None:
         raise TopologyLoadError(problem)
     files[name] = (json.dumps(doc, sort_keys=True, indent=1) + "\n").encode()

@@ -19,6 +19,7 @@ from typing import Any
 from .._exceptions import SerializationError
 from ..api import Tuple
 from ..api._stream import PUNCTUATION
+from ..plan._fence_streams import FENCE_OUT
 from ..wire import Kind, encode, encode_frame
 from ..wire._frame import STMGR
 
@@ -65,7 +66,7 @@ class Batches:
         which carry punctuation."""
         names = list(streams)
         self._stream_bytes = {name: name.encode() for name in names}
-        self._punctuation = {name for name in names if name.startswith(PUNCTUATION)}
+        self._punctuation = {n for n in names if n.startswith(PUNCTUATION) or n == FENCE_OUT}
 
     def ack(self, tup: Tuple) -> None:
         roots = tup.roots

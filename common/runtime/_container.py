@@ -30,6 +30,7 @@ Run as ``python -m headwater.common.runtime.container --help``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -54,7 +55,8 @@ from ..wire._control import (
     TakeCheckpoint,
 )
 from ..wire.proto import runtime_pb2 as pb
-from ._container_config import ContainerConfig, parse_config
+from ._container_config import ContainerConfig, checkpoint_store, parse_config
+from ._forkserver import ForkServer
 from ._hooks import Metric
 from ._loaded_revisions import LoadedRevisions, Revision, topology_loader
 from ._procs import Proc, beat_file, spawn, terminate
@@ -79,6 +81,10 @@ class Container:
         self.config = config
         self.hosted = hosted  # run on its node's own event loop (an agent's --footprint single)
         self.id = config.container
+        # --fork-instances: a server that imports an instance once, to fork each from, started
+        # first to import while this process loads (``_forkserver``); not for another user's
+        forks = config.fork_instances and config.footprint == "normal" and config.run_as is None
+        self.forks = ForkServer.start() if forks else None
         # run as the topology's user, this process (the node's identity) never runs its code
         self._load = topology_loader(config.run_as)
         self.topology = self._load(
@@ -126,12 +132,13 @@ class Container:
             self.telemetry,
             transport=config.transport,
             server_name=config.tmaster_name,
+            address_file=config.tmaster_file,
         )
         self.recovery: Snapshots | None = None
         self.switch: EditSwitch | None = None
         if self.exactly_once:
             self.recovery = Snapshots(
-                config.state_dir,
+                checkpoint_store(config, self.topology.name),
                 self.stmgr,
                 self.supervisor,
                 self.revisions,
@@ -212,9 +219,11 @@ class Container:
         if rev.plan_file:
             args += ["--plan-file", rev.plan_file]
         args += domain_args(self.config.domain, self.config.labels)
-        return spawn(
-            args, log_path=str(self.workdir / f"task-{task}.log"), run_as=self.config.run_as
-        )
+        log_path = str(self.workdir / f"task-{task}.log")
+        if self.forks is not None and self.forks.alive:  # a fork of an imported instance
+            with contextlib.suppress(OSError):  # gone meanwhile: a new interpreter, as before
+                return self.forks.launch(args[2:], log_path)
+        return spawn(args, log_path=log_path, run_as=self.config.run_as)
 
     def _kill(self, thread: InstanceThread) -> None:
         """The small footprint: a task on a thread is to be killed (a rollback's restore, a
@@ -338,7 +347,7 @@ class Container:
 
     def _forget_switch(self) -> None:
         if self.switch is not None:
-            self.switch.forget()
+            self.switch.restored()
 
     # -- StreamManagerHooks ------------------------------------------------------------
     def on_hello(self, task: int) -> None:

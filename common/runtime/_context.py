@@ -126,6 +126,9 @@ class InstanceContext:
             keyed[name] = KeyedState()
         return keyed[name]
 
+    def keyed_names(self) -> list[str]:
+        return list(self._i.store.keyed)
+
     def system(self, msg: ControlMessage) -> None:
         """Send a control message to the stmgr (runtime components only)."""
         self._i.send(control_frame(msg, src=self._i.task))
@@ -133,6 +136,10 @@ class InstanceContext:
     def system_frame(self, frame: bytes) -> None:
         """Send a ready frame to the stmgr (runtime components only)."""
         self._i.send(frame)
+
+    def flush(self) -> None:
+        """Send everything emitted so far now, in order (before a move's fence)."""
+        self._i.outputs.emitter.flush_all()
 
     def incr(self, counter: str, by: int = 1) -> None:
         """Add ``by`` to the user counter ``counter`` (reported with the task's metrics).

@@ -12,7 +12,8 @@ the rest of its batch goes on.
 
 Frames of one stream keep their order. Streams named ``wm:*`` carry
 punctuation (the DSL's watermarks: "everything I sent before this is at or
-below time T"), so their frames must not overtake data sent before them: a
+below time T"), as does a move's fence (``__move_fence__``: "every row of this agent's
+before this"), so their frames must not overtake data sent before them: a
 punctuation buffer leaves only after the destination's other buffers.
 """
 

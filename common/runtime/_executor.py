@@ -15,7 +15,7 @@ frame, or, for a spout, a pair around each wait: a spout emitting without a
 pause reads no clock more), leaving out the waits for input; the report takes
 the time blocked on a full outbox off it (``_instance_metrics``). ``process``
 counts the tuples received and samples a fields-grouped input's keys
-(``_hot_keys``).
+(``_hot_keys``), and notes a moveable component's keys' sites (``_sites``).
 
 These are the hot paths of an instance: keep them free of indirection.
 """
@@ -42,6 +42,7 @@ from ..wire._control import ControlError, ControlMessage, decode_control
 from ..wire._frame import UPLINK_HEAD, Frame
 from ._instance_metrics import METRICS_INTERVAL_S, Reporting, report_metrics
 from ._outputs import Outputs
+from ._sites import SiteTable
 
 log = logging.getLogger("headwater.instance")
 
@@ -77,6 +78,7 @@ class Executor:
         # extension points, checked once: a bolt taking whole frames, an uplink receiver
         self.batch = comp.process_values if isinstance(comp, BatchBolt) else None
         self.on_uplink = comp.on_uplink if isinstance(comp, UplinkReceiver) else None
+        self.sites: SiteTable | None = None  # a component declaring sites(): its keys' sites
 
     def process(self, f: Frame) -> None:
         """One frame from the stmgr past the gate: data, acks, uplink or a control message."""
@@ -95,6 +97,9 @@ class Executor:
             hot = counts.hot
             if hot.keyed:  # a fields-grouped input: sample its keys (one tuple in 16)
                 hot.sample(component, stream, entries, kind == Kind.DATA_ROOTED)
+            sites = self.sites
+            if sites is not None:  # a component that may move: its keys' sites (issue 37)
+                sites.note(component, stream, entries, kind == Kind.DATA_ROOTED)
             t0 = time.perf_counter_ns()
             batch = self.batch if kind == Kind.DATA else None
             if batch is not None:  # the DSL's chains: a batch, no Tuple per record

@@ -32,6 +32,7 @@ import grpc
 
 from .._ids import node_id_problem
 from ..api import Topology
+from ..plan._domains import receives_uplink
 from ..security import TRUSTED, Identity, Transport
 from ..wire._control import UplinkFeedback
 from ..wire._frame import uplink_frame
@@ -78,7 +79,7 @@ class Ingress(pb_grpc.IngressServicer):
     def receiver_task(self, component: str) -> int | None:
         """The local task of ``component``'s receiver, or None if it runs elsewhere."""
         stmgr = self.stmgr
-        if not any(c.name == component and c.kind == "spout" for c in stmgr.topology.components):
+        if not any(c.name == component and receives_uplink(c) for c in stmgr.topology.components):
             return None
         for task in sorted(stmgr.local_tasks):
             if stmgr.task_component.get(task) == component:

@@ -49,6 +49,7 @@ from ._instance_metrics import report_metrics
 from ._outputs import Outputs, TaskCounters
 from ._queues import ByteQueue
 from ._revision import Revision, downstream_of, sources_of
+from ._sites import site_table
 from ._task_state import TaskState
 
 log = logging.getLogger("headwater.instance")
@@ -106,6 +107,7 @@ class Instance:
             self.send,
         )
         self.executor = Executor(comp, component, self.outputs, task_component, self._control)
+        self.executor.sites = site_table(topology, component, self.store, self.ctx.incr)
 
     # -- main loop ------------------------------------------------------------
     def run(self) -> None:
@@ -173,6 +175,13 @@ class Instance:
         self.emitter.switch(revision.router)
         self.executor.task_component = {t: c for c, ts in revision.ids.items() for t in ts}
         self.counts.hot.keyed = keyed_inputs(revision.topology, self.component)
+        self.executor.sites = site_table(
+            revision.topology, self.component, self.store, self.ctx.incr
+        )
 
     def retire(self) -> None:
         self.emitter.flush_all()
+        # a retired receiver takes no more agents' batches (a hand-over bolt, which goes on
+        # while it drains, would emit them past its last checkpoint): its successor, restored
+        # from that checkpoint, takes them when the agents resend after its resync
+        self.executor.on_uplink = None

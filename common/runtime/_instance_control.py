@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..api import Bolt, Spout
+from ..wire import decode
 from ..wire._control import (
     Abort,
     Activate,
@@ -24,6 +25,7 @@ from ..wire._control import (
     TakeCheckpoint,
 )
 from ._input_gate import InputGate
+from ._outbox_sink import OutboxSink
 from ._revision import Revision, load_revision
 from ._task_state import TaskState
 
@@ -76,10 +78,14 @@ def on_control(inst: Controlled, msg: ControlMessage, comp: Spout | Bolt) -> Non
                 inst.stopping = True  # its last checkpoint is published: done
         case Prepare(retire=True):
             inst.gate.retire_at(msg.at)
+            if msg.fence is not None and isinstance(comp, OutboxSink):
+                comp.seal_fence(msg.at, decode(msg.fence))
         case Prepare():  # stage a revision: load its routing now, switch at its checkpoint
             inst.gate.stage(msg.at, load_revision(msg, inst.component, inst.ctx, inst.task))
         case Abort():
             inst.gate.abort()
+            if isinstance(comp, OutboxSink):
+                comp.fence = None
         case _ if inst.on_system is not None:
             inst.on_system(msg)
         case _:

@@ -23,6 +23,7 @@ from typing import Any
 from ..api import Bolt, Context, Reliability, RuntimeConfig, RuntimeContext, Tuple
 from ..wire import Kind, encode, encode_frame
 from ..wire._frame import STMGR
+from ._fence import FENCE_START
 
 SEQ = struct.Struct("<q")
 CHUNK_ROWS = 1000
@@ -47,6 +48,7 @@ class OutboxSink(Bolt):
             raise TypeError(f"{type(self).__name__} runs only inside the runtime's instances")
         self.ctx = ctx
         self.rows: list[list[Any]] = []
+        self.fence: tuple[int, list[Any]] | None = None  # (checkpoint, row) to seal last
         rc = RuntimeConfig.from_mapping(ctx.config)
         self.exactly_once = rc.reliability is Reliability.EXACTLY_ONCE
         # checkpoint id -> rows sealed at it, not yet known to be in the outbox
@@ -66,7 +68,15 @@ class OutboxSink(Bolt):
         rows, self.rows = self.rows, []
         self.ctx.system_frame(outbox_frame(self.ctx.task_id, self.component, 0, rows))
 
+    def seal_fence(self, at: int, row: list[Any]) -> None:
+        """Seal ``row`` last at checkpoint ``at``, where it retires: a keyed move's fence
+        after the last row read under the old placement (``_switch_fence.py``)."""
+        self.fence = (at, row)
+
     def on_checkpoint(self, checkpoint_id: int) -> None:
+        if self.fence is not None and self.fence[0] == checkpoint_id:
+            self.rows.append(self.fence[1])
+            self.fence = None
         if self.rows:
             self.sealed[checkpoint_id] = self.rows
             self.rows = []
@@ -76,6 +86,10 @@ class OutboxSink(Bolt):
 
     def on_restore(self, checkpoint_id: int) -> None:
         self.rows = []
+        fence = self.ctx.state.get(FENCE_START)
+        if fence is not None:  # a move's fence, sealed before any row (``_switch_fence.py``)
+            del self.ctx.state[FENCE_START]
+            self.rows.append(fence)
         for stale in [c for c in self.sealed if c > checkpoint_id]:
             del self.sealed[stale]  # cannot happen: a snapshot holds only what it sealed
         self._publish(checkpoint_id)  # the restored checkpoint is complete

@@ -16,7 +16,9 @@ A batch is an agent's bytes, so the receiver trusts none of it
 component declares, with as many values as that stream has fields, is
 dead-lettered (and a batch that is not a list of rows, as one row); the batch
 is still taken and confirmed, since resending it would not mend it. Nothing an
-agent sends makes the receiver raise.
+agent sends makes the receiver raise. A receiver whose rows a moved keyed component reads
+also takes the agents' fence rows (``_fence.py``), each emitted, with its agent, to every
+task of that component's cloud copy, in its place among the rows.
 """
 
 from __future__ import annotations
@@ -27,9 +29,21 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
-from ..api import DEAD_LETTERS, Context, Reliability, RuntimeConfig, RuntimeContext, Spout
+from ..api import (
+    DEAD_LETTERS,
+    Context,
+    Reliability,
+    RuntimeConfig,
+    RuntimeContext,
+    Spout,
+)
+from ..api._component import TopologyView
+from ..api._config import HANDOVER
+from ..plan._fence_streams import MOVE_PREFIX
 from ..wire import DecodeError, decode
 from ..wire._control import UplinkFeedback
+from ._fence import FENCE_FIELDS, FENCE_OUT, FENCE_STREAM, fence_problem
+from ._move_split import MoveSplit
 
 RESEND_AFTER_S = 5.0
 
@@ -113,6 +127,9 @@ class UplinkSpout(Spout):
 
     def __init__(self, component: str) -> None:
         self.component = component
+        # whether it says its state to the agents on opening (a hand-over bolt's tasks other
+        # than the one the ingress hands the batches to stay silent)
+        self.announce = True
 
     def open(self, ctx: Context) -> None:
         if not isinstance(ctx, RuntimeContext):
@@ -126,8 +143,11 @@ class UplinkSpout(Spout):
         # without checkpoints nothing will hold a batch later: confirm it once emitted
         self.confirm_at_once = rc.reliability is not Reliability.EXACTLY_ONCE
         self.asked: dict[str, tuple[int, float]] = {}  # agent -> (resend_after, when)
+        self._arity: tuple[object, dict[str, int]] = (None, {})
+        self.split: MoveSplit | None = None
         # a fresh or restored receiver: every agent resends what follows its state
-        self._feedback(agent="", resync=dict(self.last))
+        if self.announce:
+            self._feedback(agent="", resync=dict(self.last))
 
     def on_uplink(self, agent: str, seq: int, prev: int, rows: memoryview) -> None:
         """An agent's batch, from the ingress (taken, or not, in ``next_tuple``)."""
@@ -152,10 +172,23 @@ class UplinkSpout(Spout):
                 self._feedback(agent=agent, resend_after=last)
             return
         emit = self.ctx.emit
-        spec = self.ctx.topology.component(self.ctx.component)
-        rows, bad = split_batch(payload, {s.name: len(s.fields) for s in spec.streams})
+        rows, bad = split_batch(payload, self.arity())  # (and the split, for this revision)
+        split = self.split
         for stream, values in rows:
+            if stream == FENCE_STREAM:  # a move's fence: to every task of its cloud copy
+                problem = fence_problem(values)
+                if problem is None:  # alone between the rows before and after it
+                    if split is not None:
+                        split.fence(agent, values[0], values[-1])
+                    self.ctx.flush()
+                    emit([agent, *values], stream=FENCE_OUT)
+                    self.ctx.flush()
+                else:
+                    bad.append(([stream, values], problem))
+                continue
             emit(values, stream=stream)
+            if split is not None and (copy := split.copies(agent, stream)) is not None:
+                emit(values, stream=copy)  # the moved component's cloud copy counts it
             if stream == DEAD_LETTERS:  # an edge domain's: listed under this /exceptions too
                 self.ctx.report_dead_letter(values, f"agent {agent}")
         for record, reason in bad:  # taken all the same: resent, it would be as bad
@@ -168,6 +201,41 @@ class UplinkSpout(Spout):
         if bad:
             self.ctx.incr("uplink_bad_rows", len(bad))
         self._feedback(agent=agent, consumed=seq, confirmed=seq if self.confirm_at_once else 0)
+
+    def arity(self) -> dict[str, int]:
+        """Each stream it takes rows of, and how many fields each has; a fence row where a
+        moved component that reads it takes fences (``plan/_domains.cloud_part``). Read
+        from the revision it runs (a live edit may add the fence without restarting it)."""
+        topology = self.ctx.topology
+        if self._arity[0] is not topology:
+            spec = topology.component(self.ctx.component)
+            arity = {
+                s.name: len(s.fields)
+                for s in spec.streams
+                if s.name != FENCE_OUT and not s.name.startswith(MOVE_PREFIX)  # the runtime's
+            }
+            if spec.stream(FENCE_OUT) is not None:
+                arity[FENCE_STREAM] = len(FENCE_FIELDS)
+            self._arity = (topology, arity)
+            self.split = self._split(topology)
+        return self._arity[1]
+
+    def _split(self, topology: TopologyView) -> MoveSplit | None:
+        """Where the cloud also reads these rows and a component reading them moves: which
+        of them its cloud copy counts (``_move_split.py``); None otherwise."""
+        spec = topology.component(self.ctx.component)
+        copies = [
+            s.name[len(MOVE_PREFIX) :] for s in spec.streams if s.name.startswith(MOVE_PREFIX)
+        ]
+        if not copies:
+            return None
+        reader = next(
+            c
+            for c in topology.components
+            if any(i.component == spec.name and i.stream.startswith(MOVE_PREFIX) for i in c.inputs)
+        )
+        before = "cloud" if reader.config.get(HANDOVER) == "cloud" else "edge"
+        return MoveSplit(copies, self.ctx.state, before)
 
     def on_checkpoint(self, checkpoint_id: int) -> None:
         self.at_checkpoint[checkpoint_id] = dict(self.last)

@@ -5,6 +5,8 @@
 ``HEARTBEAT_S`` and hands each command of the watch stream to the handler
 registered for its kind (``handlers``: the ``Command`` oneof's name ->
 coroutine). When the master goes away it dials again with a ``Backoff``.
+Given an ``address_file`` instead of an address (``headwater run`` starts its
+containers while its topology master starts), it first waits for that file.
 
 The other parts of the container speak to the master through the calls
 below (failure reports, acknowledgements, state transfers); each answers
@@ -14,9 +16,11 @@ quietly when the master is away, as the master repeats what matters.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -31,6 +35,7 @@ log = logging.getLogger("headwater.container")
 HEARTBEAT_S = 1.0
 MAX_MESSAGE = 80 << 20  # a revision carries its package (at most 64 MiB)
 RECONNECT_POLICY = RetryPolicy(initial=0.1, maximum=2.0)
+ADDRESS_POLL_S = (0.005, 0.05)  # looks for the master's address file: from 5 ms, up to 50 ms
 
 CommandHandler = Callable[[pb.Command], Awaitable[None]]
 # a job that runs while connected, with the stub (cancelled when the session drops)
@@ -48,8 +53,10 @@ class MasterSession:
         policy: RetryPolicy = RECONNECT_POLICY,
         transport: Transport | None = None,
         server_name: str = MASTER_NAME,
+        address_file: Path | None = None,
     ) -> None:
         self._address = address
+        self._address_file = address_file  # where the address will be, while it is ""
         self._transport = transport if transport is not None else Transport.insecure()
         self._server_name = server_name
         self._topology = topology
@@ -63,6 +70,8 @@ class MasterSession:
 
     async def run(self, stmgr_address: str) -> None:
         """Stay registered and watching until cancelled."""
+        if not self._address and self._address_file is not None:
+            self._address = await wait_for_address(self._address_file)
         backoff = self._policy.start()
         options = [("grpc.max_receive_message_length", MAX_MESSAGE)]
         info = pb.ContainerInfo(
@@ -71,10 +80,12 @@ class MasterSession:
             pid=os.getpid(),
             incarnation=self._incarnation,
         )
+        tried = 0  # failed sessions: of several masters (standbys), the next is tried
         while True:
+            addresses = [a for a in self._address.split(",") if a]
             try:
                 async with self._transport.channel(
-                    self._address, to=self._server_name, options=options
+                    addresses[tried % len(addresses)], to=self._server_name, options=options
                 ) as channel:
                     stub = pb_grpc.TopologyMasterStub(channel)
                     await stub.Register(pb.RegisterRequest(topology=self._topology, container=info))
@@ -97,6 +108,7 @@ class MasterSession:
                 raise
             except grpc.RpcError as exc:
                 log.debug("topology master unreachable: %s", exc)
+            tried += 1
             await asyncio.sleep(backoff.next_delay())
 
     async def dispatch(self, command: pb.Command) -> None:
@@ -186,7 +198,13 @@ class MasterSession:
             log.debug("checkpoint ack not delivered: %s", exc)
 
     async def put_state(
-        self, revision: int, component: str, task: int, checkpoint: int, blob: bytes
+        self,
+        revision: int,
+        component: str,
+        task: int,
+        checkpoint: int,
+        blob: bytes,
+        site: str = "",
     ) -> None:
         """A retiring task's snapshot, for the new tasks of its rescaled component."""
         if self.stub is None:
@@ -201,7 +219,21 @@ class MasterSession:
                     task_id=task,
                     checkpoint_id=checkpoint,
                     blob=blob,
+                    site=site,
                 )
             )
         except grpc.RpcError as exc:
             log.warning("the state of task %d did not reach the master: %s", task, exc)
+
+
+async def wait_for_address(path: Path) -> str:
+    """The topology master's gRPC address, once it has written ``path`` (atomically, once it
+    listens): looked for every 5 ms at first, then every 50 ms."""
+    delay, most = ADDRESS_POLL_S
+    while True:
+        try:
+            return str(json.loads(path.read_text())["grpc"])
+        except FileNotFoundError:
+            pass
+        await asyncio.sleep(delay)
+        delay = min(most, delay * 2)

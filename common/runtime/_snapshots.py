@@ -1,26 +1,33 @@
 """Exactly-once recovery in a container: snapshots in, a restore, snapshots handed out.
 
 Snapshots in: each instance's snapshot (a delta) for a checkpoint goes into the
-container's ``CheckpointStore`` (RocksDB, synced; folded into each task's base
-once a commit says no older checkpoint can be restored) and is acknowledged to the
-topology master (declined if it could not be saved). A restore: the master
-begins a new epoch at the last complete checkpoint; the container kills its
-instances, forgets the previous epoch's frames, starts every local instance
-again and hands each its snapshot when it says hello (a ``Handout``); once
-all have theirs it acknowledges. A live edit's switch starts its new
+container's checkpoint store (``common/state/_checkpoints.py``: RocksDB, synced;
+with a shared store also into its bucket, off the event loop, before anything
+is said) and is acknowledged to the topology master (declined if it could not
+be stored); a commit folds the deltas into each task's base once no older
+checkpoint can be restored. A restore: the master begins a new epoch at the
+last complete checkpoint; the container kills its instances, forgets the
+previous epoch's frames, reads the tasks' snapshots (a shared store that cannot
+be reached is asked again, with backoff, until it answers or a newer restore
+comes: a checkpoint is declared unusable only when it is), starts every local
+instance again and hands each its snapshot when it says hello (a ``Handout``);
+once all have theirs it acknowledges. A live edit's switch starts its new
 instances through the same handout (``hand_out``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..state import CheckpointStore, CorruptCheckpointError
+from .._retry import RetryPolicy
+from ..state import CorruptCheckpointError
+from ..state._checkpoints import Checkpoints, LocalCheckpoints
+from ..state._s3 import CheckpointStoreError
 from ..wire._control import Restore
 from ..wire.proto import runtime_pb2 as pb
 from ._loaded_revisions import LoadedRevisions
@@ -30,6 +37,8 @@ from ._stmgr import StreamManager
 from ._supervisor import Supervisor
 
 log = logging.getLogger("headwater.container")
+STORE_RETRY = RetryPolicy(initial=0.5, maximum=10.0)
+"""Asking a shared checkpoint store that cannot be reached again, during a restore."""
 
 
 @dataclass
@@ -46,21 +55,25 @@ class Handout:
 class Snapshots:
     def __init__(
         self,
-        state_dir: str,
+        store: Checkpoints | str,
         stmgr: StreamManager,
         supervisor: Supervisor,
         revisions: LoadedRevisions,
         session: MasterSession,
         on_rollback: Callable[[], None],
     ) -> None:
-        self._state_dir = state_dir
-        self.store = CheckpointStore(state_dir)
+        """``store``: the checkpoint store (a folder: the local one there)."""
+        self.store = LocalCheckpoints(store) if isinstance(store, str) else store
         self._stmgr = stmgr
         self._supervisor = supervisor
         self._revisions = revisions
         self._session = session
         self._on_rollback = on_rollback  # a restore overrides a staged edit
         self.handout: Handout | None = None  # the one in progress
+        self.watch_state: Callable[[int, int, bytes], None] | None = None  # sees every one
+        self.publish_s: list[float] = []  # the last saves' seconds in a shared store
+        self._store_failing = False  # said once at warning level, then at debug
+        self._publishing: set[asyncio.Task[None]] = set()
 
     # -- snapshots in ---------------------------------------------------------------
     def on_state(self, task: int, checkpoint: int, blob: bytes) -> None:
@@ -72,40 +85,69 @@ class Snapshots:
             log.error(
                 "the snapshot of task %d for checkpoint %d was not saved: %s", task, checkpoint, exc
             )
-            self._reopen_store()
+            self.store.reopen()
             self._ack(task, checkpoint, 0, declined=str(exc) or repr(exc))
             return
+        if self.store.shared:  # acknowledged once it outlives this host
+            job = asyncio.get_running_loop().create_task(
+                self._publish(task, checkpoint, blob, size, self._stmgr.epoch)
+            )
+            self._publishing.add(job)
+            job.add_done_callback(self._publishing.discard)
+            return
         self._ack(task, checkpoint, size)
+        if self.watch_state is not None:
+            self.watch_state(task, checkpoint, blob)
 
-    def _ack(self, task: int, checkpoint: int, size: int, declined: str = "") -> None:
+    async def _publish(
+        self, task: int, checkpoint: int, blob: bytes, size: int, epoch: int
+    ) -> None:
+        started = time.perf_counter()
+        try:
+            await self.store.async_publish(checkpoint, task, blob)
+        except Exception as exc:  # CheckpointStoreError, most likely: declined, never acked
+            say = log.debug if self._store_failing else log.warning
+            self._store_failing = True
+            say(
+                "the snapshot of task %d for checkpoint %d is not in the shared store: %s",
+                task,
+                checkpoint,
+                exc,
+            )
+            self._ack(
+                task, checkpoint, 0, declined=f"the shared checkpoint store: {exc}", epoch=epoch
+            )
+            return
+        if self._store_failing:
+            log.info("the shared checkpoint store takes snapshots again")
+            self._store_failing = False
+        self.publish_s = [*self.publish_s[-99:], time.perf_counter() - started]
+        self._ack(task, checkpoint, size, epoch=epoch)
+        if self.watch_state is not None:
+            self.watch_state(task, checkpoint, blob)
+
+    def _ack(
+        self, task: int, checkpoint: int, size: int, declined: str = "", epoch: int | None = None
+    ) -> None:
+        """``epoch``: the one the snapshot was taken in (default: the current one)."""
         if self._session.stub is not None:
             asyncio.get_running_loop().create_task(
                 self._session.ack_checkpoint(
                     task,
                     checkpoint,
-                    self._stmgr.epoch,
+                    self._stmgr.epoch if epoch is None else epoch,
                     size,
                     declined=declined,
                 )
             )
 
-    def _reopen_store(self) -> None:
-        with contextlib.suppress(Exception):  # closed already, by a reopen that failed
-            self.store.close()
-        try:
-            self.store = CheckpointStore(self._state_dir)
-        except Exception as exc:  # still no room: the next snapshot tries again
-            log.warning("cannot reopen the checkpoint store: %s", exc)
-
     def prune(self, keep_from: int) -> None:
         """``keep_from`` is the oldest checkpoint a restore may ask for: fold the deltas
         up to it into the tasks' bases, then drop the older ones."""
         try:
-            self.store.fold(keep_from)
+            self.store.commit(keep_from)
         except Exception as exc:  # a missing delta, a full disk: the next commit folds again
             log.warning("cannot fold checkpoint %d into the tasks' bases: %s", keep_from, exc)
-            return
-        self.store.prune(keep_from)
 
     def close(self) -> None:
         self.store.close()
@@ -133,15 +175,14 @@ class Snapshots:
         await asyncio.get_running_loop().run_in_executor(None, terminate, procs, 1.0)
         tasks = self._revisions.local_tasks
         try:
-            snapshots = {
-                t: self.store.snapshot(order.checkpoint_id, t) if order.checkpoint_id else None
-                for t in tasks
-            }
+            snapshots = await self._read(order, tasks)
         except CorruptCheckpointError as exc:
             log.warning("%s", exc)
             self.handout = None
             await self._session.ack_restore(order, ok=False, error=str(exc))
             return
+        if snapshots is None:
+            return  # a newer restore began meanwhile
         if not tasks:
             # an empty container (more containers than instances, or an edit that moved
             # everything away) has nothing to restore: waiting for an instance's hello
@@ -151,6 +192,21 @@ class Snapshots:
         self.hand_out(Handout(order, snapshots, set(tasks), self._restored))
         for task in tasks:
             self._supervisor.start(task)
+
+    async def _read(self, order: pb.Restore, tasks: list[int]) -> dict[int, bytes | None] | None:
+        """The tasks' snapshots as of the order's checkpoint; None once a newer order came."""
+        backoff = STORE_RETRY.start()
+        while True:
+            try:
+                return await self.store.async_restore(order.checkpoint_id, tasks)
+            except CheckpointStoreError as exc:  # cannot reach it: no reason to give up on it
+                delay = backoff.next_delay()
+                log.warning(
+                    "checkpoint %d: %s; asking again in %.1fs", order.checkpoint_id, exc, delay
+                )
+            await asyncio.sleep(delay)
+            if self._stmgr.epoch != order.epoch:
+                return None
 
     async def _restored(self, order: pb.Restore) -> None:
         await self._session.ack_restore(order, ok=True)

@@ -20,12 +20,14 @@ from dataclasses import dataclass
 from ..wire._control import Abort, Prepare
 from ..wire.proto import runtime_pb2 as pb
 from ._loaded_revisions import LoadedRevisions
+from ._move_outgoing import GivenUp, MoveOutgoing
 from ._procs import terminate
 from ._rescale import RescaleError, rescale
 from ._session import MasterSession
 from ._snapshots import Handout, Snapshots
 from ._stmgr import StreamManager
 from ._supervisor import Supervisor
+from ._switch_fence import arriving, fence_snapshots, retiring_fences
 
 log = logging.getLogger("headwater.container")
 
@@ -39,6 +41,7 @@ class PendingSwitch:
     # "empty" (attached) or "handover" (a new parallelism: the old tasks' keys for it)
     starting: dict[int, str]
     rescaled: dict[str, list[int]]  # component -> its old tasks (parallelism changes)
+    old_ids: dict[str, list[int]]  # component -> its tasks in the revision it switches from
 
 
 class EditSwitch:
@@ -59,6 +62,25 @@ class EditSwitch:
         self._session = session
         self.pending: PendingSwitch | None = None
         self.handover: set[int] = set()  # new tasks waiting for their share of the keys
+        # the keys a moved component's cloud copy gives up, for the master (issue 37): read
+        # from every snapshot the container receives
+        self.outgoing = MoveOutgoing(self._moving_to_edge, self._give)
+        recovery.watch_state = self.outgoing.on_state
+
+    def _moving_to_edge(self, task: int) -> str | None:
+        """The component of ``task``, where it is a keyed one moving to the edge."""
+        if self._revisions.domain != "cloud":
+            return None
+        running = self._revisions.running
+        component = next((i.component for i in running.plan.instances if i.task_id == task), "")
+        if not component or not arriving(running.topology, component):
+            return None
+        return component
+
+    async def _give(self, g: GivenUp) -> None:
+        await self._session.put_state(
+            g.revision, g.component, g.task, g.checkpoint, g.blob, site=g.site
+        )
 
     async def on_revision(self, r: pb.Revision) -> None:
         try:
@@ -80,9 +102,11 @@ class EditSwitch:
         retiring = {t for t in local if t not in new_tasks or new_tasks[t] in replaced}
         old_ids, new_ids = running.plan.ids(), new.plan.ids()
         rescaled = {c: old_ids[c] for c in replaced if old_ids.get(c) != new_ids.get(c)}
+        arrives = self._revisions.domain == "edge"  # from the cloud, with its keys
         starting = {
             i.task_id: "handover"
             if i.component in rescaled
+            or (arrives and i.component not in old_ids and arriving(new.topology, i.component))
             else "snapshot"
             if i.task_id in old
             else "empty"
@@ -97,13 +121,18 @@ class EditSwitch:
             domain=self._revisions.domain,
             labels=self._revisions.labels,
         )
+        fences = retiring_fences(  # a keyed component arriving from the cloud: its input's
+            new.topology,  # outbox sink seals the fence last
+            {c: [t for t in ts if t in retiring] for c, ts in old_ids.items()},
+            r.revision,
+            r.switch_at,
+            self._revisions.labels,
+        )
         for task in local:
-            retire = task in retiring
-            self._stmgr.send_control(
-                task, Prepare(at=r.switch_at, retire=True) if retire else prepare
-            )
+            retire = Prepare(at=r.switch_at, retire=True, fence=fences.get(task))
+            self._stmgr.send_control(task, retire if task in retiring else prepare)
         self._stmgr.stage(new.plan, retiring, r.switch_at)
-        self.pending = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled)
+        self.pending = PendingSwitch(r.revision, r.switch_at, retiring, starting, rescaled, old_ids)
         log.info(
             "revision %d staged: switch at checkpoint %d (%d tasks retire, %d start here)",
             r.revision,
@@ -122,6 +151,12 @@ class EditSwitch:
         self._revisions.use(self._revisions.current)
         log.info("revision %d abandoned", revision)
 
+    def restored(self) -> None:
+        """A restore: the staged revision goes, and the keys given up after its checkpoint
+        are given up again by the replay."""
+        self.forget()
+        self.outgoing.forget()
+
     def forget(self) -> None:
         """Drop the staged revision (abandoned, or overridden by a restore)."""
         if self.pending is None:
@@ -133,6 +168,7 @@ class EditSwitch:
     async def on_commit(self, checkpoint: int) -> None:
         if self.pending is not None and self.pending.at == checkpoint:
             await self._switch()
+        await self.outgoing.on_commit(checkpoint)
 
     async def _switch(self) -> None:
         """The switch checkpoint committed: the old instances go, the new ones start."""
@@ -159,6 +195,17 @@ class EditSwitch:
                 t: store.snapshot(sw.at, t) if start == "snapshot" else None
                 for t, start in sw.starting.items()
             }
+            new = self._revisions.running
+            of = {i.task_id: i.component for i in new.plan.instances}
+            snapshots |= fence_snapshots(  # a component leaving for the cloud
+                new.topology,
+                {t: (of[t], snapshots.get(t)) for t in sw.starting},
+                sw.old_ids,
+                lambda t: store.snapshot(sw.at, t),
+                sw.revision,
+                sw.at,
+                self._revisions.labels,
+            )
             order = pb.Restore(checkpoint_id=sw.at, epoch=self._stmgr.epoch, revision=sw.revision)
             self._recovery.hand_out(Handout(order, snapshots, set(sw.starting), self._started))
             for task in sw.starting:

@@ -26,6 +26,12 @@ def _uplink_receiver(component: str) -> Spout:
     return UplinkSpout(component)
 
 
+def _handover(component: str, inner: Any) -> Bolt:
+    from ._handover_bolt import handover
+
+    return handover(component, inner)
+
+
 def _log_spout(path: str, partitions: int) -> Spout:
     from ..connectors import LogSpout
 
@@ -36,6 +42,7 @@ KINDS: dict[str, Callable[..., Spout | Bolt]] = {
     "outbox_sink": _outbox_sink,
     "uplink_receiver": _uplink_receiver,
     "log_spout": _log_spout,
+    "handover": _handover,
 }
 
 

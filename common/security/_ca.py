@@ -1,7 +1,8 @@
 """The cluster's certificate authority: one key pair that signs every node's certificate.
 
 The master creates it on its first start (or ``headwater init``) in its state
-folder (``tls/ca.pem``, ``tls/ca.key``, mode 0600) and never lets the key out.
+(``tls/ca.pem``, ``tls/ca.key``: files of mode 0600 in a folder of mode 0700, or
+znodes under the master's ZooKeeper ACL) and never lets the key out.
 The CA certificate is also the master's own TLS certificate: a node that
 enrols has nothing but a join token, which names the CA by its SHA-256
 fingerprint; it reads the certificate the master presents, checks the
@@ -26,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from .._exceptions import HeadwaterError
-from ._files import write_private
+from ..statemgr import StateManager, as_state
 from ._identity import MASTER_NAME, Credentials, Identity, server_names
 
 CA_DAYS = 3650
@@ -63,22 +64,30 @@ class ClusterCA:
     key: ec.EllipticCurvePrivateKey
 
     @classmethod
-    def open(cls, folder: str | Path, create: bool = True) -> ClusterCA:
-        """The CA kept in ``folder``; made there first if there is none and ``create``."""
-        folder = Path(folder)
-        cert, key = folder / CA_FILE, folder / CA_KEY
-        if cert.exists() and key.exists():
-            loaded = serialization.load_pem_private_key(key.read_bytes(), None)
+    def open(cls, where: str | Path | StateManager, create: bool = True) -> ClusterCA:
+        """The CA kept in ``where`` (a folder, or the master's state seen under ``tls``);
+        made there first if there is none and ``create``."""
+        if isinstance(where, str | Path):
+            folder = Path(where)
+            if create:
+                folder.mkdir(parents=True, exist_ok=True)
+                os.chmod(folder, 0o700)
+            elif not folder.is_dir():
+                raise HeadwaterError(f"no cluster CA in {folder}: run `headwater init` first")
+        state = as_state(where)
+        cert, key = state.get(CA_FILE), state.get(CA_KEY)
+        if cert is not None and key is not None:
+            loaded = serialization.load_pem_private_key(key, None)
             if not isinstance(loaded, ec.EllipticCurvePrivateKey):
-                raise HeadwaterError(f"{key} is not the cluster CA's key")
-            return cls(cert.read_bytes(), loaded)
+                raise HeadwaterError(f"{state.describe(CA_KEY)} is not the cluster CA's key")
+            return cls(cert, loaded)
         if not create:
-            raise HeadwaterError(f"no cluster CA in {folder}: run `headwater init` first")
-        folder.mkdir(parents=True, exist_ok=True)
-        os.chmod(folder, 0o700)
+            raise HeadwaterError(
+                f"no cluster CA in {state.describe('')}: run `headwater init` first"
+            )
         ca = cls.create()
-        write_private(key, key_pem(ca.key))
-        write_private(cert, ca.cert_pem)
+        state.put(CA_KEY, key_pem(ca.key))  # the key first: a certificate alone is no CA
+        state.put(CA_FILE, ca.cert_pem)
         return ca
 
     @classmethod

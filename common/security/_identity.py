@@ -23,13 +23,13 @@ import os
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import grpc
+from typing import TYPE_CHECKING, Any
 
 from .._exceptions import HeadwaterError
-from .._ports import bind_grpc
 from ._files import write_private
+
+if TYPE_CHECKING:  # imported where a link is made: making credentials (headwater run's) needs none
+    import grpc
 
 MASTER_NAME = "headwater-master"
 """The name the master's certificate carries and every node checks."""
@@ -199,6 +199,8 @@ class Transport:
         self, address: str, to: str, options: Sequence[tuple[str, Any]] = ()
     ) -> grpc.aio.Channel:
         """A channel to ``address``, whose certificate must name ``to``."""
+        import grpc
+
         if not self.secure:
             return grpc.aio.insecure_channel(address, options=list(options))
         c = self.credentials()
@@ -217,6 +219,10 @@ class Transport:
         the port. ``require_client=False``: callers without a certificate get through the
         handshake (only the master, for enrolment) and each service refuses them itself.
         A taken port raises ``PortInUse``, whose advice names ``option``."""
+        import grpc
+
+        from .._ports import bind_grpc
+
         if not self.secure:
             return bind_grpc(server, address, option=option)
         c = self.credentials()

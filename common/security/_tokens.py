@@ -21,15 +21,16 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 import secrets
 import threading
 import time
+from collections.abc import Hashable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from .._exceptions import HeadwaterError
-from ._files import write_private
+from ..statemgr import Record, StateError, StateUnavailable, as_record
 
 API_ROLES = ("viewer", "operator", "admin")
 JOIN_ROLES = ("agent", "worker")
@@ -113,41 +114,48 @@ class JoinToken:
         return cls(int(parts[1]), f"{parts[2]}.{parts[3]}", f"sha256:{parts[4]}")
 
 
-def _version(path: Path) -> tuple[int, int, int]:
-    """What tells one version of the file from another: its inode (every save replaces the
-    file) with its modification time and size; the time alone misses a second save within
-    the file system's clock tick (a few milliseconds)."""
-    st = path.stat()
-    return st.st_ino, st.st_mtime_ns, st.st_size
-
-
 class TokenStore:
-    """The tokens of a cluster, kept in one JSON file (mode 0600) in the master's state."""
+    """The tokens of a cluster, kept in one JSON record of the master's state
+    (``tokens.json``: a file only its owner reads, or a znode under the master's ACL).
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    ``where``: the record, or the path of its file."""
+
+    def __init__(self, where: str | os.PathLike[str] | Record) -> None:
+        self.record = as_record(where)
         self._lock = threading.Lock()
         self._tokens: dict[str, TokenRecord] = {}
-        self._version: tuple[int, int, int] | None = None  # the file's, when last read
+        self._version: Hashable | None = None  # the record's, when last read
         self._reload()
 
+    def exists(self) -> bool:
+        """Whether the record was ever written (a master's first start makes it)."""
+        return self.record.version() is not None
+
     def _reload(self) -> None:
-        """Read the file again if it changed (a token made by another process: the CLI on
-        the master's host, or a second store over the same file)."""
+        """Read the record again if it changed (a token made by another process: a tool on
+        the master's host, or a second store over the same record). The version is taken
+        before the read: a change between the two is read again next time. While the state
+        cannot be reached (ZooKeeper reconnecting), the tokens last read go on answering; a
+        store that never read them raises StateUnavailable."""
         try:
-            version = _version(self.path)
-        except FileNotFoundError:
+            version = self.record.version()
+            if version is None or version == self._version:
+                return
+            data = self.record.read()
+        except StateUnavailable:
+            if self._version is None:
+                raise
             return
-        if version == self._version:
+        if data is None:
             return
-        records = [TokenRecord(**raw) for raw in json.loads(self.path.read_text("utf-8"))]
+        records = [TokenRecord(**raw) for raw in json.loads(data.decode("utf-8"))]
         self._tokens = {r.id: r for r in records}
         self._version = version
 
     def _save(self) -> None:
         data = json.dumps([asdict(r) for r in self._tokens.values()], indent=1)
-        write_private(self.path, data.encode())
-        self._version = _version(self.path)
+        self.record.write(data.encode())
+        self._version = self.record.version()
 
     def create(self, role: str, ttl_s: float | None = None, description: str = "") -> str:
         """A new token of ``role`` (lasting ``ttl_s`` seconds, or for ever); its text, which
@@ -177,7 +185,11 @@ class TokenStore:
                 description[:200],
                 scope,
             )
-            self._save()
+            try:
+                self._save()
+            except StateError:  # a token not kept is not made
+                del self._tokens[token_id]
+                raise
         return f"{token_id}.{secret}"
 
     def check(self, token: str, now: float | None = None) -> TokenRecord | None:

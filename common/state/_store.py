@@ -23,6 +23,7 @@ import pickle
 import shutil
 import struct
 import tempfile
+import uuid
 import zlib
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ _CRC = struct.Struct(">I")
 # a task's base sorts after every (checkpoint, task) key (ids are below 2**56)
 _META = b"\xffm"  # + task: {"folded": checkpoint, "state": ..., "names": [...]}
 _ENTRY = b"\xffk"  # + task, name length, name, pickled key: pickled (key, value)
+_IDENTITY = b"\xffi"  # this store's own id, made when it is created (a shared store's owner)
 _TASK = struct.Struct(">i")
 _NAME = struct.Struct(">iI")
 
@@ -76,6 +78,34 @@ class CheckpointStore:
             self._db = Rdict(str(path), opts)
         self._sync = WriteOptions()
         self._sync.sync = True
+
+    def identity(self) -> str:
+        """This store's id: random, made once, kept until its folder is deleted (a shared
+        store names the local store that last wrote it, ``_shared_store.py``)."""
+        raw = self._db.get(_IDENTITY)
+        if raw is None:
+            raw = uuid.uuid4().hex.encode()
+            self._db.put(_IDENTITY, raw, self._sync)
+        return bytes(raw).decode()
+
+    def has(self, checkpoint_id: int, task: int) -> bool:
+        """Whether a snapshot of ``task`` for ``checkpoint_id`` is here (unchecked)."""
+        return self._db.get(_KEY.pack(checkpoint_id, task)) is not None
+
+    def clear(self) -> None:
+        """Delete every snapshot and base (the id stays): before a shared store's copy."""
+        self._db.delete_range(_KEY.pack(0, 0), _IDENTITY)
+        self._db.delete_range(_ENTRY, _after(_META))
+
+    def import_base(self, task: int, checkpoint: int, whole: bytes) -> None:
+        """Make ``whole`` (a task's whole state, ``snapshot``'s format) its base as of
+        ``checkpoint``, in place of any it had; deltas after it apply on top."""
+        self.save(checkpoint, task, whole)  # a whole snapshot reads as a reset delta
+        meta = self._meta(task)
+        if meta is not None and meta["folded"] >= checkpoint:  # drop the newer base first
+            self._db.delete_range(_ENTRY + _TASK.pack(task), _after(_ENTRY + _TASK.pack(task)))
+            self._db.delete(_META + _TASK.pack(task))
+        self._fold(checkpoint, task)
 
     def save(self, checkpoint_id: int, task: int, blob: bytes) -> int:
         """Store one snapshot durably; return its size in bytes."""

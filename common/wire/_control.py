@@ -133,6 +133,8 @@ class Prepare:
     topology: str | None = None  # the topology's name in the file, if it holds several
     domain: str | None = None  # the checkpoint domain the process runs (None: the whole)
     labels: dict[str, str] = field(default_factory=dict)  # the agent's labels (edge)
+    # a retiring outbox sink's last row, sealed at ``at``: a keyed move's fence (msgpack)
+    fence: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,7 @@ from headwater import Bolt, Context, Reliability, Topology, Tuple, fields
 from headwater.connectors import KeyValueSink
 from headwater.dsl import KeyClockWindowBolt, Tumbling
 from headwater.models import live_model
-from headwater.placement import edge
+from headwater.placement import edge, sites
 
 LOG = ingest_log()
 OUT = out_dir()
@@ -195,6 +195,7 @@ topology = (
         ),
         inputs={"anomaly": fields("sensor")},
         outputs=("site", "sensor", "window", "count", "sum", "min", "max", "anomalies"),
+        config=sites("site"),  # a sensor's readings name its site: windows may move (issue 37)
     )
     .add_bolt(
         "site",

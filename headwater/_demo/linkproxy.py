@@ -10,11 +10,14 @@ whole cloud is unreachable, the master and the data path alike.
 
 from __future__ import annotations
 
-import contextlib
 import selectors
 import socket
 import threading
 import time
+
+MAX_PENDING = 4 << 20
+"""The most bytes one side's sends wait for the other to take before the proxy stops reading
+it (what TCP does between two peers)."""
 
 
 class LinkProxy:
@@ -28,6 +31,8 @@ class LinkProxy:
         self._sel = selectors.DefaultSelector()
         self._sel.register(self._listener, selectors.EVENT_READ)
         self._peer: dict[socket.socket, socket.socket] = {}
+        self._out: dict[socket.socket, bytearray] = {}  # what waits to be sent to each
+        self._watched: set[socket.socket] = set()  # registered with the selector
         self._cut = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -73,44 +78,94 @@ class LinkProxy:
         for sock in (s, other):
             if sock is None:
                 continue
-            with contextlib.suppress(KeyError, ValueError):
+            if sock in self._watched:
                 self._sel.unregister(sock)
+                self._watched.discard(sock)
             sock.close()
             self._peer.pop(sock, None)
+            self._out.pop(sock, None)
+
+    def _watch(self, sock: socket.socket) -> None:
+        """Read ``sock`` unless what it sent waits to go out (its peer reads slowly: each
+        side's backlog stays under ``MAX_PENDING``), and write it while it has some to take."""
+        other = self._peer.get(sock)
+        events = 0
+        if other is not None and len(self._out.get(other, b"")) < MAX_PENDING:
+            events |= selectors.EVENT_READ
+        if self._out.get(sock):
+            events |= selectors.EVENT_WRITE
+        watched = sock in self._watched
+        if events and watched:
+            self._sel.modify(sock, events)
+        elif events:
+            self._sel.register(sock, events)
+            self._watched.add(sock)
+        elif watched:  # nothing to wait for on it until its peer drains
+            self._sel.unregister(sock)
+            self._watched.discard(sock)
+
+    def _flush(self, sock: socket.socket) -> bool:
+        """Send what waits for ``sock`` without blocking; False if its link broke."""
+        pending = self._out.get(sock)
+        if pending:
+            try:
+                sent = sock.send(pending)
+            except (BlockingIOError, InterruptedError):
+                sent = 0
+            except OSError:
+                return False
+            del pending[:sent]
+        return True
+
+    def _accept(self) -> None:
+        try:
+            client, _ = self._listener.accept()
+        except BlockingIOError:
+            return
+        if self._cut.is_set():
+            client.close()
+            self.refused += 1
+            return
+        try:
+            target, reply = self._target_of(client)
+            upstream = socket.create_connection(target, timeout=2)
+            client.sendall(reply)
+        except OSError:
+            client.close()
+            return
+        self.connections += 1
+        for s in (client, upstream):
+            s.setblocking(False)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._sel.register(s, selectors.EVENT_READ)
+            self._watched.add(s)
+            self._out[s] = bytearray()
+        self._peer[client], self._peer[upstream] = upstream, client
 
     def _run(self) -> None:
+        """One thread, no blocking call on a link: what one side sends waits in a buffer
+        until the other can take it (a blocking send here would stall both directions)."""
         while not self._stop.is_set():
             if self._cut.is_set() and self._peer:
                 for s in list(self._peer):
                     if s in self._peer:
                         self._drop(s)
-            for key, _ in self._sel.select(timeout=0.05):
+            for key, mask in self._sel.select(timeout=0.05):
                 sock = key.fileobj
                 assert isinstance(sock, socket.socket)
                 if sock is self._listener:
-                    try:
-                        client, _ = self._listener.accept()
-                    except BlockingIOError:
-                        continue
-                    if self._cut.is_set():
-                        client.close()
-                        self.refused += 1
-                        continue
-                    try:
-                        target, reply = self._target_of(client)
-                        upstream = socket.create_connection(target, timeout=2)
-                        client.sendall(reply)
-                    except OSError:
-                        client.close()
-                        continue
-                    self.connections += 1
-                    for s in (client, upstream):
-                        s.setblocking(False)
-                        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                        self._sel.register(s, selectors.EVENT_READ)
-                    self._peer[client], self._peer[upstream] = upstream, client
+                    self._accept()
                     continue
                 if sock not in self._peer:
+                    continue
+                other = self._peer[sock]
+                if mask & selectors.EVENT_WRITE:
+                    if not self._flush(sock):
+                        self._drop(sock)
+                        continue
+                    self._watch(sock)
+                    self._watch(other)  # it may read again
+                if not mask & selectors.EVENT_READ or sock not in self._peer:
                     continue
                 try:
                     data = sock.recv(65536)
@@ -121,10 +176,9 @@ class LinkProxy:
                 if not data:
                     self._drop(sock)
                     continue
-                other = self._peer[sock]
-                try:
-                    other.setblocking(True)
-                    other.sendall(data)
-                    other.setblocking(False)
-                except OSError:
+                self._out[other] += data
+                if not self._flush(other):
                     self._drop(sock)
+                    continue
+                self._watch(other)
+                self._watch(sock)

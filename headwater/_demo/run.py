@@ -379,8 +379,11 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def wait_until(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """``cond()``'s first true value (an OSError counts as not yet); RuntimeError on timeout."""
+def wait_until(
+    cond: Callable[[], Any], what: str, timeout: float = 60.0, interval: float = 0.1
+) -> Any:
+    """``cond()``'s first true value (an OSError counts as not yet), asked every ``interval``
+    seconds; RuntimeError on timeout."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -389,5 +392,5 @@ def wait_until(cond: Callable[[], Any], what: str, timeout: float = 60.0) -> Any
             value = None
         if value:
             return value
-        time.sleep(0.1)
+        time.sleep(interval)
     raise RuntimeError(f"{what}: not within {timeout:.0f}s")

@@ -187,6 +187,9 @@ class TestContext:
             self.keyed[name] = KeyedState()
         return self.keyed[name]
 
+    def keyed_names(self) -> list[str]:
+        return list(self.keyed)
+
     def incr(self, counter: str, by: int = 1) -> None:
         self.counters[counter] = self.counters.get(counter, 0) + by
 
@@ -218,6 +221,9 @@ class TestContext:
     def system_frame(self, frame: bytes) -> None:
         """A ready frame to the stream manager: recorded."""
         self.system_frames.append(frame)
+
+    def flush(self) -> None:
+        """Send what was emitted now: it is recorded as emitted already."""
 
     def report_dead_letter(self, row: Sequence[Any], origin: str) -> None:
         """A dead letter made elsewhere, reported: recorded."""

@@ -369,7 +369,7 @@ class _Cluster:
 
     def rollouts(self, tmp_path: Path) -> Rollouts:
         registry = ModelRegistry(tmp_path / "models")
-        registry.upload("m", _artifact(5.0))
+        asyncio.run(registry.upload("m", _artifact(5.0)))
         return Rollouts(
             self,  # type: ignore[arg-type]
             registry,

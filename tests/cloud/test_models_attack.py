@@ -125,7 +125,7 @@ def test_a_canary_of_another_model_than_the_one_running_is_refused(tmp_path: Pat
     cluster = _Cluster(tmp_path, anomaly_rate=0.05)
     rollouts = cluster.rollouts(tmp_path)
     assert _drive(cluster, rollouts, watch_s=1.0).phase is Phase.DONE  # 'm' v1 runs now
-    rollouts.registry.upload("other", _artifact(5.0, name="other"))
+    asyncio.run(rollouts.registry.upload("other", _artifact(5.0, name="other")))
     with pytest.raises(
         RolloutError, match="runs model 'm': a canary or wave of 'other'"
     ) as refused:

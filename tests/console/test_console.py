@@ -195,9 +195,13 @@ def _scenario(
     page.wait_text("#edit-base", "4")
     assert page.text("#edit-moved") == ""
 
-    # -- roll back to revision 2 from the revisions view ---------------------------------------
+    # -- roll back to revision 2 from the revisions view, confirming -------------------------------
     page.go("#/revisions/edgeedit")
     page.find('button.rollback[data-revision="2"]').click()
+    page.wait_text("#rollback-2-ask", "Roll back to revision 2?")  # it asks first
+    page.wait_text("#rollback-2-diff", "tap_1")  # with what the rollback changes
+    assert _revisions(daemons)["current"] == 4
+    page.click("#rollback-2-confirm")
     page.wait_text("#edit-result", "revision 5 applied", 120)
     last = _applied(daemons, 5)
     assert last is not None and last["action"] == "rollback"

@@ -70,6 +70,9 @@ def test_headwater_run_serves_the_console_without_edits(
         assert page.count('g.component[data-side="edge"]') == 0
         wait_for(lambda: page.rates("split")[0] > 0, 30, "split's rate in")
         assert page.count("#edit-panel") == 0  # an operator, but this server makes no edits
+        # its topology master activates and deactivates; only the master kills
+        assert page.count("#topology-activate, #topology-deactivate") == 2
+        assert page.count("#topology-kill") == 0
         page.go("#/revisions/wordcount")
         page.find('tr[data-revision="1"]')
         assert page.count("button.rollback") == 0

@@ -108,6 +108,7 @@ def test_whoami_names_the_role_and_insecure_says_admin(tmp_path: Path) -> None:
                 "edits": True,
                 "logs": True,
                 "spark": True,
+                "history": True,
             }
         resp = await client.get("/api/v1/whoami")
         assert resp.status == 401
@@ -124,6 +125,7 @@ def test_whoami_names_the_role_and_insecure_says_admin(tmp_path: Path) -> None:
             "edits": True,
             "logs": True,
             "spark": True,
+            "history": True,
         }
 
     _run(tmp_path / "insecure", insecure, insecure=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from headwater.common._health import Health
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.edge import _retention
 from headwater.edge._component_status import component_metrics
@@ -47,10 +48,17 @@ def test_an_outbox_at_its_budget_pauses_acknowledgement() -> None:
 
 def test_uplinks_are_listed_for_the_subgraphs_that_report_one() -> None:
     s = pb.NodeStatus()
-    add_uplinks(s, {"a": _tm(uplink_connected=1.0, outbox_bytes=3.0, other=7.0), "b": _tm()})
+    health = Health()
+    add_uplinks(
+        s, {"a": _tm(uplink_connected=1.0, outbox_bytes=3.0, other=7.0), "b": _tm()}, health
+    )
     assert [(u.topology, u.connected, dict(u.metrics)) for u in s.uplinks] == [
         ("a", True, {"uplink_connected": 1.0, "outbox_bytes": 3.0})
     ]
+    assert s.metrics["uplink_connected"] == 1.0
+    assert not health.has("uplink")
+    add_uplinks(pb.NodeStatus(), {"a": _tm(uplink_chained=1.0)}, health)
+    assert "the cloud held less than it had confirmed" in health.reasons()[0]
 
 
 def test_each_subgraph_s_ingest_backlog_is_the_log_past_what_it_committed() -> None:

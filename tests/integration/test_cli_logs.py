@@ -93,7 +93,8 @@ def test_logs_of_a_local_run_while_it_runs_and_after_it_ended(tmp_path: Path) ->
             f"==> logged/1: instance log task-2.log ({t2}) <==",
         ]
         shown = list(sections.values())
-        assert "topology master for 'logged'" in shown[0][0]
+        # containers start beside the master and may register before it logs its ports
+        assert any("topology master for 'logged'" in line for line in shown[0])
         assert any("task 1 (ticks) connected" in line for line in shown[1])
         assert any("task 2 (echo) connected" in line for line in shown[4])
         assert shown[2][:3] == ["logged: ticks task 1 open", "logged: tick 1", "logged: tick 2"]

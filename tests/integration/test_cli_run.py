@@ -88,15 +88,22 @@ def test_wordcount_runs_one_process_per_instance_and_counts_exactly(out_dir: Pat
         launcher = psutil.Process(proc.pid)
         children = launcher.children(recursive=True)
         containers = [p for p in children if "headwater.common.runtime.container" in p.cmdline()]
-        instances = [p for p in children if "headwater.common.runtime.instance" in p.cmdline()]
+        # each container forks its instances from its fork server (--fork-instances): a child
+        # of the container that imported an instance once, with which it dies
+        stmgrs = {c.pid for c in containers}
+        servers = [
+            p
+            for p in children
+            if "headwater.common.runtime._forkserver" in p.cmdline() and p.ppid() in stmgrs
+        ]
+        instances = [p for s in servers for p in s.children()]
         assert len(containers) == 2  # one stmgr per container
+        assert len(servers) == 2  # one fork server per container
         assert len(tasks) == 6  # lines x2, split x2, count x2
         pids = {int(m["pid"]) for m in tasks.values()}
         assert pids == {p.pid for p in instances}  # one OS process per instance
-        for p in instances:  # each instance is a child of its container's stmgr process
-            parent = p.parent()
-            assert parent is not None
-            assert parent.pid in {c.pid for c in containers}
+        for task, m in tasks.items():  # named for its task in ps and top
+            assert psutil.Process(int(m["pid"])).name() == f"hw-task-{task}"
         # its /metrics, with the run's token: every task, labelled
         assert _scrape(record, None)[0] == 401
         status, text = _scrape(record, Path(record["token_file"]).read_text().strip())
@@ -196,7 +203,7 @@ def test_run_stops_cleanly_on_signal(sig: signal.Signals, out_dir: Path) -> None
         ):
             assert key in stmgr
         everyone = psutil.Process(proc.pid).children(recursive=True)
-        assert len(everyone) == 1 + 2 + 6  # tmaster, stmgrs, instances
+        assert len(everyone) == 1 + 2 + 2 + 6  # tmaster, stmgrs, their fork servers, instances
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=30)
     finally:

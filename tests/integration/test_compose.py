@@ -9,10 +9,12 @@ deploy/compose), with its own project name and its ports on the host's loopback 
 
 from __future__ import annotations
 
+import io
+import json
 import os
-import re
 import signal
 import subprocess
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -99,12 +101,32 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ComposeCluster]:
 
 
 def _published(cluster: ComposeCluster) -> dict[str, int]:
-    """Per site, the readings its sensors containers' runs say the broker took, all told."""
+    """Per site, the readings its sensors' runs had the broker acknowledge, all told: the sum
+    of the next seqs its state keeps (seqs start at 0, and a sensor's seq moves on only once
+    the broker acknowledged it). Read from the stopped container's state file, not its log
+    (a log the engine cannot read whole drops runs' closing lines); each run must have ended
+    on its SIGTERM, not been killed or restarted, or a taken seq may never have been sent."""
     out = {}
     for site in SITES:
-        found = re.findall(r"published (\d+) readings", cluster.logs(f"sensors-{site}"))
-        assert found, f"sensors-{site} did not say what it published"
-        out[site] = sum(int(n) for n in found)
+        container = cluster.container(f"sensors-{site}")
+        code, restarts = _docker(
+            "inspect", "-f", "{{.State.ExitCode}} {{.RestartCount}}", container
+        ).split()
+        tail = cluster.run("logs", "--no-color", "--tail", "20", f"sensors-{site}").stdout
+        assert (code, restarts) == ("0", "0"), (
+            f"sensors-{site} exited with {code} after {restarts} restarts:\n{tail}"
+        )
+        tar = subprocess.run(
+            ["docker", "cp", f"{container}:/var/lib/headwater/sensors/{site}.json", "-"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert tar.returncode == 0, f"docker cp of sensors-{site}'s state: {tar.stderr!r}"
+        with tarfile.open(fileobj=io.BytesIO(tar.stdout)) as archive:
+            member = archive.extractfile(f"{site}.json")
+            assert member is not None, f"sensors-{site}'s state is not a file"
+            out[site] = sum(json.loads(member.read()).values())
     return out
 
 

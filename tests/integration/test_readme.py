@@ -38,6 +38,9 @@ ELSEWHERE = {
     # line 1's `headwater demo`: test_demo.py; line 2 is what .ci/run runs (checked below)
     "Headwater #0": "tests/integration/test_demo.py",
     "Change it while it runs #0": "tests/integration/test_readme_live_edits.py",
+    # docs/live-edits.md's moves: `headwater move mover tag --to edge|cloud` on the `mover`
+    # topology, and the IoT windows' --dry-run (tests/cloud/test_moves.py, through the CLI)
+    "Change it while it runs #1": "tests/integration/test_moves.py",
     "Run it on Docker #0": "tests/integration/test_compose.py",
     "Self-regulation #0": "tests/integration/test_health.py",
 }

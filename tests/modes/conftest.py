@@ -12,7 +12,8 @@ A test module declares its cases at module level, ``NAME = Case(file, inputs, ro
 ...]}``, waiting for ``rows`` rows in all where processes run. The first call of a
 module runs all its cases at once, one topology for each reliability mode among them
 (one cluster, one submission to the agent), and keeps every case's result: the agent's
-daemons and each cluster are shared by the module's tests.
+daemons and each cluster are shared by the module's tests, so a module carries
+``tests/_workers.py``'s ``one_worker`` mark (its tests on one xdist worker: one run each).
 """
 
 from __future__ import annotations

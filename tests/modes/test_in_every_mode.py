@@ -12,7 +12,11 @@ from typing import Any
 
 from headwater.common.runtime import key_hash
 
+from .._workers import one_worker
 from .conftest import RunIn, case
+
+# the agent's daemons and each cluster are the module's: made once, on one worker
+pytestmark = one_worker(__name__)
 
 
 def windows(**settings: Any) -> dict[str, Any]:

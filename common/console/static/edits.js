@@ -1,61 +1,14 @@
-// Live edits from the page: attach, replace and remove (a one-file package, zipped here), a
-// replace that only changes parallelism (no file), each made against the revision the page
-// shows; a 409 offers to reload.
+// Live edits from the page by upload: attach, replace and remove (a one-file package, zipped
+// here, or a zip of the whole package as uploaded), a replace that only changes parallelism
+// (no file), each made against the revision the page shows; a 409 offers to reload. (Edits
+// of the running package's files in place, with a preview first: package.js.)
 //
-// The master takes a zip body (as `headwater edit` sends). A package of one file needs no
-// compression, so the page builds a stored zip itself: a local header, the bytes, one
-// central directory entry and its end record, with the CRC-32 the format asks for.
+// The master takes a zip body (as `headwater edit` sends): a pasted or uploaded file goes as
+// a stored zip of one file, made by zip.js.
 
 import { call } from "./api.js";
+import { storedZip } from "./zip.js";
 import { el } from "./dom.js";
-
-const CRC_TABLE = (() => {
-  const t = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    t[n] = c >>> 0;
-  }
-  return t;
-})();
-
-export function crc32(bytes) {
-  let c = 0xffffffff;
-  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
-
-// A zip holding the one file `name` with `data` (a Uint8Array), stored (no compression).
-export function storedZip(name, data) {
-  const nameBytes = new TextEncoder().encode(name);
-  const crc = crc32(data);
-  const DOS_DATE = (0 << 9) | (1 << 5) | 1; // 1980-01-01, as build_package's epoch
-  const local = new DataView(new ArrayBuffer(30));
-  [
-    [0, 0x04034b50, 4], [4, 20, 2], [6, 0x0800, 2], [8, 0, 2], [10, 0, 2], [12, DOS_DATE, 2],
-    [14, crc, 4], [18, data.length, 4], [22, data.length, 4], [26, nameBytes.length, 2],
-    [28, 0, 2],
-  ].forEach(([at, v, n]) => (n === 4 ? local.setUint32(at, v, true) : local.setUint16(at, v, true)));
-  const central = new DataView(new ArrayBuffer(46));
-  [
-    [0, 0x02014b50, 4], [4, 0x0314, 2], [6, 20, 2], [8, 0x0800, 2], [10, 0, 2], [12, 0, 2],
-    [14, DOS_DATE, 2], [16, crc, 4], [20, data.length, 4], [24, data.length, 4],
-    [28, nameBytes.length, 2], [30, 0, 2], [32, 0, 2], [34, 0, 2], [36, 0, 2],
-    [38, 0o100644 * 0x10000, 4], [42, 0, 4],
-  ].forEach(([at, v, n]) =>
-    n === 4 ? central.setUint32(at, v >>> 0, true) : central.setUint16(at, v, true),
-  );
-  const cdOffset = 30 + nameBytes.length + data.length;
-  const cdSize = 46 + nameBytes.length;
-  const end = new DataView(new ArrayBuffer(22));
-  [
-    [0, 0x06054b50, 4], [4, 0, 2], [6, 0, 2], [8, 1, 2], [10, 1, 2], [12, cdSize, 4],
-    [16, cdOffset, 4], [20, 0, 2],
-  ].forEach(([at, v, n]) => (n === 4 ? end.setUint32(at, v, true) : end.setUint16(at, v, true)));
-  return new Blob([local, nameBytes, data, central, nameBytes, end], {
-    type: "application/octet-stream",
-  });
-}
 
 // POST an edit; answers the call's {status, ok, data}.
 export async function postEdit(topology, query, body) {
@@ -69,8 +22,9 @@ export async function postEdit(topology, query, body) {
 
 // The result area of an edit: its progress live, or the conflict with a reload button.
 export class EditResult {
-  constructor(onReload) {
-    this.node = el("div", { class: "edit-result", id: "edit-result", "aria-live": "polite" });
+  constructor(onReload, id = "edit-result", reloadId = "edit-reload") {
+    this.node = el("div", { class: "edit-result", id, "aria-live": "polite" });
+    this.reloadId = reloadId;
     this.onReload = onReload;
     this.revision = null;
   }
@@ -81,13 +35,19 @@ export class EditResult {
 
   async answer(res) {
     if (res.status === 409) {
-      const button = el("button", { type: "button", id: "edit-reload" }, "Reload");
+      const button = el("button", { type: "button", id: this.reloadId }, "Reload");
       button.addEventListener("click", () => this.onReload());
       this.node.replaceChildren(
         el("p", { class: "conflict" }, `changed by someone else — reload (now at revision ${
           res.data.current})`),
+        el("p", { class: "hint" }, res.data.error || ""), // the master's own words
         button,
       );
+      return;
+    }
+    if (res.status === 501) {
+      // it checks out, but its switch is not built yet: as the master says it
+      this.show(`not built yet: ${(res.data && res.data.error) || "HTTP 501"}`, "not-built");
       return;
     }
     if (!res.ok) {
@@ -125,7 +85,7 @@ export function editPanel(name) {
   const moved = el("span", { class: "warn", id: "edit-moved" });
   const action = el("select", { id: "edit-action" });
   for (const a of ["attach", "replace", "remove"]) action.appendChild(el("option", { value: a }, a));
-  const file = el("input", { id: "edit-file", type: "file", accept: ".py,text/x-python" });
+  const file = el("input", { id: "edit-file", type: "file", accept: ".py,.zip,text/x-python,application/zip" });
   const code = el("textarea", {
     id: "edit-code",
     rows: 10,
@@ -141,8 +101,9 @@ export function editPanel(name) {
     base = null; // the next snapshot sets it
     result.show("reloaded: edit against the revision shown");
   });
+  const zipped = () => file.files.length && file.files[0].name.toLowerCase().endsWith(".zip");
   file.addEventListener("change", () => {
-    if (file.files.length) entry.value = file.files[0].name;
+    if (file.files.length && !zipped()) entry.value = file.files[0].name;
   });
 
   apply.addEventListener("click", async () => {
@@ -150,10 +111,13 @@ export function editPanel(name) {
     const query = { action: action.value, base: String(base), author: author.value };
     if (chosen.length) query.components = chosen.join(",");
     let body;
-    if (file.files.length) {
-      body = storedZip(entry.value, new Uint8Array(await file.files[0].arrayBuffer()));
+    if (zipped()) {
+      body = file.files[0]; // a whole package (its files, as headwater submit zips them)
+    } else if (file.files.length) {
+      const data = new Uint8Array(await file.files[0].arrayBuffer());
+      body = storedZip([{ name: entry.value, data }]);
     } else if (code.value.trim()) {
-      body = storedZip(entry.value, new TextEncoder().encode(code.value));
+      body = storedZip([{ name: entry.value, data: new TextEncoder().encode(code.value) }]);
     }
     if (body) query.entry = entry.value;
     if (!body && action.value === "replace" && scale.value) {
@@ -190,9 +154,9 @@ export function editPanel(name) {
     el("h2", {}, "Live edit"),
     el("p", {}, "Against revision ", baseText, " ", moved),
     el("label", {}, "Action ", action),
-    el("label", {}, "Topology file ", file),
+    el("label", {}, "Topology file, or a zip of the package ", file),
     code,
-    el("label", {}, "File name ", entry),
+    el("label", {}, "File name (in a zip: the topology file) ", entry),
     el("p", { class: "hint" }, "Components (replace, remove; for attach: the new ones, optional)"),
     picks,
     el("label", {}, "Parallelism ", scale),

@@ -4,18 +4,24 @@ import { call, lastReason, login, logout, stream, token } from "./api.js";
 import * as views from "./views.js";
 import { sparkJobs, sparkJob } from "./spark.js";
 import { models } from "./models.js";
+import { nodes } from "./nodes.js";
+import { tokens } from "./tokens.js";
 
 const ROUTES = {
   topologies: views.topologies,
   topology: views.topology,
-  nodes: views.nodes,
+  nodes,
   checkpoints: views.checkpoints,
   revisions: views.revisions,
   models,
   spark: sparkJobs,
   "spark-job": sparkJob,
+  tokens,
 };
-const WINDOW_S = 3; // rates over at least this much history, so that heartbeats do not jitter
+// Rates a snapshot does not carry (an agent's edge components, one lane each, and every rate
+// on a server without a history: an agent's own page) are over at least this much of the
+// snapshots kept; the rest are the server's, over its history's last `rates.window_s`.
+const WINDOW_S = 10;
 const $ = (id) => document.getElementById(id);
 
 let who = null;
@@ -56,6 +62,7 @@ async function start() {
   $("login").hidden = true;
   $("nav").hidden = false;
   $("nav-spark").hidden = !who.spark; // only the master runs Spark jobs
+  $("nav-tokens").hidden = !(who.role === "admin" && who.edits); // an admin's, on the master
   $("logout").hidden = who.insecure;
   $("who").textContent = who.insecure
     ? `${who.role} (this server asks no token)`
@@ -76,6 +83,11 @@ function mount() {
     canReadLogs: role && who.logs,
     hasHealth: who.edits, // the master's health managers (any role reads them)
     canKill: who.role === "admin" && who.spark, // a Spark job: only an admin kills one
+    canOperate: role, // activate, deactivate (the master's and headwater run's)
+    // submit, kill a topology, forget and revoke nodes, tokens: an admin, on the master only
+    canAdmin: who.role === "admin" && who.edits,
+    tokenId: who.id,
+    hasHistory: who.history, // the master's and headwater run's: the charts over time
     redraw,
   };
   view = ROUTES[r.name](root, ctx, r.param);
@@ -111,8 +123,22 @@ function per(now, then, dt) {
   return Math.max(0, ((now || 0) - (then || 0)) / dt);
 }
 
-// Per-second rates between the oldest and newest snapshots kept.
+// Per-second rates: the server's (`snap.rates`, from its history over `window_s`) where
+// the snapshot carries them, else between the oldest and newest snapshots kept.
 export function rates(old, snap) {
+  const out = between(old, snap);
+  const r = snap.rates;
+  if (!r) return out;
+  out.window_s = r.window_s;
+  out.components = r.components; // every component's, an edge one's summed over its agents
+  Object.assign(out.topologies, r.topologies);
+  for (const [c, v] of Object.entries(r.components)) {
+    if (v.side === "cloud") out.cloud[c] = { in: v.in, out: v.out, bp: v.bp };
+  }
+  return out;
+}
+
+function between(old, snap) {
   const out = { topologies: {}, cloud: {}, edge: {} };
   const dt = snap.time - old.time;
   if (dt <= 0) return out;
@@ -132,11 +158,21 @@ export function rates(old, snap) {
     };
   }
   for (const [agent, a] of Object.entries(t.agents)) {
-    const pa = (o.agents[agent] || {}).components || {};
+    const before = o.agents[agent] || {};
+    const pa = before.components || {};
+    // over the time between the agent's reports (every 2 s) when the master says when they
+    // came, not between the snapshots: a report falls on either side of a snapshot
+    const reported = a.reported_at && before.reported_at ? a.reported_at - before.reported_at : 0;
+    const span = reported > 0 ? reported : dt;
     out.edge[agent] = {};
     for (const [c, m] of Object.entries(a.components)) {
       const p = pa[c] || {};
-      out.edge[agent][c] = { in: per(m.executed, p.executed, dt), out: per(m.emitted, p.emitted, dt) };
+      out.edge[agent][c] = {
+        in: per(m.executed, p.executed, span),
+        out: per(m.emitted, p.emitted, span),
+        // its tasks' output blocked, seconds per second per task (as a cloud component's)
+        bp: m.tasks ? per(m.backpressure_ms, p.backpressure_ms, span) / 1000 / m.tasks : undefined,
+      };
     }
   }
   return out;

@@ -8,6 +8,7 @@
 import { call } from "./api.js";
 import { el, table, link, refresh } from "./dom.js";
 import { logBlock, TAIL } from "./logs.js";
+import { confirmButton } from "./confirm.js";
 
 const path = (name) => `/api/v1/spark/jobs/${encodeURIComponent(name)}`;
 
@@ -153,38 +154,17 @@ function jobFacts(j) {
 // Kill (admins only: a viewer's or an operator's page has none, and the API refuses them):
 // the button asks first; once killed, back to the list.
 function killPanel(name) {
-  const kill = el("button", { type: "button", id: "spark-kill" }, "Kill");
-  const yes = el("button", { type: "button", id: "spark-kill-confirm" }, `Yes, kill ${name}`);
-  const no = el("button", { type: "button", id: "spark-kill-cancel" }, "Cancel");
-  const ask = el(
-    "p",
-    { id: "spark-kill-ask", class: "conflict", hidden: "" },
-    `Kill Spark job ${name}? Its driver stops and the master removes the job. `,
-    yes,
-    " ",
-    no,
-  );
-  const result = el("p", { id: "spark-kill-result", "aria-live": "polite" });
-  const asking = (on) => {
-    ask.hidden = !on;
-    kill.disabled = on;
-  };
-  kill.addEventListener("click", () => asking(true));
-  no.addEventListener("click", () => asking(false));
-  yes.addEventListener("click", async () => {
-    yes.disabled = true;
-    const res = await call(path(name), { method: "DELETE" });
-    yes.disabled = false;
-    asking(false);
-    if (res.ok) {
+  const ask = confirmButton(
+    "spark-kill",
+    "Kill",
+    `Kill Spark job ${name}? Its driver stops and the master removes the job.`,
+    `Yes, kill ${name}`,
+    () => call(path(name), { method: "DELETE" }),
+    () => {
       location.hash = "#/spark";
-      return;
-    }
-    result.className = "error";
-    result.textContent = `refused: ${(res.data && res.data.error) || res.status}`;
-  });
-  const node = el("section", { class: "edit", id: "spark-kill-panel" }, el("h2", {}, "Kill"));
-  node.append(kill, ask, result);
+    },
+  );
+  const node = el("section", { class: "edit", id: "spark-kill-panel" }, el("h2", {}, "Kill"), ask);
   return { node };
 }
 

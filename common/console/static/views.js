@@ -2,15 +2,24 @@
 // {update(snap, rates)}, called on every snapshot; parts that hold a user's input (the
 // edit form) are built once and only fed new data.
 
+import { chartsPanel } from "./charts.js";
 import { renderDag, fmtRate } from "./dag.js";
-import { editPanel, postEdit, EditResult } from "./edits.js";
+import { legend } from "./flow.js";
+import { cloudTasks, edgeAgents, observe } from "./tasks.js";
+import { zoomable } from "./zoom.js";
+import { editPanel, EditResult } from "./edits.js";
+import { packagePanel } from "./package.js";
+import { movePanel } from "./move.js";
+import { rollbackControl } from "./preview.js";
 import { healthPanel } from "./health.js";
 import { logsPanel } from "./logs.js";
-import { el, table, ago, duration, bytes, link, refresh } from "./dom.js";
+import { submitPanel, topologyControls } from "./cluster.js";
+import { exceptionsPanel } from "./exceptions.js";
+import { el, table, duration, bytes, link, refresh } from "./dom.js";
 
-export function topologies(root) {
+export function topologies(root, ctx) {
   const body = el("div", { id: "topologies" });
-  root.append(el("h1", {}, "Topologies"), body);
+  root.append(el("h1", {}, "Topologies"), body, ...(ctx.canAdmin ? [submitPanel()] : []));
   return {
     update(snap, rates) {
       const rows = snap.topologies.map((t) =>
@@ -48,11 +57,16 @@ export function topology(root, ctx, name) {
   let selected = null;
   let current = null; // the newest snapshot's topology, for the logs of a clicked component
   const head = el("div", { class: "head" });
-  const dag = el("div", { class: "dag-box", id: "dag" });
+  const dag = zoomable(); // the view the user zoomed and panned to stays across redraws
   const detail = el("section", { class: "detail", id: "component-detail" });
   const edit = ctx.canEdit ? editPanel(name) : null;
+  const pkg = ctx.canEdit ? packagePanel(name) : null;
+  const move = ctx.canEdit ? movePanel(name) : null; // edge <-> cloud
   const logs = ctx.canReadLogs ? logsPanel(name) : null;
   const health = ctx.hasHealth ? healthPanel(name) : null;
+  const controls = topologyControls(name, ctx);
+  const exceptions = exceptionsPanel(name);
+  const charts = ctx.hasHistory ? chartsPanel(name) : null; // the clicked component over time
   root.append(
     el("h1", {}, `Topology ${name}`),
     el(
@@ -63,15 +77,23 @@ export function topology(root, ctx, name) {
       link(`#/revisions/${encodeURIComponent(name)}`, "Revisions"),
     ),
     head,
-    dag,
+    ...(controls.node ? [controls.node] : []),
+    legend(),
+    dag.node,
     detail,
+    exceptions.node,
+    ...(charts ? [charts.node] : []),
     ...(health ? [health.node] : []),
     ...(logs ? [logs.node] : []),
+    ...(pkg ? [pkg.node] : []),
+    ...(move ? [move.node] : []),
     ...(edit ? [edit.node] : []),
   );
   function select(component) {
     selected = component;
+    if (pkg) pkg.select(component);
     if (logs) logs.show(current, component); // fetched on click, not with every snapshot
+    if (charts) charts.show(component);
     ctx.redraw();
   }
   return {
@@ -81,7 +103,7 @@ export function topology(root, ctx, name) {
       current = t;
       if (!t) {
         head.replaceChildren(el("p", { class: "error" }, `No topology named ${name} runs.`));
-        dag.replaceChildren();
+        dag.clear();
         return;
       }
       refresh(head, [t.state, t.revision, t.reliability, t.status.health, t.status.reasons], () =>
@@ -94,10 +116,16 @@ export function topology(root, ctx, name) {
         ),
       );
       const diagnosed = health ? health.diagnosed() : undefined;
-      dag.replaceChildren(renderDag(t, rates, select, selected, diagnosed));
-      detail.replaceChildren(...(selected ? componentDetail(t, selected) : []));
+      dag.show(renderDag(t, rates, select, selected, diagnosed));
+      observe(t, snap.time);
+      detail.replaceChildren(...(selected ? componentDetail(t, selected, rates) : []));
+      if (charts) charts.update(rates);
       if (health) health.update(t);
+      controls.update(t);
+      exceptions.update(t);
       if (edit) edit.update(t);
+      if (pkg) pkg.update(t);
+      if (move) move.update(t);
     },
   };
 }
@@ -115,59 +143,14 @@ function busyShare(key, busyNs) {
   return busySeen.get(key).text;
 }
 
-function componentDetail(t, name) {
+function componentDetail(t, name, rates) {
   const spec = t.components.find((c) => c.name === name);
   if (!spec) return [];
   const out = [el("h2", {}, `${name} (${spec.side}, ${spec.kind}, ×${spec.parallelism})`)];
   if (spec.side === "cloud") {
-    const rows = Object.entries(t.tasks)
-      .filter(([, m]) => m.component === name)
-      .map(([task, m]) =>
-        el(
-          "tr",
-          {},
-          el("td", {}, task),
-          el("td", {}, String(m.container)),
-          el("td", {}, String(m.executed || 0)),
-          el("td", {}, String(m.emitted || 0)),
-          el("td", {}, String(m.pending || 0)),
-          el("td", {}, `${((m.execute_latency_us || 0) / 1000).toFixed(2)} ms`),
-          el("td", {}, `${Math.round(m.backpressure_ms || 0)} ms`),
-          el("td", { class: "busy" }, busyShare(`${t.name}/${task}`, m.busy_ns || 0)),
-          el("td", {}, String((m.exceptions || 0) + (m.dead_letters || 0))),
-        ),
-      );
-    out.push(
-      table(
-        [
-          "task",
-          "container",
-          "executed",
-          "emitted",
-          "queue",
-          "latency",
-          "backpressure",
-          "busy",
-          "errors",
-        ],
-        rows,
-        { id: "instances" },
-      ),
-    );
+    out.push(...cloudTasks(t, spec, (task, m) => busyShare(`${t.name}/${task}`, m.busy_ns || 0)));
   } else {
-    const rows = Object.entries(t.agents).map(([agent, a]) => {
-      const m = a.components[name] || {};
-      return el(
-        "tr",
-        {},
-        el("td", {}, agent),
-        el("td", {}, a.online ? "online" : "offline"),
-        el("td", {}, String(m.executed || 0)),
-        el("td", {}, String(m.emitted || 0)),
-        el("td", {}, String((m.exceptions || 0) + (m.dead_letters || 0))),
-      );
-    });
-    out.push(table(["agent", "", "executed", "emitted", "errors"], rows, { id: "instances" }));
+    out.push(...edgeAgents(t, spec, rates));
   }
   const errors = t.exceptions.filter((e) => e.component === name).slice(-10).reverse();
   out.push(el("h3", {}, `Exceptions (${errors.length})`));
@@ -182,46 +165,6 @@ function componentDetail(t, name) {
     );
   }
   return out;
-}
-
-export function nodes(root) {
-  const body = el("div", { id: "nodes" });
-  root.append(el("h1", {}, "Nodes"), body);
-  return {
-    update(snap) {
-      const rows = snap.nodes.map((n) => {
-        const uplinks = Object.entries(n.uplinks)
-          .map(([t, u]) => `${t}: ${u.connected ? "connected" : "down"}`)
-          .join(", ");
-        const revisions = Object.entries(n.metrics)
-          .filter(([k]) => k.startsWith("revision:"))
-          .map(([k, v]) => `${k.slice(9)} r${v}`)
-          .join(", ");
-        return el(
-          "tr",
-          { "data-node": n.id, class: n.online ? "online" : "offline" },
-          el("td", {}, n.id),
-          el("td", {}, n.kind),
-          el("td", { class: `online-state ${n.online ? "online" : "offline"}` }, n.online ? "online" : "offline"),
-          el(
-            "td",
-            { class: `health ${n.health}` },
-            [n.online ? n.health : `${n.health} (its last report)`, ...n.reasons].join(": "),
-          ),
-          el("td", { class: "backlog" }, `${bytes(n.backlog_bytes)} (${n.backlog_batches} batches)`),
-          el("td", { class: "uplink" }, uplinks || "–"),
-          el("td", {}, revisions || "–"),
-          el("td", {}, ago(n.last_heartbeat_s_ago)),
-        );
-      });
-      body.replaceChildren(
-        table(
-          ["node", "kind", "state", "health", "backlog", "uplink", "revision", "last heartbeat"],
-          rows,
-        ),
-      );
-    },
-  };
 }
 
 export function checkpoints(root, ctx, name) {
@@ -329,18 +272,10 @@ export function revisions(root, ctx, name) {
               .filter(([, v]) => v.length)
               .map(([k, v]) => `${k}: ${v.join(", ")}`)
               .join("; ");
-            let control = "";
-            if (ctx.canEdit && rec.status === "applied" && rec.revision !== shown) {
-              control = el(
-                "button",
-                { type: "button", class: "rollback", "data-revision": rec.revision },
-                `Roll back to ${rec.revision}`,
-              );
-              control.addEventListener("click", async () => {
-                const query = { action: "rollback", base: String(shown), to: String(rec.revision), author: "console" };
-                await result.answer(await postEdit(name, query));
-              });
-            }
+            const control =
+              ctx.canEdit && rec.status === "applied" && rec.revision !== shown
+                ? rollbackControl(name, shown, rec.revision, result)
+                : "";
             return el(
               "tr",
               { "data-revision": rec.revision },

@@ -112,20 +112,36 @@ class Switch(_message.Message):
     def __init__(self, revision: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., commit: _Optional[bool] = ...) -> None: ...
 
 class StateTransfer(_message.Message):
-    __slots__ = ("topology", "revision", "component", "task_id", "checkpoint_id", "blob")
+    __slots__ = ("topology", "revision", "component", "task_id", "checkpoint_id", "blob", "site")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     COMPONENT_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_ID_FIELD_NUMBER: _ClassVar[int]
     BLOB_FIELD_NUMBER: _ClassVar[int]
+    SITE_FIELD_NUMBER: _ClassVar[int]
     topology: str
     revision: int
     component: str
     task_id: int
     checkpoint_id: int
     blob: bytes
-    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., component: _Optional[str] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., blob: _Optional[bytes] = ...) -> None: ...
+    site: str
+    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., component: _Optional[str] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., blob: _Optional[bytes] = ..., site: _Optional[str] = ...) -> None: ...
+
+class MoveState(_message.Message):
+    __slots__ = ("topology", "revision", "component", "site", "parts")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    COMPONENT_FIELD_NUMBER: _ClassVar[int]
+    SITE_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    revision: int
+    component: str
+    site: str
+    parts: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, topology: _Optional[str] = ..., revision: _Optional[int] = ..., component: _Optional[str] = ..., site: _Optional[str] = ..., parts: _Optional[_Iterable[bytes]] = ...) -> None: ...
 
 class StateHandover(_message.Message):
     __slots__ = ("revision", "component", "parts")
@@ -373,7 +389,7 @@ class HeartbeatAck(_message.Message):
     def __init__(self, plan_revision: _Optional[int] = ...) -> None: ...
 
 class NodeInfo(_message.Message):
-    __slots__ = ("node_id", "kind", "labels", "version", "pid", "hostname")
+    __slots__ = ("node_id", "kind", "labels", "version", "pid", "hostname", "checkpoint_store")
     class LabelsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -387,13 +403,15 @@ class NodeInfo(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     PID_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_STORE_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     kind: str
     labels: _containers.ScalarMap[str, str]
     version: str
     pid: int
     hostname: str
-    def __init__(self, node_id: _Optional[str] = ..., kind: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[str] = ..., pid: _Optional[int] = ..., hostname: _Optional[str] = ...) -> None: ...
+    checkpoint_store: str
+    def __init__(self, node_id: _Optional[str] = ..., kind: _Optional[str] = ..., labels: _Optional[_Mapping[str, str]] = ..., version: _Optional[str] = ..., pid: _Optional[int] = ..., hostname: _Optional[str] = ..., checkpoint_store: _Optional[str] = ...) -> None: ...
 
 class RunContainer(_message.Message):
     __slots__ = ("topology", "container", "containers", "package", "entry", "domain", "kind", "job")
@@ -497,20 +515,24 @@ class SetState(_message.Message):
     def __init__(self, topology: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
 
 class NodeCommand(_message.Message):
-    __slots__ = ("run", "stop", "set_state", "revise", "revoked", "send_logs")
+    __slots__ = ("run", "stop", "set_state", "revise", "revoked", "send_logs", "move_state", "leader_epoch")
     RUN_FIELD_NUMBER: _ClassVar[int]
     STOP_FIELD_NUMBER: _ClassVar[int]
     SET_STATE_FIELD_NUMBER: _ClassVar[int]
     REVISE_FIELD_NUMBER: _ClassVar[int]
     REVOKED_FIELD_NUMBER: _ClassVar[int]
     SEND_LOGS_FIELD_NUMBER: _ClassVar[int]
+    MOVE_STATE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     run: RunContainer
     stop: StopContainer
     set_state: SetState
     revise: Revise
     revoked: Revoked
     send_logs: SendLogs
-    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ..., revoked: _Optional[_Union[Revoked, _Mapping]] = ..., send_logs: _Optional[_Union[SendLogs, _Mapping]] = ...) -> None: ...
+    move_state: MoveState
+    leader_epoch: int
+    def __init__(self, run: _Optional[_Union[RunContainer, _Mapping]] = ..., stop: _Optional[_Union[StopContainer, _Mapping]] = ..., set_state: _Optional[_Union[SetState, _Mapping]] = ..., revise: _Optional[_Union[Revise, _Mapping]] = ..., revoked: _Optional[_Union[Revoked, _Mapping]] = ..., send_logs: _Optional[_Union[SendLogs, _Mapping]] = ..., move_state: _Optional[_Union[MoveState, _Mapping]] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
 
 class SendLogs(_message.Message):
     __slots__ = ("request_id", "topology", "container", "tail", "kind")

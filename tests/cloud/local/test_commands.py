@@ -70,6 +70,7 @@ def test_a_container_reaches_its_tmaster_with_its_own_state() -> None:
         "/tmp/hw-x",
         "--state-dir",
         "/tmp/hw-x/state/container-1",
+        "--fork-instances",
         "--tls-dir",
         "/tmp/hw-x",
         "--topology",
@@ -77,3 +78,26 @@ def test_a_container_reaches_its_tmaster_with_its_own_state() -> None:
     ]
     insecure = container_args("/t.py", None, 0, 1, "a:1", W, insecure=True, tls_dir=W)
     assert insecure[-1] == "--insecure"
+
+
+def test_a_first_container_waits_for_its_tmasters_address_file() -> None:
+    """The first start: the containers start beside their master and read its address from
+    the file it writes once it listens; a restart is given the address itself."""
+    ready = W / "tmaster.json"
+    first = container_args("/t.py", None, 0, 2, "", W, insecure=True, tls_dir=W, tmaster_file=ready)
+    assert "--tmaster" not in first
+    assert first[first.index("--tmaster-file") + 1] == str(ready)
+    again = container_args(
+        "/t.py", None, 0, 2, "a:1", W, insecure=True, tls_dir=W, tmaster_file=ready
+    )
+    assert again[again.index("--tmaster") + 1] == "a:1"
+    assert "--tmaster-file" not in again
+
+
+def test_a_tmaster_writes_its_grpc_address_first_where_its_containers_read_it() -> None:
+    grpc_ready = W / "tmaster-grpc.json"
+    args = tmaster_args(
+        "/t.py", None, 2, W, W / "tmaster.json", insecure=True, tls_dir=W, grpc_ready=grpc_ready
+    )
+    assert args[args.index("--grpc-ready-file") + 1] == str(grpc_ready)
+    assert args[args.index("--ready-file") + 1] == str(W / "tmaster.json")

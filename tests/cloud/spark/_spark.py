@@ -1,6 +1,11 @@
 """The Spark session of a test file: ``spark_fixture(app, scope)`` makes the file's ``spark``
 fixture, a real local PySpark session (``local[2]``) that ends with its JVM.
 
+The session is the one the platform makes for a small input (``SMALL_JOB``, as
+``small_job_conf`` gives it for the commands and the driver): every test's input is
+small, and Spark's defaults for big data (full JIT compilation, code generation for each
+query, adaptive re-planning) would be most of its time.
+
 ``SparkSession.stop()`` leaves the JVM running (it would sit in the rest of the
 suite's memory), so the fixture ends it too: it shuts Py4J's gateway down and
 closes the JVM's standard input, on which it exits, waits for it and forgets
@@ -20,6 +25,7 @@ from typing import Any, Literal
 
 import pytest
 
+from headwater.cloud.spark._session import SMALL_JOB
 from headwater.spark import session
 
 GATEWAY_SOCKET = pytest.mark.filterwarnings(
@@ -30,8 +36,9 @@ GATEWAY_SOCKET = pytest.mark.filterwarnings(
 
 @contextlib.contextmanager
 def spark_session(app: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A local Spark session named ``app`` (``conf`` added); its JVM ends after it."""
-    s = session(app, "local[2]", conf)
+    """A local Spark session named ``app``, ``SMALL_JOB`` and then ``conf`` its settings;
+    its JVM ends after it."""
+    s = session(app, "local[2]", {**SMALL_JOB, **(conf or {})})
     try:
         yield s
     finally:

@@ -22,10 +22,11 @@ import pytest
 from headwater._cli import main
 from tests._wait import wait_for
 
+from ..._workers import one_worker
 from ._orders import ONCE_JOB, RAISING_JOB, SINK_FAILS_JOB, Orders, orders, table, totals
 from ._spark import GATEWAY_SOCKET, spark_fixture
 
-pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
+pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET, one_worker(__name__)]
 
 
 spark = spark_fixture("headwater-test-driver", "module")

@@ -29,10 +29,11 @@ from headwater.models import (
 from headwater.spark import JobContext
 from tests.cloud.test_rest_auth import master  # noqa: F401  (the fixture)
 
+from ..._workers import one_worker
 from ._energy import COUNT, DATA, ENERGY, METERS, SITES, Landing, _module
 from ._spark import GATEWAY_SOCKET, spark_fixture
 
-pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
+pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET, one_worker(__name__)]
 
 spark = spark_fixture("headwater-test-energy-model", "module")
 sys.path.insert(0, str(ENERGY))  # the job imports its neighbour energy_io, as `spark run` lets it

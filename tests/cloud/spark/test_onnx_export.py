@@ -15,9 +15,10 @@ import pytest
 
 from headwater.models import INPUT, ExportError, ScoreSpec, load_scorer, to_onnx
 
+from ..._workers import one_worker
 from ._spark import GATEWAY_SOCKET, spark_session
 
-pytestmark = [pytest.mark.timeout(300), GATEWAY_SOCKET]
+pytestmark = [pytest.mark.timeout(300), GATEWAY_SOCKET, one_worker(__name__)]
 
 
 @pytest.fixture(scope="module")

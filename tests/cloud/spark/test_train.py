@@ -39,10 +39,11 @@ from headwater.spark import JobContext
 from tests.cloud.test_rest_auth import master  # noqa: F401  (the fixture)
 
 from ..._iot import anomaly_train, iot_steps
+from ..._workers import one_worker
 from ._spark import GATEWAY_SOCKET, spark_fixture
 from ._train_check import assert_evaluation, held_out
 
-pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET]
+pytestmark = [pytest.mark.timeout(600), GATEWAY_SOCKET, one_worker(__name__)]
 
 SITES, PER_SITE, COUNT = 2, 2, 1000  # 4 sensors x 1000 readings
 HOLDOUT = 0.25

@@ -188,3 +188,23 @@ def test_rescaled_state_is_handed_over_once_every_old_task_sent_its_part(
     edits.put_state(pb.StateTransfer(revision=2, component="count", task_id=3, blob=b"a"))
     handover = master.sent[-1].handover
     assert (handover.component, [p.task_id for p in handover.parts]) == ("count", [3, 4])
+
+
+def test_a_keyed_moves_state_goes_in_only_while_its_switch_activates(
+    edits: EditCoordinator, master: Master
+) -> None:
+    """An agent's new tasks of a component moved from the cloud wait for their keys while
+    the edit activates; the master's hand-over goes to them then, and only then."""
+    assert not edits.hand_in(2, "count", [b"a"])  # waiting: its tasks are not up yet
+    _step(edits, master)
+    _switch_ack(edits, 0)
+    _switch_ack(edits, 1)
+    assert not edits.hand_in(2, "count", [b"a"])  # switching
+    edits.checkpoint_complete(CheckpointRecord(5, 1, 0.0, revision=1))
+    assert phase(edits) is EditPhase.ACTIVATING
+    assert not edits.hand_in(3, "count", [b"a"])  # another revision's
+    master.sent.clear()
+    assert edits.hand_in(2, "count", [b"a", b"b"])
+    (command,) = master.sent
+    assert command.handover.revision == 2 and command.handover.component == "count"
+    assert [p.blob for p in command.handover.parts] == [b"a", b"b"]

@@ -14,6 +14,7 @@ from headwater.common.control._revisions import (
     check_edit,
     diff,
     fingerprint,
+    interrupted,
     without,
 )
 from headwater.common.plan import pack_round_robin, plan_from_json, plan_to_json, revise_plan
@@ -158,6 +159,10 @@ def test_the_revision_log_persists_and_marks_an_interrupted_edit(tmp_path: Path)
     assert [r.status for r in again.records] == ["applied", "rolled_back"]
     assert again.records[1].author == "ana" and again.next_number() == 3
     assert again.records[0].hash != again.records[1].hash
+    # an agent killed while switching takes the revision again, under the same number
+    assert interrupted(again.records[1]) and not interrupted(again.records[0])
+    again.add(RevisionRecord(2, "attach", "sha256:b", "t.py", [], "ana", 2.0, {}, {}))
+    assert [(r.revision, r.time) for r in again.records] == [(1, 0.0), (2, 2.0)]
 
 
 def _dsl(extra: bool, fused_chain: bool) -> Topology:
@@ -184,3 +189,22 @@ def test_dsl_steps_attach_at_a_component_boundary_and_a_split_chain_is_explained
     assert d.added == ("big", "bigout")
     with pytest.raises(EditError, match=r"fused steps into 'src'.*fuse=False"):
         check_edit("attach", [], _dsl(False, True), _dsl(True, True))
+
+
+def test_an_edit_keeps_the_mark_of_a_move() -> None:
+    """A moved component runs in the cloud as a hand-over bolt (its mark, from the placement
+    file): an edit that drops the mark would drop the bolt that takes its edge copies' rows."""
+    from dataclasses import replace
+
+    from headwater.common.api._config import HANDOVER
+
+    old, name = _base(), "count"
+    marked = replace(
+        old,
+        components=tuple(
+            replace(c, config={**c.config, HANDOVER: "edge"}) if c.name == name else c
+            for c in old.components
+        ),
+    )
+    with pytest.raises(EditError, match="was moved"):
+        check_edit("replace", [name], marked, old)

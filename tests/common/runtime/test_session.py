@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from pathlib import Path
 
-from headwater.common.runtime._session import MasterSession
+from headwater.common.runtime._session import MasterSession, wait_for_address
 from headwater.common.runtime._telemetry import Telemetry
 from headwater.common.wire.proto import runtime_pb2 as pb
 
@@ -49,3 +51,22 @@ def test_calls_while_not_registered_do_nothing_and_a_failure_report_says_it_was_
         return await session.report_failure("task 1 exited with 1", 1)
 
     assert asyncio.run(run()) is False
+
+
+def test_a_container_started_beside_its_master_waits_for_the_address_it_writes(
+    tmp_path: Path,
+) -> None:
+    """``headwater run`` starts its containers while their master starts: the address comes
+    from the master's ready file, once it is there (written atomically)."""
+    ready = tmp_path / "tmaster.json"
+
+    async def run() -> str:
+        waiting = asyncio.get_running_loop().create_task(wait_for_address(ready))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # nothing yet: it looks again, never fails
+        tmp = tmp_path / "tmaster.json.tmp"
+        tmp.write_text(json.dumps({"grpc": "127.0.0.1:4100", "http": "http://127.0.0.1:1"}))
+        tmp.rename(ready)
+        return await asyncio.wait_for(waiting, 10)
+
+    assert asyncio.run(run()) == "127.0.0.1:4100"

@@ -33,7 +33,7 @@ def _topology() -> Topology:
 
 
 def test_every_kind_resolves_to_its_class() -> None:
-    assert sorted(KINDS) == ["log_spout", "outbox_sink", "uplink_receiver"]
+    assert sorted(KINDS) == ["handover", "log_spout", "outbox_sink", "uplink_receiver"]
     receiver = resolve(system_component("uplink_receiver", Spout, component="numbers"))
     assert isinstance(receiver, UplinkSpout)
 

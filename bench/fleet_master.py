@@ -1,0 +1,213 @@
+"""The fleet bench's master: a real ``headwater master`` process, measured from outside.
+
+``FleetMaster`` starts ``headwater master`` on free loopback ports (gRPC, REST, join) with
+its own state folder, and starts it again on the same ports and folder (``start`` once
+more) after ``kill`` (SIGKILL). A sampler thread reads its CPU seconds (user + system) and
+RSS with psutil every ``SAMPLE_S``; ``Window`` holds them over one phase of the bench.
+
+``kill_and_restart`` is the failover the bench times for now: the master is SIGKILLed and
+started again on the same ``--state-dir``. A standby master taking over would be another
+function of the same shape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from headwater._demo.run import _free_port, get_json
+from headwater.common.runtime._procs import spawn, terminate
+
+SAMPLE_S = 0.25
+
+
+@dataclass
+class Window:
+    """The master's CPU and memory over one phase (across a restart: both processes')."""
+
+    started: float = field(default_factory=time.monotonic)
+    cpu_s: float = 0.0
+    rss_peak: int = 0
+    rss_last: int = 0
+    ended: float | None = None
+
+    def result(self) -> dict[str, Any]:
+        wall = (self.ended or time.monotonic()) - self.started
+        return {
+            "wall_s": round(wall, 2),
+            "cpu_s": round(self.cpu_s, 2),
+            "cores": round(self.cpu_s / wall, 3) if wall > 0 else 0.0,
+            "rss_peak_mib": round(self.rss_peak / 2**20, 1),
+            "rss_end_mib": round(self.rss_last / 2**20, 1),
+        }
+
+
+class FleetMaster:
+    """``headwater master`` on loopback, its state in ``work/master``; sampled while it runs."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.state = work / "master"
+        self.ready = work / "master.json"
+        self.ports = {"--port": _free_port(), "--http-port": _free_port()}
+        self.ports["--join-port"] = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.info: dict[str, Any] = {}
+        self.window = Window()
+        self.profile: Path | None = None  # py-spy's raw stacks of each window go here
+        self._spy: subprocess.Popen[bytes] | None = None
+        self._last_cpu = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, daemon=True)
+        self._sampler.start()
+
+    @property
+    def grpc(self) -> str:
+        return f"127.0.0.1:{self.ports['--port']}"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.ports['--http-port']}"
+
+    @property
+    def token(self) -> str:
+        """The admin token the master's first start made."""
+        return (self.state / "admin.token").read_text().strip()
+
+    def start(self, timeout: float = 60.0) -> float:
+        """Start the master; the seconds until its ready file said it serves."""
+        self.ready.unlink(missing_ok=True)
+        t0 = time.monotonic()
+        ports = [str(a) for option, port in self.ports.items() for a in (option, port)]
+        args = ["master", "--host", "127.0.0.1", *ports, "--no-advertise"]
+        args += ["--state-dir", str(self.state), "--ready-file", str(self.ready)]
+        proc = spawn(
+            ["-m", "headwater", *args],
+            log_path=str(self.work / "master.log"),
+            cwd=str(self.work),
+        )
+        with self._lock:
+            self.proc, self._last_cpu = proc, 0.0
+        deadline = t0 + timeout
+        while not self.ready.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the master did not start: see {self.work / 'master.log'}")
+            time.sleep(0.02)
+        self.info = json.loads(self.ready.read_text())
+        return time.monotonic() - t0
+
+    def kill(self) -> None:
+        with self._lock:
+            proc = self.proc
+        if proc is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(30)
+            self._take()  # what it used since the last sample is lost with it (< SAMPLE_S)
+
+    def join_token(self) -> str:
+        """A join token for agents, made as an operator makes one (``headwater token create``)."""
+        create = ["token", "create", "--role", "agent", "--ttl", "2h", "--master", self.http]
+        create += ["--token-file", str(self.state / "admin.token"), "--description", "fleet"]
+        out = subprocess.run(
+            [sys.executable, "-m", "headwater", *create],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return out.stdout.strip()
+
+    def nodes(self) -> list[dict[str, Any]]:
+        return get_json(f"{self.http}/api/v1/nodes", self.token)  # type: ignore[no-any-return]
+
+    def begin(self, name: str = "") -> Window:
+        """A new window: the master's CPU and memory from now on (with ``profile``, its
+        stacks too, sampled by py-spy into ``profile/NAME.txt``)."""
+        self._take()
+        with self._lock:
+            self.window = Window()
+        if self.profile is not None and name:
+            self.spy(self.profile / f"{name}.txt")
+        return self.window
+
+    def spy(self, out: Path) -> None:
+        """Sample the master's stacks into ``out`` (py-spy's raw format) until ``end``."""
+        assert self.proc is not None
+        self.unspy()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        spy = ["record", "--pid", str(self.proc.pid), "--format", "raw", "--rate", "50"]
+        self._spy = subprocess.Popen(
+            ["py-spy", *spy, "--output", str(out), "--nonblocking"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def unspy(self) -> None:
+        if self._spy is not None:
+            self._spy.send_signal(signal.SIGINT)  # it writes what it sampled, then ends
+            try:
+                self._spy.wait(30.0)
+            except subprocess.TimeoutExpired:
+                self._spy.kill()
+                self._spy.wait()
+            self._spy = None
+
+    def end(self) -> dict[str, Any]:
+        self._take()
+        self.unspy()
+        with self._lock:
+            self.window.ended = time.monotonic()
+            return self.window.result()
+
+    def _take(self) -> None:
+        with self._lock:
+            proc = self.proc
+            if proc is None or proc.poll() is not None:
+                return
+            try:
+                p = psutil.Process(proc.pid)
+                times, rss = p.cpu_times(), p.memory_info().rss
+            except psutil.NoSuchProcess:
+                return
+            cpu = times.user + times.system
+            self.window.cpu_s += cpu - self._last_cpu
+            self._last_cpu = cpu
+            self.window.rss_peak = max(self.window.rss_peak, rss)
+            self.window.rss_last = rss
+
+    def _sample(self) -> None:
+        while not self._stop.wait(SAMPLE_S):
+            self._take()
+
+    def stop(self) -> None:
+        self.unspy()
+        self._stop.set()
+        with self._lock:
+            proc = self.proc
+        if proc is not None:
+            terminate([proc], 15.0)
+
+
+Failover = Callable[[FleetMaster], float]
+"""Takes the master away and brings one back on the same address; returns the seconds until
+a master serves again."""
+
+
+def kill_and_restart(master: FleetMaster) -> float:
+    """SIGKILL the master and start it again on the same ports and ``--state-dir``."""
+    t0 = time.monotonic()
+    master.kill()
+    master.start()
+    return time.monotonic() - t0
