@@ -17,11 +17,16 @@ import pytest
 import headwater
 from headwater.common.node._users import FIRST_UID, LAST_UID, REGISTRY_ENV
 
+from .._workers import one_worker
 from ..conftest import show_on_failure
 from ._daemons import Daemons
 from ._support import wait_for
 
-pytestmark = pytest.mark.cluster  # as root, as the README runs the tests: it changes user
+# as root, as the README runs the tests: it changes user; one test at a time, as each opens
+# the folders above this Python to other users while it runs and closes them after (two
+# side by side: the first to end closes them under the other, whose topology user then
+# cannot start Python)
+pytestmark = [pytest.mark.cluster, one_worker(__name__)]
 INTRUDER = Path(__file__).parent / "topologies" / "intruder.py"
 
 

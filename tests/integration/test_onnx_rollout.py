@@ -124,6 +124,17 @@ def _live(daemons: Daemons, site: str) -> float | None:
     return None if live is None else float(live)
 
 
+def _both_live(daemons: Daemons, version: float) -> None:
+    """Wait until both agents report ``version`` live: a rollout waits only for the agents
+    online at each step (one whose session is being re-made under load takes the newest
+    revision when it is back), and the master's view of an agent is its latest report."""
+    wait_for(
+        lambda: _live(daemons, "site0") == _live(daemons, "site1") == version,
+        30,
+        f"v{version:g} live on both agents",
+    )
+
+
 def _revisions(daemons: Daemons) -> list[int]:
     got = daemons.api("/api/v1/topologies/energy/revisions")["revisions"]
     return [int(r["revision"]) for r in got]
@@ -187,7 +198,7 @@ def test_onnx_models_roll_out_canary_first_and_score_as_offline(
         assert res.returncode == 0, res.stdout + res.stderr
         for step in ("requested", "canary live", "watching", "all live"):
             assert step in res.stdout, res.stdout
-        assert _live(daemons, "site0") == _live(daemons, "site1") == 1.0
+        _both_live(daemons, 1.0)
 
         # four inputs onto a step that gives two: refused before any edit
         before = _revisions(daemons)
@@ -200,7 +211,7 @@ def test_onnx_models_roll_out_canary_first_and_score_as_offline(
         # Spark MLlib, canary site1 first, then both
         res = _rollout(daemons, "3", "--canary", "site=site1")
         assert res.returncode == 0, res.stdout + res.stderr
-        assert _live(daemons, "site0") == _live(daemons, "site1") == 3.0
+        _both_live(daemons, 3.0)
 
         # scores outside the range its metadata gives: the canary's guard rolls it back
         res = _rollout(
@@ -210,7 +221,7 @@ def test_onnx_models_roll_out_canary_first_and_score_as_offline(
         assert "out_of_range/scored" in res.stdout and "rolled back" in res.stdout, res.stdout
         rollouts = daemons.api(f"/api/v1/models/{MODEL}/rollouts")
         assert [r["phase"] for r in rollouts] == ["done", "done", "rolled_back"]
-        assert _live(daemons, "site0") == _live(daemons, "site1") == 3.0
+        _both_live(daemons, 3.0)
         landed = len(_rows(out))
         wait_for(lambda: len(_rows(out)) > landed + 120, 60, "readings after it")
     finally:
