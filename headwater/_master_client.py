@@ -68,6 +68,34 @@ def read_token(path: Path, what: str) -> str:
         raise HeadwaterError(f"{what} {str(path)!r}: cannot read it ({exc.strerror})") from None
 
 
+class _ToTheLeader(urllib.request.HTTPRedirectHandler):
+    """A standby master answers every request but ``GET /api/v1/leader`` with a 307 to the
+    leader (docs/cluster.md): the request goes there as it was made, its method, body and
+    token kept (urllib itself follows a 307 for a GET alone), but never from https to http."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if code not in (307, 308):
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+        if req.full_url.startswith("https:") and not newurl.startswith("https:"):
+            return None  # the 307 is the answer: said as an error
+        return urllib.request.Request(
+            newurl,
+            data=req.data,
+            method=req.get_method(),
+            headers=dict(req.header_items()),
+            origin_req_host=req.origin_req_host,
+            unverifiable=True,
+        )
+
+
 @dataclass(frozen=True)
 class Client:
     """The REST API at ``url``, called with ``token`` (if any), trusting ``cacert`` (if any)."""
@@ -104,8 +132,11 @@ class Client:
                 context = ssl.create_default_context(cafile=self.cacert)
             except (OSError, ssl.SSLError) as exc:
                 raise HeadwaterError(f"--cacert {self.cacert!r}: not a CA file ({exc})") from None
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPSHandler(context=context), _ToTheLeader()
+        )
         try:
-            with urllib.request.urlopen(req, timeout=60, context=context) as r:
+            with opener.open(req, timeout=60) as r:
                 return json.loads(r.read())
         except urllib.error.HTTPError as exc:
             body_text = exc.read().decode(errors="replace")
