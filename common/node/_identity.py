@@ -137,9 +137,12 @@ class NodeCredentials:
             renewed.save(self.tls_dir)
             log.info("renewed this node's certificate (it expired at %s)", creds.not_after())
 
-    async def enrol(self, backoff: RetryPolicy, health: Health) -> None:
+    async def enrol(
+        self, backoff: RetryPolicy, health: Health, failed: Callable[[], None] = lambda: None
+    ) -> None:
         """Enrol now if this node has no certificate yet, trying until it has one (said in
-        ``health`` meanwhile); at once if it has one."""
+        ``health`` meanwhile); at once if it has one. ``failed``: called after each failure
+        (of several masters, the next is tried: a standby does not enrol)."""
         retry = backoff.start()
         while self.transport.secure and not has_credentials(self.tls_dir):
             try:
@@ -148,6 +151,7 @@ class NodeCredentials:
                 why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
                 health.set("master", FAILED, f"cannot enrol: {why}")
                 log.error("cannot enrol: %s", why)
+                failed()
                 await asyncio.sleep(retry.next_delay())
 
     async def renewing(self) -> None:

@@ -178,7 +178,7 @@ class Node:
     async def enrol(self) -> None:
         """Enrol now if this node has no certificate yet, trying until it has one (said in its
         health meanwhile); at once if it has one."""
-        await self.credentials.enrol(self.backoff, self.health)
+        await self.credentials.enrol(self.backoff, self.health, self.session.failed)
 
     async def _obey(self, stub: pb_grpc.ClusterStub, command: pb.NodeCommand) -> None:
         """One order from the master; one that fails is said in health, never ends the session.

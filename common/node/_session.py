@@ -82,7 +82,7 @@ class MasterSession:
                 why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
                 self.health.set("master", FAILED, f"cannot enrol or renew: {why}")
                 log.error("cannot enrol or renew: %s", why)
-                self._failed()
+                self.failed()
                 await asyncio.sleep(retry.next_delay())
                 continue
             address = self.address()
@@ -132,7 +132,7 @@ class MasterSession:
                     f"cannot take the master's orders: {exc}; "
                     "trying again (the master repeats them)",
                 )
-            self._failed()  # the next address (of several) is tried next
+            self.failed()  # the next address (of several) is tried next
             await asyncio.sleep(retry.next_delay())
 
     def address(self) -> str:
@@ -143,7 +143,8 @@ class MasterSession:
             self._masters, self._text = MasterAddresses(text), text
         return self._masters.current()
 
-    def _failed(self) -> None:
+    def failed(self) -> None:
+        """The address tried now did not take the node: the next is tried next."""
         if self._masters is not None:
             self._masters.failed()
 

@@ -17,6 +17,7 @@ from headwater.common._retry import RetryPolicy
 from headwater.common.node._identity import NodeCredentials
 from headwater.common.node._leader import EPOCH_FILE, LeaderEpoch, MasterAddresses
 from headwater.common.node._session import MasterSession
+from headwater.common.security import JoinToken
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
@@ -132,3 +133,45 @@ def test_a_node_attaches_past_a_dead_master_and_refuses_a_deposed_leaders_orders
     assert fence.seen == 4 and LeaderEpoch(tmp_path).seen == 4
     assert old.attaches == 1
     assert any("no longer the leader" in m for m in health.said), health.said
+
+
+def test_a_node_not_yet_enrolled_tries_each_master_in_turn(tmp_path: Path) -> None:
+    """A standby binds no join port: an agent or a worker given several masters enrols with
+    whichever answers, not only the first."""
+    dead = free_port()
+    masters = f"127.0.0.1:{dead},127.0.0.2:{dead}"
+    health = _Said()
+
+    async def run() -> None:
+        session = MasterSession(
+            NodeCredentials(
+                tmp_path,
+                "agent",
+                "a1",
+                lambda: session.address(),  # noqa: PLW0108 (the session is made around it)
+                join_token=JoinToken(dead, "id.secret", "sha256:" + "0" * 64),
+            ),
+            lambda: masters,
+            health,
+            RetryPolicy(initial=0.01, maximum=0.05),
+            lambda: pb.NodeInfo(node_id="a1", kind="agent"),
+            lambda: pb.NodeStatus(node_id="a1"),
+            lambda stub, command: asyncio.sleep(0),
+        )
+        enrol = asyncio.get_running_loop().create_task(
+            session.credentials.enrol(
+                RetryPolicy(initial=0.01, maximum=0.05), health, session.failed
+            )
+        )
+        try:
+            async with asyncio.timeout(30):
+                while not all(
+                    any(f"join port {host}:{dead}" in m for m in health.said)
+                    for host in ("127.0.0.1", "127.0.0.2")
+                ):
+                    await asyncio.sleep(0.01)
+        finally:
+            enrol.cancel()
+            await asyncio.gather(enrol, return_exceptions=True)
+
+    asyncio.run(run())
