@@ -30,9 +30,21 @@ def build_image() -> str:
 
 
 class ComposeCluster:
-    def __init__(self, project: str, env: dict[str, str] | None = None) -> None:
+    """``docker-compose`` on ``files`` (deploy/compose's, in order: an override after the
+    file it changes) as the project ``project``; ``reader``: the service whose container
+    reads the data volume for the rounds (_compose_rounds.py)."""
+
+    def __init__(
+        self,
+        project: str,
+        env: dict[str, str] | None = None,
+        files: tuple[str, ...] = ("docker-compose.yml",),
+        reader: str = "spark-jobs",
+    ) -> None:
         assert _VERSION is not None
         self.project = project
+        self.files = files
+        self.reader = reader
         self._ids: dict[str, str] = {}
         self.env = {
             **os.environ,
@@ -50,8 +62,7 @@ class ComposeCluster:
                 "docker-compose",
                 "-p",
                 self.project,
-                "-f",
-                str(COMPOSE / "docker-compose.yml"),
+                *(a for f in self.files for a in ("-f", str(COMPOSE / f))),
                 *args,
             ],
             capture_output=True,
@@ -72,11 +83,17 @@ class ComposeCluster:
         """The id of ``service``'s container (the ``index``-th of a scaled one)."""
         return self.compose("ps", "-q", service).split()[index]
 
+    def pinned(self, service: str) -> str:
+        """The container of ``service`` that ``python`` runs in (of a scaled one, the first
+        it found, until that one is gone)."""
+        if service not in self._ids:
+            self._ids[service] = self.container(service)
+        return self._ids[service]
+
     def python(self, service: str, code: str) -> Any:
         """Run ``code`` in ``service``'s container; what it prints, as JSON. (``docker exec``:
         docker-compose v1 is a Python program that takes a second to start.)"""
-        if service not in self._ids:
-            self._ids[service] = self.container(service)
+        self.pinned(service)
         done = subprocess.run(
             ["docker", "exec", self._ids[service], "python3", "-c", code],
             capture_output=True,
@@ -98,13 +115,20 @@ class ComposeCluster:
 
 
 @contextmanager
-def compose_cluster(project: str, env: dict[str, str] | None = None) -> Iterator[ComposeCluster]:
-    """``docker-compose up -d`` of deploy/compose; on failure the services' last log lines
-    are printed; ``down --volumes`` always."""
-    cluster = ComposeCluster(project, env)
+def compose_cluster(
+    project: str,
+    env: dict[str, str] | None = None,
+    files: tuple[str, ...] = ("docker-compose.yml",),
+    services: tuple[str, ...] = (),
+    reader: str = "spark-jobs",
+) -> Iterator[ComposeCluster]:
+    """``docker-compose up -d`` of deploy/compose (``services`` alone, and what they depend
+    on, where given); on failure the services' last log lines are printed; ``down
+    --volumes`` always."""
+    cluster = ComposeCluster(project, env, files, reader)
     cluster.down()  # a project of that name left by a killed run
     try:
-        cluster.compose("up", "-d", timeout=600)
+        cluster.compose("up", "-d", *services, timeout=600)
         yield cluster
     except BaseException:
         print(cluster.run("logs", "--no-color", "--tail", "40").stdout)

@@ -42,6 +42,7 @@ ELSEWHERE = {
     # topology, and the IoT windows' --dry-run (tests/cloud/test_moves.py, through the CLI)
     "Change it while it runs #1": "tests/integration/test_moves.py",
     "Run it on Docker #0": "tests/integration/test_compose.py",
+    "High availability #0": "tests/integration/test_compose_ha.py",
     "Self-regulation #0": "tests/integration/test_health.py",
 }
 RUN_HERE = {
@@ -62,6 +63,9 @@ NOT_RUN = {
     "Fuzzing (the project's own inputs from outside) #0",
 }
 COMPOSE = "deploy/compose/build && cd deploy/compose && docker-compose up -d"
+COMPOSE_HA = (
+    "cd deploy/compose && docker-compose -f docker-compose.yml -f docker-compose.ha.yml up -d"
+)
 
 
 def test_every_readme_block_is_run() -> None:
@@ -72,6 +76,8 @@ def test_every_readme_block_is_run() -> None:
         assert (ROOT / test).exists(), test
     # what test_compose.py runs (deploy/compose/build, then `up -d` in deploy/compose)
     assert [command_of(c) for c in block("Run it on Docker #0").lines] == [COMPOSE]
+    # what test_compose_ha.py runs (its FILES, `up -d` in deploy/compose)
+    assert [command_of(c) for c in block("High availability #0").lines] == [COMPOSE_HA]
 
 
 def test_the_readme_test_command_is_what_ci_runs() -> None:

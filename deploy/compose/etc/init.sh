@@ -6,7 +6,12 @@
 # Each consumer mounts only its own secrets folder: nodes/, broker/, sensors/.
 set -eu
 secrets=/var/lib/headwater/secrets
+# the first master's admin token; with standbys (docker-compose.ha.yml), whichever master led
+# first made it, in its own volume
 admin=/var/lib/headwater/master/admin.token
+if [ ! -s "$admin" ] && [ -s /var/lib/headwater/master-2/admin.token ]; then
+    admin=/var/lib/headwater/master-2/admin.token
+fi
 umask 077
 
 for role in worker agent; do
