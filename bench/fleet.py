@@ -19,12 +19,14 @@ at nice 10: on a real fleet the agents are elsewhere). For each N in ``--agents`
    says the subgraph runs (its session reports at once after an order, as a node's does); all
    running is checked in the master's view too (``GET .../revisions``: every agent at
    revision 1).
-5. restart: ``measure``'s ``failover`` (for now ``kill_and_restart``: SIGKILL, and start
-   again on the same ports and ``--state-dir``; a standby taking over will be another),
-   then the re-attach storm: per agent, the kill -> its first order on a new session (the
-   master re-sends its orders when it attaches) -> the master's answer to its first status
-   report sent after that; settled when every agent has one, checked in the master's view
-   (every agent online, attached since the kill, reporting).
+5. failover (``--failover``): ``restart``, the master SIGKILLed and started again on the
+   same ports and ``--state-dir``; or ``takeover``, two masters on one ZooKeeper with a
+   Garage bucket as their blob store (``bench/fleet_ha.py``; every agent given both
+   addresses), the leader SIGKILLed and the standby leading once the leader's ZooKeeper
+   session is over. Then the re-attach storm: per agent, the kill -> its first order on a
+   new session (a master re-sends its orders when a node attaches) -> the master's answer
+   to its first status report sent after that; settled when every agent has one, checked
+   in the serving master's view (every agent online, attached since the kill, reporting).
 
 The master is polled (``GET /api/v1/nodes`` or ``.../revisions``) every ``POLL_S`` only in
 the phases that wait for it, never in the steady window.
@@ -44,6 +46,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from bench.fleet_ha import Standbys, takeover
 from bench.fleet_master import Failover, FleetMaster, kill_and_restart
 from bench.fleet_sim import Events, Fleet
 from headwater._demo.run import wait_until
@@ -82,6 +85,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--procs", type=_procs, default=4, help="simulator processes (1 to 32)")
     p.add_argument("--steady", type=_positive, default=30.0, help="seconds of steady status")
     p.add_argument("--timeout", type=_positive, default=600.0, help="the most seconds per phase")
+    p.add_argument(
+        "--failover",
+        choices=("restart", "takeover"),
+        default="restart",
+        help="the master restarted on its state, or a standby master taking over",
+    )
     p.add_argument("--keep", action="store_true", help="keep the work folder (logs, state)")
     p.add_argument(
         "--profile",
@@ -177,20 +186,30 @@ class Phases:
         return window
 
 
-def measure(
-    n: int, args: argparse.Namespace, failover: Failover = kill_and_restart
-) -> dict[str, Any]:
+def measure(n: int, args: argparse.Namespace) -> dict[str, Any]:
     """One run of every phase with ``n`` agents; its figures."""
     work = Path(tempfile.mkdtemp(prefix="hw-bench-fleet-"))
-    master = FleetMaster(work)
-    if args.profile is not None:
-        master.profile = args.profile / str(n)
+    standbys = Standbys(work) if args.failover == "takeover" else None
+    masters: list[FleetMaster] = []
     fleet: Fleet | None = None
-    result: dict[str, Any] = {"agents": n, "procs": min(args.procs, n)}
+    result: dict[str, Any] = {"agents": n, "procs": min(args.procs, n), "failover": args.failover}
     try:
-        result["master_start_s"] = round(master.start(), 2)
+        t0 = time.monotonic()
+        failover: Failover = kill_and_restart
+        if standbys is not None:
+            standbys.start()
+            master, standby = standbys.masters()
+            masters += [master, standby]
+            failover = takeover(standby)
+        else:
+            master = FleetMaster(work)
+            masters.append(master)
+            master.start()
+        result["master_start_s"] = round(time.monotonic() - t0, 2)
+        for m in masters:
+            m.profile = args.profile / str(n) if args.profile is not None else None
         token = master.join_token()
-        fleet = Fleet(work, master.grpc, token, n, args.procs)
+        fleet = Fleet(work, ",".join(m.grpc for m in masters), token, n, args.procs)
         ev, phases = fleet.events, Phases(master, fleet)
 
         t0 = phases.begin("enrol")
@@ -240,7 +259,8 @@ def measure(
         }
 
         t_kill = phases.begin("storm")
-        restart_s = failover(master)
+        restart_s, master = failover(master)
+        phases.master = master  # the one that serves now
         if master.profile is not None:
             master.spy(master.profile / "storm.txt")  # the new master's
         _poll(
@@ -278,7 +298,10 @@ def measure(
     finally:
         if fleet is not None:
             fleet.stop()
-        master.stop()
+        for m in masters:
+            m.stop()
+        if standbys is not None:
+            standbys.stop()
     return result
 
 

@@ -5,9 +5,9 @@ its own state folder, and starts it again on the same ports and folder (``start`
 more) after ``kill`` (SIGKILL). A sampler thread reads its CPU seconds (user + system) and
 RSS with psutil every ``SAMPLE_S``; ``Window`` holds them over one phase of the bench.
 
-``kill_and_restart`` is the failover the bench times for now: the master is SIGKILLed and
-started again on the same ``--state-dir``. A standby master taking over would be another
-function of the same shape.
+``kill_and_restart`` is one failover the bench times: the master is SIGKILLed and started
+again on the same ``--state-dir``; ``bench/fleet_ha.py``'s ``takeover`` is the other (a
+standby master leads).
 """
 
 from __future__ import annotations
@@ -56,10 +56,22 @@ class Window:
 class FleetMaster:
     """``headwater master`` on loopback, its state in ``work/master``; sampled while it runs."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(
+        self,
+        work: Path,
+        name: str = "master",
+        options: list[str] | None = None,
+        token_file: Path | None = None,
+    ) -> None:
+        """``name``: its state folder, ready file and log in ``work``; ``options``: more of
+        ``headwater master``'s (standbys: the shared state and blob store); ``token_file``:
+        the admin token it takes (default: the one its first start makes)."""
         self.work = work
-        self.state = work / "master"
-        self.ready = work / "master.json"
+        self.name = name
+        self.options = list(options or [])
+        self.state = work / name
+        self.ready = work / f"{name}.json"
+        self.token_file = token_file or self.state / "admin.token"
         self.ports = {"--port": _free_port(), "--http-port": _free_port()}
         self.ports["--join-port"] = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -83,30 +95,40 @@ class FleetMaster:
 
     @property
     def token(self) -> str:
-        """The admin token the master's first start made."""
-        return (self.state / "admin.token").read_text().strip()
+        """The admin token (the one the master's first start made)."""
+        return self.token_file.read_text().strip()
 
     def start(self, timeout: float = 60.0) -> float:
         """Start the master; the seconds until its ready file said it serves."""
-        self.ready.unlink(missing_ok=True)
         t0 = time.monotonic()
+        self.launch()
+        self.wait_ready(timeout)
+        return time.monotonic() - t0
+
+    def launch(self) -> None:
+        """Start the master's process (a standby serves only once it leads)."""
+        self.ready.unlink(missing_ok=True)
         ports = [str(a) for option, port in self.ports.items() for a in (option, port)]
-        args = ["master", "--host", "127.0.0.1", *ports, "--no-advertise"]
+        args = ["master", "--host", "127.0.0.1", *ports, "--no-advertise", *self.options]
         args += ["--state-dir", str(self.state), "--ready-file", str(self.ready)]
         proc = spawn(
             ["-m", "headwater", *args],
-            log_path=str(self.work / "master.log"),
+            log_path=str(self.work / f"{self.name}.log"),
             cwd=str(self.work),
         )
         with self._lock:
             self.proc, self._last_cpu = proc, 0.0
-        deadline = t0 + timeout
+
+    def wait_ready(self, timeout: float) -> None:
+        """Wait until the ready file says the master serves."""
+        deadline = time.monotonic() + timeout
         while not self.ready.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the master did not start: see {self.work / 'master.log'}")
+            assert self.proc is not None
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                log = self.work / f"{self.name}.log"
+                raise RuntimeError(f"the master did not start: see {log}")
             time.sleep(0.02)
         self.info = json.loads(self.ready.read_text())
-        return time.monotonic() - t0
 
     def kill(self) -> None:
         with self._lock:
@@ -119,7 +141,7 @@ class FleetMaster:
     def join_token(self) -> str:
         """A join token for agents, made as an operator makes one (``headwater token create``)."""
         create = ["token", "create", "--role", "agent", "--ttl", "2h", "--master", self.http]
-        create += ["--token-file", str(self.state / "admin.token"), "--description", "fleet"]
+        create += ["--token-file", str(self.token_file), "--description", "fleet"]
         out = subprocess.run(
             [sys.executable, "-m", "headwater", *create],
             capture_output=True,
@@ -200,14 +222,14 @@ class FleetMaster:
             terminate([proc], 15.0)
 
 
-Failover = Callable[[FleetMaster], float]
-"""Takes the master away and brings one back on the same address; returns the seconds until
-a master serves again."""
+Failover = Callable[[FleetMaster], tuple[float, FleetMaster]]
+"""Takes the master away until one serves again (the same one restarted, or a standby that
+leads: ``bench/fleet_ha.py``); returns the seconds until then, and the master that serves."""
 
 
-def kill_and_restart(master: FleetMaster) -> float:
+def kill_and_restart(master: FleetMaster) -> tuple[float, FleetMaster]:
     """SIGKILL the master and start it again on the same ports and ``--state-dir``."""
     t0 = time.monotonic()
     master.kill()
     master.start()
-    return time.monotonic() - t0
+    return time.monotonic() - t0, master

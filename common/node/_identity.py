@@ -35,6 +35,7 @@ from .._retry import RetryPolicy
 from ..security import Credentials, Identity, JoinToken, Transport, has_credentials
 from ..security._enrol import join, renew
 from ..security._identity import TLS_DIR
+from ._leader import NEXT_MASTER_S
 
 log = logging.getLogger("headwater.node")
 ID_FILE = "node-id"
@@ -138,11 +139,12 @@ class NodeCredentials:
             log.info("renewed this node's certificate (it expired at %s)", creds.not_after())
 
     async def enrol(
-        self, backoff: RetryPolicy, health: Health, failed: Callable[[], None] = lambda: None
+        self, backoff: RetryPolicy, health: Health, failed: Callable[[], bool] = lambda: True
     ) -> None:
         """Enrol now if this node has no certificate yet, trying until it has one (said in
         ``health`` meanwhile); at once if it has one. ``failed``: called after each failure
-        (of several masters, the next is tried: a standby does not enrol)."""
+        (of several masters, the next is tried: a standby does not enrol); whether to back
+        off before the next try (a round of them failed) or try at once."""
         retry = backoff.start()
         while self.transport.secure and not has_credentials(self.tls_dir):
             try:
@@ -151,8 +153,7 @@ class NodeCredentials:
                 why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
                 health.set("master", FAILED, f"cannot enrol: {why}")
                 log.error("cannot enrol: %s", why)
-                failed()
-                await asyncio.sleep(retry.next_delay())
+                await asyncio.sleep(retry.next_delay() if failed() else NEXT_MASTER_S)
 
     async def renewing(self) -> None:
         """Renew the certificate in time on a session that lasts (a new session checks too)."""

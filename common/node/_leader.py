@@ -21,23 +21,41 @@ from .._exceptions import HeadwaterError
 
 log = logging.getLogger("headwater.node")
 EPOCH_FILE = "leader-epoch"
+NEXT_MASTER_S = 0.05
+"""After a failed address, the pause before the next one of the same round."""
 
 
 class MasterAddresses:
-    """The masters' addresses, tried in turn: ``current`` until ``failed`` moves on."""
+    """The masters' addresses, tried in turn: ``current`` until ``failed`` moves on.
+
+    A node backs off once a round of them has failed, not after each address: with the
+    leader gone and a standby about to lead, the next address is tried at once, and the
+    backoff grows once per round (a failover's re-attach is not spent waiting to try a
+    master known dead)."""
 
     def __init__(self, text: str) -> None:
         self.all = [a.strip() for a in text.split(",") if a.strip()]
         if not self.all:
             raise HeadwaterError(f"no master address in {text!r} (HOST:PORT[,HOST:PORT...])")
         self._at = 0
+        self._left = len(self.all)  # addresses not yet tried since one last took the node
 
     def current(self) -> str:
         return self.all[self._at]
 
-    def failed(self) -> None:
-        """The current one did not take the node: the next one is tried."""
+    def failed(self) -> bool:
+        """The current one did not take the node: the next one is tried. Whether every
+        address has failed since one last took the node (a round: then back off)."""
         self._at = (self._at + 1) % len(self.all)
+        self._left -= 1
+        if self._left > 0:
+            return False
+        self._left = len(self.all)
+        return True
+
+    def took(self) -> None:
+        """The current one took the node: a new round starts at the next failure."""
+        self._left = len(self.all)
 
     def __str__(self) -> str:
         return ",".join(self.all)

@@ -23,12 +23,12 @@ import grpc
 
 from .._exceptions import HeadwaterError
 from .._health import DEGRADED, FAILED, Health
-from .._retry import RetryPolicy
+from .._retry import Backoff, RetryPolicy
 from ..security import MASTER_NAME
 from ..wire.proto import runtime_pb2 as pb
 from ..wire.proto import runtime_pb2_grpc as pb_grpc
 from ._identity import NodeCredentials
-from ._leader import LeaderEpoch, MasterAddresses
+from ._leader import NEXT_MASTER_S, LeaderEpoch, MasterAddresses
 
 log = logging.getLogger("headwater.node")
 STATUS_S = 2.0
@@ -82,8 +82,7 @@ class MasterSession:
                 why = exc.details() if isinstance(exc, grpc.RpcError) else str(exc)
                 self.health.set("master", FAILED, f"cannot enrol or renew: {why}")
                 log.error("cannot enrol or renew: %s", why)
-                self.failed()
-                await asyncio.sleep(retry.next_delay())
+                await self._after_failure(retry)
                 continue
             address = self.address()
             try:
@@ -99,6 +98,8 @@ class MasterSession:
                     try:
                         async for command in stub.Attach(self.info()):
                             retry.reset()
+                            if self._masters is not None:
+                                self._masters.took()
                             if not self._admitted(command, address):
                                 break  # a deposed leader's: attach to the one that leads
                             await self.obey(stub, command)
@@ -132,8 +133,7 @@ class MasterSession:
                     f"cannot take the master's orders: {exc}; "
                     "trying again (the master repeats them)",
                 )
-            self.failed()  # the next address (of several) is tried next
-            await asyncio.sleep(retry.next_delay())
+            await self._after_failure(retry)  # the next address (of several) is tried next
 
     def address(self) -> str:
         """The master address to try now: of several, the next after each failure (read
@@ -143,10 +143,14 @@ class MasterSession:
             self._masters, self._text = MasterAddresses(text), text
         return self._masters.current()
 
-    def failed(self) -> None:
-        """The address tried now did not take the node: the next is tried next."""
-        if self._masters is not None:
-            self._masters.failed()
+    def failed(self) -> bool:
+        """The address tried now did not take the node: the next is tried next. Whether a
+        round of the addresses has failed (back off before the next try; else try at once)."""
+        return self._masters.failed() if self._masters is not None else True
+
+    async def _after_failure(self, retry: Backoff) -> None:
+        """The next address at once where a round is not over, else after the backoff."""
+        await asyncio.sleep(retry.next_delay() if self.failed() else NEXT_MASTER_S)
 
     def _admitted(self, command: pb.NodeCommand, address: str) -> bool:
         """Whether ``command``'s leader epoch may be obeyed (said if not)."""

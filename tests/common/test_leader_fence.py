@@ -40,10 +40,15 @@ def test_the_highest_epoch_obeyed_is_kept_and_a_lower_one_refused(tmp_path: Path
 def test_several_masters_are_tried_in_turn() -> None:
     addresses = MasterAddresses(" a:1, b:2 ,")
     assert addresses.all == ["a:1", "b:2"] and addresses.current() == "a:1"
-    addresses.failed()
+    # the node backs off once a round of them failed, not after each
+    assert addresses.failed() is False
     assert addresses.current() == "b:2" and str(addresses) == "a:1,b:2"
-    addresses.failed()
+    assert addresses.failed() is True
     assert addresses.current() == "a:1"
+    assert addresses.failed() is False  # a new round
+    addresses.took()  # b took the node; later it fails: a round again from there
+    assert [addresses.failed(), addresses.failed()] == [False, True]
+    assert MasterAddresses("a:1").failed() is True  # one master: every failure backs off
     with pytest.raises(HeadwaterError, match="no master address"):
         MasterAddresses(" , ")
 
