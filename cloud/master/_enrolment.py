@@ -9,7 +9,9 @@ the old one first if its disk was stolen. A node renews its own certificate over
 TLS link (``renew``). A revoked node (``headwater nodes --revoke``) is cut
 off: its link and calls are refused from then on, and every worker is told
 so that their stream managers refuse it too. All of it is kept in the
-master's state under ``tls/`` (``ca.pem``, ``ca.key``, ``enrolled.json``, ``revoked.json``).
+master's state under ``tls/`` (``ca.pem``, ``ca.key``, ``revoked.json``, and a record per
+enrolled node in ``enrolled/``: one write per join, however many nodes there are; a master's
+older single record of them all, ``enrolled.json``, is moved into those once).
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
 log = logging.getLogger("headwater.master")
-NODES_FILE, REVOKED_FILE = "enrolled.json", "revoked.json"
+NODES, REVOKED_FILE = "enrolled", "revoked.json"
+OLD_NODES_FILE = "enrolled.json"  # every node in one record, rewritten at each join: N² writes
+
+
+def _node_record(node_id: str) -> str:
+    """An enrolled node's record: named so that no id is hidden as a temporary file (an id
+    may start with '.' or end in '.tmp')."""
+    return f"{NODES}/n-{node_id}.json"
 
 
 class EnrolmentRefused(HeadwaterError):
@@ -54,8 +63,28 @@ class Enrolment:
         self.state = as_state(where)
         self.tokens = tokens
         self._lock = threading.Lock()
-        self.enrolled: dict[str, dict[str, Any]] = self._read(NODES_FILE, {})
+        self.enrolled: dict[str, dict[str, Any]] = self._read_enrolled()
         self.revoked: set[str] = set(self._read(REVOKED_FILE, []))
+
+    def _read_enrolled(self) -> dict[str, dict[str, Any]]:
+        """Every enrolled node's record; the older single record moved into them first."""
+        old = self._read(OLD_NODES_FILE, None)
+        if isinstance(old, dict):
+            for node_id, entry in old.items():
+                if (
+                    node_id_problem(node_id) is None
+                    and self.state.get(_node_record(node_id)) is None
+                ):
+                    self.state.put(_node_record(node_id), json.dumps(entry).encode())
+            self.state.delete(OLD_NODES_FILE)  # only once every node has its own
+            log.info("moved the enrolled nodes' record into one record per node")
+        out: dict[str, dict[str, Any]] = {}
+        for name in self.state.children(NODES):
+            if name.startswith("n-") and name.endswith(".json"):
+                data = self.state.get(f"{NODES}/{name}")
+                if data is not None:
+                    out[name[2 : -len(".json")]] = json.loads(data.decode("utf-8"))
+        return out
 
     def _read(self, name: str, empty: Any) -> Any:
         data = self.state.get(name)
@@ -95,15 +124,14 @@ class Enrolment:
             if node_id in self.enrolled:
                 log.warning("node %s enrols again (it was offline)", node_id)
             cert = self._sign(csr, Identity(record.role, node_id))
-            enrolled = {**self.enrolled, node_id: {"role": record.role, "at": time.time()}}
-            enrolled[node_id]["token"] = record.id
+            entry = {"role": record.role, "at": time.time(), "token": record.id}
             try:  # kept before the certificate is given
-                self._write(NODES_FILE, enrolled)
+                self.state.put(_node_record(node_id), json.dumps(entry).encode())
             except StateError as exc:
                 raise EnrolmentRefused(
                     grpc.StatusCode.UNAVAILABLE, f"the enrolment could not be kept: {exc}"
                 ) from None
-            self.enrolled = enrolled
+            self.enrolled[node_id] = entry
         log.info("enrolled %s %s (token %s)", record.role, node_id, record.id)
         return pb.Enrolled(certificate=cert, ca=self.ca.cert_pem)
 
@@ -138,7 +166,7 @@ class Enrolment:
         """Free a forgotten node's id for a new enrolment (a revoked id stays revoked)."""
         with self._lock:
             if self.enrolled.pop(node_id, None) is not None:
-                self._write(NODES_FILE, self.enrolled)
+                self.state.delete(_node_record(node_id))
 
 
 class EnrolmentService(pb_grpc.EnrolmentServicer):

@@ -32,6 +32,7 @@ from ._identity import MASTER_NAME, Credentials, Identity, server_names
 
 CA_DAYS = 3650
 NODE_DAYS = 30
+CN_MAX = 64  # the most characters of a certificate's common name (RFC 5280's ub-common-name)
 """A node's certificate lasts this long; the node renews it once a third is left."""
 CA_FILE, CA_KEY = "ca.pem", "ca.key"
 
@@ -153,6 +154,12 @@ class ClusterCA:
         return Credentials(self.cert_pem, cert, key_pem(key))
 
     def _issue(self, public: ec.EllipticCurvePublicKey, identity: Identity, days: float) -> bytes:
+        if len(str(identity).encode()) > CN_MAX:  # X.509's bound on a common name
+            room = CN_MAX - len(identity.role) - 1
+            raise HeadwaterError(
+                f"node id {identity.name!r} is too long for its certificate (named "
+                f"{identity.role}:ID, at most {CN_MAX} characters): use at most {room}"
+            )
         now = _now()
         cert = (
             x509.CertificateBuilder()
