@@ -20,7 +20,10 @@ import pytest
 
 from bench.fleet import measure
 
-pytestmark = pytest.mark.cluster
+from .._workers import one_worker
+
+# one case at a time: each checks that it leaves no work folder of the bench's behind
+pytestmark = [pytest.mark.cluster, one_worker(__name__)]
 
 
 @pytest.mark.parametrize(
