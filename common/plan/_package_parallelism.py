@@ -41,22 +41,32 @@ def parallelism_problem(doc: Any) -> str | None:
     return None
 
 
-def with_parallelism(topology: Any, folder: Path) -> Any:
-    """``topology`` with the parallelism ``folder``'s file sets; as it is without the file."""
-    path = folder / PARALLELISM_FILE
+def read_sidecar(
+    topology: Any, folder: Path, name: str, problem: Callable[[Any], str | None]
+) -> dict[str, Any] | None:
+    """The sidecar file ``name`` of the package in ``folder`` (None: there is none), checked
+    by ``problem`` and against ``topology``'s components; TopologyLoadError saying why not."""
+    path = folder / name
     if not path.is_file():
-        return topology
+        return None
     try:
         doc = json.loads(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise TopologyLoadError(f"{path}: not a JSON document ({exc})") from None
-    problem = parallelism_problem(doc)
-    if problem is not None:
-        raise TopologyLoadError(f"{path}: {problem}")
-    names = {c.name for c in topology.components}
-    unknown = sorted(set(doc) - names)
+    said = problem(doc)
+    if said is not None:
+        raise TopologyLoadError(f"{path}: {said}")
+    unknown = sorted(set(doc) - {c.name for c in topology.components})
     if unknown:
         raise TopologyLoadError(f"{path} names {unknown}, which the topology does not have")
+    return dict(doc)
+
+
+def with_parallelism(topology: Any, folder: Path) -> Any:
+    """``topology`` with the parallelism ``folder``'s file sets; as it is without the file."""
+    doc = read_sidecar(topology, folder, PARALLELISM_FILE, parallelism_problem)
+    if doc is None:
+        return topology
     components = tuple(
         replace(c, parallelism=doc[c.name]) if c.name in doc else c for c in topology.components
     )

@@ -19,17 +19,15 @@ user sends later carries its own file or none: its code says the placement again
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .._exceptions import TopologyLoadError
 from ..api import ComponentSpec, Placement, Topology
 from ..api._config import HANDOVER
-from ._package_parallelism import package_with_sidecar
+from ._package_parallelism import package_with_sidecar, read_sidecar
 
 PLACEMENT_FILE = "headwater_placement.json"
 """The file, beside the topology file, placing components."""
@@ -99,19 +97,9 @@ def _placed(spec: ComponentSpec, where: str | dict[str, str]) -> ComponentSpec:
 
 def with_placement(topology: Topology, folder: Path) -> Topology:
     """``topology`` with the placement ``folder``'s file sets; as it is without the file."""
-    path = folder / PLACEMENT_FILE
-    if not path.is_file():
+    doc = read_sidecar(topology, folder, PLACEMENT_FILE, placement_problem)
+    if doc is None:
         return topology
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise TopologyLoadError(f"{path}: not a JSON document ({exc})") from None
-    problem = placement_problem(doc)
-    if problem is not None:
-        raise TopologyLoadError(f"{path}: {problem}")
-    unknown = sorted(set(doc) - {c.name for c in topology.components})
-    if unknown:
-        raise TopologyLoadError(f"{path} names {unknown}, which the topology does not have")
     components = tuple(_placed(c, doc[c.name]) if c.name in doc else c for c in topology.components)
     return replace(topology, components=components)
 
