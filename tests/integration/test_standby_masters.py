@@ -17,6 +17,9 @@ from typing import Any
 
 import pytest
 
+from headwater._master_client import Client
+from headwater.common._exceptions import HeadwaterError
+
 from .._zookeeper import ZooKeeper
 from ..cloud._packages import topology_package
 from ..conftest import free_port
@@ -124,6 +127,12 @@ def test_the_standby_redirects_and_leads_when_the_leader_is_killed(
     }
     status, _, where = _get(f"{b.http}/api/v1/topologies?x=1", token)
     assert (status, where) == (307, f"{a.http}/api/v1/topologies?x=1")
+    # the CLI through the standby: a write redirected is the leader's to allow or refuse
+    viewer = Client(b.http, token).call("POST", "/api/v1/tokens", body={"role": "viewer"})
+    with pytest.raises(HeadwaterError, match="refused the request"):
+        Client(b.http, viewer["token"]).call("POST", "/api/v1/tokens", body={"role": "admin"})
+    with pytest.raises(HeadwaterError, match="refused the request"):
+        Client(b.http).call("POST", "/api/v1/tokens", body={"role": "admin"})
     assert not _leads(daemons, b)
     assert _get(f"{a.http}/api/v1/leader", token)[1]["epoch"] == 1
     # a worker given both masters' addresses (the standby's first) attaches to the leader
