@@ -125,7 +125,8 @@ def test_a_node_attaches_past_a_dead_master_and_refuses_a_deposed_leaders_orders
         task = asyncio.get_running_loop().create_task(session.run())
         try:
             async with asyncio.timeout(30):
-                while new.attaches < 2:  # on to the old one, refused, and back
+                # on to the old one, refused, and back; and the new one's order obeyed
+                while new.attaches < 2 or len(obeyed) < 2:
                     await asyncio.sleep(0.01)
         finally:
             task.cancel()
