@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -9,12 +10,25 @@ from typing import Any
 from bytewax.inputs import FixedPartitionedSource, StatefulSourcePartition
 from bytewax.outputs import DynamicSink, StatelessSinkPartition
 
-from bench.peer_kit import OUT, RATE, Feed, LatencyKey, Summary, write_arrivals, write_result
+from bench.peer_kit import (
+    DATA,
+    OUT,
+    RATE,
+    Feed,
+    LatencyKey,
+    Summary,
+    write_arrivals,
+    write_result,
+)
+
+# bytewax-par: a source of this many partitions, partition i reading ``BENCH_DATA.p<i>``
+# (the workload's split_data), each offered its share of ``BENCH_RATE``
+PARTITIONS = int(os.environ.get("BENCH_PARTITIONS", "0"))
 
 
 class _Batches(StatefulSourcePartition[Any, None]):
-    def __init__(self) -> None:
-        self.feed = Feed()
+    def __init__(self, feed: Feed) -> None:
+        self.feed = feed
 
     def next_batch(self) -> list[Any]:
         records = self.feed.take()
@@ -30,13 +44,17 @@ class _Batches(StatefulSourcePartition[Any, None]):
 
 
 class BatchSource(FixedPartitionedSource[Any, None]):
-    """The feed's records (see ``peer_kit.Feed``), as one partition."""
+    """The feed's records (see ``peer_kit.Feed``), as one partition, or with
+    ``BENCH_PARTITIONS`` set as that many, one per file of the split data (Bytewax hands
+    the partitions out over its workers)."""
 
     def list_parts(self) -> list[str]:
-        return ["0"]
+        return [str(i) for i in range(PARTITIONS or 1)]
 
     def build_part(self, step_id: str, for_part: str, resume_state: None) -> _Batches:
-        return _Batches()
+        if not PARTITIONS:
+            return _Batches(Feed())
+        return _Batches(Feed(f"{DATA}.p{for_part}", RATE / PARTITIONS))
 
 
 class _Collect(StatelessSinkPartition[Any]):

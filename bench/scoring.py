@@ -42,7 +42,7 @@ import psutil
 
 from bench.iot import functions as iot
 from bench.peer_kit import read_batches
-from bench.peers import Sampler, _wait_file
+from bench.peer_run import Sampler, wait_file
 from bench.scoring_topology import INPUTS, MODEL, VARIANTS, JsonAnomaly
 from headwater.cloud.local import LocalCluster
 
@@ -130,7 +130,7 @@ def one_run(
             _opened(cluster)
             cpu0 = _cpu_s()
             Path(f"{out}.go").touch()
-            result = _wait_file(out, 600)
+            result = wait_file(out, 600)
             cpu = _cpu_s()
             cpu_us = sum(t - cpu0.get(pid, 0.0) for pid, t in cpu.items()) / size * 1e6
             if env["BENCH_SCORING"] != "base":

@@ -1,6 +1,6 @@
 """Word count on Bytewax: ``python -m bytewax.run bench.wc.bytewax_flow:flow``.
 
-Run as one process, or as two (``-i 0|1 -a HOST:PORT;HOST:PORT``): each worker's
+Run as one process, or as several (``-i I -a HOST:PORT;HOST:PORT;...``): each worker's
 sink writes its share of the results to ``BENCH_OUT.wN``.
 """
 
