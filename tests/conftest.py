@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from ._garage import Garage
+from ._timeline import pytest_runtest_protocol  # noqa: F401  (a hook: HEADWATER_TEST_TIMELINE)
 from ._wait import wait_for
 from ._zookeeper import ZooKeeper
 
