@@ -38,9 +38,13 @@ class TopK:
             counts[key] += 1
         elif len(counts) < self.k:
             counts[key] = 1
-        else:  # the smallest counter goes to the new key, which inherits its count
-            victim = min(counts, key=counts.__getitem__)
-            counts[key] = counts.pop(victim) + 1
+        else:  # the (first) smallest counter goes to the new key, which inherits its count
+            low = min(counts.values())  # in C, then the first key at it: not a keyed min
+            for victim in counts:
+                if counts[victim] == low:
+                    break
+            del counts[victim]
+            counts[key] = low + 1
 
     def shares(self, n: int = REPORTED) -> dict[str, float]:
         """The ``n`` top keys (rendered) and their shares of what was added; then reset."""
