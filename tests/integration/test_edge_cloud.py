@@ -303,22 +303,38 @@ def test_iot_example_runs_across_worker_and_two_agents(
 
 
 class SteadySensors(threading.Thread):
-    """Publishes ``messages`` at ``rate`` per second (QoS 1), counting what went out per site."""
+    """Publishes ``messages`` at ``rate`` per second (QoS 1), counting what went out per site.
+    ``finish`` ends it early at the end of a round of the sites (``messages`` interleaved one
+    per site in ``SITES``' order), so that a test publishes while something happens and not
+    longer."""
 
     def __init__(self, sensors: Sensors, messages: list[tuple[str, bytes]], rate: float) -> None:
         super().__init__(name="sensors", daemon=True)
         self.sensors, self.messages, self.rate = sensors, messages, rate
         self.sent: dict[str, int] = {s: 0 for s in SITES}
         self.stop = threading.Event()
+        self.finishing = threading.Event()
 
     def run(self) -> None:
         start = time.monotonic()
         for i, (topic, payload) in enumerate(self.messages):
+            if i % len(SITES) == 0 and self.finishing.is_set():
+                return
             delay = start + i / self.rate - time.monotonic()
             if self.stop.wait(max(0.0, delay)):
                 return
             self.sensors.publish([(topic, payload)])
             self.sent[topic.split("/")[1]] += 1
+
+    def finish(self, timeout: float = 30.0) -> int:
+        """Stop after this round (or at the end of ``messages``, if that came first) and
+        return how many went to each site: the same number to every one."""
+        self.finishing.set()
+        self.join(timeout)
+        assert not self.is_alive(), "the publisher did not stop"
+        counts = set(self.sent.values())
+        assert len(counts) == 1, f"sites sent different counts: {self.sent}"
+        return counts.pop()
 
 
 def _steady(read: Callable[[], Any], for_s: float, timeout: float = 30.0) -> Any:

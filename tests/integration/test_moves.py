@@ -170,7 +170,7 @@ def test_a_stateless_component_moves_to_every_agent_and_back_exactly_once(
     (code / "mover.py").write_text(SOURCE)
     daemons.cli("submit", str(code / "mover.py"))
     sensors = Sensors(*mosquitto)
-    n, rate = 1800, 60.0  # per site, over about 60 s in all
+    n, rate = 1800, 60.0  # per site at most, over about 60 s in all
     messages = [
         (f"sensors/{site}/s{i % 3}", json.dumps({"seq": i}).encode())
         for i in range(n)
@@ -210,10 +210,10 @@ def test_a_stateless_component_moves_to_every_agent_and_back_exactly_once(
             ("move", "applied"),
             ("move", "applied"),
         ]
-        publisher.join(150)
-        assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
-        # readings after the move back (the moves may outlast the steady ones on a loaded
-        # machine): the cloud's copy tags them
+        # the readings published while the moves happened (at most n: on a loaded machine
+        # the moves may outlast them), then readings after the move back, which the cloud's
+        # copy tags
+        n = publisher.finish()
         tail = SteadySensors(
             sensors,
             [
@@ -283,8 +283,7 @@ def test_a_component_placed_on_the_edge_moves_to_the_cloud_and_back(
         _move(daemons, "edge", 2)
         wait_for(lambda: _agents_at(daemons, 3), 90, "both agents at revision 3")
         assert _on_edge(daemons) == {"readings", "tag"}
-        publisher.join(150)
-        assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
+        n = publisher.finish()  # published while the moves happened (at most n)
         tail = SteadySensors(
             sensors,
             [

@@ -165,7 +165,7 @@ def test_a_keyed_component_moves_from_every_agent_to_the_cloud_with_its_state(
     started again."""
     out, args, agents = _cluster(daemons, mosquitto, tmp_path, SOURCE)
     sensors = Sensors(*mosquitto)
-    n, rate = 1200, 60.0  # per site, over about 40 s in all
+    n, rate = 1200, 60.0  # per site at most, over about 40 s in all
     publisher = SteadySensors(sensors, _readings(0, n), rate)
     try:
         publisher.start()
@@ -178,14 +178,18 @@ def test_a_keyed_component_moves_from_every_agent_to_the_cloud_with_its_state(
         wait_for(lambda: _agents_at(daemons, 2), 90, "both agents at revision 2")
         view = daemons.api("/api/v1/topologies/keyed")
         assert {c["name"] for c in view["edge"]["components"]} == {"readings", "parse"}
-        publisher.join(150)
-        assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
+        # the readings published while the move happened (at most n), then readings after
+        # it, which the cloud's copy counts for every sensor
+        n = publisher.finish()
+        tail = SteadySensors(sensors, _readings(n, n + TAIL), rate)
+        tail.run()
+        assert tail.sent == {s: TAIL for s in SITES}
         wait_for(
-            lambda: len(committed_rows(out / "counted")) >= 2 * n,
+            lambda: len(committed_rows(out / "counted")) >= 2 * (n + TAIL),
             120,
             "every reading counted",
         )
-        _check(committed_rows(out / "counted"), n, fault == "kill")
+        _check(committed_rows(out / "counted"), n + TAIL, fault == "kill")
         dead = daemons.api("/api/v1/topologies/keyed/exceptions")
         assert not [e for e in dead if "did not move" in e.get("message", "")], dead
     finally:
@@ -242,10 +246,10 @@ def test_a_keyed_component_moves_from_the_cloud_to_every_agent_and_back_with_its
         )
         _move(daemons, "cloud", 2)
         wait_for(lambda: _agents_at(daemons, 3), 90, "both agents at revision 3")
-        publisher.join(150)
-        assert not publisher.is_alive() and publisher.sent == {s: n for s in SITES}
-        # readings after the move back (the moves may outlast the steady ones on a loaded
-        # machine, or after a kill): the cloud's copy counts them
+        # the readings published while the moves happened (at most n: they may outlast them
+        # on a loaded machine, or after a kill), then readings after the move back, which the
+        # cloud's copy counts
+        n = publisher.finish()
         tail = SteadySensors(sensors, _readings(n, n + TAIL), rate)
         tail.run()
         assert tail.sent == {s: TAIL for s in SITES}
