@@ -21,7 +21,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -31,6 +30,7 @@ from typing import Any
 
 from bench.peer_run import one
 from bench.peers import RESULTS, WORKLOADS, agrees, positive
+from bench.wordcount import machine
 
 POINTS = (1, 2, 4, 8, 16)
 RUNNERS = ("headwater-par", "bytewax-par")
@@ -94,23 +94,6 @@ def containers_at(n: int, fixed: int) -> int:
     """Headwater's containers at ``n`` tasks per stage: ``fixed``, or (0) one for one task
     and otherwise at least two, one per four tasks."""
     return fixed or (1 if n == 1 else max(2, math.ceil(n / 4)))
-
-
-def machine() -> dict[str, Any]:
-    model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cores": len(os.sched_getaffinity(0)),
-        "cpu": model or platform.processor(),
-        "memory_gb": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
-        "python": platform.python_version(),
-    }
 
 
 def _point(
@@ -184,11 +167,12 @@ def run(args: argparse.Namespace) -> int:
     functions, unit, _ = WORKLOADS[args.pipeline]
     package = functions.__name__.split(".")[1]
     where = machine()
-    points = [n for n in args.points if args.oversubscribe or n <= where["cores"]]
+    cores = where["nproc"]  # the cores this process may run on
+    points = [n for n in args.points if args.oversubscribe or n <= cores]
     left_out = [n for n in args.points if n not in points]
     if left_out:
         print(
-            f"this machine has {where['cores']} cores: leaving out {left_out} "
+            f"this machine has {cores} cores: leaving out {left_out} "
             "(--oversubscribe runs them anyway)",
             flush=True,
         )
@@ -209,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
             "machine": where,
             "left_out": {
                 "points": left_out,
-                "why": f"more tasks than the machine's {where['cores']} cores",
+                "why": f"more tasks than the machine's {cores} cores",
             }
             if left_out
             else None,

@@ -52,7 +52,8 @@ def plot(result: dict[str, Any], path: Path) -> None:
     where = result["machine"]
     left = result.get("left_out")
     fig.suptitle(
-        f"{result['pipeline']}, {result['size']:,} records: {where['cores']} cores, {where['cpu']}"
+        f"{result['pipeline']}, {result['size']:,} records: "
+        f"{where['nproc']} cores, {where['cpu_model']}"
         + (f"; left out {left['points']} ({left['why']})" if left else "")
     )
     fig.tight_layout()

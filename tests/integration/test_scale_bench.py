@@ -42,7 +42,7 @@ def test_the_sweep_writes_each_point_s_figures_and_the_curve(tmp_path: Path) -> 
     assert f"this machine has {cores} cores: leaving out [64]" in done.stdout
     result = json.loads(out.read_text())
     assert (result["pipeline"], result["size"], result["unit"]) == ("wordcount", 2000, "words/s")
-    assert result["machine"]["cores"] == cores and result["left_out"]["points"] == [64]
+    assert result["machine"]["nproc"] == cores and result["left_out"]["points"] == [64]
     assert [(p["tasks"], p["containers"]) for p in result["points"]] == [(1, 1), (2, 2)]
     for p in result["points"]:
         assert [len(p["runs"][r]) for r in ("floor", "headwater-par", "bytewax-par")] == [1] * 3
