@@ -42,7 +42,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
                 "end": time.time(),
                 "cpu": round(_cpu() - cpu, 3),
             }
-            with open(Path(where) / f"{worker}.jsonl", "a") as f:
+            folder = Path(where)
+            folder.mkdir(parents=True, exist_ok=True)
+            with open(folder / f"{worker}.jsonl", "a") as f:
                 f.write(json.dumps(line) + "\n")
 
 
