@@ -102,12 +102,14 @@ def _point(
     n: int,
     data: Path,
     work: Path,
-    expect: int,
-    size: int,
+    floor: dict[str, Any],
+    counted: int,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """Every runner at ``n`` tasks, ``args.runs`` times, with the floor in each repetition."""
-    counted = size if package == "iot" else expect  # every reading read, or every word
+    """Every runner at ``n`` tasks, ``args.runs`` times, with the floor in each repetition;
+    each run's results must be ``floor``'s (the first floor run's summary); ``counted``: the
+    records the rate counts."""
+    expect = floor["records"]
     run_args = argparse.Namespace(
         rate=0.0,
         checkpoints=1.0,
@@ -117,17 +119,11 @@ def _point(
     )
     load = [round(os.getloadavg()[0], 2)]
     runs: dict[str, list[dict[str, Any]]] = {r: [] for r in ("floor", *args.runners)}
-    floor_summary: dict[str, Any] | None = None
     for i in range(args.runs):
         for runner, done in runs.items():
             r = one(package, runner, data, work, expect, counted, run_args)
-            if runner == "floor":
-                floor_summary = r["summary"]
-            elif floor_summary is not None and not agrees(
-                runner, package, r["summary"], floor_summary
-            ):
-                raise RuntimeError(f"{runner} at {n} disagrees: {r['summary']} != {floor_summary}")
-            r.pop("summary")
+            if not agrees(runner, package, r.pop("summary"), floor):
+                raise RuntimeError(f"{runner} at {n} tasks disagrees with the floor")
             done.append(r)
             print(
                 f"{n} tasks, run {i + 1}, {runner}: {r['per_s']:,}/s, "
@@ -185,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
         functions.make_data(data, args.size)
         floor_args = argparse.Namespace(rate=0.0, checkpoints=1.0, partitions=1, containers=1)
         first = one(package, "floor", data, work, 0, args.size, floor_args)
-        expect = first["summary"]["records"]
+        # every reading read, or every word: what the rate counts (as in bench peers)
+        counted = args.size if unit == "readings" else first["summary"]["records"]
         result: dict[str, Any] = {
             "pipeline": args.pipeline,
             "size": args.size,
@@ -198,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
             if left_out
             else None,
             "points": [
-                _point(functions, package, n, data, work, expect, args.size, args) for n in points
+                _point(functions, package, n, data, work, first["summary"], counted, args)
+                for n in points
             ],
         }
         # the single-process floor: the same at every point, so the median of them all
