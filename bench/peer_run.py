@@ -4,7 +4,9 @@ they cost, and its result.
 The runners:
 
 * ``floor``: one process that decodes the batches and calls the functions, with no
-  runtime at all;
+  runtime at all; ``floor-par``: ``--partitions`` such processes at once, each over one
+  task's file and with no exchange between them: what this machine gives N independent
+  processes (for word count a ceiling, not a word count: each counts its own file's words);
 * ``headwater``: the DSL pipeline on a local cluster, at most once, one task per stage;
   ``headwater-eo``: the same exactly once;
 * ``headwater-par``: the data-parallel shape, ``--partitions`` tasks per stage on
@@ -44,6 +46,7 @@ from headwater.cloud.local import LocalCluster
 ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = (
     "floor",
+    "floor-par",
     "headwater",
     "headwater-eo",
     "headwater-par",
@@ -53,7 +56,12 @@ RUNNERS = (
     "bytewax-par",
     "pyspark",
 )
-PARTITIONED = ("headwater-par", "headwater-par-eo", "bytewax-par")  # split_data's files
+PARTITIONED = (
+    "floor-par",
+    "headwater-par",
+    "headwater-par-eo",
+    "bytewax-par",
+)  # split_data's files
 Arrival = Callable[[Any], int]  # a result's latency key -> the index of the record it waited for
 
 
@@ -193,6 +201,8 @@ def one(
             cmd = [sys.executable, "-m", f"bench.{package}.floor", str(data), str(out)]
             subprocess.run(cmd, env={**os.environ, **env}, check=True, timeout=600)
             result = json.loads(out.read_text())
+        elif runner == "floor-par":
+            result = _floors(package, parts, env, data, out)
         elif runner == "pyspark":
             cmd = [sys.executable, "-m", f"bench.{package}.pyspark_flow"]
             subprocess.run(cmd, env={**os.environ, **env}, check=True, timeout=900)
@@ -259,6 +269,31 @@ def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> di
     return merge(
         [json.loads(f.read_text()) for f in out.parent.iterdir() if worker.fullmatch(f.name)]
     )
+
+
+def _floors(package: str, parts: int, env: dict[str, str], data: Path, out: Path) -> dict[str, Any]:
+    """``parts`` floor processes at once, floor ``i`` over ``data.p<i>``; from the first
+    one's start to the last one's end."""
+    outs = [Path(f"{out}.w{i}") for i in range(parts)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", f"bench.{package}.floor", f"{data}.p{i}", str(o)],
+            env={**os.environ, **env},
+        )
+        for i, o in enumerate(outs)
+    ]
+    try:
+        for p in procs:
+            if p.wait(600) != 0:
+                raise RuntimeError(f"a floor process exited with {p.returncode}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    results = [json.loads(o.read_text()) for o in outs]
+    start = min(r.pop("start") for r in results)
+    return {**merge(results), "start": start}
 
 
 def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 ``python -m bench scale --pipeline iot`` runs, at each point N of ``--points``, the
 floor (one process, no runtime: the single-process figure every point is compared with),
 ``headwater-par`` (N tasks per stage on ``--containers`` stream managers) and
-``bytewax-par`` (N worker processes and a source of N partitions, the peer at its best),
+``bytewax-par`` (N worker processes and a source of N partitions, the peer at its best)
+and, asked for with ``--runners``, ``floor-par`` (N floor processes at once, with no
+exchange between them: what the machine gives N independent processes),
 each ``--runs`` times, alternating within each repetition, over the same data split into
 N files (``bench/peer_run.py`` has the runners). Points above the cores this process may run
 on are left out and the result says so (``--oversubscribe`` runs them anyway).
@@ -34,6 +36,9 @@ from bench.wordcount import machine
 
 POINTS = (1, 2, 4, 8, 16)
 RUNNERS = ("headwater-par", "bytewax-par")
+# floor-par: N floor processes at once, with no exchange: what the machine gives N
+# independent processes, the bound under any runtime's curve
+CHOICES = (*RUNNERS, "floor-par")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,7 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--runners",
         type=_runners,
         default=RUNNERS,
-        help=f"comma-separated, of {','.join(RUNNERS)}",
+        help=f"comma-separated, of {','.join(CHOICES)}",
     )
     p.add_argument(
         "--oversubscribe",
@@ -85,8 +90,8 @@ def _containers(text: str) -> int:
 
 def _runners(text: str) -> tuple[str, ...]:
     chosen = tuple(r.strip() for r in text.split(",") if r.strip())
-    if not chosen or any(r not in RUNNERS for r in chosen):
-        raise argparse.ArgumentTypeError(f"{text!r}: runners are among {','.join(RUNNERS)}")
+    if not chosen or any(r not in CHOICES for r in chosen):
+        raise argparse.ArgumentTypeError(f"{text!r}: runners are among {','.join(CHOICES)}")
     return chosen
 
 

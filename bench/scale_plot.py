@@ -12,7 +12,11 @@ matplotlib.use("Agg")  # no display: a file
 
 import matplotlib.pyplot as plt  # after the backend is chosen
 
-STYLE = {"headwater-par": ("tab:blue", "o"), "bytewax-par": ("tab:orange", "s")}
+STYLE = {
+    "headwater-par": ("tab:blue", "o"),
+    "bytewax-par": ("tab:orange", "s"),
+    "floor-par": ("tab:green", "^"),
+}
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

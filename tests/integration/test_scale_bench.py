@@ -62,13 +62,29 @@ def test_the_sweep_writes_each_point_s_figures_and_the_curve(tmp_path: Path) -> 
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_floor_par_runs_n_floors_at_once_and_agrees_with_the_floor(tmp_path: Path) -> None:
+    """The machine's own ceiling: N floor processes over the N files, no exchange; for IoT
+    (split by sensor) their results together are the floor's, which the sweep checks."""
+    out = tmp_path / "scale-iot.json"
+    done = _bench(
+        "--pipeline", "iot", "--size", "6000", "--runs", "1", "--points", "2",
+        "--runners", "floor-par", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (point,) = json.loads(out.read_text())["points"]
+    assert set(point["runs"]) == {"floor", "floor-par"} and "headwater / bytewax" not in point
+    (run,) = point["runs"]["floor-par"]
+    assert [proc["process"] for proc in run["processes"]] == ["floor", "floor"]
+    assert point["floor-par"]["per_s"] > 0
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["--points", "0,2"], "give task counts, e.g. 1,2,4"),
         (["--points", "two"], "give task counts, e.g. 1,2,4"),
         (["--containers", "-1"], "give a whole number, 1 or more"),
-        (["--runners", "spark"], "runners are among headwater-par,bytewax-par"),
+        (["--runners", "spark"], "runners are among headwater-par,bytewax-par,floor-par"),
         (["--points", "4096"], "no point of the sweep fits this machine's cores; give --points"),
     ],
 )
