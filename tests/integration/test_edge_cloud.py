@@ -304,13 +304,21 @@ def test_iot_example_runs_across_worker_and_two_agents(
 
 class SteadySensors(threading.Thread):
     """Publishes ``messages`` at ``rate`` per second (QoS 1), counting what went out per site.
-    ``finish`` ends it early at the end of a round of the sites (``messages`` interleaved one
-    per site in ``SITES``' order), so that a test publishes while something happens and not
-    longer."""
+    ``finish`` ends it early at the end of a round (``round_size`` messages that send each
+    site as many: one per site in ``SITES``' order by default, every sensor's next reading
+    for ``headwater._demo.sensors.readings``), so that a test publishes while something
+    happens and not longer."""
 
-    def __init__(self, sensors: Sensors, messages: list[tuple[str, bytes]], rate: float) -> None:
+    def __init__(
+        self,
+        sensors: Sensors,
+        messages: list[tuple[str, bytes]],
+        rate: float,
+        round_size: int = len(SITES),
+    ) -> None:
         super().__init__(name="sensors", daemon=True)
         self.sensors, self.messages, self.rate = sensors, messages, rate
+        self.round_size = round_size
         self.sent: dict[str, int] = {s: 0 for s in SITES}
         self.stop = threading.Event()
         self.finishing = threading.Event()
@@ -318,7 +326,7 @@ class SteadySensors(threading.Thread):
     def run(self) -> None:
         start = time.monotonic()
         for i, (topic, payload) in enumerate(self.messages):
-            if i % len(SITES) == 0 and self.finishing.is_set():
+            if i % self.round_size == 0 and self.finishing.is_set():
                 return
             delay = start + i / self.rate - time.monotonic()
             if self.stop.wait(max(0.0, delay)):
