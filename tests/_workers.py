@@ -10,6 +10,10 @@ trained once, daemons started once per mode) is a group of its own (``one_worker
 ``--dist loadgroup`` otherwise hands its tests to every worker, and each worker makes the
 fixture again (a module's fixture is per process). xdist hands out the groups first,
 the largest first, so these long modules also start early.
+
+A process a worker keeps from one test to the next on purpose (the console tests'
+Chromium: each start is about 3 s) is named in ``KEPT``: it and what it starts are not a
+test's leak (``tests/conftest.py``'s ``no_leaked_processes``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import pytest
 
 DEFAULT_PORTS = pytest.mark.xdist_group("default-ports")
+KEPT: set[int] = set()  # pids of processes kept across tests, with their descendants
 
 
 def one_worker(module: str) -> pytest.MarkDecorator:

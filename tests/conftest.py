@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -16,6 +17,7 @@ import pytest
 from ._garage import Garage
 from ._timeline import pytest_runtest_protocol  # noqa: F401  (a hook: HEADWATER_TEST_TIMELINE)
 from ._wait import wait_for
+from ._workers import KEPT
 from ._zookeeper import ZooKeeper
 
 # A suite started in the background of a non-interactive shell has SIGINT ignored, which every
@@ -77,15 +79,32 @@ def clean_environ(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def no_leaked_processes() -> Iterator[None]:
-    """Fail a test that leaves child processes running."""
+    """Fail a test that leaves child processes running (but those the worker keeps on
+    purpose, ``tests/_workers.py``'s ``KEPT``, and theirs)."""
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     yield
-    leaked = [p for p in me.children(recursive=True) if p.pid not in before]
+    kept = _kept()
+    leaked = [p for p in me.children(recursive=True) if p.pid not in before | kept]
     _, alive = psutil.wait_procs(leaked, timeout=10)
     for p in alive:
         p.kill()
-    assert not alive, f"test leaked processes: {[p.cmdline() for p in alive]}"
+    assert not alive, f"test leaked processes: {[_described(p) for p in alive]}"
+
+
+def _kept() -> set[int]:
+    kept: set[int] = set()
+    for pid in KEPT:
+        with contextlib.suppress(psutil.Error):  # gone: its own fixture notices
+            kept |= {pid, *(c.pid for c in psutil.Process(pid).children(recursive=True))}
+    return kept
+
+
+def _described(p: psutil.Process) -> str:
+    try:
+        return " ".join(p.cmdline())
+    except psutil.Error:  # a zombie has no command line left
+        return f"pid {p.pid}"
 
 
 @pytest.fixture

@@ -152,7 +152,7 @@ def _scenario(
     wait_for(lambda: page.rates("count", "gw-site0")[1] > 0, 30, "count's rate out on site0")
     wait_for(lambda: page.rates("readings", "gw-site1")[1] > 0, 30, "readings' rate on site1")
     wait_for(lambda: page.rates("sink")[0] > 0, 30, "the sink's rate in")
-    page.find('g.component[data-component="sink"]').click()
+    page.click('g.component[data-component="sink"]')  # again if the DAG redrew it
     first = int(page.find("#instances tbody tr td:nth-child(3)").text)
     wait_for(
         lambda: int(page.text("#instances tbody tr td:nth-child(3)") or 0) > first,
