@@ -99,3 +99,6 @@ def browser(
         for entry in driver.get_log("browser"):  # type: ignore[no-untyped-call]
             print("browser:", entry)
         raise
+    finally:  # no page left polling a master that is gone until the next test
+        with contextlib.suppress(Exception):
+            driver.get("about:blank")
