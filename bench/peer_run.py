@@ -255,16 +255,7 @@ def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> di
         cmds = [[*cmd, "-i", str(i), "-a", addresses] for i in range(processes)]
     else:
         cmds = [cmd]
-    procs = [subprocess.Popen(c, env={**os.environ, **env}) for c in cmds]
-    try:
-        for p in procs:
-            if p.wait(600) != 0:
-                raise RuntimeError(f"bytewax exited with {p.returncode}")
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+    _run_all(cmds, env, "bytewax")
     worker = re.compile(re.escape(out.name) + r"\.w\d+")
     return merge(
         [json.loads(f.read_text()) for f in out.parent.iterdir() if worker.fullmatch(f.name)]
@@ -275,25 +266,26 @@ def _floors(package: str, parts: int, env: dict[str, str], data: Path, out: Path
     """``parts`` floor processes at once, floor ``i`` over ``data.p<i>``; from the first
     one's start to the last one's end."""
     outs = [Path(f"{out}.w{i}") for i in range(parts)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", f"bench.{package}.floor", f"{data}.p{i}", str(o)],
-            env={**os.environ, **env},
-        )
-        for i, o in enumerate(outs)
-    ]
+    floor = [sys.executable, "-m", f"bench.{package}.floor"]
+    _run_all([[*floor, f"{data}.p{i}", str(o)] for i, o in enumerate(outs)], env, "a floor")
+    results = [json.loads(o.read_text()) for o in outs]
+    start = min(r.pop("start") for r in results)
+    return {**merge(results), "start": start}
+
+
+def _run_all(cmds: list[list[str]], env: dict[str, str], what: str) -> None:
+    """Start every command at once and wait for all of them; any that fails fails the run,
+    and none is left running."""
+    procs = [subprocess.Popen(c, env={**os.environ, **env}) for c in cmds]
     try:
         for p in procs:
             if p.wait(600) != 0:
-                raise RuntimeError(f"a floor process exited with {p.returncode}")
+                raise RuntimeError(f"{what} process exited with {p.returncode}")
     finally:
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
-    results = [json.loads(o.read_text()) for o in outs]
-    start = min(r.pop("start") for r in results)
-    return {**merge(results), "start": start}
 
 
 def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
