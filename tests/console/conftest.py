@@ -38,7 +38,9 @@ def _start(profile: Path) -> webdriver.Chrome:
     ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    KEPT.add(driver.service.process.pid)  # chromedriver: Chromium is its child
+    return driver
 
 
 def _fresh(driver: webdriver.Chrome) -> bool:
@@ -84,14 +86,12 @@ def _chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[webdriv
 def browser(
     _chromium: list[webdriver.Chrome], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[webdriver.Chrome]:
-    """The worker's Chromium on a blank page. Each test's console is served on its own
-    ports, so its origin, and with it the page's local storage, is its own."""
-    if not _chromium or not _fresh(_chromium[0]):
-        if _chromium:
-            _quit(_chromium.pop())
-        driver = _start(tmp_path_factory.mktemp("chromium"))
-        KEPT.add(driver.service.process.pid)  # chromedriver: Chromium is its child
-        _chromium.append(driver)
+    """The worker's Chromium on a new blank tab (``_fresh``), started again if the last
+    test left it unanswering."""
+    if _chromium and not _fresh(_chromium[0]):
+        _quit(_chromium.pop())
+    if not _chromium:
+        _chromium.append(_start(tmp_path_factory.mktemp("chromium")))
     driver = _chromium[0]
     try:
         yield driver
