@@ -53,6 +53,12 @@ class ContainerSession:
         self.last_heartbeat[info.container] = self.clock.monotonic()
         return old
 
+    def heard_from(self, container: int) -> None:
+        """A registered container spoke (an acknowledgement, say): it is alive now, so its
+        silence is not reported until a heartbeat interval has passed again."""
+        if container in self.containers:
+            self.last_heartbeat[container] = self.clock.monotonic()
+
     def heartbeat(self, request: pb.Heartbeat) -> None:
         self.last_heartbeat[request.container] = self.clock.monotonic()
         fresh: set[str] = set()

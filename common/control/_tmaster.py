@@ -191,6 +191,7 @@ class TopologyMaster:
         return pb.HeartbeatAck(plan_revision=self.plan_version)
 
     def ack_restore(self, request: pb.RestoreAck) -> None:
+        self.session.heard_from(request.container)
         outcome = self.recovery.ack(request, self.plan.containers)
         if outcome is RestoreAck.UNUSABLE:
             self.session.report("checkpoint", request.error)
@@ -209,6 +210,7 @@ class TopologyMaster:
             self.begin_restore(f"container {request.container}: {request.reason}")
 
     def ack_switch(self, request: pb.SwitchAck) -> None:
+        self.session.heard_from(request.container)
         idle = self.checkpoints.in_flight is None
         self.edits.switch_ack(request, containers=self.plan.containers, idle=idle)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from headwater import Bolt, Reliability, Spout, Topology, shuffle
+from headwater.common._clock import ManualClock
 from headwater.common._health import DEGRADED, FAILED, Health
 from headwater.common.control import CrashLoopPolicy, TopologyMaster
 from headwater.common.plan import pack_round_robin
@@ -70,6 +71,29 @@ def test_a_restore_says_which_containers_it_waits_for(tmp_path: Path) -> None:
     assert (status["state"], status["waiting_for"]) == ("RUNNING", [])
     tm.watchdog.tick()
     assert health.state == "ok"
+
+
+def test_a_container_that_acknowledges_the_restore_is_not_called_silent(tmp_path: Path) -> None:
+    # A container thawed after a long stop acknowledges the restore before its next
+    # heartbeat: the restore is over and nothing waits, so no silence is reported.
+    clock = ManualClock()
+    tm = _master(tmp_path, Reliability.EXACTLY_ONCE, 2, clock=clock)
+    for c in range(2):
+        _register(tm, c)
+    clock.advance(10.0)
+    assert tm.summary()["status"]["waiting_for"] == [
+        "container 0 has sent no heartbeat for 10s",
+        "container 1 has sent no heartbeat for 10s",
+        "container 0 has not restored checkpoint 0 (epoch 1): task 1 (src) not connected",
+        "container 1 has not restored checkpoint 0 (epoch 1): task 2 (sink) not connected",
+    ]
+    tm.heartbeat(pb.Heartbeat(topology="t", container=0))
+    tm.ack_restore(pb.RestoreAck(topology="t", container=0, epoch=tm.epoch, ok=True))
+    tm.ack_restore(pb.RestoreAck(topology="t", container=1, epoch=tm.epoch, ok=True))
+    status = tm.summary()["status"]
+    assert (status["state"], status["waiting_for"]) == ("RUNNING", [])
+    tm.ack_restore(pb.RestoreAck(topology="t", container=7, epoch=tm.epoch, ok=True))
+    assert 7 not in tm.last_heartbeat  # only a registered container counts
 
 
 def test_a_checkpoint_in_flight_names_the_tasks_it_lacks(tmp_path: Path) -> None:
