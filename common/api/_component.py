@@ -253,6 +253,21 @@ class BatchBolt(Protocol):
 
 
 @runtime_checkable
+class ColumnBolt(Protocol):
+    """A ``BatchBolt`` that takes a columnar frame whole (the DSL's chains).
+
+    A frame of untracked tuples of one shape travels as one list per field
+    (``wire/_columns.py``); the instance hands such a bolt those ``columns`` (each
+    as long as the frame's tuples) instead of making a value list per tuple, and
+    calls ``process_values`` for a frame of rows.
+    """
+
+    def process_columns(
+        self, component: str, stream: str, task: int, columns: list[list[Any]]
+    ) -> None: ...
+
+
+@runtime_checkable
 class SystemComponent(Protocol):
     """A runtime component that takes control messages.
 

@@ -60,7 +60,7 @@ class State(MutableMapping[Any, Any]):
 
 
 # values that cannot change in place (any other may be changed through a reference)
-_IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozenset, complex})
+IMMUTABLE = frozenset({int, float, str, bytes, bool, type(None), tuple, frozenset, complex})
 
 
 class KeyedState(State):
@@ -75,14 +75,12 @@ class KeyedState(State):
     def __init__(self, data: dict[Any, Any] | None = None) -> None:
         super().__init__(data)
         self._dirty: set[Any] = set()
-        self._mutable: set[Any] = {
-            k for k, v in self._data.items() if v.__class__ not in _IMMUTABLE
-        }
+        self._mutable: set[Any] = {k for k, v in self._data.items() if v.__class__ not in IMMUTABLE}
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._data[key] = value
         self._dirty.add(key)
-        if value.__class__ not in _IMMUTABLE:
+        if value.__class__ not in IMMUTABLE:
             self._mutable.add(key)
         elif self._mutable:
             self._mutable.discard(key)
@@ -99,12 +97,19 @@ class KeyedState(State):
         def put(key: Any, value: Any) -> None:
             data[key] = value
             mark(key)
-            if value.__class__ not in _IMMUTABLE:
+            if value.__class__ not in IMMUTABLE:
                 mutable.add(key)
             elif mutable:
                 mutable.discard(key)
 
         return data.get, put
+
+    def put_parts(self) -> tuple[dict[Any, Any], Callable[[Any], None], set[Any]]:
+        """``accessors``' ``put`` in parts, for a compiled loop that writes it inline (no
+        call per record): the dict, the add of the keys written since the last snapshot,
+        and the set of keys whose value is mutable (kept as ``put`` keeps it, with
+        ``IMMUTABLE``)."""
+        return self._data, self._dirty.add, self._mutable
 
     def take_changed(self) -> set[Any]:
         """The keys written or deleted since the last call (emptied in place: ``accessors``

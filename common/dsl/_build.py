@@ -41,7 +41,8 @@ from ..api import (
 )
 from ..api._config import DSL_STEPS as STEPS
 from ..api._config import TOPOLOGY_TICK_TUPLE_FREQ_SECS as TICK_SECS
-from ._fused import FusedBolt, FusedSpout
+from ._fused import FusedBolt
+from ._fused_source import FusedSpout
 from ._ops import Op
 from ._partition import partition_of
 

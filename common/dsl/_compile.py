@@ -6,7 +6,9 @@ a word count's sender spends more in those calls than in its own functions.
 kinds in ``COMPILED`` (map, flat_map, filter, key_by, reduce_by_key, sink):
 each step's work is a few lines of its body, a ``flat_map`` a loop around the
 rest, and the run's end calls what follows it (or emits, when the run ends the
-chain).
+chain). A ``reduce_by_key`` writes its keyed state inline (``KeyedState.put_parts``:
+the dict, the keys changed since the last snapshot, the keys of mutable values), as
+``KeyedState.accessors``' ``put`` does with a call.
 
 Behaviour is the steps' own, record for record: each step's user function sits
 in a ``try`` of its own, and a record it raises on goes to the step's retry
@@ -33,11 +35,12 @@ from __future__ import annotations
 
 import linecache
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from itertools import count
 from typing import Any
 
+from ..api._state import IMMUTABLE
 from ._keyed_ops import _NONE, ReduceByKeyOp
 from ._ops import FilterOp, FlatMapOp, KeyByOp, MapOp, Op, Out, Side, SinkOp
 
@@ -77,7 +80,7 @@ class Compiled:
     def __init__(
         self,
         call: Out,
-        call_all: Callable[[list[list[Any]]], None],
+        call_all: Callable[[Iterable[Sequence[Any]]], None],
         sinks: list[tuple[SinkOp, list[int]]],
     ) -> None:
         self.call, self.call_all, self._sinks = call, call_all, sinks
@@ -100,15 +103,21 @@ def compile_run(
     attempt runs the rest of the chain through it); ``sides[i]``: its side output;
     ``end``: what the run's output goes to.
     """
-    ns: dict[str, Any] = {"partial": partial, "NONE": _NONE, "GATHER": GATHER}
+    ns: dict[str, Any] = {
+        "partial": partial,
+        "NONE": _NONE,
+        "GATHER": GATHER,
+        "IMMUTABLE": IMMUTABLE,
+    }
     sinks: list[tuple[SinkOp, list[int]]] = []
     for i, op in enumerate(ops):
         ns.update({f"r{i}": op.retry, f"n{i}": op.name, f"p{i}": op.process, f"o{i}": outs[i]})
         ns[f"s{i}"] = sides[i]
         if isinstance(op, MapOp | ReduceByKeyOp):  # every compiled kind has its function
             ns[f"f{i}"] = op.fn
-        if isinstance(op, ReduceByKeyOp):
-            ns[f"g{i}"], ns[f"u{i}"] = op.totals.accessors()
+        if isinstance(op, ReduceByKeyOp):  # the state's get, and its put written inline
+            ns[f"g{i}"], _ = op.totals.accessors()
+            ns[f"d{i}"], ns[f"m{i}"], ns[f"x{i}"] = op.totals.put_parts()
         if type(op) is SinkOp:
             ns[f"c{i}"] = cell = [0]
             sinks.append((op, cell))
@@ -210,7 +219,13 @@ def _body(
                 k,
                 v,
             )
-            put(f"u{i}({k}, a{i})")
+            # the keyed state's put (KeyedState.accessors), inline
+            put(f"d{i}[{k}] = a{i}")
+            put(f"m{i}({k})")
+            put(f"if a{i}.__class__ not in IMMUTABLE:")
+            put(f"    x{i}.add({k})")
+            put(f"elif x{i}:")
+            put(f"    x{i}.discard({k})")
             v = f"a{i}"
         elif kind is MapOp:
             guarded(i, [f"v{i} = f{i}({v})"], k, v)

@@ -1,7 +1,8 @@
 """The fused components: a chain of DSL steps run inside one instance.
 
 ``FusedBolt`` runs a chain on what arrives (a frame of untracked records at
-once, ``process_values``), ``FusedSpout`` runs one behind a source. A chain
+once, ``process_values``, or as columns, ``process_columns``); ``FusedSpout``
+(``_fused_source.py``) runs one behind a source. A chain
 (``_Chain``) links its steps' closures so each calls the next directly, with
 ``Tap`` sending watermarks for a windowed step downstream.
 """
@@ -9,11 +10,11 @@ once, ``process_values``), ``FusedSpout`` runs one behind a source. A chain
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
-from ..api import Bolt, BoundedSource, Context, Spout, SystemContext, Tuple
+from ..api import Bolt, Context, Tuple
 from ..api._stream import PUNCTUATION
 from ._compile import Compiled, Emit, compilable, compile_run
 from ._ops import Op, Out, Side
@@ -64,7 +65,7 @@ class Tap:
         return self.count >= self.EVERY
 
 
-def _each(first: Out, entries: list[list[Any]]) -> None:
+def _each(first: Out, entries: Iterable[Sequence[Any]]) -> None:
     for key, value in entries:
         first(key, value)
 
@@ -149,7 +150,7 @@ class _Chain:
         close_run()
         # a frame's records at once: the compiled run's own loop when the chain starts with one
         first = nxt
-        self.first_all: Callable[[list[list[Any]]], None] = (
+        self.first_all: Callable[[Iterable[Sequence[Any]]], None] = (
             self.compiled[-1].call_all
             if self.compiled and self.compiled[-1].call is first
             else partial(_each, first)
@@ -241,10 +242,10 @@ class FusedBolt(Bolt):
         # watermarks leave every Tap.EVERY records (in the chain) or on the tick
 
     def process_values(
-        self, component: str, stream: str, task: int, entries: list[list[Any]]
+        self, component: str, stream: str, task: int, entries: Iterable[Sequence[Any]]
     ) -> None:
         """``process`` for a frame's untracked tuples at once: the instance calls this
-        instead of making a ``Tuple`` per record."""
+        instead of making a ``Tuple`` per record. ``entries`` is walked once, in order."""
         try:
             if self.wm_components and stream.startswith(WATERMARKS):
                 for values in entries:
@@ -258,6 +259,13 @@ class FusedBolt(Bolt):
                 self.chain_all(entries)
         finally:
             self._chain.settle()
+
+    def process_columns(
+        self, component: str, stream: str, task: int, columns: list[list[Any]]
+    ) -> None:
+        """``process_values`` for a frame as columns: its tuples walked with ``zip``, no
+        list made per tuple."""
+        self.process_values(component, stream, task, zip(*columns, strict=True))
 
     def _watermark(self, task: int, wm: int) -> None:
         """Move on to the lowest watermark of the tasks feeding this chain now, once each
@@ -286,114 +294,3 @@ class FusedBolt(Bolt):
                 self._chain.send_watermarks()
         finally:
             self._chain.settle()
-
-
-class _SourceContext:
-    """The wrapped source's view: everything of the real context, but emit feeds the chain."""
-
-    def __init__(self, ctx: Context, feed: Callable[[Any], None]) -> None:
-        self._ctx, self._feed = ctx, feed
-        # the runtime's channel to the stmgr, as an attribute of its own: a source checks
-        # ``isinstance(ctx, SystemContext)``, which from Python 3.12 looks attributes up
-        # statically and so never sees what ``__getattr__`` forwards
-        if isinstance(ctx, SystemContext):
-            self.system = ctx.system
-
-    def emit(self, values: Sequence[Any], stream: str = "default", **_: Any) -> None:
-        self._feed(values[0] if len(values) == 1 else list(values))
-
-    def emitter(self, stream: str = "default") -> Callable[[list[Any]], None]:
-        return self.emit
-
-    def emitter_all(self, stream: str = "default") -> Callable[[list[list[Any]]], None]:
-        def feed_all(records: list[list[Any]]) -> None:
-            for values in records:
-                self.emit(values)
-
-        return feed_all
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ctx, name)
-
-
-class FusedSpout(Spout):
-    """A source spout whose records run through a chain of steps in the same instance.
-
-    A source with ``exhausted()`` (a bounded one) sends the end of time as its
-    watermark once it has nothing more. ``own_time`` names the event-time steps
-    fused in this chain (after a ``key_by(..., partitioned=True)``): their
-    watermark is this task's, moved by their own records and, at the end of a
-    bounded source, to the end of time.
-    """
-
-    def __init__(
-        self,
-        source: Callable[[], Spout],
-        ops: Callable[[], Sequence[Op]],
-        taps: Sequence[TapSpec] = (),
-        own_time: Sequence[str] = (),
-    ) -> None:
-        self._source, self._ops, self._taps, self._own_time = source, ops, taps, own_time
-
-    def open(self, ctx: Context) -> None:
-        self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
-        self._timed = [self._chain.links[name] for name in self._own_time]
-        chain = self._chain.first
-        self.source = self._source()
-        bounded = self.source if isinstance(self.source, BoundedSource) else None
-        self._bounded = bounded if bounded is not None and callable(bounded.exhausted) else None
-        self._fed = False
-
-        def feed(value: Any) -> None:
-            self._fed = True
-            chain(None, value)
-
-        self.source.open(cast(Context, _SourceContext(ctx, feed)))
-        self._ended = False
-
-    def next_tuple(self) -> bool:
-        self._fed = False
-        try:
-            self.source.next_tuple()
-            if self._chain.taps or self._timed:
-                self._watermarks()
-        finally:
-            self._chain.settle()
-        return self._fed  # records that ended in the chain (a sink) are work too
-
-    def _watermarks(self) -> None:
-        bounded = self._bounded
-        if not self._ended and bounded is not None and bounded.exhausted():
-            for op, out, side in self._timed:  # the end of input closes every window
-                op.on_watermark(END_OF_TIME, out, side)
-            self._chain.send_watermarks(final=True)
-            self._ended = True
-        elif self._chain.watermarks_due():
-            self._chain.send_watermarks()
-
-    # a source may emit from any of its calls: what its records' sinks took is counted after each
-    def _settled(self, call: Callable[..., None], *args: Any) -> None:
-        try:
-            call(*args)
-        finally:
-            self._chain.settle()
-
-    def activate(self) -> None:
-        self._settled(self.source.activate)
-
-    def deactivate(self) -> None:
-        self._settled(self.source.deactivate)
-
-    def on_restore(self, checkpoint_id: int) -> None:
-        self._settled(self.source.on_restore, checkpoint_id)
-
-    def on_checkpoint(self, checkpoint_id: int) -> None:
-        self._settled(self.source.on_checkpoint, checkpoint_id)
-
-    def on_commit(self, checkpoint_id: int) -> None:
-        self._settled(self.source.on_commit, checkpoint_id)
-
-    def close(self) -> None:
-        source = getattr(self, "source", None)  # None: open failed before building it
-        if source is not None:
-            self._settled(source.close)

@@ -204,7 +204,7 @@ class ScoreOp(Op):
     def process(self, key: Any, value: Any, out: Out, side: Side) -> None:
         self.process_frame(out, [[key, value]])
 
-    def process_frame(self, out: Out, entries: list[list[Any]]) -> None:
+    def process_frame(self, out: Out, entries: Iterable[Sequence[Any]]) -> None:
         """Score ``entries`` (``[key, value]`` records) with one model run; emit each."""
         keys, values, rows = [], [], []
         read = self.read

@@ -1,7 +1,8 @@
 """What an instance's emitter holds until it sends: batches of tuples and ack bookkeeping.
 
 ``Batches`` keeps the tuple buffers per (destination task, stream, rooted), the spout's
-new roots and the bolts' XOR-merged acks and fails, and turns them into frames: a buffer
+new roots and the bolts' XOR-merged acks and fails, and turns them into frames (untracked
+tuples of one shape as columns, ``wire/_columns.py``; the others as rows): a buffer
 leaves when it is full (the emitter calls ``flush``), when its oldest entry has lingered
 (``flush_due``), or when the executor goes idle (``flush_all``). It takes only the sink
 frames go to; the emitter (``_emitter.py``) does the routing and binds the per-record
@@ -20,7 +21,7 @@ from .._exceptions import SerializationError
 from ..api import Tuple
 from ..api._stream import PUNCTUATION
 from ..plan._fence_streams import FENCE_OUT
-from ..wire import Kind, encode, encode_frame
+from ..wire import Kind, columns, encode, encode_frame
 from ..wire._frame import STMGR
 
 Sink = Callable[[bytes], None]
@@ -159,13 +160,20 @@ class Batches:
             for other, obuf in list(self.buffers.items()):
                 if other[0] == dest and other[1] not in self._punctuation:
                     self.flush(other, obuf)
-        try:
-            payload = encode(entries)
-        except SerializationError:
-            entries, payload = self._encode_valid(entries, stream, rooted)
-            if not entries:
-                return
-        kind = Kind.DATA_ROOTED if rooted else Kind.DATA
+        kind, payload = Kind.DATA_ROOTED if rooted else Kind.DATA, b""
+        cols = None if rooted else columns(entries)
+        if cols is not None:  # untracked tuples of one shape: a column per field
+            try:
+                kind, payload = Kind.DATA_COLUMNS, encode(cols)
+            except SerializationError:  # rows, below, find and drop the tuples at fault
+                kind = Kind.DATA
+        if kind != Kind.DATA_COLUMNS:
+            try:
+                payload = encode(entries)
+            except SerializationError:
+                entries, payload = self._encode_valid(entries, stream, rooted)
+                if not entries:
+                    return
         self.sink(
             encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload)
         )

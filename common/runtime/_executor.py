@@ -32,12 +32,13 @@ from ..api import (
     TICK_STREAM,
     BatchBolt,
     Bolt,
+    ColumnBolt,
     RuntimeConfig,
     Spout,
     Tuple,
     UplinkReceiver,
 )
-from ..wire import Kind, decode
+from ..wire import Kind, decode, decode_columns, rows
 from ..wire._control import ControlError, ControlMessage, decode_control
 from ..wire._frame import UPLINK_HEAD, Frame
 from ._instance_metrics import METRICS_INTERVAL_S, Reporting, report_metrics
@@ -77,6 +78,7 @@ class Executor:
         self.task = outputs.task
         # extension points, checked once: a bolt taking whole frames, an uplink receiver
         self.batch = comp.process_values if isinstance(comp, BatchBolt) else None
+        self.columnar = comp.process_columns if isinstance(comp, ColumnBolt) else None
         self.on_uplink = comp.on_uplink if isinstance(comp, UplinkReceiver) else None
         self.sites: SiteTable | None = None  # a component declaring sites(): its keys' sites
 
@@ -85,7 +87,9 @@ class Executor:
         kind = f.kind
         comp = self.comp
         counts = self.counts
-        if kind == Kind.DATA or kind == Kind.DATA_ROOTED:
+        if kind == Kind.DATA_COLUMNS:
+            self._columns(f)
+        elif kind == Kind.DATA or kind == Kind.DATA_ROOTED:
             assert isinstance(comp, Bolt)
             entries = decode(f.payload)
             src = f.src
@@ -141,6 +145,34 @@ class Executor:
                 log.warning("task %d: dropping a malformed control frame: %s", self.task, exc)
                 return
             self.on_control(msg)
+
+    def _columns(self, f: Frame) -> None:
+        """A frame of untracked tuples as columns: to a ``ColumnBolt`` whole, else as the
+        value lists a frame of rows would have given (``process_values`` or ``process``)."""
+        comp, counts = self.comp, self.counts
+        assert isinstance(comp, Bolt)
+        n = f.entries
+        cols = decode_columns(f.payload, n)
+        src, stream = f.src, f.stream
+        component = self.task_component.get(src, "?")
+        counts.received += n
+        hot = counts.hot
+        if hot.keyed:
+            hot.sample_columns(component, stream, cols, n)
+        if self.sites is not None:
+            self.sites.note(component, stream, zip(*cols, strict=True), False)
+        t0 = time.perf_counter_ns()
+        if self.columnar is not None:
+            self.columnar(component, stream, src, cols)
+        elif self.batch is not None:
+            self.batch(component, stream, src, rows(cols))
+        else:
+            self._process(
+                comp.process, iter(rows(cols)), False, component, stream, src, time.time()
+            )
+        counts.exec_ns += time.perf_counter_ns() - t0
+        counts.exec_count += n
+        counts.executed += n
 
     def _process(
         self,

@@ -13,6 +13,7 @@ input samples nothing (``keyed`` is empty).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..api import Topology
@@ -81,6 +82,24 @@ class HotKeys:
             try:
                 add(key)
             except TypeError:  # unhashable (a list, a map): by its rendering
+                add(str(key))
+
+    def sample_columns(self, component: str, stream: str, cols: list[list[Any]], n: int) -> None:
+        """``sample`` for a frame of ``n`` tuples as columns (``wire/_columns.py``)."""
+        idx = self.keyed.get((component, stream))
+        if idx is None:
+            return
+        phase = self.phase
+        self.phase = (phase - n) % STRIDE
+        add = self.top.add
+        if len(idx) == 1:
+            keys: Iterable[Any] = cols[idx[0]][phase::STRIDE]
+        else:
+            keys = zip(*(cols[i][phase::STRIDE] for i in idx), strict=True)
+        for key in keys:
+            try:
+                add(key)
+            except TypeError:
                 add(str(key))
 
     def report(self) -> dict[str, float]:

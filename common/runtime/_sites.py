@@ -13,7 +13,7 @@ changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..api import Topology
@@ -59,8 +59,8 @@ class SiteTable:
         self.store = store  # the task's state (a restore replaces its keyed states)
         self.incr = incr  # a user counter (``ctx.incr``)
 
-    def note(self, component: str, stream: str, entries: list[Any], rooted: bool) -> None:
-        """Note the site of every key in one frame's ``entries``."""
+    def note(self, component: str, stream: str, entries: Iterable[Any], rooted: bool) -> None:
+        """Note the site of every key in one frame's ``entries`` (value lists or tuples)."""
         where = self.inputs.get((component, stream))
         if where is None:
             return

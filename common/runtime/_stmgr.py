@@ -59,6 +59,9 @@ from ._stmgr_metrics import TaskMetrics, snapshot
 from ._stmgr_sessions import InstanceSessions
 
 _SEQ = struct.Struct("<q")  # an outbox frame's sequence number (see _outbox_sink.py)
+# the kinds routed to a task by the header alone, and those an instance sends for routing
+_ROUTED = frozenset(int(k) for k in (Kind.DATA, Kind.DATA_ROOTED, Kind.DATA_COLUMNS, Kind.MARKER))
+_FROM_TASKS = _ROUTED | {int(Kind.ACK), int(Kind.FAIL)}
 log = logging.getLogger("headwater.stmgr")
 
 
@@ -148,7 +151,7 @@ class StreamManager:
     # -- routing ----------------------------------------------------------------
     def route(self, frame: bytes) -> None:
         kind = frame[0]
-        if kind == Kind.DATA or kind == Kind.DATA_ROOTED or kind == Kind.MARKER:
+        if kind in _ROUTED:
             dest = frame_dest(frame)
             if dest in self.local_tasks:
                 self.deliver(dest, frame)
@@ -172,7 +175,7 @@ class StreamManager:
     def on_local_frame(self, conn: InstanceConnection, frame: bytes) -> None:
         self.frames_in += 1
         kind = frame[0]
-        if kind <= Kind.FAIL or kind == Kind.MARKER:  # data, rooted data, acks, fails
+        if kind in _FROM_TASKS:  # data (rows, columns, rooted), markers, acks, fails
             self.route(frame)
         elif kind == Kind.ROOTS:
             self._add_roots(frame_src(frame), frame)

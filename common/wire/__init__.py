@@ -1,6 +1,7 @@
 """Wire formats: binary frames for the data plane, the value codec, protobuf stubs."""
 
 from ._codec import SUPPORTED_TYPES, DecodeError, decode, encode, is_supported_type
+from ._columns import columns, data_rows, decode_columns, rows
 from ._frame import (
     FRAME_HEADER,
     FrameError,
@@ -25,7 +26,10 @@ __all__ = [
     "FrameError",
     "FrameReader",
     "Kind",
+    "columns",
+    "data_rows",
     "decode",
+    "decode_columns",
     "encode",
     "encode_frame",
     "frame_checkpoint",
@@ -37,5 +41,6 @@ __all__ = [
     "is_supported_type",
     "marker_frame",
     "parse_frame",
+    "rows",
     "state_frame",
 ]

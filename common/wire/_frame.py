@@ -14,8 +14,8 @@ The header's fourth field is one u32 whose meaning depends on the kind, so it is
 named for what it is, ``arg`` (the kind's argument), and read through accessors
 that name what it means:
 
-- ``entries``: data, rooted data, ack, fail, roots and outbox frames (the tuples,
-  acks, roots or rows in the payload);
+- ``entries``: data (rows or columns), rooted data, ack, fail, roots and outbox frames
+  (the tuples, acks, roots or rows in the payload);
 - ``checkpoint``: marker and state frames (the id of the checkpoint the marker
   or the snapshot belongs to), built by ``marker_frame`` and ``state_frame`` alone;
 - 0 for every other kind.
@@ -59,6 +59,7 @@ class Kind(IntEnum):
     STATE = 11  # instance -> stmgr: the task's snapshot; arg = checkpoint
     OUTBOX = 12  # edge outbox sink -> stmgr: i64 sequence + msgpack rows; stream = component
     UPLINK = 13  # ingress -> cloud receiver: i64 seq, i64 prev + msgpack rows; stream = agent
+    DATA_COLUMNS = 14  # DATA as a list of field columns, each of ``arg`` values (_columns.py)
 
 
 CHECKPOINT_KINDS = frozenset({Kind.MARKER, Kind.STATE})  # arg = a checkpoint id

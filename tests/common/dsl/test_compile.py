@@ -17,7 +17,8 @@ import pytest
 from headwater.common.api import Spout
 from headwater.common.dsl import _compile, _fused
 from headwater.common.dsl._compile import compilable
-from headwater.common.dsl._fused import FusedSpout, Tap, _Chain
+from headwater.common.dsl._fused import Tap, _Chain
+from headwater.common.dsl._fused_source import FusedSpout
 from headwater.common.dsl._keyed_ops import KeyedFlatMapOp, ReduceByKeyOp
 from headwater.common.dsl._ops import FilterOp, FlatMapOp, KeyByOp, LogOp, MapOp, Op, SinkOp
 from headwater.testing import TestContext

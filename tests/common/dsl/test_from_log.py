@@ -31,7 +31,7 @@ def test_a_fused_source_keeps_the_runtime_channel_to_its_stmgr() -> None:
     """A source inside a chain sees ``_SourceContext``; the log spout finds the stmgr through
     ``isinstance(ctx, SystemContext)``, which Python 3.12 answers without ``__getattr__``."""
     from headwater.common.api import SystemContext
-    from headwater.common.dsl._fused import _SourceContext
+    from headwater.common.dsl._fused_source import _SourceContext
 
     sent: list[object] = []
 

@@ -15,7 +15,7 @@ from headwater.common.api._config import TOPOLOGY_RECORD_MAX_RETRIES, RuntimeCon
 from headwater.common.api._dead_letters import Retry, reason_of, short_traceback
 from headwater.common.runtime._instance import Instance
 from headwater.common.runtime._instance_metrics import report_metrics
-from headwater.common.wire import Kind, decode, encode, encode_frame, parse_frame
+from headwater.common.wire import Kind, data_rows, decode, encode, encode_frame, parse_frame
 
 
 class Src(Spout):
@@ -96,8 +96,8 @@ def _data(frames: list[bytes], stream: str) -> list[Any]:
     out: list[Any] = []
     for raw in frames:
         f = parse_frame(raw)
-        if f.kind in (Kind.DATA, Kind.DATA_ROOTED) and f.stream == stream:
-            out.extend(decode(f.payload))
+        if f.kind in (Kind.DATA, Kind.DATA_ROOTED, Kind.DATA_COLUMNS) and f.stream == stream:
+            out.extend(data_rows(f))
     return out
 
 

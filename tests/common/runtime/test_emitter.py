@@ -22,7 +22,7 @@ from headwater.common.api import (
 )
 from headwater.common.plan._routing import Router, key_hash
 from headwater.common.runtime._emitter import Emitter
-from headwater.common.wire import Kind, decode, parse_frame
+from headwater.common.wire import Kind, data_rows, decode, parse_frame
 from headwater.common.wire._frame import STMGR, Frame
 
 LOG = logging.getLogger("tests.emitter")
@@ -77,9 +77,10 @@ def test_unrooted_batch_flushes_at_batch_size() -> None:
     em.emit(["c"], "default", None, None, None)
     assert em.buffered == 0
     (frame,) = _frames(sink)
-    assert frame.kind == Kind.DATA
+    assert frame.kind == Kind.DATA_COLUMNS  # untracked tuples of one shape: a column a field
     assert (frame.dest, frame.src, frame.entries, frame.stream) == (2, 1, 3, "default")
-    assert decode(frame.payload) == [["a"], ["b"], ["c"]]
+    assert decode(frame.payload) == [["a", "b", "c"]]
+    assert data_rows(frame) == [["a"], ["b"], ["c"]]
     assert em.emitted == 3
 
 
@@ -87,7 +88,7 @@ def test_batch_size_one_sends_each_tuple() -> None:
     em, sink = _emitter(batch_size=1)
     em.emit(["a"], "default", None, None, None)
     em.emit(["b"], "default", None, None, None)
-    assert [decode(f.payload) for f in _frames(sink)] == [[["a"]], [["b"]]]
+    assert [data_rows(f) for f in _frames(sink)] == [[["a"]], [["b"]]]
 
 
 def test_batches_are_per_destination() -> None:
@@ -99,7 +100,7 @@ def test_batches_are_per_destination() -> None:
     em.emit(["apple"], "default", None, None, None)
     (frame,) = _frames(sink)
     assert frame.dest == 3
-    assert decode(frame.payload) == [["apple"], ["apple"]]
+    assert data_rows(frame) == [["apple"], ["apple"]]
 
 
 def test_flush_all_flushes_everything() -> None:
@@ -110,7 +111,7 @@ def test_flush_all_flushes_everything() -> None:
     assert sink == []
     em.flush_all()
     assert em.buffered == 0
-    got = {f.dest: decode(f.payload) for f in _frames(sink)}
+    got = {f.dest: data_rows(f) for f in _frames(sink)}
     assert got == {3: [["apple"], ["apple"]], 2: [["banana"]]}
     sink.clear()
     em.flush_all()
@@ -257,7 +258,7 @@ def test_non_serialisable_value_is_dropped_alone() -> None:
     em.emit([object()], "default", None, None, None)
     em.emit([3], "default", None, None, None)
     (frame,) = _frames(sink)
-    assert frame.entries == 2
+    assert (frame.kind, frame.entries) == (Kind.DATA, 2)  # the rows' path drops it alone
     assert decode(frame.payload) == [[1], [3]]
     assert em.serialization_errors == 1
 
@@ -293,7 +294,7 @@ def test_non_serialisable_fields_grouping_key_is_dropped_alone() -> None:
     em.emit(["fine"], "default", None, None, None)
     em.emit([object()], "default", None, None, None)
     em.flush_all()
-    assert [decode(f.payload) for f in _frames(sink)] == [[["fine"]]]
+    assert [data_rows(f) for f in _frames(sink)] == [[["fine"]]]
     assert em.serialization_errors == 1
 
 
@@ -325,7 +326,7 @@ def test_punctuation_never_overtakes_data_sent_before_it() -> None:
     em.emit(["a"], "default", None, None, None)
     em.emit([None, 20], "wm:s", None, None, None)  # covers "a"
     em.flush_due(time.monotonic() + 10.0)  # both due: data leaves first
-    assert [(f.stream, decode(f.payload)) for f in _frames(sink)] == [
+    assert [(f.stream, data_rows(f)) for f in _frames(sink)] == [
         ("default", [["a"]]),
         ("wm:s", [[None, 10], [None, 20]]),
     ]
@@ -349,7 +350,7 @@ def test_bound_unrooted_emit_batches_like_emit() -> None:
         emit([w])
     emit([object()])  # a grouping key the codec cannot hash: dropped alone, counted
     (frame,) = _frames(sink)
-    assert (frame.dest, decode(frame.payload)) == (3, [["apple"], ["apple"]])
+    assert (frame.dest, data_rows(frame)) == (3, [["apple"], ["apple"]])
     em.flush_all()
     assert [decode(f.payload) for f in _frames(sink)][1:] == [[["banana"]]]
     assert (em.emitted, counts, em.serialization_errors) == (3, {"default": 3}, 1)

@@ -16,7 +16,7 @@ from headwater.common.runtime._hot_keys import HotKeys, TopK, keyed_inputs
 from headwater.common.runtime._instance import Instance
 from headwater.common.runtime._instance_metrics import report_metrics
 from headwater.common.runtime._stmgr_metrics import TaskMetrics
-from headwater.common.wire import Kind, decode, encode, encode_frame, parse_frame
+from headwater.common.wire import Kind, columns, decode, encode, encode_frame, parse_frame
 from tests._wait import wait_for
 
 SLEEP_S = 0.02
@@ -84,6 +84,11 @@ def _instance(task: int, sock: socket.socket, bolt: type[Bolt] = Slow) -> Instan
 
 def _frame(values: list[list[Any]]) -> bytes:
     return encode_frame(Kind.DATA, 2, 1, len(values), b"default", encode(values))
+
+
+def _columns_frame(values: list[list[Any]]) -> bytes:
+    cols = encode(columns(values))
+    return encode_frame(Kind.DATA_COLUMNS, 2, 1, len(values), b"default", cols)
 
 
 def _reported(inst: Instance) -> dict[str, Any]:
@@ -158,15 +163,16 @@ def test_time_blocked_on_a_full_outbox_is_not_busy_and_busy_never_goes_back(
     assert _reported(inst)["busy_ns"] == 4_000_000_000
 
 
+@pytest.mark.parametrize("layout", [_frame, _columns_frame], ids=["rows", "columns"])
 def test_received_counts_tuples_and_hot_keys_come_from_one_in_sixteen(
-    sock: socket.socket,
+    sock: socket.socket, layout: Any
 ) -> None:
     inst = _instance(2, sock, Quick)
     assert inst.counts.hot.keyed == {("src", "default"): [0]}
     # 160 tuples: those at 0, 16, ..., 144 are sampled; the others' keys never show
     values = [["x" if i < 96 else "y", i] if i % 16 == 0 else ["noise", i] for i in range(160)]
     for at in range(0, 160, 7):  # in frames of 7: the stride goes on across frames
-        inst.gate.handle(_frame(values[at : at + 7]))
+        inst.gate.handle(layout(values[at : at + 7]))
     m = _reported(inst)
     assert m["received"] == 160 and m["executed"] == 160
     assert m["hot_keys"] == {"x": 0.6, "y": 0.4}
@@ -179,6 +185,13 @@ def test_rooted_frames_and_several_key_fields_are_sampled() -> None:
     hot.sample("src", "s", entries, rooted=True)  # 0 and 16: both ("k", 0)
     hot.sample("other", "s", entries, rooted=True)  # not a fields-grouped input: nothing
     assert hot.report() == {"('k', 0)": 1.0}
+    cols: list[list[Any]] = [
+        [i % 2 for i in range(40)],
+        ["k" if i < 32 else "j" for i in range(40)],
+    ]
+    hot.sample_columns("src", "s", cols, 40)  # 0, 16 and 32 (the stride from row 0 on)
+    hot.sample_columns("other", "s", cols, 40)
+    assert hot.report() == {"('k', 0)": 2 / 3, "('j', 0)": 1 / 3}
 
 
 def test_a_component_without_a_fields_grouped_input_samples_nothing(sock: socket.socket) -> None:

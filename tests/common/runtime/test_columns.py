@@ -1,0 +1,88 @@
+"""A columnar frame reaches each kind of bolt as that bolt takes frames (wire/_columns.py)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from headwater import Bolt, Context, Spout, Topology, Tuple, shuffle
+from headwater.common.runtime._instance import Instance
+from headwater.common.wire import Kind, columns, encode, encode_frame
+
+VALUES = [["a", 1], ["b", 2], ["a", 3]]
+
+
+class Src(Spout):
+    outputs = ("k", "v")
+
+    def next_tuple(self) -> None: ...
+
+
+class Plain(Bolt):
+    def open(self, ctx: Context) -> None:
+        self.got: list[Any] = []
+
+    def process(self, tup: Tuple) -> None:
+        self.got.append(tup.values)
+
+
+class Frames(Plain):
+    """A ``BatchBolt``: whole frames, as value lists."""
+
+    def process_values(self, component: str, stream: str, task: int, entries: Any) -> None:
+        self.got.append(("values", component, stream, task, entries))
+
+
+class Columns(Frames):
+    """A ``ColumnBolt`` too: a columnar frame's columns as they came."""
+
+    def process_columns(self, component: str, stream: str, task: int, cols: Any) -> None:
+        self.got.append(("columns", component, stream, task, cols))
+
+
+@pytest.fixture
+def sock() -> Iterator[socket.socket]:
+    a, b = socket.socketpair()
+    yield a
+    a.close()
+    b.close()
+
+
+def _deliver(bolt: type[Bolt], sock: socket.socket) -> list[Any]:
+    topo = (
+        Topology("t", config={"topology.reliability.mode": "ATMOST_ONCE"})
+        .add_spout("src", Src)  # task 1
+        .add_bolt("work", bolt, inputs={"src": shuffle()})  # task 2
+    )
+    inst = Instance(topo, 2, sock)
+    try:
+        inst.component_obj.open(inst.ctx)
+        payload = encode(columns(VALUES))
+        inst.gate.handle(encode_frame(Kind.DATA_COLUMNS, 2, 1, 3, b"default", payload))
+        assert inst.counts.received == inst.counts.executed == 3
+        made = inst.component_obj
+        assert isinstance(made, Plain)
+        return made.got
+    finally:
+        inst.gateway._wake_r.close()  # the gateway's wake-up pair (its thread never started)
+        inst.gateway._wake_w.close()
+
+
+def test_a_column_bolt_takes_the_columns_whole(sock: socket.socket) -> None:
+    assert _deliver(Columns, sock) == [
+        ("columns", "src", "default", 1, [["a", "b", "a"], [1, 2, 3]])
+    ]
+
+
+def test_a_batch_bolt_takes_value_lists_as_from_rows(sock: socket.socket) -> None:
+    ((how, *_, entries),) = _deliver(Frames, sock)
+    assert (how, entries) == ("values", VALUES)
+    assert all(type(e) is list for e in entries)
+
+
+def test_a_bolt_takes_a_tuple_per_record_with_value_lists(sock: socket.socket) -> None:
+    got = _deliver(Plain, sock)
+    assert got == VALUES and all(type(v) is list for v in got)
