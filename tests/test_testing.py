@@ -79,13 +79,16 @@ def test_a_lone_context_records_emits_per_stream_acks_counters_and_system_calls(
     assert ctx.emit([1], need_task_ids=True) == []
     ctx.emit([2], "other", tup_id=7)
     ctx.emitter()([3])
+    ctx.emitter_all("other")([[4], [5]])
+    ctx.emitter_columns("other")([[6, 7], ["x", "y"]])
     tup = Tuple(None, "src", "default", 1, [1], 0.0)
     ctx.ack(tup)
     ctx.fail(tup)
     ctx.incr("n")
     ctx.incr("n", 2)
     ctx.system(Commit(id=3))
-    assert ctx.values() == [[1], [3]] and ctx.values("other") == [[2]]
+    assert ctx.values() == [[1], [3]]
+    assert ctx.values("other") == [[2], [4], [5], [6, "x"], [7, "y"]]
     assert ctx.emitted[1].tup_id == 7
     assert (ctx.acked, ctx.failed, ctx.counters) == ([tup], [tup], {"n": 3})
     assert ctx.system_messages == [Commit(id=3)]

@@ -133,6 +133,14 @@ class Context(Protocol):
         goes to the same tasks). ``records`` may be reused once the call returns."""
         ...
 
+    def emitter_columns(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
+        """``emitter_all`` for tuples given as columns: ``emit_columns(cols)`` emits the
+        tuples ``[cols[0][i], cols[1][i], ...]`` in order, every column as long as the
+        first. Where every tuple of the stream goes to the same tasks, the columns join
+        their buffers as they are (no list per tuple; they leave as a columnar frame).
+        ``cols`` and its lists may be reused once the call returns."""
+        ...
+
     def ack(self, tup: Tuple) -> None: ...
     def fail(self, tup: Tuple) -> None: ...
 

@@ -92,10 +92,8 @@ class TopologyMaster:
         self.started = clock.time()
         session = self.session = ContainerSession(clock)
         # the session's (read by the views, the watchdog and the hosts)
-        self.containers = session.containers
-        self.last_heartbeat = session.last_heartbeat
-        self.metrics = session.metrics
-        self.exceptions = session.exceptions
+        self.containers, self.last_heartbeat = session.containers, session.last_heartbeat
+        self.metrics, self.exceptions = session.metrics, session.exceptions
         self.broadcast = session.broadcast  # a command for every container
         self.send_to = session.send_to  # for one: False when it is not watching
         self.edits = EditCoordinator(self, clock=clock)

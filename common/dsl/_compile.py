@@ -19,12 +19,12 @@ to the user counter ``records:<step>`` after each frame (``settle``), not with
 a call per record.
 
 A run that ends the chain gathers its output records and emits them together
-(``Emit.emit_all``: a frame's, up to ``GATHER`` at a time), unless a downstream
-window's tap must see each as it leaves; a retry first emits what was gathered,
-so records leave in the linked chain's order. One difference stays: an emit
-that raises (a custom grouping's error) does so when the gathered records
-leave, after the steps ran for the records that follow it, not at its own
-record. Either way the task fails and restarts from its last checkpoint.
+(``Emit.emit_columns``: a frame's keys and values as two columns, up to ``GATHER``
+at a time), unless a downstream window's tap must see each as it leaves; a retry
+first emits what was gathered, so records leave in the linked chain's order. One
+difference stays: an emit that raises (a custom grouping's error) does so when the
+gathered records leave, after the steps ran for the records that follow it, not at
+its own record. Either way the task fails and restarts from its last checkpoint.
 
 The source is made from fixed templates over step indexes only: no step name,
 value or user text is ever part of it (they are bound in the function's
@@ -58,18 +58,19 @@ def compilable(op: Op) -> bool:
 
 class Emit:
     """The end of a chain, for a run that reaches it: ``emit([key, value])``, then, with
-    ``see``, ``send()`` when ``see(value)`` says watermarks are due. With ``emit_all`` (and
-    no ``see``), a run gathers its output records and emits them together, in order."""
+    ``see``, ``send()`` when ``see(value)`` says watermarks are due. With ``emit_columns``
+    (and no ``see``), a run gathers its output records' keys and values in two lists and
+    emits them together, in order (``Context.emitter_columns``)."""
 
     def __init__(
         self,
         emit: Callable[[list[Any]], None],
         see: Callable[[Any], bool] | None = None,
         send: Callable[[], None] | None = None,
-        emit_all: Callable[[list[list[Any]]], None] | None = None,
+        emit_columns: Callable[[list[list[Any]]], None] | None = None,
     ) -> None:
         self.emit, self.see, self.send = emit, see, send
-        self.emit_all = emit_all if see is None else None
+        self.emit_columns = emit_columns if see is None else None
 
 
 class Compiled:
@@ -124,11 +125,11 @@ def compile_run(
             break  # nothing follows a sink (``_body`` ends there too)
     if isinstance(end, Emit):
         ns["emit"], ns["see"], ns["send"] = end.emit, end.see, end.send
-        ns["emit_all"] = end.emit_all
+        ns["emit_columns"] = end.emit_columns
     else:
         ns["out"] = end
-    # a run that reaches the chain's end may gather its records for one ``emit_all``
-    gather = isinstance(end, Emit) and end.emit_all is not None and SinkOp not in map(type, ops)
+    # a run that reaches the chain's end may gather its records for one ``emit_columns``
+    gather = isinstance(end, Emit) and end.emit_columns is not None and SinkOp not in map(type, ops)
     # one record's run gathers its output only when it may be several (a flat_map's)
     fans = gather and any(type(op) is FlatMapOp for op in ops)
     lines = [
@@ -155,24 +156,28 @@ def compile_run(
 GATHER = 1000
 """The most output records a run gathers before emitting them: one frame's worth at the
 default batch size, so that a flat_map's output still meets backpressure as it goes."""
-# the gathered records leave, and gathering starts again in a new list (never twice, even
+# the gathered records leave, and gathering starts again in new lists (never twice, even
 # if emitting raises)
-_LEAVE = ("done, pend = pend, []", "gather = pend.append", "emit_all(done)")
+_LEAVE = (
+    "dk, dv, pk, pv = pk, pv, [], []",
+    "gk, gv = pk.append, pv.append",
+    "emit_columns([dk, dv])",
+)
 
 
 def _gathered(body: list[str], gather: bool) -> list[str]:
-    """``body`` (a function's lines), gathering its output records in ``pend`` to emit
-    together at the end, however the function ends."""
+    """``body`` (a function's lines), gathering its output records' keys in ``pk`` and
+    values in ``pv`` to emit together at the end, however the function ends."""
     if not gather:
         return body
     return [
-        "    pend = []",
-        "    gather = pend.append",
+        "    pk, pv = [], []",
+        "    gk, gv = pk.append, pv.append",
         "    try:",
         *body,
         "    finally:",
-        "        if pend:",
-        "            emit_all(pend)",
+        "        if pk:",
+        "            emit_columns([pk, pv])",
     ]
 
 
@@ -181,7 +186,7 @@ def _body(
 ) -> list[str]:
     """The lines of one record's pass through ``ops``, indented ``depth`` levels; leaving
     the record early is ``continue`` in a loop (``batch``, or inside a ``flat_map``'s).
-    With ``gather``, output records go to ``pend``, and a retry (which runs the rest of the
+    With ``gather``, output records go to ``pk`` and ``pv``, and a retry (which runs the rest of the
     chain linked, emitting as it goes) first emits what is gathered, so order holds."""
     lines: list[str] = []
     top = depth
@@ -200,7 +205,7 @@ def _body(
             put("    " + b)
         put("except Exception as exc:")
         if gather:  # what was gathered leaves first
-            put("    if pend:")
+            put("    if pk:")
             for line in _LEAVE:
                 put("        " + line)
         put(f"    r{i}(n{i}, partial(p{i}, {key}, {value}, o{i}, s{i}), exc, {value})")
@@ -246,8 +251,9 @@ def _body(
         else:  # pragma: no cover - COMPILED and this function name the same classes
             raise AssertionError(f"step {op.name!r} of {kind.__name__} is not compiled")
     if gather:
-        put(f"gather([{k}, {v}])")
-        put("if len(pend) >= GATHER:")  # a frame's output never waits all at once
+        put(f"gk({k})")
+        put(f"gv({v})")
+        put("if len(pk) >= GATHER:")  # a frame's output never waits all at once
         for line in _LEAVE:
             put("    " + line)
     elif isinstance(end, Emit):

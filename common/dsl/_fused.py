@@ -88,7 +88,7 @@ class _Chain:
 
         end: Emit | None  # the chain's end, for a compiled run reaching it
         if not timed:  # no tap sees records: a run gathers a frame's, and emits them at once
-            end = Emit(emit, emit_all=ctx.emitter_all())
+            end = Emit(emit, emit_columns=ctx.emitter_columns())
         elif len(timed) == 1:  # the common case, one windowed step downstream
             see, send = timed[0].see, self.send_watermarks
             end = Emit(emit, see, send)

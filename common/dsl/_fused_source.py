@@ -39,6 +39,13 @@ class _SourceContext:
 
         return feed_all
 
+    def emitter_columns(self, stream: str = "default") -> Callable[[list[list[Any]]], None]:
+        def feed_columns(cols: list[list[Any]]) -> None:
+            for values in zip(*cols, strict=True):
+                self.emit(values)
+
+        return feed_columns
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)
 

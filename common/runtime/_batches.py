@@ -21,17 +21,22 @@ from .._exceptions import SerializationError
 from ..api import Tuple
 from ..api._stream import PUNCTUATION
 from ..plan._fence_streams import FENCE_OUT
-from ..wire import Kind, columns, encode, encode_frame
+from ..wire import Kind, columns, encode, encode_frame, rows
 from ..wire._frame import STMGR
 
 Sink = Callable[[bytes], None]
 
 
 class _Buffer:
-    __slots__ = ("entries", "since")
+    """One destination's tuples: ``cols``, columns its emitter gave as columns
+    (``Emitter.unrooted_columns``), then ``entries``, tuples given one by one (a buffer
+    with rows takes no columns until it has left, so the columns are always the older)."""
+
+    __slots__ = ("cols", "entries", "since")
 
     def __init__(self, now: float) -> None:
         self.entries: list[Any] = []
+        self.cols: list[list[Any]] | None = None
         self.since = now
 
 
@@ -117,7 +122,7 @@ class Batches:
     def buffered(self) -> int:
         """Tuples and ack entries waiting to leave."""
         return (
-            sum(len(b.entries) for b in self.buffers.values())
+            sum(len(b.entries) + (len(b.cols[0]) if b.cols else 0) for b in self.buffers.values())
             + len(self.roots)
             + sum(len(a) for a in self._acks.values())
             + sum(len(f) for f in self._fails.values())
@@ -151,8 +156,8 @@ class Batches:
         if self.buffers.get(key) is not buf:
             return  # already gone, ahead of punctuation
         del self.buffers[key]
-        entries = buf.entries
-        if not entries:
+        entries, given = buf.entries, buf.cols
+        if not entries and not given:
             return
         self._flush_roots()
         dest, stream, rooted = key
@@ -160,23 +165,42 @@ class Batches:
             for other, obuf in list(self.buffers.items()):
                 if other[0] == dest and other[1] not in self._punctuation:
                     self.flush(other, obuf)
-        kind, payload = Kind.DATA_ROOTED if rooted else Kind.DATA, b""
-        cols = None if rooted else columns(entries)
-        if cols is not None:  # untracked tuples of one shape: a column per field
+        if given:  # the older
+            self._send(dest, stream, False, None, given)
+        if entries:  # untracked tuples of one shape still leave as columns
+            self._send(dest, stream, rooted, entries, None if rooted else columns(entries))
+
+    def _send(
+        self,
+        dest: int,
+        stream: str,
+        rooted: bool,
+        entries: list[Any] | None,
+        cols: list[list[Any]] | None,
+    ) -> None:
+        """One frame: ``cols`` where given and every value encodes, else ``entries`` (the
+        rows of ``cols`` when None) as rows, without the tuples the codec cannot carry."""
+        if cols is not None:
             try:
-                kind, payload = Kind.DATA_COLUMNS, encode(cols)
+                payload = encode(cols)
             except SerializationError:  # rows, below, find and drop the tuples at fault
-                kind = Kind.DATA
-        if kind != Kind.DATA_COLUMNS:
-            try:
-                payload = encode(entries)
-            except SerializationError:
-                entries, payload = self._encode_valid(entries, stream, rooted)
-                if not entries:
-                    return
-        self.sink(
-            encode_frame(kind, dest, self.task, len(entries), self._stream_bytes[stream], payload)
-        )
+                pass
+            else:
+                self._frame(Kind.DATA_COLUMNS, dest, stream, len(cols[0]), payload)
+                return
+        if entries is None:
+            assert cols is not None
+            entries = rows(cols)
+        try:
+            payload = encode(entries)
+        except SerializationError:
+            entries, payload = self._encode_valid(entries, stream, rooted)
+            if not entries:
+                return
+        self._frame(Kind.DATA_ROOTED if rooted else Kind.DATA, dest, stream, len(entries), payload)
+
+    def _frame(self, kind: Kind, dest: int, stream: str, n: int, payload: bytes) -> None:
+        self.sink(encode_frame(kind, dest, self.task, n, self._stream_bytes[stream], payload))
 
     def count_bad(self, stream: str, reason: str) -> None:
         self.serialization_errors += 1

@@ -110,6 +110,9 @@ class InstanceContext:
     def emitter_all(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
         return self._i.outputs.emitter_all_for(stream)
 
+    def emitter_columns(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
+        return self._i.outputs.emitter_columns_for(stream)
+
     def ack(self, tup: Tuple) -> None:
         self._i.outputs.ack(tup)
 

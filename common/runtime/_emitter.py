@@ -29,6 +29,7 @@ from .._exceptions import EmitError
 from ..api import Tuple
 from ..plan._routing import Router, Selector
 from ._batches import Batches, Sink, _Buffer
+from ._column_emit import ColumnEmit
 
 _getrandbits = random.getrandbits
 
@@ -236,7 +237,7 @@ class Emitter:
             n = len(records)
             if not n:
                 return
-            for key in keys:
+            for key in keys or ():
                 start = 0
                 while start < n:
                     buf = buffers.get(key)
@@ -256,3 +257,11 @@ class Emitter:
             counts[stream] = counts.get(stream, 0) + n
 
         return emit_all
+
+    def unrooted_columns(
+        self, stream: str, counts: dict[str, int]
+    ) -> Callable[[list[list[Any]]], None]:
+        """``unrooted_all`` for tuples given as columns (``Context.emitter_columns``;
+        ``_column_emit.py``). ``cols`` is not kept."""
+        route = self._route_for(stream)
+        return ColumnEmit(self, route, stream, counts, self.unrooted(stream, counts))

@@ -139,6 +139,18 @@ class Outputs:
             return tracked
         return self.emitter.unrooted_all(stream, self.counts.stream_emits)
 
+    def emitter_columns_for(self, stream: str) -> Callable[[list[list[Any]]], None]:
+        """Context.emitter_columns: ``emitter_for``'s emit for tuples given as columns."""
+        if self.acking:
+            emit = self.emitter_for(stream)
+
+            def tracked(cols: list[list[Any]]) -> None:
+                for values in zip(*cols, strict=True):
+                    emit(list(values))
+
+            return tracked
+        return self.emitter.unrooted_columns(stream, self.counts.stream_emits)
+
     def ack(self, tup: Tuple) -> None:
         self.counts.acked += 1
         if self.acking:

@@ -167,6 +167,15 @@ class TestContext:
 
         return bound
 
+    def emitter_columns(self, stream: str = DEFAULT_STREAM) -> Callable[[list[list[Any]]], None]:
+        emit = self.emit
+
+        def bound(cols: list[list[Any]]) -> None:
+            for values in zip(*cols, strict=True):
+                emit(list(values), stream)
+
+        return bound
+
     def values(self, stream: str = DEFAULT_STREAM) -> list[list[Any]]:
         """The values of every tuple emitted on ``stream``, in order."""
         return [e.values for e in self.emitted if e.stream == stream]

@@ -10,7 +10,7 @@ import pytest
 
 from headwater import Bolt, Context, Spout, Topology, Tuple, shuffle
 from headwater.common.runtime._instance import Instance
-from headwater.common.wire import Kind, columns, encode, encode_frame
+from headwater.common.wire import Kind, columns, data_rows, encode, encode_frame, parse_frame
 
 VALUES = [["a", 1], ["b", 2], ["a", 3]]
 
@@ -22,6 +22,8 @@ class Src(Spout):
 
 
 class Plain(Bolt):
+    outputs = ("k", "v")
+
     def open(self, ctx: Context) -> None:
         self.got: list[Any] = []
 
@@ -51,13 +53,17 @@ def sock() -> Iterator[socket.socket]:
     b.close()
 
 
-def _deliver(bolt: type[Bolt], sock: socket.socket) -> list[Any]:
-    topo = (
-        Topology("t", config={"topology.reliability.mode": "ATMOST_ONCE"})
+def _topology(bolt: type[Bolt], mode: str = "ATMOST_ONCE") -> Topology:
+    return (
+        Topology("t", config={"topology.reliability.mode": mode})
         .add_spout("src", Src)  # task 1
         .add_bolt("work", bolt, inputs={"src": shuffle()})  # task 2
+        .add_bolt("out", Plain, inputs={"work": shuffle()})  # task 3
     )
-    inst = Instance(topo, 2, sock)
+
+
+def _deliver(bolt: type[Bolt], sock: socket.socket) -> list[Any]:
+    inst = Instance(_topology(bolt), 2, sock)
     try:
         inst.component_obj.open(inst.ctx)
         payload = encode(columns(VALUES))
@@ -86,3 +92,23 @@ def test_a_batch_bolt_takes_value_lists_as_from_rows(sock: socket.socket) -> Non
 def test_a_bolt_takes_a_tuple_per_record_with_value_lists(sock: socket.socket) -> None:
     got = _deliver(Plain, sock)
     assert got == VALUES and all(type(v) is list for v in got)
+
+
+@pytest.mark.parametrize("mode", ["ATMOST_ONCE", "ATLEAST_ONCE"])
+def test_columns_emitted_leave_as_the_tuples_they_hold_in_every_mode(
+    mode: str, sock: socket.socket
+) -> None:
+    inst = Instance(_topology(Plain, mode), 2, sock)
+    try:
+        inst.component_obj.open(inst.ctx)
+        inst.ctx.emitter_columns()([["a", "b"], [1, 2]])
+        inst.emitter.flush_all()
+        frames = []
+        while (raw := inst.gateway.outbox.get(timeout=0)) is not None:
+            frames.append(parse_frame(raw))
+        data = [f for f in frames if f.kind in (Kind.DATA, Kind.DATA_COLUMNS)]
+        assert [(f.dest, data_rows(f)) for f in data] == [(3, [["a", 1], ["b", 2]])]
+        assert inst.counts.stream_emits == {"default": 2}
+    finally:
+        inst.gateway._wake_r.close()
+        inst.gateway._wake_w.close()
