@@ -95,6 +95,9 @@ def test_a_lone_context_records_emits_per_stream_acks_counters_and_system_calls(
     assert ctx.keyed_state("k") is ctx.keyed_state("k")
     with pytest.raises(AttributeError, match="without a topology"):
         _ = ctx.topology
+    with pytest.raises(EmitError, match="give each as many"):  # as the runtime, before any
+        ctx.emitter_columns()([["a", "b", "c"], [1, 2]])
+    assert ctx.values() == [[1], [3]]
 
 
 def test_a_context_in_a_topology_routes_as_the_runtime_does() -> None:

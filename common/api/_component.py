@@ -138,7 +138,8 @@ class Context(Protocol):
         tuples ``[cols[0][i], cols[1][i], ...]`` in order, every column as long as the
         first. Where every tuple of the stream goes to the same tasks, the columns join
         their buffers as they are (no list per tuple; they leave as a columnar frame).
-        ``cols`` and its lists may be reused once the call returns."""
+        ``cols`` and its lists may be reused once the call returns. ``EmitError``, before
+        any tuple leaves, unless ``cols`` is a list of lists (or tuples) of one length."""
         ...
 
     def ack(self, tup: Tuple) -> None: ...

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..api import BoundedSource, Context, Spout, SystemContext
+from ..wire import column_length
 from ._fused import END_OF_TIME, Tap, TapSpec, _Chain
 from ._ops import Op
 
@@ -41,8 +42,9 @@ class _SourceContext:
 
     def emitter_columns(self, stream: str = "default") -> Callable[[list[list[Any]]], None]:
         def feed_columns(cols: list[list[Any]]) -> None:
-            for values in zip(*cols, strict=True):
-                self.emit(values)
+            if column_length(cols):
+                for values in zip(*cols, strict=True):
+                    self.emit(values)
 
         return feed_columns
 

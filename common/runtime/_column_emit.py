@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .._exceptions import EmitError
 from ..plan._routing import Selector
+from ..wire import column_length
 from ._batches import _Buffer
 
 Key = tuple[int, str, bool]  # a buffer's: (destination task, stream, rooted)
@@ -60,16 +60,13 @@ class ColumnEmit:
         self.buffers, self.size, self.flush = em._buffers, em.batch_size, em._flush
 
     def __call__(self, cols: list[list[Any]]) -> None:
-        if not cols:
+        n = column_length(cols)
+        if not n:
             return
-        n = len(cols[0])
-        for col in cols:
-            if len(col) != n:
-                raise EmitError(f"columns of {[len(c) for c in cols]} values: give each as many")
         keys = self.route.keys
         if keys is None:
             n = self._routed(cols, n)
-        elif n:
+        else:
             self._to_fixed(keys, cols, n)
         if n:
             self.em.emitted += n

@@ -18,25 +18,40 @@ from __future__ import annotations
 from operator import itemgetter
 from typing import Any
 
+from .._exceptions import EmitError
 from ._codec import DecodeError, decode
 from ._frame import Frame, Kind
 
+_SEQUENCES = frozenset({list, tuple})
+
 
 def columns(entries: list[Any]) -> list[list[Any]] | None:
-    """``entries``' fields as columns, or None when the tuples do not all have the same
-    number of fields, or have none (a stream's tuples need not have its declared fields)."""
-    try:
-        width = len(entries[0]) if entries else 0
-    except TypeError:  # not a sequence: the rows' path says what it is
+    """``entries``' fields as columns, or None when they are not all value lists (or
+    tuples) of the same number of fields, one or more (a stream's tuples need not have its
+    declared fields, and a record given to a bound emit is sent as it is)."""
+    if not entries or not {*map(type, entries)} <= _SEQUENCES:
         return None
+    width = len(entries[0])
     if not width:
         return None
     try:  # a field at a time, in C (``zip(*entries)`` costs twice as much for 1,000 tuples)
         cols = [list(map(itemgetter(i), entries)) for i in range(width)]
-    except (IndexError, KeyError, TypeError):  # a tuple with fewer fields (or not a sequence)
+    except IndexError:  # a tuple with fewer fields
         return None
     # none has fewer, so the same total means none has more
     return cols if sum(map(len, entries)) == width * len(entries) else None
+
+
+def column_length(cols: Any) -> int:
+    """How many tuples ``cols`` (given to ``Context.emitter_columns``) holds; ``EmitError``
+    unless it is a list of lists (or tuples) of one length."""
+    if type(cols) not in _SEQUENCES or not {*map(type, cols)} <= _SEQUENCES:
+        raise EmitError("emit columns as a list of lists, one list per field")
+    n = len(cols[0]) if cols else 0
+    for col in cols:
+        if len(col) != n:
+            raise EmitError(f"columns of {[len(c) for c in cols]} values: give each as many")
+    return n
 
 
 def decode_columns(payload: bytes | memoryview, entries: int) -> list[list[Any]]:

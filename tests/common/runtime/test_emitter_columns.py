@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from headwater.common._exceptions import EmitError
@@ -48,11 +50,32 @@ def test_columns_to_keyed_tasks_go_by_each_tuples_key() -> None:
     assert got == {3: [["apple"], ["apple"]], 2: [["banana"]]}
 
 
-def test_columns_of_unequal_length_are_refused() -> None:
+@pytest.mark.parametrize(
+    ("cols", "says"),
+    [
+        ([["a", "b"], [1]], "give each as many"),
+        ("ab", "a list of lists"),  # a string is no list of columns
+        ([[1, 2], "xy"], "a list of lists"),
+        ([{"a": 1}], "a list of lists"),
+        ((c for c in [[1]]), "a list of lists"),
+    ],
+    ids=["unequal", "a string", "a string column", "a dict column", "a generator"],
+)
+def test_columns_not_of_one_length_or_not_lists_are_refused(cols: Any, says: str) -> None:
     em, sink = _emitter()
-    with pytest.raises(EmitError, match="give each as many"):
-        em.unrooted_columns("default", {})([["a", "b"], [1]])
-    assert em.buffered == 0 and sink == []
+    with pytest.raises(EmitError, match=says):
+        em.unrooted_columns("default", {})(cols)
+    assert em.buffered == 0 and sink == [] and em.emitted == 0
+
+
+def test_no_columns_or_empty_columns_emit_nothing() -> None:
+    em, sink = _emitter()
+    counts: dict[str, int] = {}
+    emit_columns = em.unrooted_columns("default", counts)
+    emit_columns([])
+    emit_columns([[]])
+    em.flush_all()
+    assert (sink, em.emitted, counts) == ([], 0, {})
 
 
 def test_a_value_the_codec_cannot_carry_is_dropped_alone_from_columns() -> None:

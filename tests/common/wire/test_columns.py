@@ -31,8 +31,26 @@ def test_tuples_of_one_shape_become_columns_and_back() -> None:
 
 @pytest.mark.parametrize(
     "entries",
-    [[["a", 1], ["b"]], [[], []], [["a"], ["b", 2], ["c"]], [["a", 1], ["b", 2, 3], ["c"]], []],
-    ids=["ragged", "no fields", "one longer", "longer and shorter", "none"],
+    [
+        [["a", 1], ["b"]],
+        [[], []],
+        [["a"], ["b", 2], ["c"]],
+        [["a", 1], ["b", 2, 3], ["c"]],
+        [],
+        ["ab", "cd"],  # records given to a bound emit as they are: sent as they are
+        [["a", "b"], "cd"],
+        [b"ab", b"cd"],
+    ],
+    ids=[
+        "ragged",
+        "no fields",
+        "one longer",
+        "longer and shorter",
+        "none",
+        "strings",
+        "a string among lists",
+        "bytes",
+    ],
 )
 def test_ragged_tuples_and_tuples_without_fields_stay_rows(entries: list[Any]) -> None:
     assert columns(entries) is None
