@@ -2,7 +2,10 @@
 
 Contract: ``decode`` returns a value or raises ``DecodeError``; a value it returns encodes
 again (``encode`` takes whatever ``decode`` gives), and that encoding decodes to a value
-that encodes the same (decode and encode agree).
+that encodes the same (decode and encode agree). A columnar batch (a ``DATA_COLUMNS``
+frame's payload and the entry count its header declares): ``decode_columns`` returns one or
+more lists, each as long as declared, or raises ``DecodeError``, and their rows are that
+many value lists of one length each.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import datetime as dt
 from _atheris import instrument, main, provider, value
 
 with instrument("headwater.common.wire"):
-    from headwater.common.wire import DecodeError, decode, encode
+    from headwater.common.wire import DecodeError, decode, decode_columns, encode, rows
 
 
 def _decoded(data: bytes) -> None:
@@ -24,8 +27,22 @@ def _decoded(data: bytes) -> None:
     assert encode(decode(again)) == again, "decode and encode disagree"
 
 
+def _columns(data: bytes) -> None:
+    declared, payload = (data[0], data[1:]) if data else (0, b"")
+    try:
+        cols = decode_columns(payload, declared)
+    except DecodeError:
+        return
+    assert cols and all(type(c) is list and len(c) == declared for c in cols), "a bad shape"
+    got = rows(cols)
+    assert len(got) == declared, "rows other than the tuples the header declares"
+    assert all(type(r) is list and len(r) == len(cols) for r in got), "a row of another width"
+
+
 def one_input(data: bytes) -> None:
-    if data[:1] == b"\x00":  # a valid batch, then the rest of the input appended or cut
+    if data[:1] == b"\x02":  # a columnar batch: the declared count, then the payload
+        _columns(data[1:])
+    elif data[:1] == b"\x00":  # a valid batch, then the rest of the input appended or cut
         fdp = provider(data[1:])
         body = encode([[value(fdp) for _ in range(3)] for _ in range(fdp.ConsumeIntInRange(0, 4))])
         cut = fdp.ConsumeIntInRange(0, len(body))
@@ -47,6 +64,8 @@ def seeds() -> list[bytes]:
         b"\x01\xd6\xff" + bytes(4),  # a 32-bit one
         b"\x01\xdd\xff\xff\xff\xff",  # an array declaring 2**32 - 1 items
         b"\x00" + bytes(range(40)),
+        b"\x02\x03" + encode([["a", "b", "c"], [1, 2, 3]]),
+        b"\x02\x02" + encode([["a", "b"], [1]]),  # a column short of the declared count
     ]
 
 
