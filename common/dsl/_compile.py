@@ -117,8 +117,8 @@ def compile_run(
         if isinstance(op, MapOp | ReduceByKeyOp):  # every compiled kind has its function
             ns[f"f{i}"] = op.fn
         if isinstance(op, ReduceByKeyOp):  # the state's get, and its put written inline
-            ns[f"g{i}"], _ = op.totals.accessors()
-            ns[f"d{i}"], ns[f"m{i}"], ns[f"x{i}"] = op.totals.put_parts()
+            data, ns[f"m{i}"], ns[f"x{i}"] = op.totals.put_parts()
+            ns[f"d{i}"], ns[f"g{i}"] = data, data.get
         if type(op) is SinkOp:
             ns[f"c{i}"] = cell = [0]
             sinks.append((op, cell))

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from ..plan._routing import Selector
-from ..wire import column_length
+from ..wire import column_length, rows
 from ._batches import _Buffer
 
 Key = tuple[int, str, bool]  # a buffer's: (destination task, stream, rooted)
@@ -103,13 +103,12 @@ class ColumnEmit:
         """``unrooted``'s emit, inline, for each tuple; how many were not dropped (0 when
         the general path counted them itself)."""
         select, stream = self.route.select, self.stream
-        rows = map(list, zip(*cols))  # noqa: B905 - as above
         if select is None:  # none or several subscribers
-            for values in rows:
+            for values in rows(cols):
                 self.emit(values)
             return 0
         buffers, size, flush = self.buffers, self.size, self.flush
-        for values in rows:
+        for values in rows(cols):
             try:
                 dests = select(values, None)
             except (TypeError, ValueError, OverflowError) as exc:

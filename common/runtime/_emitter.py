@@ -237,7 +237,7 @@ class Emitter:
             n = len(records)
             if not n:
                 return
-            for key in keys or ():
+            for key in keys:
                 start = 0
                 while start < n:
                     buf = buffers.get(key)

@@ -87,40 +87,8 @@ class Executor:
         kind = f.kind
         comp = self.comp
         counts = self.counts
-        if kind == Kind.DATA_COLUMNS:
-            self._columns(f)
-        elif kind == Kind.DATA or kind == Kind.DATA_ROOTED:
-            assert isinstance(comp, Bolt)
-            entries = decode(f.payload)
-            src = f.src
-            component = self.task_component.get(src, "?")
-            stream = f.stream
-            now = time.time()
-            n = len(entries)
-            counts.received += n
-            hot = counts.hot
-            if hot.keyed:  # a fields-grouped input: sample its keys (one tuple in 16)
-                hot.sample(component, stream, entries, kind == Kind.DATA_ROOTED)
-            sites = self.sites
-            if sites is not None:  # a component that may move: its keys' sites (issue 37)
-                sites.note(component, stream, entries, kind == Kind.DATA_ROOTED)
-            t0 = time.perf_counter_ns()
-            batch = self.batch if kind == Kind.DATA else None
-            if batch is not None:  # the DSL's chains: a batch, no Tuple per record
-                batch(component, stream, src, entries)  # (their steps retry on their own)
-            else:
-                self._process(
-                    comp.process,
-                    iter(entries),
-                    kind == Kind.DATA_ROOTED,
-                    component,
-                    stream,
-                    src,
-                    now,
-                )
-            counts.exec_ns += time.perf_counter_ns() - t0
-            counts.exec_count += n
-            counts.executed += n
+        if kind == Kind.DATA or kind == Kind.DATA_COLUMNS or kind == Kind.DATA_ROOTED:
+            self._data(f)
         elif kind == Kind.ACKED or kind == Kind.FAILED:
             assert isinstance(comp, Spout)
             pending = self.outputs.pending
@@ -146,30 +114,44 @@ class Executor:
                 return
             self.on_control(msg)
 
-    def _columns(self, f: Frame) -> None:
-        """A frame of untracked tuples as columns: to a ``ColumnBolt`` whole, else as the
-        value lists a frame of rows would have given (``process_values`` or ``process``)."""
-        comp, counts = self.comp, self.counts
+    def _data(self, f: Frame) -> None:
+        """A frame of tuples, as rows or as columns: counted, its keys sampled and sited,
+        then to the bolt: columns whole to a ``ColumnBolt``, untracked rows at once to a
+        ``BatchBolt`` (the DSL's chains: no ``Tuple`` per record; their steps retry on
+        their own), else a ``Tuple`` per record. A bolt that takes no columns gets the value
+        lists a frame of rows would have given."""
+        comp, counts, kind = self.comp, self.counts, f.kind
         assert isinstance(comp, Bolt)
-        n = f.entries
-        cols = decode_columns(f.payload, n)
+        rooted = kind == Kind.DATA_ROOTED
+        cols: list[list[Any]] = []
+        entries: list[Any] | None  # None: the bolt takes the columns
+        if kind == Kind.DATA_COLUMNS:
+            cols = decode_columns(f.payload, f.entries)
+            entries = None if self.columnar is not None else rows(cols)
+        else:
+            entries = decode(f.payload)
         src, stream = f.src, f.stream
         component = self.task_component.get(src, "?")
+        n = f.entries if entries is None else len(entries)
         counts.received += n
         hot = counts.hot
-        if hot.keyed:
-            hot.sample_columns(component, stream, cols, n)
-        if self.sites is not None:
-            self.sites.note(component, stream, zip(*cols, strict=True), False)
+        if hot.keyed:  # a fields-grouped input: sample its keys (one tuple in 16)
+            if entries is None:
+                hot.sample_columns(component, stream, cols, n)
+            else:
+                hot.sample(component, stream, entries, rooted)
+        sites = self.sites
+        if sites is not None:  # a component that may move: its keys' sites (issue 37)
+            keyed = zip(*cols, strict=True) if entries is None else entries
+            sites.note(component, stream, keyed, rooted)
         t0 = time.perf_counter_ns()
-        if self.columnar is not None:
+        if entries is None:
+            assert self.columnar is not None
             self.columnar(component, stream, src, cols)
-        elif self.batch is not None:
-            self.batch(component, stream, src, rows(cols))
+        elif self.batch is not None and not rooted:
+            self.batch(component, stream, src, entries)
         else:
-            self._process(
-                comp.process, iter(rows(cols)), False, component, stream, src, time.time()
-            )
+            self._process(comp.process, iter(entries), rooted, component, stream, src, time.time())
         counts.exec_ns += time.perf_counter_ns() - t0
         counts.exec_count += n
         counts.executed += n

@@ -13,7 +13,7 @@ input samples nothing (``keyed`` is empty).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..api import Topology
@@ -73,33 +73,30 @@ class HotKeys:
         idx = self.keyed.get((component, stream))
         if idx is None:
             return
-        phase, n = self.phase, len(entries)
-        self.phase = (phase - n) % STRIDE
-        add = self.top.add
-        for j in range(phase, n, STRIDE):
-            values = entries[j][0] if rooted else entries[j]
-            key = values[idx[0]] if len(idx) == 1 else tuple(values[i] for i in idx)
-            try:
-                add(key)
-            except TypeError:  # unhashable (a list, a map): by its rendering
-                add(str(key))
+        picked = entries[self._phase(len(entries)) :: STRIDE]
+        self._add(idx, [entry[0] for entry in picked] if rooted else picked)
 
     def sample_columns(self, component: str, stream: str, cols: list[list[Any]], n: int) -> None:
         """``sample`` for a frame of ``n`` tuples as columns (``wire/_columns.py``)."""
         idx = self.keyed.get((component, stream))
         if idx is None:
             return
+        phase = self._phase(n)
+        self._add(idx, zip(*(col[phase::STRIDE] for col in cols), strict=True))
+
+    def _phase(self, n: int) -> int:
+        """The index of the first tuple to sample in a frame of ``n``; the stride goes on."""
         phase = self.phase
         self.phase = (phase - n) % STRIDE
+        return phase
+
+    def _add(self, idx: list[int], picked: Iterable[Sequence[Any]]) -> None:
         add = self.top.add
-        if len(idx) == 1:
-            keys: Iterable[Any] = cols[idx[0]][phase::STRIDE]
-        else:
-            keys = zip(*(cols[i][phase::STRIDE] for i in idx), strict=True)
-        for key in keys:
+        for values in picked:
+            key = values[idx[0]] if len(idx) == 1 else tuple(values[i] for i in idx)
             try:
                 add(key)
-            except TypeError:
+            except TypeError:  # unhashable (a list, a map): by its rendering
                 add(str(key))
 
     def report(self) -> dict[str, float]:

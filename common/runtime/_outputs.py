@@ -18,7 +18,7 @@ from typing import Any
 
 from ..api import DEAD_LETTERS, Tuple
 from ..api._dead_letters import Retry
-from ..wire import column_length
+from ..wire import column_length, rows
 from ..wire._control import DeadLetterReport, control_frame
 from ._emitter import Emitter
 from ._hot_keys import HotKeys
@@ -146,9 +146,9 @@ class Outputs:
             emit = self.emitter_for(stream)
 
             def tracked(cols: list[list[Any]]) -> None:
-                if column_length(cols):  # checked before any leaves, as untracked
-                    for values in zip(*cols, strict=True):
-                        emit(list(values))
+                column_length(cols)  # checked before any leaves, as untracked
+                for values in rows(cols):
+                    emit(values)
 
             return tracked
         return self.emitter.unrooted_columns(stream, self.counts.stream_emits)

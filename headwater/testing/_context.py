@@ -19,7 +19,7 @@ from headwater.common.api._dead_letters import Retry
 from headwater.common.api._state import KeyedState, State
 from headwater.common.plan import task_ids
 from headwater.common.plan._routing import Router
-from headwater.common.wire import column_length
+from headwater.common.wire import column_length, rows
 from headwater.common.wire._control import ControlMessage
 
 
@@ -172,9 +172,9 @@ class TestContext:
         emit = self.emit
 
         def bound(cols: list[list[Any]]) -> None:
-            if column_length(cols):  # the runtime's checks, before any leaves
-                for values in zip(*cols, strict=True):
-                    emit(list(values), stream)
+            column_length(cols)  # the runtime's checks, before any leaves
+            for values in rows(cols):
+                emit(values, stream)
 
         return bound
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from headwater import Bolt, Context, Spout, Topology, Tuple, shuffle
-from headwater.common.runtime._instance import Instance
 from headwater.common.wire import Kind, columns, data_rows, encode, encode_frame, parse_frame
+
+from ._opened import Opened
 
 VALUES = [["a", 1], ["b", 2], ["a", 3]]
 
@@ -45,14 +44,6 @@ class Columns(Frames):
         self.got.append(("columns", component, stream, task, cols))
 
 
-@pytest.fixture
-def sock() -> Iterator[socket.socket]:
-    a, b = socket.socketpair()
-    yield a
-    a.close()
-    b.close()
-
-
 def _topology(bolt: type[Bolt], mode: str = "ATMOST_ONCE") -> Topology:
     return (
         Topology("t", config={"topology.reliability.mode": mode})
@@ -62,53 +53,43 @@ def _topology(bolt: type[Bolt], mode: str = "ATMOST_ONCE") -> Topology:
     )
 
 
-def _deliver(bolt: type[Bolt], sock: socket.socket) -> list[Any]:
-    inst = Instance(_topology(bolt), 2, sock)
-    try:
-        inst.component_obj.open(inst.ctx)
-        payload = encode(columns(VALUES))
-        inst.gate.handle(encode_frame(Kind.DATA_COLUMNS, 2, 1, 3, b"default", payload))
-        assert inst.counts.received == inst.counts.executed == 3
-        made = inst.component_obj
-        assert isinstance(made, Plain)
-        return made.got
-    finally:
-        inst.gateway._wake_r.close()  # the gateway's wake-up pair (its thread never started)
-        inst.gateway._wake_w.close()
+def _deliver(bolt: type[Bolt], opened: Opened) -> list[Any]:
+    inst = opened(_topology(bolt), 2)
+    payload = encode(columns(VALUES))
+    inst.gate.handle(encode_frame(Kind.DATA_COLUMNS, 2, 1, 3, b"default", payload))
+    assert inst.counts.received == inst.counts.executed == 3
+    made = inst.component_obj
+    assert isinstance(made, Plain)
+    return made.got
 
 
-def test_a_column_bolt_takes_the_columns_whole(sock: socket.socket) -> None:
-    assert _deliver(Columns, sock) == [
+def test_a_column_bolt_takes_the_columns_whole(opened: Opened) -> None:
+    assert _deliver(Columns, opened) == [
         ("columns", "src", "default", 1, [["a", "b", "a"], [1, 2, 3]])
     ]
 
 
-def test_a_batch_bolt_takes_value_lists_as_from_rows(sock: socket.socket) -> None:
-    ((how, *_, entries),) = _deliver(Frames, sock)
+def test_a_batch_bolt_takes_value_lists_as_from_rows(opened: Opened) -> None:
+    ((how, *_, entries),) = _deliver(Frames, opened)
     assert (how, entries) == ("values", VALUES)
     assert all(type(e) is list for e in entries)
 
 
-def test_a_bolt_takes_a_tuple_per_record_with_value_lists(sock: socket.socket) -> None:
-    got = _deliver(Plain, sock)
+def test_a_bolt_takes_a_tuple_per_record_with_value_lists(opened: Opened) -> None:
+    got = _deliver(Plain, opened)
     assert got == VALUES and all(type(v) is list for v in got)
 
 
 @pytest.mark.parametrize("mode", ["ATMOST_ONCE", "ATLEAST_ONCE"])
 def test_columns_emitted_leave_as_the_tuples_they_hold_in_every_mode(
-    mode: str, sock: socket.socket
+    mode: str, opened: Opened
 ) -> None:
-    inst = Instance(_topology(Plain, mode), 2, sock)
-    try:
-        inst.component_obj.open(inst.ctx)
-        inst.ctx.emitter_columns()([["a", "b"], [1, 2]])
-        inst.emitter.flush_all()
-        frames = []
-        while (raw := inst.gateway.outbox.get(timeout=0)) is not None:
-            frames.append(parse_frame(raw))
-        data = [f for f in frames if f.kind in (Kind.DATA, Kind.DATA_COLUMNS)]
-        assert [(f.dest, data_rows(f)) for f in data] == [(3, [["a", 1], ["b", 2]])]
-        assert inst.counts.stream_emits == {"default": 2}
-    finally:
-        inst.gateway._wake_r.close()
-        inst.gateway._wake_w.close()
+    inst = opened(_topology(Plain, mode), 2)
+    inst.ctx.emitter_columns()([["a", "b"], [1, 2]])
+    inst.emitter.flush_all()
+    frames = []
+    while (raw := inst.gateway.outbox.get(timeout=0)) is not None:
+        frames.append(parse_frame(raw))
+    data = [f for f in frames if f.kind in (Kind.DATA, Kind.DATA_COLUMNS)]
+    assert [(f.dest, data_rows(f)) for f in data] == [(3, [["a", 1], ["b", 2]])]
+    assert inst.counts.stream_emits == {"default": 2}

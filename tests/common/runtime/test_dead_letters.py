@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import socket
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,6 +14,8 @@ from headwater.common.api._dead_letters import Retry, reason_of, short_traceback
 from headwater.common.runtime._instance import Instance
 from headwater.common.runtime._instance_metrics import report_metrics
 from headwater.common.wire import Kind, data_rows, decode, encode, encode_frame, parse_frame
+
+from ._opened import Opened
 
 
 class Src(Spout):
@@ -62,26 +62,8 @@ def _topology(mode: str, *, sink: bool = True, config: dict[str, Any] | None = N
     return t.with_dead_letters("dead", Sink) if sink else t  # task 4
 
 
-@pytest.fixture
-def sockets() -> Iterator[socket.socket]:
-    a, b = socket.socketpair()
-    yield a
-    a.close()
-    b.close()
-    for inst in _made:  # the gateway's wake-up pair (its thread never started)
-        inst.gateway._wake_r.close()
-        inst.gateway._wake_w.close()
-    _made.clear()
-
-
-_made: list[Instance] = []
-
-
-def _instance(topology: Topology, sock: socket.socket) -> Instance:
-    inst = Instance(topology, 2, sock)
-    inst.component_obj.open(inst.ctx)
-    _made.append(inst)
-    return inst
+def _instance(topology: Topology, opened: Opened) -> Instance:
+    return opened(topology, 2)
 
 
 def _sent(inst: Instance) -> list[bytes]:
@@ -112,9 +94,9 @@ def _feed(inst: Instance, values: list[int]) -> None:
 
 @pytest.mark.parametrize("mode", ["ATMOST_ONCE", "EFFECTIVELY_ONCE"])
 def test_a_poison_record_is_retried_then_dead_lettered_and_the_rest_flows(
-    mode: str, sockets: socket.socket
+    mode: str, opened: Opened
 ) -> None:
-    inst = _instance(_topology(mode), sockets)
+    inst = _instance(_topology(mode), opened)
     _feed(inst, [1, 2, 3, 4, 5, 6])
     frames = _sent(inst)
     bolt = inst.component_obj
@@ -143,16 +125,16 @@ def test_a_poison_record_is_retried_then_dead_lettered_and_the_rest_flows(
     assert (metrics["dead_letters"], metrics["record_retries"]) == (2, 4)
 
 
-def test_retries_follow_the_config(sockets: socket.socket) -> None:
-    inst = _instance(_topology("ATMOST_ONCE", config={TOPOLOGY_RECORD_MAX_RETRIES: 0}), sockets)
+def test_retries_follow_the_config(opened: Opened) -> None:
+    inst = _instance(_topology("ATMOST_ONCE", config={TOPOLOGY_RECORD_MAX_RETRIES: 0}), opened)
     _feed(inst, [2, 3])
     frames = _sent(inst)
     assert [d[3] for d in _data(frames, DEAD_LETTERS)] == [[2], [3]]  # no second attempt
     assert inst.outputs.retry.retries == 0
 
 
-def test_at_least_once_acks_the_tuple_after_its_dead_letter(sockets: socket.socket) -> None:
-    inst = _instance(_topology("ATLEAST_ONCE"), sockets)
+def test_at_least_once_acks_the_tuple_after_its_dead_letter(opened: Opened) -> None:
+    inst = _instance(_topology("ATLEAST_ONCE"), opened)
     entries = encode([[[2], [1, 77, 5]], [[4], [1, 78, 6]]])  # values, (spout task, root, edge)
     inst.gate.handle(encode_frame(Kind.DATA_ROOTED, 2, 1, 2, b"default", entries))
     frames = _sent(inst)
@@ -164,9 +146,9 @@ def test_at_least_once_acks_the_tuple_after_its_dead_letter(sockets: socket.sock
 
 
 def test_without_a_sink_dead_letters_are_logged(
-    sockets: socket.socket, caplog: pytest.LogCaptureFixture
+    opened: Opened, caplog: pytest.LogCaptureFixture
 ) -> None:
-    inst = _instance(_topology("ATMOST_ONCE", sink=False), sockets)
+    inst = _instance(_topology("ATMOST_ONCE", sink=False), opened)
     _feed(inst, [2, 4])
     frames = _sent(inst)
     assert _data(frames, DEAD_LETTERS) == [] and _data(frames, "default") == [[4]]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,6 +16,8 @@ from headwater.common.runtime._instance_metrics import report_metrics
 from headwater.common.runtime._stmgr_metrics import TaskMetrics
 from headwater.common.wire import Kind, columns, decode, encode, encode_frame, parse_frame
 from tests._wait import wait_for
+
+from ._opened import Opened
 
 SLEEP_S = 0.02
 
@@ -60,26 +60,8 @@ def _topology(bolt: type[Bolt] = Slow) -> Topology:
     )
 
 
-_made: list[Instance] = []
-
-
-@pytest.fixture
-def sock() -> Iterator[socket.socket]:
-    a, b = socket.socketpair()
-    yield a
-    a.close()
-    b.close()
-    for inst in _made:  # the gateway's wake-up pair (its thread never started)
-        inst.gateway._wake_r.close()
-        inst.gateway._wake_w.close()
-    _made.clear()
-
-
-def _instance(task: int, sock: socket.socket, bolt: type[Bolt] = Slow) -> Instance:
-    inst = Instance(_topology(bolt), task, sock)
-    inst.component_obj.open(inst.ctx)
-    _made.append(inst)
-    return inst
+def _instance(task: int, opened: Opened, bolt: type[Bolt] = Slow) -> Instance:
+    return opened(_topology(bolt), task)
 
 
 def _frame(values: list[list[Any]]) -> bytes:
@@ -103,8 +85,8 @@ def _run(target: Any, *args: Any) -> threading.Thread:
     return t
 
 
-def test_a_bolt_is_busy_while_it_processes_and_not_while_it_waits(sock: socket.socket) -> None:
-    inst = _instance(2, sock)
+def test_a_bolt_is_busy_while_it_processes_and_not_while_it_waits(opened: Opened) -> None:
+    inst = _instance(2, opened)
     assert isinstance(inst.component_obj, Bolt)
     loop = _run(run_bolt, inst, inst.component_obj)
     try:
@@ -130,8 +112,8 @@ def test_a_bolt_is_busy_while_it_processes_and_not_while_it_waits(sock: socket.s
     assert 0 < m["uptime_ns"] <= time.monotonic_ns() - inst.counts.started_ns  # read with them
 
 
-def test_a_spout_is_busy_in_next_tuple_and_not_while_it_sleeps(sock: socket.socket) -> None:
-    inst = _instance(1, sock)
+def test_a_spout_is_busy_in_next_tuple_and_not_while_it_sleeps(opened: Opened) -> None:
+    inst = _instance(1, opened)
     assert isinstance(inst.component_obj, Spout)
     inst.active = True
     loop = _run(run_spout, inst, inst.component_obj)
@@ -151,9 +133,9 @@ def test_a_spout_is_busy_in_next_tuple_and_not_while_it_sleeps(sock: socket.sock
 
 
 def test_time_blocked_on_a_full_outbox_is_not_busy_and_busy_never_goes_back(
-    sock: socket.socket,
+    opened: Opened,
 ) -> None:
-    inst = _instance(2, sock)
+    inst = _instance(2, opened)
     inst.counts.busy_ns = 5_000_000_000
     inst.gateway.outbox.blocked_s = 2.0
     assert _reported(inst)["busy_ns"] == 3_000_000_000
@@ -165,9 +147,9 @@ def test_time_blocked_on_a_full_outbox_is_not_busy_and_busy_never_goes_back(
 
 @pytest.mark.parametrize("layout", [_frame, _columns_frame], ids=["rows", "columns"])
 def test_received_counts_tuples_and_hot_keys_come_from_one_in_sixteen(
-    sock: socket.socket, layout: Any
+    opened: Opened, layout: Any
 ) -> None:
-    inst = _instance(2, sock, Quick)
+    inst = _instance(2, opened, Quick)
     assert inst.counts.hot.keyed == {("src", "default"): [0]}
     # 160 tuples: those at 0, 16, ..., 144 are sampled; the others' keys never show
     values = [["x" if i < 96 else "y", i] if i % 16 == 0 else ["noise", i] for i in range(160)]
@@ -194,8 +176,8 @@ def test_rooted_frames_and_several_key_fields_are_sampled() -> None:
     assert hot.report() == {"('k', 0)": 2 / 3, "('j', 0)": 1 / 3}
 
 
-def test_a_component_without_a_fields_grouped_input_samples_nothing(sock: socket.socket) -> None:
-    inst = _instance(3, sock, Quick)
+def test_a_component_without_a_fields_grouped_input_samples_nothing(opened: Opened) -> None:
+    inst = _instance(3, opened, Quick)
     assert keyed_inputs(_topology(), "out") == {} and not inst.counts.hot.keyed
     assert _reported(inst)["hot_keys"] == {}
 
