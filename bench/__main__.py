@@ -25,6 +25,7 @@ class Workload:
 MODULES: dict[str, str] = {
     "checkpoint-store": "bench.checkpoint_store",
     "compose": "bench.compose",
+    "compose-checks": "bench.compose_checks",
     "console": "bench.console",
     "demo-train": "bench.demo_train",
     "dsl-fusion": "bench.dsl_fusion",
@@ -35,6 +36,7 @@ MODULES: dict[str, str] = {
     "faults": "bench.faults",
     "fleet": "bench.fleet",
     "health": "bench.health",
+    "idle": "bench.idle",
     "moves": "bench.moves",
     "peers": "bench.peers",
     "profile": "bench.profile",
@@ -45,6 +47,7 @@ MODULES: dict[str, str] = {
     "spark-rollout": "bench.spark_rollout",
     "spark-rollup": "bench.spark_rollup",
     "spark-spec": "bench.spark_spec",
+    "spark-start": "bench.spark_start",
     "spark-train": "bench.spark_train",
     "startup": "bench.startup",
     "wc-bound": "bench.wc_bound",

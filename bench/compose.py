@@ -227,12 +227,14 @@ class Bare:
     master, two workers and two agents."""
 
     def __init__(self, work: Path) -> None:
-        from headwater._demo.run import _free_port, start_broker
+        from headwater._demo.run import start_broker
+        from headwater.common._ports import free_ports
 
         self.work, self.procs, self.agents = work, [], {}  # type: ignore[var-annotated]
         self.port, broker, _ = start_broker(work)
         self.procs.append(broker)
         ready = work / "master.json"
+        grpc, http, join = free_ports(3)
         self._daemon(
             "master",
             [
@@ -240,11 +242,11 @@ class Bare:
                 "--host",
                 "127.0.0.1",
                 "--port",
-                str(_free_port()),
+                str(grpc),
                 "--http-port",
-                str(_free_port()),
+                str(http),
                 "--join-port",
-                str(_free_port()),
+                str(join),
                 "--no-advertise",
                 "--state-dir",
                 str(work / "master"),

@@ -56,9 +56,10 @@ import psutil
 from paho.mqtt.enums import CallbackAPIVersion
 
 from headwater._demo.linkproxy import LinkProxy
-from headwater._demo.run import _free_port, get_json, start_broker, wait_until
+from headwater._demo.run import get_json, start_broker, wait_until
 from headwater.cloud.master import join_token_on_host
 from headwater.common._package import build_package
+from headwater.common._ports import free_ports
 from headwater.common.runtime._procs import spawn, terminate
 
 TOPOLOGY = Path(__file__).with_name("edge_topology.py")
@@ -251,17 +252,18 @@ class EdgeCluster:
         if trace and _logs_each_checkpoint_at_debug(tree):  # where_the_time_went reads them
             env["HEADWATER_LOG_LEVEL"] = "INFO,headwater.tmaster.checkpoints=DEBUG"
         os.environ["BENCH_TRACE"] = env["BENCH_TRACE"]  # the package is built here
+        join_port, grpc_port, http_port, self.status_port = free_ports(4)
         self._spawn(
             "master",
             "master",
             *links,
-            *(["--join-port", str(_free_port())] if enrols and not insecure else []),
+            *(["--join-port", str(join_port)] if enrols and not insecure else []),
             "--host",
             "127.0.0.1",
             "--port",
-            str(_free_port()),
+            str(grpc_port),
             "--http-port",
-            str(_free_port()),
+            str(http_port),
             "--state-dir",
             str(work / "master"),
             "--ready-file",
@@ -295,7 +297,6 @@ class EdgeCluster:
             *join("worker"),
             env=env,
         )
-        self.status_port = _free_port()
         env = {**env, "BENCH_INTERVAL": str(edge_interval)}
         self.agent = self._spawn(
             "agent",

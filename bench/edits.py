@@ -31,9 +31,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from bench.edits_topology import source
-from headwater._demo.run import _free_port, get_json, wait_until
+from headwater._demo.run import get_json, wait_until
 from headwater.cloud.master import join_token_on_host
 from headwater.common._package import build_package
+from headwater.common._ports import free_ports
 from headwater.common.connectors._log_spout import append_records
 from headwater.common.runtime._procs import spawn, terminate
 
@@ -53,22 +54,23 @@ class Cluster:
         self.work = work
         self.procs: list[Any] = []
         ready = work / "master.json"
+        grpc, http, join = free_ports(3)
         self._spawn(
             "master",
             "master",
             "--host",
             "127.0.0.1",
             "--port",
-            str(_free_port()),
+            str(grpc),
             "--http-port",
-            str(_free_port()),
+            str(http),
             "--state-dir",
             str(work / "master"),
             "--ready-file",
             str(ready),
             "--no-advertise",
             "--join-port",
-            str(_free_port()),
+            str(join),
         )
         info = wait_until(lambda: ready.exists() and json.loads(ready.read_text()), "master", 30)
         self.http = info["http"]

@@ -26,7 +26,8 @@ from typing import Any
 
 import psutil
 
-from headwater._demo.run import _free_port, get_json
+from headwater._demo.run import get_json
+from headwater.common._ports import free_ports
 from headwater.common.runtime._procs import spawn, terminate
 
 SAMPLE_S = 0.25
@@ -72,8 +73,7 @@ class FleetMaster:
         self.state = work / name
         self.ready = work / f"{name}.json"
         self.token_file = token_file or self.state / "admin.token"
-        self.ports = {"--port": _free_port(), "--http-port": _free_port()}
-        self.ports["--join-port"] = _free_port()
+        self.ports = dict(zip(("--port", "--http-port", "--join-port"), free_ports(3), strict=True))
         self.proc: subprocess.Popen[bytes] | None = None
         self.info: dict[str, Any] = {}
         self.window = Window()

@@ -39,9 +39,10 @@ from urllib.parse import urlencode
 
 from bench.health_load import Writer, committed, exactly_once_error, seed, source
 from bench.health_summary import LAG_OK_S, Phase, Trace, summarize
-from headwater._demo.run import _free_port, get_json, wait_until
+from headwater._demo.run import get_json, wait_until
 from headwater.cloud.master import join_token_on_host
 from headwater.common._package import build_package
+from headwater.common._ports import free_ports
 from headwater.common.runtime._procs import spawn, terminate
 
 RESULTS = Path(__file__).with_name("results") / "health.json"
@@ -65,7 +66,7 @@ class Cluster:
         self.work = work
         self.procs: list[Any] = []
         ready = work / "master.json"
-        ports = [str(_free_port()) for _ in range(3)]
+        ports = [str(port) for port in free_ports(3)]
         self._spawn(
             "master",
             *("master", "--host", "127.0.0.1", "--port", ports[0], "--http-port", ports[1]),

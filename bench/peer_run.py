@@ -42,6 +42,7 @@ import msgpack
 import psutil
 
 from headwater.cloud.local import LocalCluster
+from headwater.common._ports import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNERS = (
@@ -75,38 +76,49 @@ class Sampler(threading.Thread):
         self.procs: dict[int, dict[str, Any]] = {}
         self.mark = mark
         self.marked = False
+        self._lock = threading.Lock()
 
     def run(self) -> None:
-        me = psutil.Process()
         while not self.stop.wait(0.1):
-            marked_now = not self.marked and self.mark is not None and self.mark.exists()
-            for p in me.children(recursive=True):
-                try:
-                    with p.oneshot():
-                        rss, cpu = p.memory_info().rss, sum(p.cpu_times()[:2])
-                        cmdline = p.cmdline()
-                        cmd_seen = bool(cmdline)
-                        name = _role(cmdline)
-                        parent = p.parent()
-                    parent_role = _role(parent.cmdline()) if parent else ""
-                    if name == parent_role == "_forkserver":
-                        name = "instance"  # a fork of the server: its command line
-                    if parent_role == "spark jvm":
-                        if name == "spark jvm":
-                            continue  # forked, not exec'd yet: the JVM's own pages
-                        name = "spark shell command"  # Hadoop's chmod, readlink (no native lib)
-                except psutil.Error:
-                    continue
-                seen = self.procs.setdefault(
-                    p.pid, {"role": name, "rss": 0, "cpu": 0.0, "base": None}
-                )
-                if seen["base"] is None and (marked_now or self.marked):
-                    # a process started after the mark spent all of its CPU in the run
-                    seen["base"] = cpu if marked_now else 0.0
-                seen["rss"], seen["cpu"] = max(seen["rss"], rss), max(seen["cpu"], cpu)
-                if cmd_seen:  # spark-submit's scripts exec the JVM in their process; an
-                    seen["role"] = name  # exiting process has no command line left
-            self.marked = self.marked or marked_now
+            self.sample()
+
+    def sample(self) -> None:
+        """One look at every process under this one (the thread's every 0.1 s, and once more
+        when a run's results are in: a loaded machine can starve the thread for longer than a
+        short run's processes live)."""
+        with self._lock:
+            self._sample()
+
+    def _sample(self) -> None:
+        me = psutil.Process()
+        marked_now = not self.marked and self.mark is not None and self.mark.exists()
+        for p in me.children(recursive=True):
+            try:
+                with p.oneshot():
+                    rss, cpu = p.memory_info().rss, sum(p.cpu_times()[:2])
+                    cmdline = p.cmdline()
+                    cmd_seen = bool(cmdline)
+                    name = _role(cmdline)
+                    parent = p.parent()
+                parent_role = _role(parent.cmdline()) if parent else ""
+                if name == parent_role == "_forkserver":
+                    name = "instance"  # a fork of the server: its command line
+                if parent_role == "spark jvm":
+                    if name == "spark jvm":
+                        continue  # forked, not exec'd yet: the JVM's own pages
+                    name = "spark shell command"  # Hadoop's chmod, readlink (no native lib)
+            except psutil.Error:
+                continue
+            seen = self.procs.setdefault(p.pid, {"role": name, "rss": 0, "cpu": 0.0, "base": None})
+            if seen["base"] is None and (marked_now or self.marked):
+                # a process started after the mark spent all of its CPU in the run
+                seen["base"] = cpu if marked_now else 0.0
+            seen["rss"], seen["cpu"] = max(seen["rss"], rss), max(seen["cpu"], cpu)
+            # spark-submit's scripts exec the JVM in their process; an exiting process has no
+            # command line left; an instance whose server died first is no server
+            if cmd_seen and not (seen["role"] == "instance" and name == "_forkserver"):
+                seen["role"] = name
+        self.marked = self.marked or marked_now
 
     def report(self) -> list[dict[str, Any]]:
         return [
@@ -195,6 +207,7 @@ def one(
                     result = merge([wait_file(Path(f"{out}.w{i}"), 600) for i in range(parts)])
                 else:
                     result = wait_file(out, 600)
+                sampler.sample()  # every process of the cluster, before it stops
             finally:
                 cluster.stop()
         elif runner == "floor":
@@ -251,7 +264,7 @@ def _latency(out: Path, t0: float, rate: float, arrival: Arrival) -> dict[str, f
 def _bytewax(package: str, processes: int, env: dict[str, str], out: Path) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bytewax.run", f"bench.{package}.bytewax_flow:flow"]
     if processes > 1:
-        addresses = ";".join(f"127.0.0.1:{_free_port()}" for _ in range(processes))
+        addresses = ";".join(f"127.0.0.1:{port}" for port in free_ports(processes))
         cmds = [[*cmd, "-i", str(i), "-a", addresses] for i in range(processes)]
     else:
         cmds = [cmd]
@@ -295,11 +308,3 @@ def merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
         if k != "end":
             merged[k] = sum(p[k] for p in parts)  # every summary figure adds up over workers
     return merged
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])

@@ -20,10 +20,8 @@ the work does to the process that asked, which is what the master needs.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ctypes
-import ctypes.util
 import json
 import os
 import resource
@@ -31,9 +29,12 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._sandbox import RunAs
+
+if TYPE_CHECKING:
+    import asyncio
 
 _PR_SET_PDEATHSIG = 1
 _STDERR_TAIL = 4096
@@ -92,6 +93,8 @@ async def run_bounded(
     ``cwd`` (None: here); ``env``: set in its environment too; ``run_as``: as that user, with
     its environment (``common/_sandbox.py``). Never raises for what the child does (it is in
     the outcome). Cancelling it kills the child."""
+    import asyncio  # here: a process that imports this module may never run a child
+
     child_env = {**_child_env(), **(env or {})}
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -199,7 +202,7 @@ def child_start(memory: int, parent: int) -> int:
     """Die with ``parent``, limit the address space to ``memory`` bytes, send standard output
     to standard error; the descriptor of the real standard output (for ``child_answer``)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)  # the C library loaded (no `ldconfig -p` child)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass  # not Linux: the parent's kill after the time limit still ends it

@@ -210,3 +210,17 @@ def _command(cmdline: Path) -> str:
         args[0] = Path(args[0]).name
     text = " ".join(args)
     return text if len(text) <= _COMMAND_CHARS else text[: _COMMAND_CHARS - 3] + "..."
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` different loopback ports free just now, for daemons about to be started on them
+    (all held while picked: the kernel hands a port just released to the next ``bind`` often
+    enough for two separate picks to be the same port)."""
+    held = [socket.socket() for _ in range(n)]
+    try:
+        for s in held:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in held]
+    finally:
+        for s in held:
+            s.close()

@@ -16,7 +16,6 @@ the node's) or signal another topology's processes (another user).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 
 # loaded here, not between fork and exec (a dlopen there can deadlock a threaded parent)
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_LIBC = ctypes.CDLL(None, use_errno=True)  # the C library loaded (no `ldconfig -p` child)
 
 
 SECRET_ENV = ("HEADWATER_TOKEN", "HEADWATER_MQTT_PASSWORD", "HEADWATER_JOIN")

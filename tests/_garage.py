@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from ._ports import free_port as _free_port
 from ._wait import wait_for
 
 VERSION = "2.5.0"  # scripts/install-garage's
@@ -31,12 +31,6 @@ START_S = 60.0
 def garage_binary() -> Path:
     tools = os.environ.get("HEADWATER_TOOLS") or str(Path.home() / ".cache" / "headwater-build")
     return Path(tools) / "garage" / "bin" / "garage"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Garage:

@@ -12,17 +12,12 @@ import socket
 import subprocess
 from pathlib import Path
 
+from ._ports import free_port
 from ._wait import wait_for
 
 JARS = ("/usr/share/java/zookeeper.jar", "/usr/share/java/slf4j-simple.jar")
 MAIN = "org.apache.zookeeper.server.ZooKeeperServerMain"
 START_S = 60.0  # a JVM's start on a busy machine with two cores
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ZooKeeper:

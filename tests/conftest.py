@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from ._garage import Garage
+from ._ports import free_port
 from ._timeline import pytest_runtest_protocol  # noqa: F401  (a hook: HEADWATER_TEST_TIMELINE)
 from ._wait import wait_for
 from ._workers import KEPT
@@ -112,12 +113,6 @@ def out_dir(tmp_path: Path) -> Path:
     d = tmp_path / "out"
     d.mkdir()
     return d
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_mosquitto(conf: Path, port: int, log: Path) -> subprocess.Popen[bytes]:

@@ -13,6 +13,7 @@ which the command line turns into one line: no Py4J traceback, no JVM left behin
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import shutil
@@ -25,11 +26,14 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.common._exceptions import HeadwaterError, StartupStopped
 
+from . import _class_archive
+
 if TYPE_CHECKING:
     import psutil
     from pyspark.sql import SparkSession
 
 LOCAL = "local[*]"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 def java_home() -> str:
@@ -58,33 +62,133 @@ def session(
     """A Spark session named ``app`` on ``master`` (``local[*]`` when None: nothing to start).
 
     Times are UTC, the UI is off (a port nobody asked for), shuffles are small
-    (the rollups are per site and sensor, not big data); ``conf`` overrides.
+    (the rollups are per site and sensor, not big data); ``conf`` overrides. A new driver
+    JVM maps its classes from the user's class archive where there is one (``_class_archive``).
     """
     if master is not None and not (master.startswith(("local", "spark://"))):
         raise HeadwaterError(
             f"--spark-master must be local[N] or spark://HOST:PORT, got {master!r}"
         )
-    os.environ["JAVA_HOME"] = java_home()
+    home = os.environ["JAVA_HOME"] = java_home()
     if master is None or master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # embedded: loopback only
     try:
-        from pyspark.sql import SparkSession
+        from pyspark import SparkContext
     except ImportError:
         raise HeadwaterError(
             "the Spark jobs need PySpark: pip install 'headwater[cloud]'"
         ) from None
-    builder = (
-        SparkSession.builder.appName(app)
-        .master(master or LOCAL)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "4")
-    )
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
+    settings = _settings(conf)
+    archive = None if SparkContext._gateway else _class_archive.plan(home, settings)
+    with warnings.catch_warnings():  # a JVM dead at its start: PySpark leaves its pipe to gc
+        if archive is not None:
+            warnings.simplefilter("ignore", ResourceWarning)
+        try:
+            return _start(app, master, settings, archive)
+        except StartupStopped:
+            raise
+        except Exception as e:
+            if archive is None or "JAVA_GATEWAY_EXITED" not in str(e):
+                raise
+            gc.collect()
+    spark = _start(app, master, settings, None)  # the cause elsewhere: this raises it too
+    _class_archive.forget(archive)  # it started without: the archive was the cause
+    return spark
+
+
+def _settings(conf: dict[str, str] | None) -> dict[str, str]:
+    return {
+        "spark.ui.enabled": "false",  # a port nobody asked for
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        **(conf or {}),
+    }
+
+
+def _start(
+    app: str, master: str | None, settings: dict[str, str], archive: _class_archive.Archive | None
+) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app).master(master or LOCAL)
+    options = settings.get(JAVA_OPTIONS, "")
+    if archive is not None:
+        options = f"{options} {archive.options}".strip()
+    for key, value in {**settings, JAVA_OPTIONS: options}.items():
+        if key != JAVA_OPTIONS or value:
+            builder = builder.config(key, value)
     with stoppable_start():
         return builder.getOrCreate()
+
+
+def prepare_archive() -> tuple[Path, bool]:
+    """Write the class archive later sessions' drivers map (``_class_archive``), from one
+    small local session; ``(its path, False)`` if there is one already. HeadwaterError if
+    none could be written, saying why."""
+    import tempfile
+
+    from pyspark import SparkContext
+
+    home = os.environ["JAVA_HOME"] = java_home()
+    settings = _settings(SMALL_JOB)
+    ready = _class_archive.plan(home, settings)
+    if ready is not None:
+        return ready.path, False
+    if SparkContext._gateway is not None:
+        raise HeadwaterError("a Spark session runs in this process: its JVM started without")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    try:
+        archive = _class_archive.writer(home, settings)
+    except _class_archive.ArchiveError as e:
+        raise HeadwaterError(f"no class archive for Spark: {e}") from None
+    gateway = None
+    try:
+        spark = _start("headwater-class-archive", "local[1]", settings, archive)
+        gateway = spark.sparkContext._gateway
+        assert gateway is not None
+        spark.sparkContext.setLogLevel("ERROR")
+        with tempfile.TemporaryDirectory() as tmp:  # the classes of a query, a shuffle, Parquet
+            rows = spark.range(1000).selectExpr("id % 7 AS k", "id * 0.5 AS v")
+            rows.groupBy("k").agg({"v": "sum"}).write.parquet(f"{tmp}/sums")
+            spark.read.parquet(f"{tmp}/sums").count()
+        _class_archive.finish(archive, _detach_jvm())
+    except _class_archive.ArchiveError as e:
+        raise HeadwaterError(f"no class archive for Spark: {e}") from None
+    except BaseException:  # Ctrl-C, a failed query: no JVM and no half archive left
+        if gateway is not None:
+            with contextlib.suppress(OSError):
+                gateway.proc.kill()
+            gateway.proc.wait()
+        _class_archive.abandon(archive)
+        raise
+    return archive.path, True
+
+
+def end_jvm() -> None:
+    """Stop the session and end its JVM (``SparkSession.stop()`` leaves it running), waiting
+    for it. The next session starts a new one."""
+    jvm = _detach_jvm()
+    if jvm is not None:
+        jvm.stdin.close()  # the JVM exits when its standard input closes
+        jvm.wait(60)
+
+
+def _detach_jvm() -> Any:
+    """Stop the active session, shut Py4J's gateway down and forget it (the next session
+    starts a new JVM); the JVM's process, still running, or None if there was none."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        active.stop()
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return None
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None
+    return gateway.proc
 
 
 _guarding: list[bool] = []  # [True] inside stoppable_start (main thread only)
@@ -171,7 +275,7 @@ SMALL_JOB = {
     # each shuffle (AQE) pay off over big data; over a few thousand rows they are most of
     # the work, and on a busy machine the compiler threads take the cores the job needs
     # (bench/RESULTS.md, "Training in the demo": half the time, a tenth less CPU for AQE)
-    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    JAVA_OPTIONS: "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.shuffle.partitions": "1",

@@ -14,7 +14,7 @@ agent only its own containers; a call that may not is PERMISSION_DENIED.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -62,8 +62,32 @@ class TopologyDispatch(pb_grpc.TopologyMasterServicer):
         return (await self._tm(request.topology, context, request.container)).heartbeat(request)
 
     async def AckCheckpoint(self, request: pb.CheckpointAck, context: Any) -> pb.Empty:
-        (await self._tm(request.topology, context, request.container)).checkpoints.ack(request)
+        tm = await self._tm(request.topology, context, request.container)
+        await self._own_tasks(tm, request.container, [request], context)
+        tm.checkpoints.ack(request)
         return pb.Empty()
+
+    async def AckCheckpoints(self, request: pb.CheckpointAcks, context: Any) -> pb.Empty:
+        tm = await self._tm(request.topology, context, request.container)
+        await self._own_tasks(tm, request.container, request.acks, context)
+        for ack in request.acks:  # each speaks for the container the caller may speak for
+            ack.topology, ack.container = request.topology, request.container
+            tm.checkpoints.ack(ack)
+        return pb.Empty()
+
+    @staticmethod
+    async def _own_tasks(
+        tm: TopologyMaster, container: int, acks: Sequence[pb.CheckpointAck], context: Any
+    ) -> None:
+        """A container acknowledges its own tasks' snapshots only (the checkpoint counts
+        acknowledged tasks: another's would complete it without that task's state)."""
+        mine = {i.task_id for i in tm.plan.in_container(container)}
+        foreign = sorted({a.task_id for a in acks} - mine)
+        if foreign:
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED,
+                f"tasks {foreign} are not in container {container} of {tm.topology.name!r}",
+            )
 
     async def AckRestore(self, request: pb.RestoreAck, context: Any) -> pb.Empty:
         (await self._tm(request.topology, context, request.container)).ack_restore(request)

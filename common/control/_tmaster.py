@@ -247,7 +247,7 @@ class TopologyMaster:
         ready = (
             self.recovery.restoring is None
             and self.checkpoints.in_flight is None
-            and self.physical_plan() is not None
+            and len(self.containers) >= self.plan.containers  # all registered (no plan built)
         )
         self.edits.step(
             ready=ready, next_checkpoint=self.catalogue.next_id, containers=self.plan.containers
@@ -258,7 +258,7 @@ class TopologyMaster:
             self.recovery.restoring is None
             and self.user_state is TopologyState.RUNNING
             and self.checkpoints.due()
-            and self.physical_plan() is not None
+            and len(self.containers) >= self.plan.containers
             and not self.edits.holds_checkpoints(self.plan.containers)
         ):
             self.trigger_checkpoint()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from ..api import BoundedSource, Context, Spout, SystemContext
-from ..wire import column_length, rows
+from ..wire import column_rows
 from ._fused import END_OF_TIME, Tap, TapSpec, _Chain
 from ._ops import Op
 
@@ -42,8 +42,7 @@ class _SourceContext:
 
     def emitter_columns(self, stream: str = "default") -> Callable[[list[list[Any]]], None]:
         def feed_columns(cols: list[list[Any]]) -> None:
-            column_length(cols)
-            for values in rows(cols):
+            for values in column_rows(cols):
                 self.emit(values)
 
         return feed_columns

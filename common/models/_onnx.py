@@ -22,7 +22,6 @@ for ONNX (and refused by the check if it is not).
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -89,5 +88,7 @@ async def inspect_onnx(data: bytes, limits: ChildLimits = ONNX_LIMITS) -> dict[s
 def check_onnx(data: bytes, limits: ChildLimits = ONNX_LIMITS) -> dict[str, Any]:
     """``inspect_onnx`` for a synchronous caller (the CLI, a training job): blocks the
     calling thread until the child is done."""
+    import asyncio  # here: an instance importing the models never checks one
+
     with ThreadPoolExecutor(1, thread_name_prefix="headwater-onnx") as pool:
         return pool.submit(asyncio.run, inspect_onnx(data, limits)).result()

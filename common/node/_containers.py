@@ -114,6 +114,9 @@ class ContainerSupervisor:
             self.host,
             *self.transport.args(),
             *(["--run-as", run_as.arg()] if run_as is not None else []),
+            # instances forked from one process that imported them (_forkserver.py), where
+            # the container can: its own user's code, the normal footprint
+            "--fork-instances",
         ]
         self.containers[(run.topology, run.container)] = self.hooks.launch_container(
             run, args, self.hooks.container_env(run), home / "container.log"

@@ -13,7 +13,6 @@ and tells each spout, in batches, which of its trees completed or failed.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Container
 
@@ -138,6 +137,8 @@ class SpoutAcks:
                 self._failed.setdefault(spout_task, []).extend(done)
         if done and not self._flush_scheduled:
             self._flush_scheduled = True
+            import asyncio  # here: instances import this module and never run a loop
+
             asyncio.get_running_loop().call_soon(self.flush)
 
     def flush(self) -> None:

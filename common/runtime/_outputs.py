@@ -18,7 +18,7 @@ from typing import Any
 
 from ..api import DEAD_LETTERS, Tuple
 from ..api._dead_letters import Retry
-from ..wire import column_length, rows
+from ..wire import column_rows
 from ..wire._control import DeadLetterReport, control_frame
 from ._emitter import Emitter
 from ._hot_keys import HotKeys
@@ -146,8 +146,7 @@ class Outputs:
             emit = self.emitter_for(stream)
 
             def tracked(cols: list[list[Any]]) -> None:
-                column_length(cols)  # checked before any leaves, as untracked
-                for values in rows(cols):
+                for values in column_rows(cols):  # checked before any leaves, as untracked
                     emit(values)
 
             return tracked

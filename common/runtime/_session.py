@@ -65,6 +65,7 @@ class MasterSession:
         self._telemetry = telemetry
         self._policy = policy
         self.stub: pb_grpc.TopologyMasterStub | None = None  # None while not registered
+        self._batched_acks = True  # until a master answers that it has no AckCheckpoints
         self.handlers: dict[str, CommandHandler] = {}
         self.while_connected: list[ConnectedJob] = []
 
@@ -90,6 +91,7 @@ class MasterSession:
                     stub = pb_grpc.TopologyMasterStub(channel)
                     await stub.Register(pb.RegisterRequest(topology=self._topology, container=info))
                     self.stub = stub
+                    self._batched_acks = True  # (a master failed over to may have the call)
                     loop = asyncio.get_running_loop()
                     jobs = [loop.create_task(self._heartbeat(stub))]
                     jobs += [loop.create_task(job(stub)) for job in self.while_connected]
@@ -184,18 +186,45 @@ class MasterSession:
             return
         try:
             await self.stub.AckCheckpoint(
-                pb.CheckpointAck(
-                    topology=self._topology,
-                    container=self._container,
-                    task_id=task,
-                    checkpoint_id=checkpoint,
-                    epoch=epoch,
-                    size_bytes=size,
-                    declined=declined,
-                )
+                self._checkpoint_ack(task, checkpoint, epoch, size, declined)
             )
         except grpc.RpcError as exc:
             log.debug("checkpoint ack not delivered: %s", exc)
+
+    def _checkpoint_ack(
+        self, task: int, checkpoint: int, epoch: int, size: int, declined: str
+    ) -> pb.CheckpointAck:
+        return pb.CheckpointAck(
+            topology=self._topology,
+            container=self._container,
+            task_id=task,
+            checkpoint_id=checkpoint,
+            epoch=epoch,
+            size_bytes=size,
+            declined=declined,
+        )
+
+    async def ack_checkpoints(self, acks: list[tuple[int, int, int, int, str]]) -> None:
+        """(task, checkpoint, epoch, size, declined) of several tasks in one call; one by one
+        to a master that has no ``AckCheckpoints`` (an older version)."""
+        if self.stub is None or not acks:
+            return
+        if self._batched_acks:
+            message = pb.CheckpointAcks(
+                topology=self._topology,
+                container=self._container,
+                acks=[self._checkpoint_ack(*ack) for ack in acks],
+            )
+            try:
+                await self.stub.AckCheckpoints(message)
+                return
+            except grpc.RpcError as exc:
+                if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                    log.debug("checkpoint acks not delivered: %s", exc)
+                    return
+                self._batched_acks = False
+        for ack in acks:
+            await self.ack_checkpoint(*ack)
 
     async def put_state(
         self,

@@ -1,7 +1,8 @@
 """Exactly-once recovery in a container: snapshots in, a restore, snapshots handed out.
 
 Snapshots in: each instance's snapshot (a delta) for a checkpoint goes into the
-container's checkpoint store (``common/state/_checkpoints.py``: RocksDB, synced;
+container's checkpoint store (``common/state/_checkpoints.py``: RocksDB, synced once
+for the snapshots that arrive together;
 with a shared store also into its bucket, off the event loop, before anything
 is said) and is acknowledged to the topology master (declined if it could not
 be stored); a commit folds the deltas into each task's base once no older
@@ -70,34 +71,58 @@ class Snapshots:
         self._session = session
         self._on_rollback = on_rollback  # a restore overrides a staged edit
         self.handout: Handout | None = None  # the one in progress
-        self.watch_state: Callable[[int, int, bytes], None] | None = None  # sees every one
+        # sees every one acknowledged, of the current epoch
+        self.watch_state: Callable[[int, int, bytes], None] | None = None
         self.publish_s: list[float] = []  # the last saves' seconds in a shared store
         self._store_failing = False  # said once at warning level, then at debug
-        self._publishing: set[asyncio.Task[None]] = set()
+        self._publishing: set[asyncio.Task[None]] = set()  # publications and acks under way
+        # saved, not synced yet: (task, checkpoint, epoch, size, blob), acknowledged once synced
+        self._unsynced: list[tuple[int, int, int, int, bytes]] = []
 
     # -- snapshots in ---------------------------------------------------------------
     def on_state(self, task: int, checkpoint: int, blob: bytes) -> None:
-        try:
-            size = self.store.save(checkpoint, task, blob)
+        shared = self.store.shared
+        try:  # a local store: synced (and acknowledged) with the others that came with it
+            size = self.store.save(checkpoint, task, blob, sync=shared)
         except Exception as exc:  # rocksdict raises its own errors (a full disk, most likely)
-            # not acknowledged: the checkpoint fails and the master says so; RocksDB keeps a
-            # write error until it is reopened, so reopen it for the next checkpoint
+            self._not_saved([(task, checkpoint, self._stmgr.epoch)], exc)
+            return
+        if shared:  # acknowledged once it outlives this host
+            self._send(self._publish(task, checkpoint, blob, size, self._stmgr.epoch))
+            return
+        if not self._unsynced:
+            asyncio.get_running_loop().call_soon(self._sync)
+        self._unsynced.append((task, checkpoint, self._stmgr.epoch, size, blob))
+
+    def _sync(self) -> None:
+        """One sync for the snapshots saved since the last (the instances' snapshots of a
+        checkpoint arrive together), then their acknowledgements."""
+        saved, self._unsynced = self._unsynced, []
+        if not saved:  # closed meanwhile
+            return
+        try:
+            self.store.sync()
+        except Exception as exc:
+            self._not_saved([(task, ckpt, epoch) for task, ckpt, epoch, _, _ in saved], exc)
+            return
+        if self._session.stub is not None:  # one call for them all
+            acks = [(task, ckpt, epoch, size, "") for task, ckpt, epoch, size, _ in saved]
+            self._send(self._session.ack_checkpoints(acks))
+        if self.watch_state is not None:
+            for task, checkpoint, epoch, _, blob in saved:
+                if epoch == self._stmgr.epoch:  # not one a restore rolled back meanwhile
+                    self.watch_state(task, checkpoint, blob)
+
+    def _not_saved(self, snapshots: list[tuple[int, int, int]], exc: Exception) -> None:
+        """Not acknowledged: the checkpoint fails and the master says so; RocksDB keeps a
+        write error until it is reopened, so reopen it for the next checkpoint."""
+        for task, checkpoint, _ in snapshots:
             log.error(
                 "the snapshot of task %d for checkpoint %d was not saved: %s", task, checkpoint, exc
             )
-            self.store.reopen()
-            self._ack(task, checkpoint, 0, declined=str(exc) or repr(exc))
-            return
-        if self.store.shared:  # acknowledged once it outlives this host
-            job = asyncio.get_running_loop().create_task(
-                self._publish(task, checkpoint, blob, size, self._stmgr.epoch)
-            )
-            self._publishing.add(job)
-            job.add_done_callback(self._publishing.discard)
-            return
-        self._ack(task, checkpoint, size)
-        if self.watch_state is not None:
-            self.watch_state(task, checkpoint, blob)
+        self.store.reopen()
+        for task, checkpoint, epoch in snapshots:
+            self._ack(task, checkpoint, 0, declined=str(exc) or repr(exc), epoch=epoch)
 
     async def _publish(
         self, task: int, checkpoint: int, blob: bytes, size: int, epoch: int
@@ -123,7 +148,7 @@ class Snapshots:
             self._store_failing = False
         self.publish_s = [*self.publish_s[-99:], time.perf_counter() - started]
         self._ack(task, checkpoint, size, epoch=epoch)
-        if self.watch_state is not None:
+        if self.watch_state is not None and epoch == self._stmgr.epoch:  # (not rolled back)
             self.watch_state(task, checkpoint, blob)
 
     def _ack(
@@ -131,15 +156,14 @@ class Snapshots:
     ) -> None:
         """``epoch``: the one the snapshot was taken in (default: the current one)."""
         if self._session.stub is not None:
-            asyncio.get_running_loop().create_task(
-                self._session.ack_checkpoint(
-                    task,
-                    checkpoint,
-                    self._stmgr.epoch if epoch is None else epoch,
-                    size,
-                    declined=declined,
-                )
-            )
+            ack = (task, checkpoint, self._stmgr.epoch if epoch is None else epoch, size, declined)
+            self._send(self._session.ack_checkpoint(*ack))
+
+    def _send(self, call: Coroutine[Any, Any, None]) -> None:
+        """Run ``call`` on the loop, held until it is done (the loop keeps weak references)."""
+        job = asyncio.get_running_loop().create_task(call)
+        self._publishing.add(job)
+        job.add_done_callback(self._publishing.discard)
 
     def prune(self, keep_from: int) -> None:
         """``keep_from`` is the oldest checkpoint a restore may ask for: fold the deltas
@@ -150,6 +174,7 @@ class Snapshots:
             log.warning("cannot fold checkpoint %d into the tasks' bases: %s", keep_from, exc)
 
     def close(self) -> None:
+        self._unsynced.clear()  # never acknowledged: the checkpoint is not complete
         self.store.close()
 
     # -- a restore ------------------------------------------------------------------

@@ -18,6 +18,7 @@ development only (``--insecure``), where every caller is taken on trust.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Collection, Sequence
@@ -72,7 +73,10 @@ TRUSTED = Identity("insecure", "*")
 """The caller of a server without TLS (``--insecure``): taken on trust."""
 
 
+@functools.lru_cache(maxsize=1024)
 def cert_identity(cert_pem: bytes) -> Identity | None:
+    """The identity a certificate names (kept for the last thousand certificates: every gRPC
+    call a node makes names its caller by its certificate, and parsing one costs ~0.2 ms)."""
     from cryptography import x509  # loaded when a certificate is read, not by every process
     from cryptography.x509.oid import NameOID
 

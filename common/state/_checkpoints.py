@@ -2,8 +2,9 @@
 
 ``Checkpoints`` is what ``common/runtime/_snapshots.py`` calls, on its event loop:
 
-- ``save`` a task's snapshot (a delta) on this host's disk, synced: fast, and the
-  only write a local store makes;
+- ``save`` a task's snapshot (a delta) on this host's disk, synced (or, with
+  ``sync=False``, durable at the next ``sync``: the snapshots of a checkpoint's tasks
+  that arrive together take one sync): fast, and the only write a local store makes;
 - ``async_publish`` it where it outlives this host, before the checkpoint is
   acknowledged (a no-op for the local backend); raises ``CheckpointStoreError``
   when it cannot, and then the checkpoint is declined;
@@ -40,7 +41,9 @@ class Checkpoints(Protocol):
 
     shared: bool  # True: snapshots outlive this host (``async_publish`` does something)
 
-    def save(self, checkpoint: int, task: int, blob: bytes) -> int: ...
+    def save(self, checkpoint: int, task: int, blob: bytes, *, sync: bool = True) -> int: ...
+
+    def sync(self) -> None: ...
 
     async def async_publish(self, checkpoint: int, task: int, blob: bytes) -> None: ...
 
@@ -64,8 +67,11 @@ class LocalCheckpoints:
         self.state_dir = state_dir
         self.local = CheckpointStore(state_dir)
 
-    def save(self, checkpoint: int, task: int, blob: bytes) -> int:
-        return self.local.save(checkpoint, task, blob)
+    def save(self, checkpoint: int, task: int, blob: bytes, *, sync: bool = True) -> int:
+        return self.local.save(checkpoint, task, blob, sync=sync)
+
+    def sync(self) -> None:
+        self.local.sync()
 
     async def async_publish(self, checkpoint: int, task: int, blob: bytes) -> None:
         return None  # the synced local write is all there is

@@ -58,6 +58,9 @@ def _dump(obj: Any) -> bytes:
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+_UNSYNCED = WriteOptions()
+
+
 class CorruptCheckpointError(HeadwaterError):
     """A stored snapshot failed its checksum, or is missing."""
 
@@ -107,10 +110,16 @@ class CheckpointStore:
             self._db.delete(_META + _TASK.pack(task))
         self._fold(checkpoint, task)
 
-    def save(self, checkpoint_id: int, task: int, blob: bytes) -> int:
-        """Store one snapshot durably; return its size in bytes."""
-        self._db.put(_KEY.pack(checkpoint_id, task), _CRC.pack(zlib.crc32(blob)) + blob, self._sync)
+    def save(self, checkpoint_id: int, task: int, blob: bytes, *, sync: bool = True) -> int:
+        """Store one snapshot (durably, or with ``sync=False`` once ``sync`` is called next);
+        return its size in bytes."""
+        key, value = _KEY.pack(checkpoint_id, task), _CRC.pack(zlib.crc32(blob)) + blob
+        self._db.put(key, value, self._sync if sync else _UNSYNCED)
         return len(blob)
+
+    def sync(self) -> None:
+        """Make every write so far durable (one sync of the write-ahead log)."""
+        self._db.flush_wal(True)
 
     def load(self, checkpoint_id: int, task: int) -> bytes:
         """Return the snapshot, or raise CorruptCheckpointError."""

@@ -1,7 +1,7 @@
 """Wire formats: binary frames for the data plane, the value codec, protobuf stubs."""
 
 from ._codec import SUPPORTED_TYPES, DecodeError, decode, encode, is_supported_type
-from ._columns import column_length, columns, data_rows, decode_columns, rows
+from ._columns import column_length, column_rows, columns, data_rows, decode_columns, rows
 from ._frame import (
     FRAME_HEADER,
     FrameError,
@@ -27,6 +27,7 @@ __all__ = [
     "FrameReader",
     "Kind",
     "column_length",
+    "column_rows",
     "columns",
     "data_rows",
     "decode",

@@ -54,6 +54,13 @@ def column_length(cols: Any) -> int:
     return n
 
 
+def column_rows(cols: Any) -> list[list[Any]]:
+    """The tuples of ``cols`` (given to ``Context.emitter_columns``) as value lists, checked
+    as ``column_length`` checks them: for a context that emits them one at a time."""
+    column_length(cols)
+    return rows(cols)
+
+
 def decode_columns(payload: bytes | memoryview, entries: int) -> list[list[Any]]:
     """The columns of a ``DATA_COLUMNS`` frame of ``entries`` tuples; ``DecodeError`` for a
     payload of any other shape."""

@@ -28,6 +28,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from headwater.common._package import build_package
+from headwater.common._ports import free_ports
 from headwater.common.connectors import read_key_value_sink
 from headwater.common.runtime._procs import spawn, terminate
 
@@ -47,15 +48,9 @@ from .sensors import reading
 PIPELINE = Path(__file__).resolve().parents[1] / "examples" / "iot" / "pipeline.py"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_broker(workdir: Path) -> tuple[int, Any, str]:
     """Mosquitto if installed (unless HEADWATER_DEMO_BROKER=embedded), else amqtt."""
-    port = _free_port()
+    [port] = free_ports(1)
     mosquitto = shutil.which("mosquitto") or (
         "/usr/sbin/mosquitto" if os.path.exists("/usr/sbin/mosquitto") else None
     )
@@ -232,22 +227,23 @@ class Demo:
             flush=True,
         )
         ready = self.work / "master.json"
+        grpc, http, join = free_ports(3)
         self._daemon(
             "master",
             "master",
             "--host",
             "127.0.0.1",
             "--port",
-            str(_free_port()),
+            str(grpc),
             "--http-port",
-            str(_free_port()),
+            str(http),
             "--state-dir",
             str(self.work / "master"),
             "--ready-file",
             str(ready),
             "--no-advertise",
             "--join-port",
-            str(_free_port()),
+            str(join),
         )
         info = wait_until(
             lambda: ready.exists() and json.loads(ready.read_text()), "starting the master"

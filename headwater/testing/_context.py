@@ -19,7 +19,7 @@ from headwater.common.api._dead_letters import Retry
 from headwater.common.api._state import KeyedState, State
 from headwater.common.plan import task_ids
 from headwater.common.plan._routing import Router
-from headwater.common.wire import column_length, rows
+from headwater.common.wire import column_rows
 from headwater.common.wire._control import ControlMessage
 
 
@@ -172,8 +172,7 @@ class TestContext:
         emit = self.emit
 
         def bound(cols: list[list[Any]]) -> None:
-            column_length(cols)  # the runtime's checks, before any leaves
-            for values in rows(cols):
+            for values in column_rows(cols):  # the runtime's checks, before any leaves
                 emit(values, stream)
 
         return bound

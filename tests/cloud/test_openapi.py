@@ -29,8 +29,8 @@ from headwater.cloud.master._http import make_app
 from headwater.cloud.master._master import Master
 from headwater.common._package import build_package
 
+from .._ports import free_port
 from .._wait import wait_for
-from ..conftest import free_port
 from ._packages import topology_source
 
 MUTATING = ("POST", "DELETE")

@@ -21,7 +21,7 @@ from headwater.common.security import JoinToken
 from headwater.common.wire.proto import runtime_pb2 as pb
 from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 
-from ..conftest import free_port
+from .._ports import free_port
 
 
 def test_the_highest_epoch_obeyed_is_kept_and_a_lower_one_refused(tmp_path: Path) -> None:

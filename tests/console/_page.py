@@ -59,11 +59,16 @@ class Page:
         wait_for(clicked, timeout, f"a click on {css}")
 
     def wait_text(self, css: str, part: str, timeout: float = 30) -> str:
+        seen = [""]  # what it last showed, for the failure's message
+
         def has() -> str | None:
-            text = self.text(css)
+            seen[0] = text = self.text(css)
             return text if part in text else None
 
-        return wait_for(has, timeout, f"{part!r} in {css}")
+        try:
+            return wait_for(has, timeout, f"{part!r} in {css}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; it showed {seen[0][-500:]!r}") from None
 
     def login(self, token: str) -> None:
         self.find("#token").send_keys(token)

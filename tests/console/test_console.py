@@ -28,7 +28,7 @@ from selenium.webdriver.support.ui import Select
 
 from headwater._demo.linkproxy import LinkProxy
 
-from ..conftest import free_port
+from .._ports import free_port
 from ..integration import _editable_edge
 from ..integration._daemons import Daemons
 from ..integration._support import committed_rows, wait_for

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from selenium import webdriver
 
-from ..conftest import free_port
+from .._ports import free_port
 from ..integration._daemons import Daemons
 from ..integration._support import committed_rows, wait_for
 from ..integration.test_edge_cloud import Sensors, _agent_args

@@ -14,7 +14,7 @@ from headwater.common.state import DurableLog
 from headwater.common.wire import decode
 from headwater.edge import MqttIngest, MqttSource
 
-from ..conftest import free_port
+from .._ports import free_port
 from ..integration._support import wait_for
 
 

@@ -14,7 +14,7 @@ from headwater.common.wire.proto import runtime_pb2_grpc as pb_grpc
 from headwater.edge import _locate
 from headwater.edge._locate import Locator
 
-from ..conftest import free_port
+from .._ports import free_port
 
 
 class _Master(pb_grpc.ClusterServicer):

@@ -24,8 +24,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 from headwater.common.state import DurableLog
 from headwater.edge import MqttIngest, MqttSource
 
+from .._ports import free_port
 from .._wait import wait_for
-from ..conftest import free_port, start_mosquitto
+from ..conftest import start_mosquitto
 
 USER, SECRET = "gateway", "s3cret-pass"
 

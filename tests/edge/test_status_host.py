@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestServer
 
 from headwater.edge._status import loopback_only
 
-from ..conftest import free_port
+from .._ports import free_port
 
 
 def test_a_request_for_another_host_is_refused() -> None:

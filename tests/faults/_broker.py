@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .._ports import free_port
 from .._wait import wait_for
-from ..conftest import free_port
 
 
 class Broker:

@@ -17,7 +17,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from ..conftest import free_port
+from .._ports import free_port
 from ..integration._daemons import Daemons
 from ..integration._support import wait_for
 from ..integration.test_iot import SENSORS, _expected, _site_rows

@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from ..conftest import free_port
+from .._ports import free_port
 from ..integration._daemons import Daemons
 from ..integration._support import wait_for
 from ..integration.test_edge_cloud import PIPELINE, _status

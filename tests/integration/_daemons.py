@@ -14,7 +14,7 @@ import psutil
 
 from headwater.common.security import JoinToken, TokenStore
 
-from ..conftest import free_port
+from .._ports import free_port
 from ._support import wait_for
 
 

@@ -19,9 +19,9 @@ from headwater.cloud.master._main import NO_BLOB_STORE_WARNING
 from tests._artifacts import artifact
 
 from .._garage import Garage
+from .._ports import free_port
 from .._zookeeper import ZooKeeper
 from ..cloud._packages import topology_package
-from ..conftest import free_port
 from ._daemons import Daemons
 from ._support import wait_for
 

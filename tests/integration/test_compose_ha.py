@@ -266,6 +266,17 @@ def test_the_leader_killed_a_standby_leads_within_10_s_and_nothing_is_lost(
     print("the edit's tries:\n" + "\n".join(edits))
     assert took["failover_s"] < FAILOVER_S, took
     wait_for(lambda: _all_attached(cluster, before), 60, "every node attached to the new leader")
+    # the standby's health check follows its redirect to the leader (init waits on `master`,
+    # which may be the standby)
+    health = "{{.State.Health.Status}}"
+    wait_for(
+        lambda: (
+            {docker("inspect", "-f", health, cluster.container(m)).strip() for m in MASTERS}
+            == {"healthy"}
+        ),
+        60,
+        "both masters healthy, the standby through the leader",
+    )
     after = _records(cluster)
     assert {k: after[k] for k in ("topologies", "tokens")} == {
         k: before[k] for k in ("topologies", "tokens")

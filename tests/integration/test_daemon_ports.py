@@ -17,7 +17,7 @@ from pathlib import Path
 
 from headwater.common.security import JoinToken, TokenStore
 
-from ..conftest import free_port
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import wait_for
 

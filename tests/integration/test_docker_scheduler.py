@@ -28,7 +28,7 @@ import pytest
 
 from headwater.cloud.master._docker import CLUSTER, CONTAINER, REVISION, TOPOLOGY, listed
 
-from ..conftest import free_port
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import TOPOLOGIES, wait_for
 

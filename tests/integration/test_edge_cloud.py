@@ -30,7 +30,7 @@ from headwater.common.plan import cloud_part, edge_part, load_topology, task_ids
 
 from .._iot import iot_io as landing
 from .._iot import iot_steps as steps
-from ..conftest import free_port
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import EXAMPLES, landed_dead_letters, wait_for
 from .test_iot import MALFORMED, SENSORS, _expected, _site_rows
@@ -69,14 +69,17 @@ def _node(daemons: Daemons, name: str) -> dict[str, Any]:
 
 
 def _instances(proc: psutil.Process) -> dict[int, int]:
-    """Instance processes under a daemon: task id -> PID."""
+    """Instance processes under a daemon: task id -> PID (a fork of the container's fork
+    server is named ``hw-task-N``; one it spawned says ``--task N``)."""
     out: dict[int, int] = {}
     for child in proc.children(recursive=True):
         try:
-            cmd = child.cmdline()
+            name, cmd = child.name(), child.cmdline()
         except psutil.NoSuchProcess:
             continue
-        if "headwater.common.runtime.instance" in cmd:
+        if name.startswith("hw-task-"):
+            out[int(name.removeprefix("hw-task-"))] = child.pid
+        elif "headwater.common.runtime.instance" in cmd:
             out[int(cmd[cmd.index("--task") + 1])] = child.pid
     return out
 

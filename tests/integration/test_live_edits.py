@@ -18,7 +18,7 @@ from headwater._demo.linkproxy import LinkProxy
 from headwater.common._package import build_package
 from headwater.common.connectors._log_spout import append_records
 
-from ..conftest import free_port
+from .._ports import free_port
 from . import _editable, _editable_edge
 from ._daemons import Daemons
 from ._support import committed_rows, wait_for

@@ -18,7 +18,7 @@ import pytest
 
 from headwater.common.wire.proto import runtime_pb2 as pb
 
-from ..conftest import free_port
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import wait_for
 from .test_edge_cloud import SITES, Sensors, _agent_args, _start_cluster, sensors

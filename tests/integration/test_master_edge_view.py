@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import free_port
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import wait_for
 

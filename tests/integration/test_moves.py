@@ -17,7 +17,7 @@ import pytest
 
 from headwater._demo.linkproxy import LinkProxy
 
-from ..conftest import free_port
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import committed_rows, wait_for
 from .test_edge_cloud import SITES, Sensors, SteadySensors, _agent_args, _node

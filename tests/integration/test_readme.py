@@ -91,6 +91,10 @@ def test_the_readme_test_command_is_what_ci_runs() -> None:
     assert ci.rstrip().endswith("\nscripts/test")
 
 
+def _real_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
 @pytest.fixture
 def shell(tmp_path: Path) -> Iterator[ReadmeShell]:
     home, work, logs = tmp_path / "home", tmp_path / "work", tmp_path / "logs"
@@ -99,6 +103,7 @@ def shell(tmp_path: Path) -> Iterator[ReadmeShell]:
     shutil.copytree(ROOT / "examples", work / "examples")
     env = {k: v for k, v in os.environ.items() if not k.startswith("HEADWATER_")}
     env["HOME"] = str(home)
+    env["XDG_CACHE_HOME"] = str(_real_cache())  # Spark's class archive: the suite's one
     sh = ReadmeShell(work, env, logs)
     try:
         yield sh

@@ -20,9 +20,9 @@ import pytest
 from headwater._master_client import Client
 from headwater.common._exceptions import HeadwaterError
 
+from .._ports import free_port
 from .._zookeeper import ZooKeeper
 from ..cloud._packages import topology_package
-from ..conftest import free_port
 from ._daemons import Daemons
 from ._support import wait_for
 

@@ -32,6 +32,10 @@ export function packagePanel(name) {
   const remove = el("button", { type: "button", id: "pkg-remove" }, "Preview remove");
   const note = el("span", { class: "hint", id: "pkg-note" });
   const spec = () => components.find((c) => c.name === pick.value);
+  let scaleShown = ""; // the parallelism this panel last put in the box, not one typed there
+  const showScale = () => {
+    scaleShown = scale.value = String(spec().parallelism);
+  };
   pick.addEventListener("change", () => select(pick.value));
   openCode.addEventListener("click", () => {
     note.textContent = files.open(pick.value) ? "" : `the package does not say where ${pick.value}'s code is`;
@@ -138,7 +142,7 @@ export function packagePanel(name) {
   function select(component) {
     if (!components.some((c) => c.name === component)) return;
     pick.value = component;
-    scale.value = String(spec().parallelism);
+    showScale();
   }
 
   return {
@@ -162,7 +166,8 @@ export function packagePanel(name) {
         files.load().then(() => {
           loading = false;
           refreshed();
-          if (spec()) scale.value = String(spec().parallelism);
+          // a new revision's parallelism, unless the operator typed their own meanwhile
+          if (spec() && scale.value === scaleShown) showScale();
         });
       }
     },

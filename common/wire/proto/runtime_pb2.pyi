@@ -288,6 +288,16 @@ class CheckpointAck(_message.Message):
     declined: str
     def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., task_id: _Optional[int] = ..., checkpoint_id: _Optional[int] = ..., epoch: _Optional[int] = ..., size_bytes: _Optional[int] = ..., declined: _Optional[str] = ...) -> None: ...
 
+class CheckpointAcks(_message.Message):
+    __slots__ = ("topology", "container", "acks")
+    TOPOLOGY_FIELD_NUMBER: _ClassVar[int]
+    CONTAINER_FIELD_NUMBER: _ClassVar[int]
+    ACKS_FIELD_NUMBER: _ClassVar[int]
+    topology: str
+    container: int
+    acks: _containers.RepeatedCompositeFieldContainer[CheckpointAck]
+    def __init__(self, topology: _Optional[str] = ..., container: _Optional[int] = ..., acks: _Optional[_Iterable[_Union[CheckpointAck, _Mapping]]] = ...) -> None: ...
+
 class RestoreAck(_message.Message):
     __slots__ = ("topology", "container", "epoch", "checkpoint_id", "ok", "error")
     TOPOLOGY_FIELD_NUMBER: _ClassVar[int]

@@ -213,6 +213,11 @@ class TopologyMasterStub:
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.CheckpointAck.SerializeToString,
                 response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
                 _registered_method=True)
+        self.AckCheckpoints = channel.unary_unary(
+                '/headwater.v1.TopologyMaster/AckCheckpoints',
+                request_serializer=headwater_dot_v1_dot_runtime__pb2.CheckpointAcks.SerializeToString,
+                response_deserializer=headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+                _registered_method=True)
         self.AckRestore = channel.unary_unary(
                 '/headwater.v1.TopologyMaster/AckRestore',
                 request_serializer=headwater_dot_v1_dot_runtime__pb2.RestoreAck.SerializeToString,
@@ -260,6 +265,13 @@ class TopologyMasterServicer:
 
     def AckCheckpoint(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AckCheckpoints(self, request, context):
+        """Several tasks' at once (a master without it answers UNIMPLEMENTED: ack one by one).
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -312,6 +324,11 @@ def add_TopologyMasterServicer_to_server(servicer, server):
             'AckCheckpoint': grpc.unary_unary_rpc_method_handler(
                     servicer.AckCheckpoint,
                     request_deserializer=headwater_dot_v1_dot_runtime__pb2.CheckpointAck.FromString,
+                    response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
+            ),
+            'AckCheckpoints': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckCheckpoints,
+                    request_deserializer=headwater_dot_v1_dot_runtime__pb2.CheckpointAcks.FromString,
                     response_serializer=headwater_dot_v1_dot_runtime__pb2.Empty.SerializeToString,
             ),
             'AckRestore': grpc.unary_unary_rpc_method_handler(
@@ -442,6 +459,33 @@ class TopologyMaster:
             target,
             '/headwater.v1.TopologyMaster/AckCheckpoint',
             headwater_dot_v1_dot_runtime__pb2.CheckpointAck.SerializeToString,
+            headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckCheckpoints(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/headwater.v1.TopologyMaster/AckCheckpoints',
+            headwater_dot_v1_dot_runtime__pb2.CheckpointAcks.SerializeToString,
             headwater_dot_v1_dot_runtime__pb2.Empty.FromString,
             options,
             channel_credentials,

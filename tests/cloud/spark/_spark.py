@@ -7,10 +7,10 @@ small, and Spark's defaults for big data (full JIT compilation, code generation 
 query, adaptive re-planning) would be most of its time.
 
 ``SparkSession.stop()`` leaves the JVM running (it would sit in the rest of the
-suite's memory), so the fixture ends it too: it shuts Py4J's gateway down and
-closes the JVM's standard input, on which it exits, waits for it and forgets
-it (the next session starts a fresh one); then it collects Py4J's client
-sockets, closed by the JVM's end, without their ResourceWarnings.
+suite's memory), so the fixture ends it too (``end_jvm``: Py4J's gateway shut
+down, the JVM's standard input closed, on which it exits, waited for and forgotten; the
+next session starts a fresh one); then it collects Py4J's client sockets, closed by
+the JVM's end, without their ResourceWarnings.
 ``GATEWAY_SOCKET`` is the mark that ignores the socket Py4J still leaves to
 the garbage collector.
 """
@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import pytest
 
-from headwater.cloud.spark._session import SMALL_JOB
+from headwater.cloud.spark._session import SMALL_JOB, end_jvm
 from headwater.spark import session
 
 GATEWAY_SOCKET = pytest.mark.filterwarnings(
@@ -59,14 +59,7 @@ def spark_fixture(app: str, scope: Literal["function", "module"]) -> Callable[..
 
 
 def _end_jvm() -> None:
-    from pyspark import SparkContext  # the JVM exits when its stdin closes
-
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()
-        gateway.proc.wait(30)
-        SparkContext._gateway = SparkContext._jvm = None
+    end_jvm()  # the JVM exits when its stdin closes
     with warnings.catch_warnings():  # Py4J's client sockets, closed by the JVM's end
         warnings.simplefilter("ignore", ResourceWarning)
         gc.collect()

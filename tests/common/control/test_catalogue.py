@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -116,3 +117,13 @@ def test_a_save_the_disk_refuses_reports_it_and_the_next_one_retries(tmp_path: P
     (tmp_path / "gone").mkdir()
     assert cat.save() and cat.error == ""
     assert Catalogue(tmp_path / "gone" / "catalogue.json").latest_complete() == rec.id
+
+
+def test_a_record_s_dict_is_every_field_but_its_clock_with_acked_counted() -> None:
+    rec = CheckpointRecord(3, 2, 12.5, CheckpointState.COMPLETE, 4.0, 99, 5, {1, 2, 7})
+    names = [f.name for f in dataclasses.fields(CheckpointRecord) if f.name != "_t0"]
+    assert list(rec.to_dict()) == names
+    assert rec.to_dict() == {
+        "id": 3, "epoch": 2, "started": 12.5, "state": "COMPLETE", "duration_ms": 4.0,
+        "size_bytes": 99, "revision": 5, "acked": 3,
+    }  # fmt: skip

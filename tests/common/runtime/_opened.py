@@ -29,7 +29,6 @@ def opened() -> Iterator[Opened]:
 
     yield open_one
     for inst in made:
-        inst.gateway._wake_r.close()
-        inst.gateway._wake_w.close()
+        inst.gateway.close(0)  # never started: closes its wake-up pair
     a.close()
     b.close()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from headwater.common.state import DurableLog
+from headwater.common.state import DurableLog, _log
 
 
 def test_append_returns_first_offsets(tmp_path: Path) -> None:
@@ -189,3 +192,74 @@ def test_a_failed_append_takes_no_offsets(tmp_path: Path) -> None:
         assert log.end == 1
     finally:
         log.close()
+
+
+class _CountingDb:
+    """The reader's database, counting its catch-ups."""
+
+    def __init__(self, db: Any) -> None:
+        self.db, self.catch_ups = db, 0
+
+    def try_catch_up_with_primary(self) -> None:
+        self.catch_ups += 1
+        self.db.try_catch_up_with_primary()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.db, name)
+
+
+def test_a_reader_catches_up_only_when_the_writer_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = DurableLog(tmp_path / "p0")
+    writer.append([b"a"])
+    reader = DurableLog(tmp_path / "p0", reader=True)
+    db = reader._db = _CountingDb(reader._db)  # type: ignore[assignment]
+    try:
+        assert reader.refresh() == 1 and db.catch_ups == 1
+        for _ in range(20):  # nothing written: no catch-up
+            assert reader.refresh() == 1
+        assert db.catch_ups == 1
+        writer.append([b"b", b"c"])
+        assert reader.refresh() == 3 and db.catch_ups == 2
+        assert reader.read(1, 10) == [b"b", b"c"]
+        writer.trim(2)  # not synced, still written: seen
+        assert reader.refresh() == 3 and reader.start == 2 and db.catch_ups == 3
+        writer._db.flush()  # the records move to a table file, a new write-ahead log
+        writer.append([b"d"])
+        assert reader.refresh() == 4 and reader.read(3, 1) == [b"d"]
+        # at least every CATCH_UP_S, whatever the files say
+        seen = db.catch_ups
+        later = time.monotonic() + _log.CATCH_UP_S
+        monkeypatch.setattr(_log, "_clock", lambda: later)
+        assert reader.refresh() == 4 and db.catch_ups == seen + 1
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_reader_refreshing_beside_a_busy_writer_misses_no_append(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_log, "_clock", lambda: 0.0)  # no catch-up due by the clock
+    writer = DurableLog(tmp_path / "p0")
+    reader = DurableLog(tmp_path / "p0", reader=True)
+    done = threading.Event()
+
+    def append() -> None:
+        for i in range(300):
+            writer.append([b"%d" % i], sync=i % 2 == 0)
+        done.set()
+
+    appending = threading.Thread(target=append)
+    appending.start()
+    try:
+        while not done.is_set():
+            reader.refresh()
+        appending.join()
+        assert reader.refresh() == 300  # the files alone said there was more
+        assert reader.read(0, 300) == [b"%d" % i for i in range(300)]
+    finally:
+        appending.join()
+        reader.close()
+        writer.close()

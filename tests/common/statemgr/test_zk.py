@@ -150,7 +150,7 @@ def test_a_put_zookeeper_did_not_acknowledge_raises_and_kazoo_reconnects(
 
 
 def test_a_server_that_is_not_there_is_said_within_the_deadline(tmp_path: Path) -> None:
-    from ..._zookeeper import free_port
+    from ..._ports import free_port
 
     port = free_port()
     with pytest.raises(StateUnavailable) as err:
