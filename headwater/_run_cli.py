@@ -171,7 +171,9 @@ def _run_until_stopped(
         try:
             start()
             starting[0] = False
-            announce()
+            early = bool(stopping["signal"])  # its StartupStopped was lost where none propagates
+            if not early:
+                announce()
         except StartupStopped:
             early = True
         except Exception:
