@@ -5,7 +5,9 @@ as Heron's Python instance does with asyncore. Reading stops while the
 data-in queue is above its high water mark (so the stmgr's buffer to this
 instance fills and the stmgr starts backpressure) and resumes below the low
 mark. The executor wakes the gateway through a socketpair when it queues
-output or drains input.
+output or drains input. A frame the executor sends while nothing is queued ahead of it is
+written to the socket from the executor's own thread (``send``): the wake-up and two thread
+switches per frame are the gateway's only when the socket is full or the gateway busy.
 
 The gateway also sends a heartbeat every ``HEARTBEAT_S``, from its own
 thread, so a busy executor (user code taking long) still looks alive while a
@@ -56,7 +58,34 @@ class Gateway(threading.Thread):
         self.idle = False
         self.reading = True  # False while the inbox is above its high mark
         self.eof = threading.Event()
-        self._pending = bytearray()
+        self._pending = bytearray()  # bytes taken from the queues, not yet written
+        # the socket's writes and ``_pending``: this thread's and the executor's direct sends
+        self._writing = threading.Lock()
+        self._direct = False  # True while run() owns a non-blocking socket
+
+    def send(self, frame: bytes) -> None:
+        """The executor's way out: ``frame`` is written at once when nothing is queued ahead
+        of it (what the socket does not take waits first in line), else queued for this
+        thread; the outbox's high mark blocks the caller as before."""
+        if self._direct and not self._pending and not self.outbox and self._writing.acquire(False):
+            try:
+                if self._direct and not self._pending and not self.outbox:
+                    prefix = length_prefix(frame)
+                    try:
+                        sent = self.sock.sendmsg((prefix, frame))
+                    except BlockingIOError:
+                        sent = 0
+                    except OSError:  # closing: the queue keeps it, as it did
+                        sent = -1
+                    if sent > 0:
+                        if sent < len(prefix) + len(frame):
+                            self._pending += (prefix + frame)[sent:]
+                            self.wake()
+                        return
+            finally:
+                self._writing.release()
+        self.outbox.put(frame)
+        self.wake()
 
     def wake(self) -> None:
         """Threadsafe: make the gateway look at its queues now (a no-op while it is busy)."""
@@ -67,6 +96,7 @@ class Gateway(threading.Thread):
             self._wake_w.send(b"\0")
 
     def stop(self) -> None:
+        self._direct = False  # what is sent from now on goes through the queue, in order
         self._halt.set()
         self.idle = True
         self.wake()
@@ -85,6 +115,7 @@ class Gateway(threading.Thread):
     def run(self) -> None:
         sock = self.sock
         sock.setblocking(False)
+        self._direct = not self._halt.is_set()
         sel = selectors.DefaultSelector()
         sel.register(self._wake_r, selectors.EVENT_READ)
         sel.register(sock, selectors.EVENT_READ)
@@ -99,8 +130,10 @@ class Gateway(threading.Thread):
                 if now >= next_beat:  # deque(maxlen): never more than a few queued
                     self.metrics_out.append(_HEARTBEAT)
                     next_beat = now + HEARTBEAT_S
-                self._fill()
-                if self._halt.is_set() and not self._pending:
+                with self._writing:
+                    self._fill()
+                    done = self._halt.is_set() and not self._pending
+                if done:
                     break
                 want = (selectors.EVENT_READ if reading else 0) | (
                     selectors.EVENT_WRITE if self._pending else 0
@@ -132,11 +165,12 @@ class Gateway(threading.Thread):
                             for frame in reader.feed(data):
                                 self.inbox.put(frame, block=False)
                     if mask & selectors.EVENT_WRITE and self._pending:
-                        try:
-                            sent = sock.send(self._pending)
-                        except BlockingIOError:
-                            sent = 0
-                        del self._pending[:sent]
+                        with self._writing:
+                            try:
+                                sent = sock.send(self._pending)
+                            except BlockingIOError:
+                                sent = 0
+                            del self._pending[:sent]
                 # hysteresis: stop reading above the high mark, resume below the low mark
                 if reading and self.inbox.nbytes >= self.inbox.high:
                     self.reading = reading = False
@@ -147,6 +181,7 @@ class Gateway(threading.Thread):
             self.eof.set()
             self.inbox.close()
         finally:
+            self._direct = False
             sel.close()
             # an instance on a thread (the small footprint) must not leak them: a wake-up
             # after this finds them closed (OSError, ignored)

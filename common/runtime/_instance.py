@@ -150,8 +150,7 @@ class Instance:
 
     # -- the input gate's port ------------------------------------------------
     def send(self, frame: bytes) -> None:
-        self.gateway.outbox.put(frame)
-        self.gateway.wake()
+        self.gateway.send(frame)
 
     def process(self, frame: Frame) -> None:
         self.executor.process(frame)
