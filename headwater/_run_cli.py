@@ -4,19 +4,16 @@ cluster, and the state and figures of a running one (local or on a master)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from headwater._argtypes import POSITIVE_INT, SECONDS, whole
 from headwater._master_client import Client, add_client_options, read_token
-from headwater.common._exceptions import HeadwaterError, StartupStopped
+from headwater._run_loop import run_until_stopped
+from headwater.common._exceptions import HeadwaterError
 
 
 def add_parsers(sub: Any, master_help: str) -> None:
@@ -137,80 +134,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return code
 
 
-def _run_until_stopped(
-    start: Callable[[], None],
-    stop: Callable[[], None],
-    duration: float | None,
-    tick: Callable[[], None],
-    report: Callable[[], None] | None,
-    final: Callable[[], None],
-    announce: Callable[[], None] = lambda: None,
-) -> int:
-    """Start, ``announce`` it, then tick until Ctrl-C, SIGTERM or ``duration``; report every
-    5 s; stop. A Ctrl-C once ``start`` returned (its processes may be at work already) is a
-    stop after the start-up, even while ``announce`` prints.
-
-    A ``HeadwaterError`` from ``tick`` (a crash loop) is printed at once, everything
-    is stopped, and the exit status is 1. Ctrl-C or SIGTERM during ``start`` interrupts
-    it (``StartupStopped``): what had started is stopped, the last line says so, and the
-    exit status is 0, as for a stop after the start-up. A start that fails once a stop
-    came (a child process ended by the same Ctrl-C) is that stop, not an error."""
-    stopping = {"signal": 0}
-    starting = [True]
-    code = 0
-
-    def on_signal(signum: int, frame: object) -> None:
-        stopping["signal"] = signum
-        if starting[0]:  # once: a second Ctrl-C while it stops only asks again
-            starting[0] = False
-            raise StartupStopped(signum)
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    early = False
-    try:
-        try:
-            start()
-            starting[0] = False
-            early = bool(stopping["signal"])  # its StartupStopped was lost where none propagates
-            if not early:
-                announce()
-        except StartupStopped:
-            early = True
-        except Exception:
-            starting[0] = False
-            if not stopping["signal"]:
-                raise
-            early = True
-        began = time.monotonic()
-        next_report = began + 5.0
-        while not early and not stopping["signal"]:
-            now = time.monotonic()
-            if duration is not None and now - began >= duration:
-                break
-            try:
-                tick()
-            except HeadwaterError as exc:
-                print(f"headwater: error: {exc}", file=sys.stderr, flush=True)
-                code = 1
-                break
-            if report is not None and now >= next_report:
-                with contextlib.suppress(OSError):
-                    report()
-                next_report = now + 5.0
-            time.sleep(0.1)
-        if not code and not early:
-            with contextlib.suppress(OSError):
-                final()
-    finally:
-        starting[0] = False
-        print("stopping...", flush=True)
-        stop()
-        for s, h in old.items():
-            signal.signal(s, h)
-    print("stopped during start-up" if early else "stopped", flush=True)
-    return code
-
-
 def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
     def announce() -> None:
         n = len(cluster.plan.instances)
@@ -229,7 +152,7 @@ def _run_cluster(cluster: Any, duration: float | None, quiet: bool) -> int:
             next_check[0] = time.monotonic() + 0.5
             cluster.check()
 
-    return _run_until_stopped(
+    return run_until_stopped(
         cluster.start,
         cluster.stop,
         duration,
@@ -394,6 +317,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "outbox) -> uplink -> a cloud worker, every piece a real process."
     )
     demo = Demo(speedup=args.speedup)
-    return _run_until_stopped(
+    return run_until_stopped(
         demo.start, demo.stop, args.duration, demo.tick, demo.report, demo.report
     )

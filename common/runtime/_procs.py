@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import ctypes.util
 import logging
 import os
 import signal
@@ -11,7 +12,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -20,7 +21,7 @@ from .._sandbox import RunAs
 
 log = logging.getLogger("headwater.procs")
 _PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)  # the C library loaded (no `ldconfig -p` child)
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
 
 NO_GRPC_FORK_HANDLERS = {"GRPC_ENABLE_FORK_SUPPORT": "false"}
@@ -83,27 +84,10 @@ def _open_log(path: str) -> BinaryIO:
         raise
 
 
-_STOPS = frozenset({signal.SIGINT, signal.SIGTERM})
-
-
 def _before_exec(preexec: Callable[[], None] | None) -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)  # held by the parent across the fork
     if preexec is not None:
         preexec()
     _die_with_parent()  # after a change of user, which clears it
-
-
-@contextlib.contextmanager
-def _stops_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait while this thread forks. A Python handler that raises (the run
-    CLI's Ctrl-C during start-up) would otherwise run inside the fork's hooks (logging's
-    ``_releaseLock``), where its exception is printed and dropped: the start-up went on as if
-    no Ctrl-C came. Held, the signal arrives once ``Popen`` returned, where it propagates."""
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _then(first: Callable[[], None] | None, second: Callable[[], None]) -> Callable[[], None]:
@@ -140,17 +124,16 @@ def spawn(
         environment = run_as.env(environment)
         preexec = _then(preexec, run_as.preexec)
     try:
-        with _stops_held():
-            proc = subprocess.Popen(
-                # -P: not the current folder first on the path (a module planted there would run)
-                [executable, *args] if executable else [sys.executable, "-P", *args],
-                env=environment,
-                stdout=out or subprocess.DEVNULL,
-                stderr=subprocess.STDOUT if out else None,
-                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                cwd=cwd,
-                preexec_fn=partial(_before_exec, preexec),  # noqa: PLW1509 (no locks taken there)
-            )
+        proc = subprocess.Popen(
+            # -P: not the current folder first on the path (a module planted there would run)
+            [executable, *args] if executable else [sys.executable, "-P", *args],
+            env=environment,
+            stdout=out or subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if out else None,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+            cwd=cwd,
+            preexec_fn=partial(_before_exec, preexec),  # noqa: PLW1509 (no locks taken there)
+        )
         if proc.stdin is not None and stdin is not None:
             with contextlib.suppress(OSError):  # a child that ended at once reads nothing
                 proc.stdin.write(stdin)
