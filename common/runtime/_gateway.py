@@ -96,8 +96,8 @@ class Gateway(threading.Thread):
             self._wake_w.send(b"\0")
 
     def stop(self) -> None:
-        self._direct = False  # what is sent from now on goes through the queue, in order
         self._halt.set()
+        self._direct = False  # what is sent from now on goes through the queue, in order
         self.idle = True
         self.wake()
 
@@ -115,7 +115,9 @@ class Gateway(threading.Thread):
     def run(self) -> None:
         sock = self.sock
         sock.setblocking(False)
-        self._direct = not self._halt.is_set()
+        self._direct = True
+        if self._halt.is_set():  # after: a stop() at any moment leaves it False
+            self._direct = False
         sel = selectors.DefaultSelector()
         sel.register(self._wake_r, selectors.EVENT_READ)
         sel.register(sock, selectors.EVENT_READ)
@@ -165,12 +167,7 @@ class Gateway(threading.Thread):
                             for frame in reader.feed(data):
                                 self.inbox.put(frame, block=False)
                     if mask & selectors.EVENT_WRITE and self._pending:
-                        with self._writing:
-                            try:
-                                sent = sock.send(self._pending)
-                            except BlockingIOError:
-                                sent = 0
-                            del self._pending[:sent]
+                        self._write()
                 # hysteresis: stop reading above the high mark, resume below the low mark
                 if reading and self.inbox.nbytes >= self.inbox.high:
                     self.reading = reading = False
@@ -187,6 +184,14 @@ class Gateway(threading.Thread):
             # after this finds them closed (OSError, ignored)
             self._wake_r.close()
             self._wake_w.close()
+
+    def _write(self) -> None:
+        with self._writing:
+            try:
+                sent = self.sock.send(self._pending)
+            except BlockingIOError:
+                sent = 0
+            del self._pending[:sent]
 
     def _fill(self) -> None:
         if len(self._pending) >= _WRITE_CHUNK:
