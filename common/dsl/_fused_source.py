@@ -2,7 +2,11 @@
 
 The source emits into the chain (``_SourceContext``: the source's view of its context,
 whose ``emit`` feeds the chain's first step); the chain's steps, taps and watermarks are
-``_fused._Chain``'s, as for a ``FusedBolt``.
+``_fused._Chain``'s, as for a ``FusedBolt``. What the source emits in one of its calls
+(``next_tuple``, ``on_checkpoint``, ...) runs through the chain as one frame's records, at
+the call's end or every ``GATHER`` records, so that a compiled chain loops over them and
+emits its output in frames' worth (``_compile.py``), not a call and an emit per record;
+nothing stays held once the call returned (a checkpoint or a watermark comes between calls).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any, cast
 
 from ..api import BoundedSource, Context, Spout, SystemContext
 from ..wire import column_rows
+from ._compile import GATHER
 from ._fused import END_OF_TIME, Tap, TapSpec, _Chain
 from ._ops import Op
 
@@ -71,25 +76,43 @@ class FusedSpout(Spout):
         self._source, self._ops, self._taps, self._own_time = source, ops, taps, own_time
 
     def open(self, ctx: Context) -> None:
+        held: list[tuple[None, Any]] = []
+        self._held = held
         self._chain = _Chain(self._ops(), ctx, [Tap(ts, stream) for ts, stream in self._taps])
         self._timed = [self._chain.links[name] for name in self._own_time]
-        chain = self._chain.first
         self.source = self._source()
         bounded = self.source if isinstance(self.source, BoundedSource) else None
         self._bounded = bounded if bounded is not None and callable(bounded.exhausted) else None
         self._fed = False
 
+        hold = held.append
+
         def feed(value: Any) -> None:
             self._fed = True
-            chain(None, value)
+            hold((None, value))
+            if len(held) >= GATHER:  # a long call still meets backpressure as it goes
+                self._run_held()
 
         self.source.open(cast(Context, _SourceContext(ctx, feed)))
+        self._run_held()
         self._ended = False
+
+    def _run_held(self) -> None:
+        """What the source emitted since the last run, through the chain (never twice, even
+        if the chain raises)."""
+        held = self._held
+        if held:
+            entries = held[:]
+            held.clear()
+            self._chain.first_all(entries)
 
     def next_tuple(self) -> bool:
         self._fed = False
         try:
-            self.source.next_tuple()
+            try:
+                self.source.next_tuple()
+            finally:  # what it emitted before it raised runs too, as it did record by record
+                self._run_held()
             if self._chain.taps or self._timed:
                 self._watermarks()
         finally:
@@ -109,7 +132,10 @@ class FusedSpout(Spout):
     # a source may emit from any of its calls: what its records' sinks took is counted after each
     def _settled(self, call: Callable[..., None], *args: Any) -> None:
         try:
-            call(*args)
+            try:
+                call(*args)
+            finally:
+                self._run_held()
         finally:
             self._chain.settle()
 

@@ -125,6 +125,14 @@ def fixed_tasks(grouping: Grouping, tasks: list[int]) -> list[int] | None:
     return None
 
 
+def _by_one_field(
+    grouping: Grouping, stream: Stream, tasks: list[int]
+) -> tuple[int, list[int]] | None:
+    if grouping.kind != "fields" or len(grouping.fields) != 1 or len(tasks) < 2:
+        return None
+    return stream.fields.index(grouping.fields[0]), sorted(tasks)
+
+
 class Router:
     """For one emitting component: stream name -> selectors of every subscriber."""
 
@@ -144,6 +152,7 @@ class Router:
         # per stream: the tasks every tuple goes to when no selector looks at the tuple
         # ([]: no subscriber), None when some selector does
         self._fixed: dict[str, list[int] | None] = {name: [] for name in self.streams}
+        fields: dict[str, list[tuple[int, list[int]] | None]] = {n: [] for n in self.streams}
         for consumer in topology.components:
             for inp in consumer.inputs:
                 if inp.component == component and inp.stream in self.streams:
@@ -155,16 +164,19 @@ class Router:
                     self._fixed[inp.stream] = (
                         both if both is None or len(set(both)) == len(both) else None
                     )
+                    stream = self.streams[inp.stream]
+                    fields[inp.stream].append(_by_one_field(inp.grouping, stream, tasks))
                     self._selectors[inp.stream].append(
-                        make_selector(
-                            inp.grouping,
-                            self.streams[inp.stream],
-                            tasks,
-                            context,
-                            consumer.name,
-                            rng,
-                        )
+                        make_selector(inp.grouping, stream, tasks, context, consumer.name, rng)
                     )
+        # per stream: (the key's field, the tasks) where one subscriber groups by one field
+        self._by_field = {n: f[0] if len(f) == 1 else None for n, f in fields.items()}
+
+    def by_field(self, stream: str) -> tuple[int, list[int]] | None:
+        """``(i, tasks)`` when the stream's one subscriber groups by the field at index ``i``
+        over several ``tasks`` (sorted): a tuple goes to ``tasks[key_hash(values[i]) %
+        len(tasks)]``, as its selector says; else None."""
+        return self._by_field.get(stream)
 
     def fixed(self, stream: str) -> list[int] | None:
         """The tasks every tuple on ``stream`` goes to, when that never depends on the tuple

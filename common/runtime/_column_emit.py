@@ -4,7 +4,9 @@ The DSL's compiled runs gather a frame's output as two columns, keys and values
 (``dsl/_compile.py``), and hand them over with one call. Where every tuple of the stream
 goes to the same tasks (``Router.fixed``: one task, ``global``, ``all``) the columns join
 each destination buffer's columns a slice at a time, with no list made per tuple, and
-leave as a columnar frame (``wire/_columns.py``); elsewhere each tuple is routed as
+leave as a columnar frame (``wire/_columns.py``). Where the one subscriber groups by one
+field (``Router.by_field``), the rows are split by their key's task into columns of each
+task's, which join its buffer the same way; elsewhere each tuple is routed as
 ``Emitter.unrooted``'s emit routes it, inline. A buffer holding rows takes no columns
 until it has left (``_batches._Buffer``), so frames keep the order of the emits.
 
@@ -15,14 +17,17 @@ are kept short. Executor thread only.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..plan._routing import Selector
+from ..plan._routing import Selector, key_hash
 from ..wire import column_length, rows
 from ._batches import _Buffer
 
 Key = tuple[int, str, bool]  # a buffer's: (destination task, stream, rooted)
+_SEEN = 8192  # string keys whose task a route remembers (a few hundred KB at most)
+_SHORT = 64  # longer keys are hashed each time
+_SPLIT_MIN = 32  # fewer tuples go one by one: splitting costs a few lists and a join a task
 
 
 class Emits(Protocol):
@@ -42,6 +47,8 @@ class Route(Protocol):
 
     select: Selector | None
     keys: list[Key] | None
+    by_field: tuple[int, list[int]] | None
+    seen: dict[str, int]
 
 
 class ColumnEmit:
@@ -63,41 +70,74 @@ class ColumnEmit:
         n = column_length(cols)
         if not n:
             return
-        keys = self.route.keys
-        if keys is None:
+        route = self.route
+        keys = route.keys
+        if keys is not None:
+            for key in keys:
+                self._join(key, cols, n)
+        elif route.by_field is None or n < _SPLIT_MIN or not self._split(route.by_field, cols):
             n = self._routed(cols, n)
-        else:
-            self._to_fixed(keys, cols, n)
         if n:
             self.em.emitted += n
             self.counts[self.stream] = self.counts.get(self.stream, 0) + n
 
-    def _to_fixed(self, keys: Sequence[Key], cols: list[list[Any]], n: int) -> None:
+    def _split(self, by_field: tuple[int, list[int]], cols: list[list[Any]]) -> bool:
+        """A fields grouping on one field: each task's rows as columns of their own, in
+        order, joined to its buffer; the task of a string key is looked up once per revision
+        (``Route.seen``, at most ``_SEEN`` short keys). False, with nothing done, when a key
+        cannot be encoded: the tuple-by-tuple path drops it and counts it."""
+        field, tasks = by_field
+        ntasks, seen = len(tasks), self.route.seen
+        index: list[int] = []
+        mark = index.append
+        for key in cols[field]:
+            i = seen.get(key) if key.__class__ is str else None
+            if i is None:
+                try:
+                    i = key_hash(key) % ntasks
+                except (TypeError, ValueError, OverflowError):
+                    return False
+                if key.__class__ is str and len(key) <= _SHORT and len(seen) < _SEEN:
+                    seen[key] = i
+            mark(i)
+        parts: list[list[list[Any]]] = [[[] for _ in cols] for _ in tasks]
+        for c, col in enumerate(cols):
+            adds = [part[c].append for part in parts]
+            for i, value in zip(index, col):  # noqa: B905 - as long, checked
+                adds[i](value)
+        stream = self.stream
+        for task, part in zip(tasks, parts):  # noqa: B905 - one part a task
+            m = len(part[0])
+            if m:
+                self._join((task, stream, False), part, m)
+        return True
+
+    def _join(self, key: Key, cols: list[list[Any]], n: int) -> None:
+        """``cols`` (``n`` rows) onto the columns of ``key``'s buffer, flushed when full."""
         buffers, size, flush = self.buffers, self.size, self.flush
-        for key in keys:
-            start = 0
-            while start < n:
-                buf = buffers.get(key)
-                if buf is None:
-                    buf = buffers[key] = _Buffer(time.monotonic())
-                have = buf.cols
-                if buf.entries or (have is not None and len(have) != len(cols)):
-                    flush(key, buf)  # rows (or another width) before: they leave first
-                    continue
-                if have is None:
-                    have = buf.cols = [[] for _ in cols]
-                room = size - len(have[0])
-                if start == 0 and room >= n:  # the common case: all of them
-                    for mine, col in zip(have, cols):  # noqa: B905 - as long, checked
-                        mine.extend(col)
-                    start = n
-                else:
-                    end = start + max(room, 1)
-                    for mine, col in zip(have, cols):  # noqa: B905 - as above
-                        mine.extend(col[start:end])
-                    start = end
-                if len(have[0]) >= size:
-                    flush(key, buf)
+        start = 0
+        while start < n:
+            buf = buffers.get(key)
+            if buf is None:
+                buf = buffers[key] = _Buffer(time.monotonic())
+            have = buf.cols
+            if buf.entries or (have is not None and len(have) != len(cols)):
+                flush(key, buf)  # rows (or another width) before: they leave first
+                continue
+            if have is None:
+                have = buf.cols = [[] for _ in cols]
+            room = size - len(have[0])
+            if start == 0 and room >= n:  # the common case: all of them
+                for mine, col in zip(have, cols):  # noqa: B905 - as long, checked
+                    mine.extend(col)
+                start = n
+            else:
+                end = start + max(room, 1)
+                for mine, col in zip(have, cols):  # noqa: B905 - as above
+                    mine.extend(col[start:end])
+                start = end
+            if len(have[0]) >= size:
+                flush(key, buf)
 
     def _routed(self, cols: list[list[Any]], n: int) -> int:
         """``unrooted``'s emit, inline, for each tuple; how many were not dropped (0 when

@@ -36,14 +36,18 @@ _getrandbits = random.getrandbits
 
 class _Route:
     """How a bound emit routes one stream: its single selector (None: none or several, the
-    general path), and the buffer keys of its fixed destinations (None: they depend on the
-    tuple). ``Emitter.switch`` refills it for a new revision's routing."""
+    general path), the buffer keys of its fixed destinations (None: they depend on the
+    tuple), and where its one subscriber groups by one field, that field and its tasks
+    (``Router.by_field``) with the task index of the string keys seen (``_column_emit``).
+    ``Emitter.switch`` refills it for a new revision's routing."""
 
-    __slots__ = ("keys", "select")
+    __slots__ = ("by_field", "keys", "seen", "select")
 
     def __init__(self) -> None:
         self.select: Selector | None = None
         self.keys: list[tuple[int, str, bool]] | None = None
+        self.by_field: tuple[int, list[int]] | None = None
+        self.seen: dict[str, int] = {}
 
 
 class Emitter:
@@ -171,6 +175,8 @@ class Emitter:
             selectors, fixed = [], None
         route.select = selectors[0] if len(selectors) == 1 else None
         route.keys = [(dest, stream, False) for dest in fixed] if fixed else None
+        route.by_field = self.router.by_field(stream) if route.select is not None else None
+        route.seen = {}  # another revision's tasks: other indexes
 
     def unrooted(self, stream: str, counts: dict[str, int]) -> Callable[[list[Any]], None]:
         """``emit`` of untracked tuples on ``stream``, bound once: the per-record fast path

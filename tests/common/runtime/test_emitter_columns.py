@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from headwater.common._exceptions import EmitError
-from headwater.common.api import fields
+from headwater.common.api import Topology, fields, global_
+from headwater.common.plan._routing import Router, key_hash
 from headwater.common.wire import Kind, data_rows, decode
 
-from .test_emitter import _emitter, _frames, _topology
+from .test_emitter import Mid, Sink, Src, _emitter, _frames, _topology
 
 
 def test_columns_to_fixed_tasks_leave_as_the_columns_given() -> None:
@@ -85,3 +86,74 @@ def test_a_value_the_codec_cannot_carry_is_dropped_alone_from_columns() -> None:
     (frame,) = _frames(sink)
     assert (frame.kind, data_rows(frame)) == (Kind.DATA, [["a"], ["c"]])
     assert em.serialization_errors == 1
+
+
+def _keyed(parallelism: int) -> Topology:
+    return (
+        Topology("t")
+        .add_spout("src", Src)  # task 1
+        .add_bolt("mid", Mid, inputs={"src": fields("word")}, parallelism=parallelism)
+        .add_bolt("sink", Sink, inputs={"mid": global_()})
+    )
+
+
+KEYS: list[Any] = ["apple", "banana", "", "ünïcode", "x" * 200, 1, "1", 1.0, True, None, -7, b"b"]
+
+
+def _by_task(sink: list[bytes]) -> dict[int, list[list[Any]]]:
+    got: dict[int, list[list[Any]]] = {}
+    for frame in _frames(sink):
+        got.setdefault(frame.dest, []).extend(data_rows(frame))
+    return got
+
+
+@pytest.mark.parametrize("parallelism", [2, 3, 5])
+@pytest.mark.parametrize("chunk", [5, 41], ids=["few: one by one", "many: split"])
+def test_keyed_columns_reach_the_tasks_their_keys_do_one_by_one_as_columns(
+    parallelism: int, chunk: int
+) -> None:
+    rows = [[key, i] for i, key in enumerate(KEYS * 30)]  # a key seen again is remembered
+    by_one, one_sink = _emitter(batch_size=50, topo=_keyed(parallelism))
+    emit = by_one.unrooted("default", {})
+    for row in rows:
+        emit(row)
+    by_one.flush_all()
+    by_cols, cols_sink = _emitter(batch_size=50, topo=_keyed(parallelism))
+    counts: dict[str, int] = {}
+    emit_columns = by_cols.unrooted_columns("default", counts)
+    for start in range(0, len(rows), chunk):  # buffers of 50 fill across calls
+        part = rows[start : start + chunk]
+        emit_columns([[k for k, _ in part], [v for _, v in part]])
+    by_cols.flush_all()
+    assert bool(by_cols._routes["default"].seen) == (chunk > 32)  # the keys' tasks remembered
+    assert _by_task(cols_sink) == _by_task(one_sink)  # each task's rows, in order
+    assert {f.kind for f in _frames(cols_sink)} == {Kind.DATA_COLUMNS}
+    assert (by_cols.emitted, counts) == (len(rows), {"default": len(rows)})
+
+
+def test_a_key_the_codec_cannot_carry_is_dropped_alone_from_keyed_columns() -> None:
+    em, sink = _emitter(topo=_keyed(2))
+    counts: dict[str, int] = {}
+    em.unrooted_columns("default", counts)([["a", object(), "c"] * 20, [1, 2, 3] * 20])
+    em.flush_all()
+    got = sorted(row for rows in _by_task(sink).values() for row in rows)
+    assert got == [["a", 1]] * 20 + [["c", 3]] * 20
+    assert em.serialization_errors == 20 and counts == {"default": 40}
+
+
+def test_keyed_columns_go_to_the_tasks_of_the_revision_switched_to() -> None:
+    em, sink = _emitter(batch_size=1000, topo=_keyed(2))
+    emit_columns = em.unrooted_columns("default", {})
+    words = [f"w{i}" for i in range(40)]  # past the fewest that are split
+    emit_columns([words])
+    em.flush_all()
+    assert {d for d in _by_task(sink)} == {2, 3}
+    em.switch(Router(_keyed(3), "src", None, seed=0))  # the keys' tasks seen before: forgotten
+    sink.clear()
+    emit_columns([words])
+    em.flush_all()
+    tasks = [2, 3, 4]
+    want: dict[int, list[list[Any]]] = {}
+    for w in words:
+        want.setdefault(tasks[key_hash(w) % 3], []).append([w])
+    assert _by_task(sink) == want
