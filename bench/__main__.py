@@ -24,6 +24,7 @@ class Workload:
 # so that a workload runs where the others' dependencies (Selenium, PySpark) are missing
 MODULES: dict[str, str] = {
     "checkpoint-store": "bench.checkpoint_store",
+    "column-emit": "bench.column_emit",
     "compose": "bench.compose",
     "compose-checks": "bench.compose_checks",
     "console": "bench.console",

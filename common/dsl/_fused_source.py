@@ -6,7 +6,11 @@ whose ``emit`` feeds the chain's first step); the chain's steps, taps and waterm
 (``next_tuple``, ``on_checkpoint``, ...) runs through the chain as one frame's records, at
 the call's end or every ``GATHER`` records, so that a compiled chain loops over them and
 emits its output in frames' worth (``_compile.py``), not a call and an emit per record;
-nothing stays held once the call returned (a checkpoint or a watermark comes between calls).
+nothing stays held once the call returned (a checkpoint or a watermark comes between calls),
+nor when the source calls ``ctx.flush()``. A record the chain raises on is retried or
+dead-lettered by its steps as before; an exception that escapes the chain comes out of the
+source's emit that ran the held records (every 1,000th) or at the call's end, and ends the
+instance as any exception of a source's does.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from ._ops import Op
 class _SourceContext:
     """The wrapped source's view: everything of the real context, but emit feeds the chain."""
 
-    def __init__(self, ctx: Context, feed: Callable[[Any], None]) -> None:
-        self._ctx, self._feed = ctx, feed
+    def __init__(
+        self, ctx: Context, feed: Callable[[Any], None], run_held: Callable[[], None]
+    ) -> None:
+        self._ctx, self._feed, self._run_held = ctx, feed, run_held
         # the runtime's channel to the stmgr, as an attribute of its own: a source checks
         # ``isinstance(ctx, SystemContext)``, which from Python 3.12 looks attributes up
         # statically and so never sees what ``__getattr__`` forwards
@@ -51,6 +57,12 @@ class _SourceContext:
                 self.emit(values)
 
         return feed_columns
+
+    def flush(self) -> None:
+        """What it emitted through the chain first, then the context's own ``flush`` (a
+        ``SystemContext``'s: its emitted tuples out now; AttributeError elsewhere, as before)."""
+        self._run_held()
+        self._ctx.flush()  # type: ignore[attr-defined]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ctx, name)
@@ -93,7 +105,7 @@ class FusedSpout(Spout):
             if len(held) >= GATHER:  # a long call still meets backpressure as it goes
                 self._run_held()
 
-        self.source.open(cast(Context, _SourceContext(ctx, feed)))
+        self.source.open(cast(Context, _SourceContext(ctx, feed, self._run_held)))
         self._run_held()
         self._ended = False
 
@@ -102,8 +114,8 @@ class FusedSpout(Spout):
         if the chain raises)."""
         held = self._held
         if held:
-            entries = held[:]
-            held.clear()
+            entries = held.copy()
+            del held[: len(entries)]
             self._chain.first_all(entries)
 
     def next_tuple(self) -> bool:

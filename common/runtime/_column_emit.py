@@ -27,7 +27,7 @@ from ._batches import _Buffer
 Key = tuple[int, str, bool]  # a buffer's: (destination task, stream, rooted)
 _SEEN = 8192  # string keys whose task a route remembers (a few hundred KB at most)
 _SHORT = 64  # longer keys are hashed each time
-_SPLIT_MIN = 32  # fewer tuples go one by one: splitting costs a few lists and a join a task
+_SPLIT_MIN = 32  # fewer (or under 4 a task) go one by one: a split costs lists and a join a task
 
 
 class Emits(Protocol):
@@ -75,19 +75,22 @@ class ColumnEmit:
         if keys is not None:
             for key in keys:
                 self._join(key, cols, n)
-        elif route.by_field is None or n < _SPLIT_MIN or not self._split(route.by_field, cols):
+        elif route.by_field is None or not self._split(route.by_field, cols, n):
             n = self._routed(cols, n)
         if n:
             self.em.emitted += n
             self.counts[self.stream] = self.counts.get(self.stream, 0) + n
 
-    def _split(self, by_field: tuple[int, list[int]], cols: list[list[Any]]) -> bool:
+    def _split(self, by_field: tuple[int, list[int]], cols: list[list[Any]], n: int) -> bool:
         """A fields grouping on one field: each task's rows as columns of their own, in
         order, joined to its buffer; the task of a string key is looked up once per revision
         (``Route.seen``, at most ``_SEEN`` short keys). False, with nothing done, when a key
-        cannot be encoded: the tuple-by-tuple path drops it and counts it."""
+        cannot be encoded: the tuple-by-tuple path drops it and counts it; False too for fewer
+        than ``_SPLIT_MIN`` tuples or 4 a task, which go one by one for less."""
         field, tasks = by_field
         ntasks, seen = len(tasks), self.route.seen
+        if n < _SPLIT_MIN or n < 4 * ntasks:
+            return False
         index: list[int] = []
         mark = index.append
         for key in cols[field]:

@@ -42,9 +42,9 @@ def test_a_fused_source_keeps_the_runtime_channel_to_its_stmgr() -> None:
     class Bare:
         pass
 
-    wrapped = _SourceContext(Runtime(), lambda v: None)  # type: ignore[arg-type]
+    wrapped = _SourceContext(Runtime(), lambda v: None, lambda: None)  # type: ignore[arg-type]
     assert "system" in vars(wrapped)  # found by inspect.getattr_static too
     assert isinstance(wrapped, SystemContext)
     wrapped.system(Stop())
     assert sent == [Stop()]
-    assert not isinstance(_SourceContext(Bare(), lambda v: None), SystemContext)  # type: ignore[arg-type]
+    assert not isinstance(_SourceContext(Bare(), lambda v: None, lambda: None), SystemContext)  # type: ignore[arg-type]

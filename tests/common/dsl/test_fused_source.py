@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from headwater.common.api import Context, Spout
 from headwater.common.dsl._compile import GATHER
 from headwater.common.dsl._fused_source import FusedSpout
@@ -73,3 +75,70 @@ def test_a_sink_at_the_end_counts_what_one_call_emitted() -> None:
     assert len(took) == 3 * Sentences.per_call
     assert ctx.counters == {"records:out": 3 * Sentences.per_call}
     assert ctx.emitted == []
+
+
+class Failing(Sentences):
+    """Emits in ``open`` too, and raises half way through its first call."""
+
+    def open(self, ctx: Context) -> None:
+        super().open(ctx)
+        ctx.emit(["opened x"])
+
+    def next_tuple(self) -> None:
+        for word in ("first y", "second z"):
+            self.ctx.emit([word])
+        raise RuntimeError("the source broke")
+
+
+def test_what_a_source_emitted_before_it_raised_or_in_open_still_runs() -> None:
+    ctx = TestContext()
+    spout = FusedSpout(Failing, _words)
+    spout.open(ctx)
+    assert ctx.values() == [["o", 6], ["x", 1]]  # open's records ran before it returned
+    with pytest.raises(RuntimeError, match="the source broke"):
+        spout.next_tuple()
+    assert ctx.values()[2:] == [["f", 5], ["y", 1], ["s", 6], ["z", 1]]
+
+
+class Flushing(TestContext):
+    """A context with the runtime's ``flush``: records how many tuples were out at each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed: list[int] = []
+
+    def flush(self) -> None:
+        self.flushed.append(len(self.emitted))
+
+
+class Fencing(Sentences):
+    per_call = 3
+
+    def next_tuple(self) -> None:
+        super().next_tuple()
+        self.ctx.flush()  # type: ignore[attr-defined]  # as a move's fence does
+        self.ctx.emit(["after the fence"])
+
+
+def test_a_source_s_flush_sends_what_it_emitted_through_the_chain_first() -> None:
+    ctx = Flushing()
+    spout = FusedSpout(Fencing, _words)
+    spout.open(ctx)
+    spout.next_tuple()
+    assert ctx.flushed == [9]  # the three sentences' nine words were out before the flush
+    assert len(ctx.values()) == 12
+
+
+def test_a_record_a_step_raises_on_is_dead_lettered_alone() -> None:
+    ctx = TestContext()
+
+    def length(word: str) -> int:
+        if word == "b":
+            raise ValueError("no b")
+        return len(word)
+
+    spout = FusedSpout(Sentences, lambda: [FlatMapOp("split", str.split), MapOp("m", length)])
+    spout.open(ctx)
+    spout.next_tuple()
+    assert len(ctx.values()) == 2 * Sentences.per_call  # every word but the b's
+    assert len(ctx.dead_letters) == Sentences.per_call

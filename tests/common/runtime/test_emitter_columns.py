@@ -157,3 +157,25 @@ def test_keyed_columns_go_to_the_tasks_of_the_revision_switched_to() -> None:
     for w in words:
         want.setdefault(tasks[key_hash(w) % 3], []).append([w])
     assert _by_task(sink) == want
+
+
+def test_keyed_columns_of_every_size_and_single_emits_mixed_keep_each_task_s_order() -> None:
+    rows = [[key, i] for i, key in enumerate(KEYS * 40)]
+    by_one, one_sink = _emitter(batch_size=64, topo=_keyed(3))
+    emit = by_one.unrooted("default", {})
+    for row in rows:
+        emit(row)
+    by_one.flush_all()
+    mixed, mixed_sink = _emitter(batch_size=64, topo=_keyed(3))
+    single, emit_columns = mixed.unrooted("default", {}), mixed.unrooted_columns("default", {})
+    sizes, start, turn = [5, 41, 1, 3, 40, 70], 0, 0
+    while start < len(rows):
+        size = sizes[turn % len(sizes)]
+        part = rows[start : start + size]
+        if size == 1:
+            single(part[0])  # rows in a task's buffer before the next call's columns
+        else:
+            emit_columns([[k for k, _ in part], [v for _, v in part]])
+        start, turn = start + size, turn + 1
+    mixed.flush_all()
+    assert _by_task(mixed_sink) == _by_task(one_sink)
