@@ -29,28 +29,30 @@ def kill_at_random_moments(
 ) -> None:
     """SIGKILL an instance, a container or the master (``kills``, in order), each after a
     random amount of further ``progress`` (between ``steps``), never waiting past ``total``,
-    and each once the last kill's rollback has opened its epoch and the topology runs again:
-    a kill made while the last one's restore is under way would be undone by the same restore
-    (commits of checkpoints taken before a kill can make ``progress`` move during it)."""
+    counted from once the last kill's rollback has opened its epoch and the topology runs
+    again: a kill made while the last one's restore is under way would be undone by the same
+    restore (commits of checkpoints taken before a kill can make ``progress`` move during it)."""
     before: int | None = None  # the epoch the last kill was made in
     for kind in kills:
+        if before is not None:
+
+            def rolled_back(last: int = before) -> bool:
+                epoch = running_epoch(cluster)
+                return epoch is not None and epoch > last
+
+            wait_for(rolled_back, 120, f"a new epoch after epoch {before}'s kill")
         target = min(progress() + rng.randint(*steps), total)
 
         def reached(target: int = target) -> bool:
             return progress() >= target
 
         wait_for(reached, 120, f"progress {target} before killing a {kind}")
-        if before is not None:
-
-            def rolled_back(last: int = before) -> bool:
-                epoch = _running_epoch(cluster)
-                return epoch is not None and epoch > last
-
-            wait_for(rolled_back, 120, f"a new epoch after epoch {before}'s kill")
-        before = wait_for(lambda: _running_epoch(cluster), 60, f"the topology running ({kind})")
+        before = wait_for(lambda: running_epoch(cluster), 60, f"the topology running ({kind})")
         if kind == "instance":
             tasks = cluster.metrics()["tasks"]
-            victim = rng.choice([int(m["pid"]) for m in tasks.values() if "pid" in m])
+            victim = rng.choice(
+                [p for p in (int(m["pid"]) for m in tasks.values() if "pid" in m) if _alive(p)]
+            )
             os.kill(victim, signal.SIGKILL)
         elif kind == "container":
             os.kill(
@@ -62,7 +64,16 @@ def kill_at_random_moments(
             os.kill(cluster.tmaster.pid, signal.SIGKILL)
 
 
-def _running_epoch(cluster: LocalCluster) -> int | None:
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (metrics just after a restore may still name a replaced instance)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def running_epoch(cluster: LocalCluster) -> int | None:
     """The topology's epoch while it runs; None while it restores or its master restarts."""
     try:
         summary = cluster.summary()
