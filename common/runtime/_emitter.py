@@ -175,7 +175,7 @@ class Emitter:
             selectors, fixed = [], None
         route.select = selectors[0] if len(selectors) == 1 else None
         route.keys = [(dest, stream, False) for dest in fixed] if fixed else None
-        route.by_field = self.router.by_field(stream) if route.select is not None else None
+        route.by_field = self.router.by_field(stream)  # None unless one subscriber, by one field
         route.seen = {}  # another revision's tasks: other indexes
 
     def unrooted(self, stream: str, counts: dict[str, int]) -> Callable[[list[Any]], None]:

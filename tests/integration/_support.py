@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from headwater.cloud.local import LocalCluster
 
 from .._wait import wait_for as wait_for  # noqa: PLC0414 (re-exported for the tests)
@@ -51,7 +53,11 @@ def kill_at_random_moments(
         if kind == "instance":
             tasks = cluster.metrics()["tasks"]
             victim = rng.choice(
-                [p for p in (int(m["pid"]) for m in tasks.values() if "pid" in m) if _alive(p)]
+                [
+                    p
+                    for p in (int(m["pid"]) for m in tasks.values() if "pid" in m)
+                    if psutil.pid_exists(p)
+                ]
             )
             os.kill(victim, signal.SIGKILL)
         elif kind == "container":
@@ -62,15 +68,6 @@ def kill_at_random_moments(
         else:
             assert cluster.tmaster is not None
             os.kill(cluster.tmaster.pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (metrics just after a restore may still name a replaced instance)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def running_epoch(cluster: LocalCluster) -> int | None:

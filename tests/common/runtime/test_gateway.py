@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 
@@ -16,6 +15,8 @@ from headwater.common.runtime._gateway import Gateway
 from headwater.common.runtime._queues import ByteQueue
 from headwater.common.wire import FrameReader
 from headwater.common.wire._control import Alive, control_frame
+
+from ..._wait import wait_for
 
 HEARTBEAT = control_frame(Alive(), src=0)
 
@@ -34,7 +35,7 @@ def wired() -> Iterator[tuple[Gateway, socket.socket]]:
         stmgr.close()
 
 
-def _frames(stmgr: socket.socket, count: int, pause_s: float = 0.0) -> list[bytes]:
+def _frames(stmgr: socket.socket, count: int) -> list[bytes]:
     """The next ``count`` frames the stmgr's side reads, heartbeats left out."""
     reader = FrameReader()
     got: list[bytes] = []
@@ -43,24 +44,19 @@ def _frames(stmgr: socket.socket, count: int, pause_s: float = 0.0) -> list[byte
         chunk = stmgr.recv(4096)
         assert chunk, f"the socket closed after {len(got)} frames"
         got += [f for f in reader.feed(chunk) if f != HEARTBEAT]
-        if pause_s:
-            time.sleep(pause_s)  # a slow reader: the socket fills, the queue takes over
     assert len(got) == count
     return got
 
 
-def _wait(condition: object, what: str) -> None:
-    deadline = time.monotonic() + 10
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, what
-        time.sleep(0.005)
+def _taken(gateway: Gateway) -> None:
+    wait_for(lambda: gateway._direct, 10, "the gateway taking its socket", interval=0.005)
 
 
 def test_frames_sent_with_the_socket_free_arrive_in_order_without_the_queue(
     wired: tuple[Gateway, socket.socket],
 ) -> None:
     gateway, stmgr = wired
-    _wait(lambda: gateway._direct, "the gateway taking its socket")
+    _taken(gateway)
     sent = [b"frame %d " % i * 10 for i in range(200)]
     for frame in sent:
         gateway.send(frame)
@@ -72,7 +68,7 @@ def test_a_reader_slower_than_the_sender_gets_every_frame_whole_and_in_order(
     wired: tuple[Gateway, socket.socket],
 ) -> None:
     gateway, stmgr = wired
-    _wait(lambda: gateway._direct, "the gateway taking its socket")
+    _taken(gateway)
     sent = [bytes([i % 251]) * (1000 + 37 * i) for i in range(300)]  # 1.9 MB: past the buffer
 
     def sender() -> None:
@@ -81,8 +77,9 @@ def test_a_reader_slower_than_the_sender_gets_every_frame_whole_and_in_order(
 
     thread = threading.Thread(target=sender)
     thread.start()
-    try:
-        assert _frames(stmgr, len(sent), pause_s=0.001) == sent
+    try:  # nothing read until the socket and the queue are full: the sender is held back
+        wait_for(gateway.outbox.over_high, 10, "the outbox past its high mark", interval=0.005)
+        assert _frames(stmgr, len(sent)) == sent
     finally:
         thread.join(10)
     assert not thread.is_alive()
@@ -93,7 +90,7 @@ def test_what_is_queued_when_it_stops_is_still_written(
     wired: tuple[Gateway, socket.socket],
 ) -> None:
     gateway, stmgr = wired
-    _wait(lambda: gateway._direct, "the gateway taking its socket")
+    _taken(gateway)
     sent = [bytes([i]) * 1500 for i in range(40)]  # 60 KB, unread: past the socket's buffer
     for frame in sent:
         gateway.send(frame)
