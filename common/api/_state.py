@@ -104,12 +104,13 @@ class KeyedState(State):
 
         return data.get, put
 
-    def put_parts(self) -> tuple[dict[Any, Any], Callable[[Any], None], set[Any]]:
+    def put_parts(self) -> tuple[dict[Any, Any], set[Any], set[Any]]:
         """``accessors``' ``put`` in parts, for a compiled loop that writes it inline (no
-        call per record): the dict, the add of the keys written since the last snapshot,
-        and the set of keys whose value is mutable (kept as ``put`` keeps it, with
-        ``IMMUTABLE``)."""
-        return self._data, self._dirty.add, self._mutable
+        call per record): the dict, the set of keys written since the last snapshot (added
+        to, never replaced; a superset does no harm: a key in it that is not in the dict is
+        a deletion), and the set of keys whose value is mutable (kept as ``put`` keeps it,
+        with ``IMMUTABLE``)."""
+        return self._data, self._dirty, self._mutable
 
     def take_changed(self) -> set[Any]:
         """The keys written or deleted since the last call (emptied in place: ``accessors``

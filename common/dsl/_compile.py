@@ -8,15 +8,17 @@ each step's work is a few lines of its body, a ``flat_map`` a loop around the
 rest, and the run's end calls what follows it (or emits, when the run ends the
 chain). A ``reduce_by_key`` writes its keyed state inline (``KeyedState.put_parts``:
 the dict, the keys changed since the last snapshot, the keys of mutable values), as
-``KeyedState.accessors``' ``put`` does with a call.
+``KeyedState.accessors``' ``put`` does with a call. A frame that comes as two columns
+(``run_columns(keys, values)``) into a run that starts with a ``reduce_by_key`` marks its
+keys changed with one set update after the frame instead of one add per record.
 
 Behaviour is the steps' own, record for record: each step's user function sits
 in a ``try`` of its own, and a record it raises on goes to the step's retry
 with the step's ``process`` bound to the *uncompiled* rest of the chain (as
 ``Op.link`` does), then on to the next record (or the next element of a
-``flat_map``'s output). A sink's records are counted in a cell the chain adds
-to the user counter ``records:<step>`` after each frame (``settle``), not with
-a call per record.
+``flat_map``'s output). A sink's records are counted in a local, added to a cell
+when the frame's loop ends, which the chain adds to the user counter
+``records:<step>`` after each frame (``settle``), not with a call per record.
 
 A run that ends the chain gathers its output records and emits them together
 (``Emit.emit_columns``: a frame's keys and values as two columns, up to ``GATHER``
@@ -36,6 +38,7 @@ from __future__ import annotations
 import linecache
 import weakref
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from functools import partial
 from itertools import count
 from typing import Any
@@ -75,16 +78,18 @@ class Emit:
 
 class Compiled:
     """A compiled run: ``call(key, value)`` runs it for one record, ``call_all(entries)`` for
-    a frame's; ``settle()`` adds the records its sinks took since the last call to their
-    counters."""
+    a frame's, ``call_columns(keys, values)`` for a frame's as two columns; ``settle()`` adds
+    the records its sinks took since the last call to their counters."""
 
     def __init__(
         self,
         call: Out,
         call_all: Callable[[Iterable[Sequence[Any]]], None],
+        call_columns: Callable[[list[Any], list[Any]], None],
         sinks: list[tuple[SinkOp, list[int]]],
     ) -> None:
-        self.call, self.call_all, self._sinks = call, call_all, sinks
+        self.call, self.call_all, self.call_columns = call, call_all, call_columns
+        self._sinks = sinks
 
     def settle(self) -> None:
         for op, cell in self._sinks:
@@ -117,8 +122,9 @@ def compile_run(
         if isinstance(op, MapOp | ReduceByKeyOp):  # every compiled kind has its function
             ns[f"f{i}"] = op.fn
         if isinstance(op, ReduceByKeyOp):  # the state's get, and its put written inline
-            data, ns[f"m{i}"], ns[f"x{i}"] = op.totals.put_parts()
-            ns[f"d{i}"], ns[f"g{i}"] = data, data.get
+            data, dirty, ns[f"x{i}"] = op.totals.put_parts()
+            ns[f"d{i}"], ns[f"g{i}"], ns[f"m{i}"] = data, data.get, dirty.add
+            ns[f"u{i}"] = partial(_mark, dirty)
         if type(op) is SinkOp:
             ns[f"c{i}"] = cell = [0]
             sinks.append((op, cell))
@@ -132,16 +138,19 @@ def compile_run(
     gather = isinstance(end, Emit) and end.emit_columns is not None and SinkOp not in map(type, ops)
     # one record's run gathers its output only when it may be several (a flat_map's)
     fans = gather and any(type(op) is FlatMapOp for op in ops)
+    sink = next((i for i, op in enumerate(ops) if type(op) is SinkOp), None)
+    columns = "zip(keys, values, strict=True)"
     lines = [
         "def run(key, value):",
         *_gathered(_body(ops, end, 2 if fans else 1, False, fans), fans),
         "def run_all(entries):",
-        *_gathered(
-            [
-                ("        " if gather else "    ") + "for key, value in entries:",
-                *_body(ops, end, 3 if gather else 2, True, gather),
-            ],
-            gather,
+        *_loop("entries", ops, end, gather, sink, marked=False),
+        "def run_columns(keys, values):",
+        # a run that starts with a reduce_by_key marks a frame's keys changed at once
+        *(
+            _loop(columns, ops, end, gather, sink, marked=True)
+            if type(ops[0]) is ReduceByKeyOp
+            else [f"    run_all({columns})"]
         ),
     ]
     source = "\n".join(lines) + "\n"
@@ -150,7 +159,19 @@ def compile_run(
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), ns)
     weakref.finalize(ns["run"], linecache.cache.pop, filename, None)
-    return Compiled(ns["run"], ns["run_all"], sinks)
+    return Compiled(ns["run"], ns["run_all"], ns["run_columns"], sinks)
+
+
+def _mark(changed: set[Any], keys: list[Any]) -> None:
+    """A frame's keys into the changed keys of the state a compiled ``reduce_by_key`` at the
+    head of its run writes (after the frame: a superset of the keys it wrote, which is what a
+    snapshot needs); one by one when a key is unhashable (its record went to the retry)."""
+    try:
+        changed.update(keys)
+    except TypeError:
+        for key in keys:
+            with suppress(TypeError):
+                changed.add(key)
 
 
 GATHER = 1000
@@ -163,6 +184,36 @@ _LEAVE = (
     "gk, gv = pk.append, pv.append",
     "emit_columns([dk, dv])",
 )
+
+
+def _loop(
+    source: str, ops: Sequence[Op], end: Out | Emit, gather: bool, sink: int | None, marked: bool
+) -> list[str]:
+    """A function's lines that run each ``key, value`` of ``source`` through ``ops``. What must
+    happen however the loop ends comes after it: with ``marked`` (the run starts with a
+    ``reduce_by_key`` and ``keys`` is its input's column) the frame's keys are marked changed,
+    the sink's records counted in a local are added to its cell, the gathered output leaves."""
+    prelude, finals = [], []
+    if marked:
+        finals.append("u0(keys)")
+    if sink is not None:
+        prelude.append(f"t{sink} = 0")
+        finals.append(f"c{sink}[0] += t{sink}")
+    if gather:
+        prelude += ["pk, pv = [], []", "gk, gv = pk.append, pv.append"]
+        finals += ["if pk:", "    emit_columns([pk, pv])"]
+    depth = 3 if finals else 2
+    body = ["    " * (depth - 1) + f"for key, value in {source}:"]
+    body += _body(ops, end, depth, True, gather, marked)
+    if not finals:
+        return body
+    return [
+        *("    " + line for line in prelude),
+        "    try:",
+        *body,
+        "    finally:",
+        *("        " + line for line in finals),
+    ]
 
 
 def _gathered(body: list[str], gather: bool) -> list[str]:
@@ -182,12 +233,19 @@ def _gathered(body: list[str], gather: bool) -> list[str]:
 
 
 def _body(
-    ops: Sequence[Op], end: Out | Emit, depth: int, batch: bool, gather: bool = False
+    ops: Sequence[Op],
+    end: Out | Emit,
+    depth: int,
+    batch: bool,
+    gather: bool = False,
+    marked: bool = False,
 ) -> list[str]:
     """The lines of one record's pass through ``ops``, indented ``depth`` levels; leaving
     the record early is ``continue`` in a loop (``batch``, or inside a ``flat_map``'s).
     With ``gather``, output records go to ``pk`` and ``pv``, and a retry (which runs the rest of the
-    chain linked, emitting as it goes) first emits what is gathered, so order holds."""
+    chain linked, emitting as it goes) first emits what is gathered, so order holds. In a
+    loop (``batch``) a sink counts its records in a local (``_loop`` adds it to the cell);
+    with ``marked``, a first ``reduce_by_key`` leaves its keys to the loop's end."""
     lines: list[str] = []
     top = depth
     k, v = "key", "value"
@@ -215,7 +273,7 @@ def _body(
         kind = type(op)
         if kind is SinkOp:
             guarded(i, [f"f{i}({v})"], k, v)
-            put(f"c{i}[0] += 1")
+            put(f"t{i} += 1" if batch else f"c{i}[0] += 1")
             return lines  # nothing follows a sink
         if kind is ReduceByKeyOp:
             guarded(
@@ -226,7 +284,8 @@ def _body(
             )
             # the keyed state's put (KeyedState.accessors), inline
             put(f"d{i}[{k}] = a{i}")
-            put(f"m{i}({k})")
+            if not (marked and i == 0):
+                put(f"m{i}({k})")
             put(f"if a{i}.__class__ not in IMMUTABLE:")
             put(f"    x{i}.add({k})")
             put(f"elif x{i}:")

@@ -155,12 +155,21 @@ class _Chain:
             if self.compiled and self.compiled[-1].call is first
             else partial(_each, first)
         )
+        self.first_columns: Callable[[list[Any], list[Any]], None] = (
+            self.compiled[-1].call_columns
+            if self.compiled and self.compiled[-1].call is first
+            else self._columns_as_rows
+        )
         if ops and hasattr(ops[0], "process_frame"):  # a scoring step: the frame whole
             self.first_all = partial(ops[0].process_frame, self.links[ops[0].name][1])
+            self.first_columns = self._columns_as_rows
         # what the first step's output goes to (a join drives its first step itself)
         self.after_first: Out = self.links[ops[0].name][1] if ops else last
         self.side_of_first: Side | None = self.links[ops[0].name][2] if ops else None
         self.first = nxt
+
+    def _columns_as_rows(self, keys: list[Any], values: list[Any]) -> None:
+        self.first_all(zip(keys, values, strict=True))
 
     def settle(self) -> None:
         """Count what the compiled runs' sinks took (after each frame, tick and source call)."""
@@ -208,6 +217,7 @@ class FusedBolt(Bolt):
         chain = self._chain = _Chain(ops, ctx, [Tap(ts, stream) for ts, stream in self._taps])
         self.chain = chain.first
         self.chain_all = chain.first_all
+        self.chain_columns = chain.first_columns
         self.head = ops[0]
         self.out, self.side = chain.after_first, chain.side_of_first
         self.join: Callable[[int, Any, Any], None] | None = None
@@ -264,8 +274,14 @@ class FusedBolt(Bolt):
         self, component: str, stream: str, task: int, columns: list[list[Any]]
     ) -> None:
         """``process_values`` for a frame as columns: its tuples walked with ``zip``, no
-        list made per tuple."""
-        self.process_values(component, stream, task, zip(*columns, strict=True))
+        list made per tuple (a chain's compiled first run takes the two columns itself)."""
+        if len(columns) != 2 or self.join is not None or stream.startswith(WATERMARKS):
+            self.process_values(component, stream, task, zip(*columns, strict=True))
+            return
+        try:
+            self.chain_columns(*columns)
+        finally:
+            self._chain.settle()
 
     def _watermark(self, task: int, wm: int) -> None:
         """Move on to the lowest watermark of the tasks feeding this chain now, once each

@@ -33,19 +33,28 @@ class TopK:
         self.total = 0
 
     def add(self, key: Any) -> None:
-        self.total += 1
-        counts = self.counts
-        if key in counts:
-            counts[key] += 1
-        elif len(counts) < self.k:
-            counts[key] = 1
-        else:  # the (first) smallest counter goes to the new key, which inherits its count
-            low = min(counts.values())  # in C, then the first key at it: not a keyed min
-            for victim in counts:
-                if counts[victim] == low:
-                    break
-            del counts[victim]
-            counts[key] = low + 1
+        self.add_all((key,))
+
+    def add_all(self, keys: Iterable[Any]) -> None:
+        """``add`` each of ``keys`` in turn (one call for a frame's sample). An unhashable
+        key raises ``TypeError``; the keys before it are added (``total`` counts them)."""
+        counts, k, added = self.counts, self.k, 0
+        try:
+            for key in keys:
+                if key in counts:
+                    counts[key] += 1
+                elif len(counts) < k:
+                    counts[key] = 1
+                else:  # the (first) smallest counter goes to the new key, with its count
+                    low = min(counts.values())  # in C, then the first key at it: not a keyed min
+                    for victim in counts:
+                        if counts[victim] == low:
+                            break
+                    del counts[victim]
+                    counts[key] = low + 1
+                added += 1
+        finally:
+            self.total += added
 
     def shares(self, n: int = REPORTED) -> dict[str, float]:
         """The ``n`` top keys (rendered) and their shares of what was added; then reset."""
@@ -82,7 +91,10 @@ class HotKeys:
         if idx is None:
             return
         phase = self._phase(n)
-        self._add(idx, zip(*(col[phase::STRIDE] for col in cols), strict=True))
+        if len(idx) == 1:  # one key field: its column's sampled values are the keys
+            self._add_keys(cols[idx[0]][phase::STRIDE])
+        else:
+            self._add(idx, zip(*(col[phase::STRIDE] for col in cols), strict=True))
 
     def _phase(self, n: int) -> int:
         """The index of the first tuple to sample in a frame of ``n``; the stride goes on."""
@@ -91,13 +103,26 @@ class HotKeys:
         return phase
 
     def _add(self, idx: list[int], picked: Iterable[Sequence[Any]]) -> None:
-        add = self.top.add
-        for values in picked:
-            key = values[idx[0]] if len(idx) == 1 else tuple(values[i] for i in idx)
+        one = idx[0] if len(idx) == 1 else None
+        self._add_keys(
+            [values[one] for values in picked]
+            if one is not None
+            else [tuple(values[i] for i in idx) for values in picked]
+        )
+
+    def _add_keys(self, keys: list[Any]) -> None:
+        """The sampled keys into the top-k; an unhashable one (a list, a map) by its
+        rendering."""
+        top = self.top
+        while keys:
+            before = top.total
             try:
-                add(key)
-            except TypeError:  # unhashable (a list, a map): by its rendering
-                add(str(key))
+                top.add_all(keys)
+                return
+            except TypeError:
+                bad = top.total - before  # the keys before it went in
+                top.add(str(keys[bad]))
+                keys = keys[bad + 1 :]
 
     def report(self) -> dict[str, float]:
         return self.top.shares() if self.keyed else {}

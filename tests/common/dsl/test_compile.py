@@ -99,16 +99,19 @@ def _run(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     taps = [Tap(_stamp, "wm:next")] if timed else []
     chain = _Chain(ops, ctx, taps)
     values = rng.sample(range(200), 60)
-    # the compiled chain takes some records as frames (``first_all``), the linked one one by one
-    frames = rng.random() < 0.5
+    # the compiled chain takes some records as frames of rows (``first_all``) or of columns
+    # (``first_columns``), the linked one one by one
+    frames = rng.choice(["rows", "columns", None])
     while values:
         n = rng.randint(1, 9)
         frame, values = values[:n], values[n:]
-        if compiled and frames:
-            chain.first_all([[None, v] for v in frame])
+        if compiled and frames == "rows":
+            chain.first_all([[v % 7, v] for v in frame])
+        elif compiled and frames == "columns":
+            chain.first_columns([v % 7 for v in frame], frame)
         else:
             for v in frame:
-                chain.first(None, v)
+                chain.first(v % 7, v)
         if rng.random() < 0.2:
             chain.settle()
     chain.settle()
@@ -118,7 +121,7 @@ def _run(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
         ctx.counters,
         {name: dict(state.items()) for name, state in ctx.keyed.items()},
         sink,
-        sum(compilable(op) for op in ops) if compiled else 0,
+        {name: set(state._dirty) for name, state in ctx.keyed.items()},
     )
 
 
@@ -129,6 +132,10 @@ def test_a_compiled_chain_does_what_the_linked_one_does(
     linked = _run(seed, False, monkeypatch)
     fast = _run(seed, True, monkeypatch)
     assert fast[:5] == linked[:5]
+    # the keys marked changed since the last snapshot: those a step wrote, or more (a frame
+    # of columns marks its keys when the run starts with a reduce_by_key)
+    assert fast[5].keys() == linked[5].keys()
+    assert all(fast[5][name] >= keys for name, keys in linked[5].items())
 
 
 def test_the_generated_code_holds_no_name_a_pipeline_chose() -> None:
@@ -180,3 +187,38 @@ def test_the_generated_lines_are_forgotten_with_the_chain() -> None:
     del chain
     gc.collect()
     assert filename not in linecache.cache
+
+
+def test_a_frame_of_columns_into_a_reduce_marks_its_keys_and_counts_its_sink(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run that starts with a reduce_by_key marks a frame's keys changed once, after the
+    frame; a record whose key cannot be hashed still goes to the dead letters alone, and the
+    sink's count leaves out the record it raised on."""
+
+    def chain(sink: list[Any]) -> tuple[_Chain, TestContext]:
+        ctx = TestContext()
+        fussy = Flaky(sink.append, mod=5, hit=0, transient=False)
+        ops: list[Op] = [ReduceByKeyOp("sum", lambda a, b: a + b), SinkOp("out", fussy)]
+        return _Chain(ops, ctx), ctx
+
+    keys: list[Any] = ["a", "b", ["not", "hashable"], "a", "c", "b"]
+    values = [1, 2, 3, 4, 5, 6]
+    linked_sink: list[Any] = []
+    with monkeypatch.context() as patch:
+        patch.setattr(_fused, "compilable", lambda op: False)
+        linked, linked_ctx = chain(linked_sink)
+    for key, value in zip(keys, values, strict=True):
+        linked.first(key, value)
+    linked.settle()
+    sink: list[Any] = []
+    fast, ctx = chain(sink)
+    assert fast.first_columns.__name__ == "run_columns"
+    fast.first_columns(keys, values)
+    fast.settle()
+    assert sink == linked_sink == [1, 2, 8] and ctx.counters == linked_ctx.counters
+    assert ctx.counters["records:out"] == 3  # the sink raised on both fives
+    assert [row[:2] for row in ctx.dead_letters] == [row[:2] for row in linked_ctx.dead_letters]
+    assert len(ctx.dead_letters) == 3  # the unhashable key's record, then a's and c's five
+    assert dict(ctx.keyed["sum"].items()) == {"a": 5, "b": 8, "c": 5}
+    assert ctx.keyed["sum"]._dirty == {"a", "b", "c"}

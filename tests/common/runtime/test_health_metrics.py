@@ -176,6 +176,16 @@ def test_rooted_frames_and_several_key_fields_are_sampled() -> None:
     assert hot.report() == {"('k', 0)": 2 / 3, "('j', 0)": 1 / 3}
 
 
+def test_an_unhashable_key_is_sampled_by_its_rendering_and_the_rest_go_on() -> None:
+    hot = HotKeys({("src", "s"): [0]})
+    keys: list[Any] = [["a"], "b", ["a"], "b", {"m": 1}, "b"]  # each sampled (STRIDE apart)
+    cols = [[k for k in keys for _ in range(16)], list(range(96))]
+    hot.sample_columns("src", "s", cols, 96)
+    hot.sample("src", "s", [[k, 0] for k in keys for _ in range(16)], rooted=False)
+    assert hot.report() == {"b": 0.5, "['a']": 1 / 3, "{'m': 1}": 1 / 6}
+    assert hot.top.total == 0
+
+
 def test_a_component_without_a_fields_grouped_input_samples_nothing(opened: Opened) -> None:
     inst = _instance(3, opened, Quick)
     assert keyed_inputs(_topology(), "out") == {} and not inst.counts.hot.keyed
