@@ -25,11 +25,16 @@ KEY_CHARS = 64
 
 
 class TopK:
-    """Space-saving top-k counts: exact while at most ``k`` distinct keys came."""
+    """Space-saving top-k counts (Metwally et al.'s stream summary): exact while at most ``k``
+    distinct keys came; past that, a new key takes the counter that has been the smallest
+    longest, with its count plus one. ``at`` holds each count's keys in the order they
+    reached it, so that counter is found without a scan."""
 
     def __init__(self, k: int = TOP_K) -> None:
         self.k = k
         self.counts: dict[Any, int] = {}
+        self.at: dict[int, dict[Any, None]] = {}  # count -> its keys, oldest first
+        self.low = 0  # the smallest count (while ``counts`` holds any)
         self.total = 0
 
     def add(self, key: Any) -> None:
@@ -38,23 +43,38 @@ class TopK:
     def add_all(self, keys: Iterable[Any]) -> None:
         """``add`` each of ``keys`` in turn (one call for a frame's sample). An unhashable
         key raises ``TypeError``; the keys before it are added (``total`` counts them)."""
-        counts, k, added = self.counts, self.k, 0
+        counts, at, k, low, added = self.counts, self.at, self.k, self.low, 0
         try:
             for key in keys:
-                if key in counts:
-                    counts[key] += 1
+                c = counts.get(key)
+                if c is not None:  # off its count's keys, onto the next count's
+                    same = at[c]
+                    del same[key]
+                    if not same:
+                        del at[c]
+                        if c == low:
+                            low = c + 1
+                    c += 1
                 elif len(counts) < k:
-                    counts[key] = 1
-                else:  # the (first) smallest counter goes to the new key, with its count
-                    low = min(counts.values())  # in C, then the first key at it: not a keyed min
-                    for victim in counts:
-                        if counts[victim] == low:
-                            break
-                    del counts[victim]
-                    counts[key] = low + 1
+                    c = low = 1
+                else:  # the counter longest at the smallest count goes to the new key
+                    same = at[low]
+                    victim = next(iter(same))
+                    del same[victim], counts[victim]
+                    c = low + 1
+                    if not same:
+                        del at[low]
+                        low = c
+                counts[key] = c
+                bucket = at.get(c)
+                if bucket is None:
+                    at[c] = {key: None}
+                else:
+                    bucket[key] = None
                 added += 1
         finally:
             self.total += added
+            self.low = low
 
     def shares(self, n: int = REPORTED) -> dict[str, float]:
         """The ``n`` top keys (rendered) and their shares of what was added; then reset."""
@@ -64,8 +84,7 @@ class TopK:
             for key, count in top:
                 name = str(key)[:KEY_CHARS]
                 out[name] = out.get(name, 0.0) + count / self.total
-        self.counts = {}
-        self.total = 0
+        self.counts, self.at, self.low, self.total = {}, {}, 0, 0
         return out
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -207,6 +209,23 @@ def test_top_k_is_exact_for_few_keys_and_space_saving_beyond() -> None:
     assert small.counts == {"a": 2, "c": 2}
     small.add("x" * 100)  # a's (the first of the smallest): 3; rendered, cut to 64 chars
     assert small.shares() == {"x" * 64: 0.6, "c": 0.4}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_top_k_keeps_space_saving_s_guarantees(seed: int) -> None:
+    """Counts sum to what was added, never under a key's true count, and every key above
+    total / k is held; the stream summary agrees with the counts after every frame."""
+    rng = random.Random(seed)
+    top, true = TopK(k=rng.choice([1, 2, 4, 16])), Counter[int]()
+    for _ in range(rng.randint(1, 40)):
+        frame = [int(rng.paretovariate(1.2)) % 50 for _ in range(rng.randint(1, 70))]
+        top.add_all(frame)
+        true.update(frame)
+        assert sum(top.counts.values()) == top.total == sum(true.values())
+        assert all(top.counts[key] >= true[key] for key in top.counts)
+        assert {key for key, n in true.items() if n > top.total / top.k} <= top.counts.keys()
+        assert top.low == min(top.counts.values())
+        assert {key: n for n, keys in top.at.items() for key in keys} == top.counts
 
 
 def test_the_stmgr_folds_busy_time_and_received_across_a_restart() -> None:
