@@ -42,6 +42,7 @@ MODULES: dict[str, str] = {
     "peers": "bench.peers",
     "profile": "bench.profile",
     "relay": "bench.relay",
+    "runtime-share": "bench.runtime_share",
     "scale": "bench.scale",
     "scoring": "bench.scoring",
     "spark-latency": "bench.spark_latency",

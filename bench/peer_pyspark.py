@@ -168,7 +168,7 @@ class Collect:
                 if RATE:  # first: the result file is what the bench waits for
                     keys = [self.key(r) for r in self.results]
                     write_arrivals(OUT + ".lat", keys, self.times)
-                write_result(OUT, {"start": self.start, **summary})
+                write_result(OUT, {"start": self.start, **summary}, now)
                 self.done.set()
 
 

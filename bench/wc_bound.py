@@ -12,6 +12,12 @@ rate. This measures, in one process and one core, the CPU per word of:
   then per word the pipeline's own steps (``one``, ``add_counts`` through a
   dict, the sink's ``Collect``), as ``bench/wc/headwater_topology.py`` has them.
 
+* ``summary``: the bench's sink once it has every result: one pass over them
+  (``functions.summary``). Not on a run's rate path (a run ends when its last result
+  arrives, before the summary, as the floor's does), but in the sink instance's CPU, so
+  the runtime's share of the instances' CPU a word is what sender, receiver and summary
+  leave.
+
 * ``local_first``: one of two processes of a shape that is not a split: it
   takes half the sentences, splits them, counts the words whose key
   partition (``partition_of``, two tasks) is its own and packs the others'
@@ -54,6 +60,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=RESULTS / "wc-bound.json")
 
 
+def _sink_results(sentences: list[str]) -> list[tuple[str, int]]:
+    """What a sink holds at the end: each word with its running count."""
+    totals: dict[str, int] = {}
+    results = []
+    for sentence in sentences:
+        for word in wc.split(sentence):
+            totals[word] = c = totals.get(word, 0) + 1
+            results.append((word, c))
+    return results
+
+
 def _stages(sentences: list[str]) -> dict[str, Callable[[], None]]:
     pack = msgpack.Packer(use_bin_type=True).pack
     batch = wc.BATCH
@@ -70,6 +87,11 @@ def _stages(sentences: list[str]) -> dict[str, Callable[[], None]]:
             for word in split(sentence):
                 c = totals[word] = count(totals.get(word), word)
                 results.append((word, c))
+
+    results = _sink_results(sentences)
+
+    def summary() -> None:
+        wc.summary(results)
 
     def sender() -> None:
         for i in range(0, len(sentences), batch):
@@ -132,7 +154,13 @@ def _stages(sentences: list[str]) -> dict[str, Callable[[], None]]:
                 totals[key] = acc
                 sink(acc)
 
-    return {"floor": floor, "sender": sender, "receiver": receiver, "local_first": local_first}
+    return {
+        "floor": floor,
+        "sender": sender,
+        "receiver": receiver,
+        "summary": summary,
+        "local_first": local_first,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
