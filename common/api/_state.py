@@ -72,6 +72,9 @@ class KeyedState(State):
     snapshot carries, since their value may change in place.
     """
 
+    tracked = True
+    """Whether it notes changed and mutable keys (``UntrackedKeyedState`` does not)."""
+
     def __init__(self, data: dict[Any, Any] | None = None) -> None:
         super().__init__(data)
         self._dirty: set[Any] = set()
@@ -128,6 +131,26 @@ class KeyedState(State):
         self._dirty.update(self._data)
         self._data.clear()
         self._mutable.clear()
+
+
+class UntrackedKeyedState(KeyedState):
+    """The ``KeyedState`` of a task that never takes a snapshot (a topology that is not
+    exactly-once: no checkpoint barrier, no live edit, no move reaches it). It notes no
+    changed or mutable keys, which only a snapshot reads, so a write is the dict's alone."""
+
+    tracked = False
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._data[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._data[key]
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def accessors(self) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], None]]:
+        return self._data.get, self._data.__setitem__
 
 
 class StatefulComponent:

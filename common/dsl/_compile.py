@@ -149,7 +149,7 @@ def compile_run(
         # a run that starts with a reduce_by_key marks a frame's keys changed at once
         *(
             _loop(columns, ops, end, gather, sink, marked=True)
-            if type(ops[0]) is ReduceByKeyOp
+            if _tracked(ops[0])
             else [f"    run_all({columns})"]
         ),
     ]
@@ -160,6 +160,11 @@ def compile_run(
     exec(compile(source, filename, "exec"), ns)
     weakref.finalize(ns["run"], linecache.cache.pop, filename, None)
     return Compiled(ns["run"], ns["run_all"], ns["run_columns"], sinks)
+
+
+def _tracked(op: Op) -> bool:
+    """Whether ``op`` is a reduce_by_key whose state notes the keys it writes."""
+    return type(op) is ReduceByKeyOp and op.totals.tracked
 
 
 def _mark(changed: set[Any], keys: list[Any]) -> None:
@@ -282,14 +287,16 @@ def _body(
                 k,
                 v,
             )
-            # the keyed state's put (KeyedState.accessors), inline
+            # the keyed state's put (KeyedState.accessors), inline; a state that no snapshot
+            # reads notes nothing (UntrackedKeyedState)
             put(f"d{i}[{k}] = a{i}")
-            if not (marked and i == 0):
-                put(f"m{i}({k})")
-            put(f"if a{i}.__class__ not in IMMUTABLE:")
-            put(f"    x{i}.add({k})")
-            put(f"elif x{i}:")
-            put(f"    x{i}.discard({k})")
+            if _tracked(op):
+                if not (marked and i == 0):
+                    put(f"m{i}({k})")
+                put(f"if a{i}.__class__ not in IMMUTABLE:")
+                put(f"    x{i}.add({k})")
+                put(f"elif x{i}:")
+                put(f"    x{i}.discard({k})")
             v = f"a{i}"
         elif kind is MapOp:
             guarded(i, [f"v{i} = f{i}({v})"], k, v)

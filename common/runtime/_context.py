@@ -124,10 +124,7 @@ class InstanceContext:
         return self._i.store.state
 
     def keyed_state(self, name: str) -> KeyedState:
-        keyed = self._i.store.keyed
-        if name not in keyed:
-            keyed[name] = KeyedState()
-        return keyed[name]
+        return self._i.store.keyed_state(name)
 
     def keyed_names(self) -> list[str]:
         return list(self._i.store.keyed)

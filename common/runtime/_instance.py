@@ -72,7 +72,8 @@ class Instance:
         self.index = self.ids[component].index(task)
         self.conf = topology.merged_config(component)
         self.rc = rc = RuntimeConfig.from_mapping(self.conf)
-        self.store = TaskState()
+        # snapshots come with checkpoint barriers, which only an exactly-once topology has
+        self.store = TaskState(tracked=rc.reliability is Reliability.EXACTLY_ONCE)
         self.gate: InputGate[Revision] = InputGate(
             self,
             task,

@@ -6,18 +6,29 @@ checkpoint the store has folded (``committed``).
 
 from __future__ import annotations
 
+from ..api._state import UntrackedKeyedState
 from ..state import KeyedState, State
 from ..state._state import SnapshotLog, load_snapshot
 
 
 class TaskState:
-    """The component's ``State`` and named ``KeyedState``s, and what its snapshots carry."""
+    """The component's ``State`` and named ``KeyedState``s, and what its snapshots carry.
+    ``tracked``: whether a snapshot may be taken (an exactly-once topology); a task that never
+    takes one keeps its keyed state without noting changed keys (``UntrackedKeyedState``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tracked: bool = True) -> None:
         self.state = State()
         self.keyed: dict[str, KeyedState] = {}
+        self.tracked = tracked
         self.restored_from = 0
         self.log = SnapshotLog()
+
+    def keyed_state(self, name: str) -> KeyedState:
+        """The keyed state called ``name``, made empty the first time."""
+        keyed = self.keyed.get(name)
+        if keyed is None:
+            keyed = self.keyed[name] = KeyedState() if self.tracked else UntrackedKeyedState()
+        return keyed
 
     def restore(self, checkpoint: int, blob: bytes | None) -> None:
         self.restored_from = checkpoint

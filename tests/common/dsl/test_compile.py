@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from headwater.common.api import Spout
+from headwater.common.api._state import UntrackedKeyedState
 from headwater.common.dsl import _compile, _fused
 from headwater.common.dsl._compile import compilable
 from headwater.common.dsl._fused import Tap, _Chain
@@ -95,6 +96,10 @@ def _run(seed: int, compiled: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     sink: list[Any] = []
     ops = _ops(rng, sink)
     ctx = TestContext()
+    if seed % 3 == 0:  # a task that never snapshots: its keyed state notes no keys
+        for op in ops:
+            if isinstance(op, ReduceByKeyOp | KeyedFlatMapOp):
+                ctx.keyed[op.name] = UntrackedKeyedState()
     timed = rng.random() < 0.3
     taps = [Tap(_stamp, "wm:next")] if timed else []
     chain = _Chain(ops, ctx, taps)
@@ -222,3 +227,19 @@ def test_a_frame_of_columns_into_a_reduce_marks_its_keys_and_counts_its_sink(
     assert len(ctx.dead_letters) == 3  # the unhashable key's record, then a's and c's five
     assert dict(ctx.keyed["sum"].items()) == {"a": 5, "b": 8, "c": 5}
     assert ctx.keyed["sum"]._dirty == {"a", "b", "c"}
+
+
+def test_a_task_that_never_snapshots_notes_no_keys_and_counts_the_same() -> None:
+    """An untracked keyed state (a topology that is not exactly-once) is written with no
+    note of changed or mutable keys, compiled or linked, by frame or by record."""
+    ctx = TestContext()
+    ctx.keyed["sum"] = UntrackedKeyedState()
+    chain = _Chain([ReduceByKeyOp("sum", lambda a, b: a + b), SinkOp("out", lambda v: None)], ctx)
+    chain.first_columns(["a", "b", "a"], [[1], [2], [3]])  # lists: mutable values
+    chain.first_all([["b", [4]]])
+    chain.first("c", [5])
+    chain.settle()
+    state = ctx.keyed["sum"]
+    assert dict(state.items()) == {"a": [1, 3], "b": [2, 4], "c": [5]}
+    assert state._dirty == set() and state._mutable == set()
+    assert ctx.counters == {"records:out": 5}
