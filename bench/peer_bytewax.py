@@ -62,15 +62,17 @@ class _Collect(StatelessSinkPartition[Any]):
         self.worker, self.summary, self.key = worker, summary, key
         self.results: list[Any] = []
         self.times: list[float] = []
+        self.last: float | None = None  # when the last result arrived
 
     def write_batch(self, items: list[Any]) -> None:
         self.results.extend(items)
+        self.last = now = time.time()  # the run ends with its last result, as the floor's
         if RATE:
-            now = time.time()
             self.times.extend(now for _ in items)
 
     def close(self) -> None:
-        end = time.time()  # the summary's own time is not the run's, as in the floor
+        # the run's end: its last result's, not the summary's time nor the teardown's
+        end = self.last if self.last is not None else time.time()
         if RATE:
             keys = [self.key(r) for r in self.results]
             write_arrivals(f"{OUT}.w{self.worker}.lat", keys, self.times)

@@ -53,7 +53,8 @@ def shares(lines: list[str], stages_us: float, words: int) -> dict[str, Any]:
     for sides in out.values():
         if "before" in sides and "after" in sides:
             before, after = sides["before"], sides["after"]
-            sides["share_ratio"] = round(after["runtime_share_us"] / before["runtime_share_us"], 3)
+            base = before["runtime_share_us"]  # a bound at or above the instances': no ratio
+            sides["share_ratio"] = round(after["runtime_share_us"] / base, 3) if base > 0 else None
             sides["rate_ratio"] = round(after["per_s"] / before["per_s"], 3)
     return out
 

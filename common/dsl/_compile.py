@@ -8,9 +8,11 @@ each step's work is a few lines of its body, a ``flat_map`` a loop around the
 rest, and the run's end calls what follows it (or emits, when the run ends the
 chain). A ``reduce_by_key`` writes its keyed state inline (``KeyedState.put_parts``:
 the dict, the keys changed since the last snapshot, the keys of mutable values), as
-``KeyedState.accessors``' ``put`` does with a call. A frame that comes as two columns
-(``run_columns(keys, values)``) into a run that starts with a ``reduce_by_key`` marks its
-keys changed with one set update after the frame instead of one add per record.
+``KeyedState.accessors``' ``put`` does with a call; a state that notes nothing (a task
+that never snapshots: ``UntrackedKeyedState``) is written with no note at all. A frame that
+comes as two columns (``run_columns(keys, values)``) into a run that starts with a
+``reduce_by_key`` over a noting state marks its keys changed with one set update after the
+frame instead of one add per record.
 
 Behaviour is the steps' own, record for record: each step's user function sits
 in a ``try`` of its own, and a record it raises on goes to the step's retry
@@ -103,7 +105,7 @@ def compile_run(
 ) -> Compiled:
     """Functions for ``ops`` (each ``compilable``, each open): ``run(key, value)`` for one
     record, ``run_all(entries)`` for a frame's ``[key, value]`` records (the same body in a
-    loop: no call per record).
+    loop: no call per record), ``run_columns(keys, values)`` for a frame's two columns.
 
     ``outs[i]``: what ``ops[i]``'s output goes to in the uncompiled chain (a retry's
     attempt runs the rest of the chain through it); ``sides[i]``: its side output;

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from .._exceptions import InvalidTopologyError
 from .._ids import name_problem
-from ..api import TICK_COMPONENT, ComponentSpec, Input, RuntimeConfig, Stream, Topology
-from ..api._config import ContainerResources
+from ..api import (
+    TICK_COMPONENT,
+    ComponentSpec,
+    Input,
+    Reliability,
+    RuntimeConfig,
+    Stream,
+    Topology,
+)
+from ..api._config import TOPOLOGY_RELIABILITY_MODE, ContainerResources
 from ..api._stream import CustomGrouping
 from ..wire import SUPPORTED_TYPES, is_supported_type
 
@@ -73,14 +81,33 @@ def _component_problems(topology: Topology, comp: ComponentSpec, where: str) -> 
     if comp.parallelism < 1:
         problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
     try:
-        RuntimeConfig.from_mapping(topology.merged_config(comp.name))
+        mine = RuntimeConfig.from_mapping(topology.merged_config(comp.name)).reliability
     except ValueError as exc:
         problems.append(f"{where}: bad config: {exc}")
+    else:
+        problems += _mode_problem(topology, mine, where)
     if comp.kind == "spout" and comp.inputs:
         problems.append(f"{where} has inputs; spouts are sources: make it a bolt")
     if comp.kind == "bolt" and not comp.inputs:
         problems.append(f"{where} has no inputs: subscribe it to a stream or remove it")
     return problems
+
+
+def _mode_problem(topology: Topology, mine: Reliability, where: str) -> list[str]:
+    """A component's reliability mode is the topology's: its checkpoints, acks and restores
+    are the whole topology's (a component of another mode would snapshot without noting its
+    changes, or never be restored)."""
+    try:
+        whole = RuntimeConfig.from_mapping(topology.config).reliability
+    except ValueError:
+        return []  # the topology's own problem, said once
+    if mine is whole:
+        return []
+    return [
+        f"{where}: its config sets {TOPOLOGY_RELIABILITY_MODE} {mine.value} but the topology "
+        f"runs {whole.value}; the mode is the whole topology's: set it in the topology's "
+        "config only"
+    ]
 
 
 def _stream_problems(comp: ComponentSpec, where: str) -> list[str]:

@@ -73,7 +73,9 @@ class Instance:
         self.conf = topology.merged_config(component)
         self.rc = rc = RuntimeConfig.from_mapping(self.conf)
         # snapshots come with checkpoint barriers, which only an exactly-once topology has
-        self.store = TaskState(tracked=rc.reliability is Reliability.EXACTLY_ONCE)
+        # (the topology's own mode, as the stmgr and the master read it: not a component's)
+        mode = RuntimeConfig.from_mapping(topology.config).reliability
+        self.store = TaskState(tracked=mode is Reliability.EXACTLY_ONCE)
         self.gate: InputGate[Revision] = InputGate(
             self,
             task,

@@ -18,7 +18,6 @@ from typing import Any
 
 from ..api import Topology
 from ..api._config import SITES
-from ..state import KeyedState
 from ._handover import SITES_STATE
 from ._task_state import TaskState
 
@@ -65,10 +64,7 @@ class SiteTable:
         if where is None:
             return
         idx, site_at = where
-        keyed = self.store.keyed
-        table = keyed.get(SITES_STATE)
-        if table is None:
-            table = keyed[SITES_STATE] = KeyedState()
+        table = self.store.keyed_state(SITES_STATE)
         known = table._data  # read without noting: only a new key is written
         for entry in entries:
             values = entry[0] if rooted else entry

@@ -113,6 +113,10 @@ class SnapshotLog:
         deleted: dict[str, list[Any]] = {}
         full: list[str] = []
         for name, ks in keyed.items():
+            if not ks.tracked:  # it notes no changes (never so in an exactly-once task): whole
+                full.append(name)
+                values[name] = ks._data
+                continue
             keys: set[Any] = set()
             for _, _, names in self.intervals:
                 keys.update(names.get(name, ()))

@@ -318,6 +318,21 @@ def test_bad_config_is_reported_per_component() -> None:
     assert "topology.reliability.mode" in problem
 
 
+def test_a_component_cannot_run_another_reliability_mode_than_its_topology() -> None:
+    topo = (
+        Topology("t", config={"topology.reliability.mode": "EFFECTIVELY_ONCE"})
+        .add_spout("s", Words)
+        .add_bolt(
+            "b", Sink, inputs={"s": shuffle()}, config={"topology.reliability.mode": "ATLEAST_ONCE"}
+        )
+    )
+    problem = _one_problem(topo)
+    assert "bolt 'b': its config sets topology.reliability.mode ATLEAST_ONCE" in problem
+    assert "the topology runs EFFECTIVELY_ONCE" in problem
+    same = Topology("t").add_spout("s", Words, config={"topology.reliability.mode": "ATMOST_ONCE"})
+    validate(same)  # the topology's own mode, said again: fine
+
+
 def test_duplicate_stream_and_repeated_field() -> None:
     topo = Topology("t").add_spout("s", Words, outputs=[Stream(("a", "a")), Stream(("b",))])
     problems = _problems(topo)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from headwater.common.api._state import UntrackedKeyedState
 from headwater.common.state import CheckpointStore, CorruptCheckpointError
 from headwater.common.state._state import (
     KeyedState,
@@ -116,6 +117,19 @@ def test_unstable_keys_send_their_name_whole() -> None:
     assert d["full"] == ["f"]
     assert d["keyed"]["f"] == {frozenset({"a", "b"}): 1, 1.5: 2}
     assert d["keyed"]["s"] == {"k": 1}
+
+
+def test_a_state_that_notes_nothing_is_sent_whole() -> None:
+    """Only an exactly-once task snapshots, and its keyed state notes what it writes; one that
+    notes nothing (``UntrackedKeyedState``), were it ever snapshot, goes whole, never as an
+    empty delta."""
+    log, ks, other = SnapshotLog(), UntrackedKeyedState({"a": 1}), KeyedState()
+    log.dump(1, State(), {"u": ks, "t": other})
+    log.committed(1)
+    ks["b"] = 2
+    other["k"] = 1
+    d = load_delta(log.dump(2, State(), {"u": ks, "t": other}))
+    assert d["full"] == ["u"] and d["keyed"] == {"u": {"a": 1, "b": 2}, "t": {"k": 1}}
 
 
 def _run(store: CheckpointStore, log: SnapshotLog, ck: int, ks: KeyedState, task: int = 0) -> None:
