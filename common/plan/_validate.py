@@ -65,6 +65,7 @@ def _topology_problems(topology: Topology) -> list[str]:
         problems.append("the topology has no spout: every DAG needs a source")
     try:
         ContainerResources.from_mapping(topology.config)
+        RuntimeConfig.from_mapping(topology.config)  # its mode, which every component runs
     except ValueError as exc:
         problems.append(f"topology {topology.name!r}: bad config: {exc}")
     return problems
@@ -80,12 +81,7 @@ def _component_problems(topology: Topology, comp: ComponentSpec, where: str) -> 
         )
     if comp.parallelism < 1:
         problems.append(f"{where}: parallelism is {comp.parallelism}; use 1 or more")
-    try:
-        mine = RuntimeConfig.from_mapping(topology.merged_config(comp.name)).reliability
-    except ValueError as exc:
-        problems.append(f"{where}: bad config: {exc}")
-    else:
-        problems += _mode_problem(topology, mine, where)
+    problems += _config_problems(topology, comp, where)
     if comp.kind == "spout" and comp.inputs:
         problems.append(f"{where} has inputs; spouts are sources: make it a bolt")
     if comp.kind == "bolt" and not comp.inputs:
@@ -93,15 +89,20 @@ def _component_problems(topology: Topology, comp: ComponentSpec, where: str) -> 
     return problems
 
 
-def _mode_problem(topology: Topology, mine: Reliability, where: str) -> list[str]:
-    """A component's reliability mode is the topology's: its checkpoints, acks and restores
-    are the whole topology's (a component of another mode would snapshot without noting its
-    changes, or never be restored)."""
+def _config_problems(topology: Topology, comp: ComponentSpec, where: str) -> list[str]:
+    """A component's runtime config (said once for the topology when the topology's own is
+    bad), and its reliability mode, which is the topology's: its checkpoints, acks and
+    restores are the whole topology's (a component of another mode would snapshot without
+    noting its changes, or never be restored)."""
     try:
-        whole = RuntimeConfig.from_mapping(topology.config).reliability
+        whole: Reliability | None = RuntimeConfig.from_mapping(topology.config).reliability
     except ValueError:
-        return []  # the topology's own problem, said once
-    if mine is whole:
+        whole = None  # the topology's own problem (``_topology_problems``)
+    try:
+        mine = RuntimeConfig.from_mapping(topology.merged_config(comp.name)).reliability
+    except ValueError as exc:
+        return [f"{where}: bad config: {exc}"] if whole is not None else []
+    if whole is None or mine is whole:
         return []
     return [
         f"{where}: its config sets {TOPOLOGY_RELIABILITY_MODE} {mine.value} but the topology "

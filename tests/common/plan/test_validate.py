@@ -331,6 +331,12 @@ def test_a_component_cannot_run_another_reliability_mode_than_its_topology() -> 
     assert "the topology runs EFFECTIVELY_ONCE" in problem
     same = Topology("t").add_spout("s", Words, config={"topology.reliability.mode": "ATMOST_ONCE"})
     validate(same)  # the topology's own mode, said again: fine
+    bad = Topology("t", config={"topology.reliability.mode": "SOMETIMES"}).add_spout(
+        "s", Words, config={"topology.reliability.mode": "ATMOST_ONCE"}
+    )
+    assert "topology 't': bad config" in _one_problem(bad)  # even where no component runs it
+    worse = Topology("t", config={"topology.reliability.mode": "SOMETIMES"}).add_spout("s", Words)
+    assert "topology 't': bad config" in _one_problem(worse)  # once, not again per component
 
 
 def test_duplicate_stream_and_repeated_field() -> None:
