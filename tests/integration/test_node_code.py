@@ -23,7 +23,8 @@ CONTAINER = "headwater.common.runtime.container"
 def _reports(path: Path) -> list[dict[str, object]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
+    # whole lines only: a load may be writing its line while the test reads
+    return [json.loads(line) for line in path.read_text().split("\n")[:-1] if line]
 
 
 def _submit(daemons: Daemons, tmp: Path) -> None:

@@ -46,7 +46,10 @@ def report(where: str) -> None:
         "workdir": _try("write", node / "planted.txt"),
         "token": "HEADWATER_TOKEN" in os.environ,
     }
-    (Path(folder) / f"{os.getpid()}-{where}.json").write_text(json.dumps(facts))
+    # whole or not at all: the test reads the folder while the instances write to it
+    part = Path(folder) / f"{os.getpid()}-{where}.part"
+    part.write_text(json.dumps(facts))
+    part.replace(part.with_suffix(".json"))
 
 
 report("import")
