@@ -126,7 +126,8 @@ def compile_run(
         if isinstance(op, ReduceByKeyOp):  # the state's get, and its put written inline
             data, dirty, ns[f"x{i}"] = op.totals.put_parts()
             ns[f"d{i}"], ns[f"g{i}"], ns[f"m{i}"] = data, data.get, dirty.add
-            ns[f"u{i}"] = partial(_mark, dirty)
+            if i == 0:  # a frame's keys marked at once (``run_columns``)
+                ns["u0"] = partial(_mark, dirty)
         if type(op) is SinkOp:
             ns[f"c{i}"] = cell = [0]
             sinks.append((op, cell))
@@ -207,11 +208,28 @@ def _loop(
         prelude.append(f"t{sink} = 0")
         finals.append(f"c{sink}[0] += t{sink}")
     if gather:
-        prelude += ["pk, pv = [], []", "gk, gv = pk.append, pv.append"]
-        finals += ["if pk:", "    emit_columns([pk, pv])"]
+        prelude += _GATHER_START
+        finals += _GATHER_END
     depth = 3 if finals else 2
     body = ["    " * (depth - 1) + f"for key, value in {source}:"]
     body += _body(ops, end, depth, True, gather, marked)
+    return _wrapped(body, prelude, finals)
+
+
+# a function's gathering of its output records' keys in ``pk`` and values in ``pv``, emitted
+# together at its end, however it ends
+_GATHER_START = ("pk, pv = [], []", "gk, gv = pk.append, pv.append")
+_GATHER_END = ("if pk:", "    emit_columns([pk, pv])")
+
+
+def _gathered(body: list[str], gather: bool) -> list[str]:
+    """``body`` (a function's lines), gathering its output records (``_GATHER_START``)."""
+    return _wrapped(body, _GATHER_START, _GATHER_END) if gather else body
+
+
+def _wrapped(body: list[str], prelude: Sequence[str], finals: Sequence[str]) -> list[str]:
+    """``body`` (a function's lines, indented in a ``try``) after ``prelude`` and with
+    ``finals`` in its ``finally``; ``body`` as it is when nothing must come after it."""
     if not finals:
         return body
     return [
@@ -220,22 +238,6 @@ def _loop(
         *body,
         "    finally:",
         *("        " + line for line in finals),
-    ]
-
-
-def _gathered(body: list[str], gather: bool) -> list[str]:
-    """``body`` (a function's lines), gathering its output records' keys in ``pk`` and
-    values in ``pv`` to emit together at the end, however the function ends."""
-    if not gather:
-        return body
-    return [
-        "    pk, pv = [], []",
-        "    gk, gv = pk.append, pv.append",
-        "    try:",
-        *body,
-        "    finally:",
-        "        if pk:",
-        "            emit_columns([pk, pv])",
     ]
 
 

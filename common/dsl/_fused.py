@@ -150,15 +150,12 @@ class _Chain:
         close_run()
         # a frame's records at once: the compiled run's own loop when the chain starts with one
         first = nxt
+        head = self.compiled[-1] if self.compiled and self.compiled[-1].call is first else None
         self.first_all: Callable[[Iterable[Sequence[Any]]], None] = (
-            self.compiled[-1].call_all
-            if self.compiled and self.compiled[-1].call is first
-            else partial(_each, first)
+            head.call_all if head is not None else partial(_each, first)
         )
         self.first_columns: Callable[[list[Any], list[Any]], None] = (
-            self.compiled[-1].call_columns
-            if self.compiled and self.compiled[-1].call is first
-            else self._columns_as_rows
+            head.call_columns if head is not None else self._columns_as_rows
         )
         if ops and hasattr(ops[0], "process_frame"):  # a scoring step: the frame whole
             self.first_all = partial(ops[0].process_frame, self.links[ops[0].name][1])

@@ -122,12 +122,10 @@ class HotKeys:
         return phase
 
     def _add(self, idx: list[int], picked: Iterable[Sequence[Any]]) -> None:
-        one = idx[0] if len(idx) == 1 else None
-        self._add_keys(
-            [values[one] for values in picked]
-            if one is not None
-            else [tuple(values[i] for i in idx) for values in picked]
-        )
+        if len(idx) == 1:
+            self._add_keys([values[idx[0]] for values in picked])
+        else:
+            self._add_keys([tuple(values[i] for i in idx) for values in picked])
 
     def _add_keys(self, keys: list[Any]) -> None:
         """The sampled keys into the top-k; an unhashable one (a list, a map) by its
