@@ -28,21 +28,18 @@ def kill_at_random_moments(
     progress: Callable[[], int],
     steps: tuple[int, int],
     total: int,
-) -> None:
+) -> int:
     """SIGKILL an instance, a container or the master (``kills``, in order), each after a
     random amount of further ``progress`` (between ``steps``), never waiting past ``total``,
     counted from once the last kill's rollback has opened its epoch and the topology runs
     again: a kill made while the last one's restore is under way would be undone by the same
-    restore (commits of checkpoints taken before a kill can make ``progress`` move during it)."""
-    before: int | None = None  # the epoch the last kill was made in
+    restore (commits of checkpoints taken before a kill can make ``progress`` move during it).
+
+    Returns the epoch the topology runs in after the last kill's rollback: waited for here,
+    since a kill made once ``progress`` reached ``total`` can leave the old epoch running
+    until the master notices it."""
+    epoch = wait_for(lambda: running_epoch(cluster), 60, "the topology running")
     for kind in kills:
-        if before is not None:
-
-            def rolled_back(last: int = before) -> bool:
-                epoch = running_epoch(cluster)
-                return epoch is not None and epoch > last
-
-            wait_for(rolled_back, 120, f"a new epoch after epoch {before}'s kill")
         target = min(progress() + rng.randint(*steps), total)
 
         def reached(target: int = target) -> bool:
@@ -50,24 +47,35 @@ def kill_at_random_moments(
 
         wait_for(reached, 120, f"progress {target} before killing a {kind}")
         before = wait_for(lambda: running_epoch(cluster), 60, f"the topology running ({kind})")
-        if kind == "instance":
-            tasks = cluster.metrics()["tasks"]
-            victim = rng.choice(
-                [
-                    p
-                    for p in (int(m["pid"]) for m in tasks.values() if "pid" in m)
-                    if psutil.pid_exists(p)
-                ]
-            )
-            os.kill(victim, signal.SIGKILL)
-        elif kind == "container":
-            os.kill(
-                cluster.container_procs[rng.randrange(len(cluster.container_procs))].pid,
-                signal.SIGKILL,
-            )
-        else:
-            assert cluster.tmaster is not None
-            os.kill(cluster.tmaster.pid, signal.SIGKILL)
+        _kill(cluster, rng, kind)
+
+        def rolled_back(last: int = before) -> int | None:
+            epoch = running_epoch(cluster)
+            return epoch if epoch is not None and epoch > last else None
+
+        epoch = wait_for(rolled_back, 120, f"a new epoch after epoch {before}'s {kind} kill")
+    return epoch
+
+
+def _kill(cluster: LocalCluster, rng: random.Random, kind: str) -> None:
+    if kind == "instance":
+        tasks = cluster.metrics()["tasks"]
+        victim = rng.choice(
+            [
+                p
+                for p in (int(m["pid"]) for m in tasks.values() if "pid" in m)
+                if psutil.pid_exists(p)
+            ]
+        )
+        os.kill(victim, signal.SIGKILL)
+    elif kind == "container":
+        os.kill(
+            cluster.container_procs[rng.randrange(len(cluster.container_procs))].pid,
+            signal.SIGKILL,
+        )
+    else:
+        assert cluster.tmaster is not None
+        os.kill(cluster.tmaster.pid, signal.SIGKILL)
 
 
 def running_epoch(cluster: LocalCluster) -> int | None:

@@ -74,7 +74,7 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
 
     from headwater.cloud.local import LocalCluster
 
-    from ._support import dump_logs, kill_at_random_moments, running_epoch
+    from ._support import dump_logs, kill_at_random_moments
     from .test_exactly_once import KEYS, _produce
 
     n = 100_000
@@ -92,9 +92,10 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
     cluster.supervise()
     try:
         cluster.wait_running(timeout=60)
-        kill_at_random_moments(cluster, rng, kills, lambda: len(_rows(out)), (20, 150), len(want))
+        epoch = kill_at_random_moments(
+            cluster, rng, kills, lambda: len(_rows(out)), (20, 150), len(want)
+        )
         wait_for(lambda: len(_rows(out)) >= len(want), 240, "every closed window at the sink")
-        epoch = wait_for(lambda: running_epoch(cluster), 60, "the topology to run")
         assert sorted(tuple(r) for r in _rows(out)) == want
         assert epoch >= 1 + len(kills)
     except BaseException:
