@@ -29,6 +29,12 @@ def build_image() -> str:
     return done.stdout.strip()
 
 
+# How often a wait polls a condition that runs a process in a container (``docker exec``:
+# about 0.1 CPU-s of Docker's and the container's each time; at the default 0.1 s a wait
+# kept a core busy polling beside the cluster it waits on)
+EXEC_POLL = 0.5
+
+
 class ComposeCluster:
     """``docker-compose`` on ``files`` (deploy/compose's, in order: an override after the
     file it changes) as the project ``project``; ``reader``: the service whose container
@@ -79,9 +85,37 @@ class ComposeCluster:
         assert done.returncode == 0, f"docker-compose {' '.join(args)}:\n{done.stderr[-4000:]}"
         return done.stdout
 
+    def containers(self, service: str) -> list[str]:
+        """The ids of ``service``'s containers, running or not, by their number (what
+        ``docker-compose ps -q SERVICE`` lists, from Docker's labels: Compose v1 is a Python
+        program that takes most of a CPU-second a command, and the tests poll with this)."""
+        done = subprocess.run(
+            [
+                "docker",
+                "ps",
+                "--all",
+                "--no-trunc",
+                "--filter",
+                f"label=com.docker.compose.project={self.project}",
+                "--filter",
+                f"label=com.docker.compose.service={service}",
+                "--filter",
+                "label=com.docker.compose.oneoff=False",
+                "--format",
+                '{{.Label "com.docker.compose.container-number"}} {{.ID}}',
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, f"docker ps ({service}):\n{done.stderr[-4000:]}"
+        numbered = (line.split() for line in done.stdout.splitlines() if line.strip())
+        return [cid for _, cid in sorted((int(n), cid) for n, cid in numbered)]
+
     def container(self, service: str, index: int = 0) -> str:
         """The id of ``service``'s container (the ``index``-th of a scaled one)."""
-        return self.compose("ps", "-q", service).split()[index]
+        return self.containers(service)[index]
 
     def pinned(self, service: str) -> str:
         """The container of ``service`` that ``python`` runs in (of a scaled one, the first

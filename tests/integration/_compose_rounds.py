@@ -12,7 +12,7 @@ import tarfile
 from collections.abc import Callable
 from typing import Any
 
-from ._compose import ComposeCluster
+from ._compose import EXEC_POLL, ComposeCluster
 from ._support import wait_for
 
 SITES = ("site0", "site1")
@@ -99,7 +99,7 @@ def settle(
     """``wait_for(cond)``; on a timeout, the failure says what was last seen and where the
     agents and the workers stand."""
     try:
-        wait_for(cond, timeout, "")
+        wait_for(cond, timeout, "", interval=EXEC_POLL)
     except AssertionError:
         agents = {
             site: {
@@ -130,7 +130,12 @@ def fault_round(
             sum(now["readings"].values()) > before + 60 and now["window_sites"] == list(SITES)
         )
 
-    wait_for(under_way, 240, "new readings and both sites' windows landing before the fault")
+    wait_for(
+        under_way,
+        240,
+        "new readings and both sites' windows landing before the fault",
+        interval=EXEC_POLL,
+    )
     fault()
     cluster.compose("stop", "--timeout", "20", "sensors-site0", "sensors-site1")
     published = published_counts(cluster)

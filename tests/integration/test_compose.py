@@ -19,7 +19,7 @@ import pytest
 
 from .._workers import DEFAULT_PORTS
 from ..conftest import show_on_failure
-from ._compose import ComposeCluster, build_image, compose_cluster
+from ._compose import EXEC_POLL, ComposeCluster, build_image, compose_cluster
 from ._compose_rounds import SITES, agent_status, docker, fault_round, running
 from ._support import wait_for
 
@@ -63,7 +63,7 @@ def test_compose_up_brings_every_reading_of_both_sites_to_the_windows_and_the_ro
     running = cluster.compose("ps", "--services", "--filter", "status=running").split()
     for service in ("master", "mosquitto", "worker", "agent-site0", "agent-site1"):
         assert service in running, running
-    assert len(cluster.compose("ps", "-q", "worker").split()) == 2
+    assert len(cluster.containers("worker")) == 2
 
     published = fault_round(cluster, lambda: None)
     assert all(n > 0 for n in published.values()), published
@@ -72,6 +72,7 @@ def test_compose_up_brings_every_reading_of_both_sites_to_the_windows_and_the_ro
         lambda: cluster.python("master", WORKER_CONTAINERS) == [["iot/0"], ["iot/1"]],
         30,
         "one of the IoT example's containers on each worker",
+        interval=EXEC_POLL,
     )
 
     # the uplinks stayed up all along (idle ones were once dropped by the server's
@@ -97,6 +98,7 @@ def test_an_agent_cut_off_the_network_for_60_s_loses_and_duplicates_nothing(
                 lambda: agent_status(cluster, "site0")["metrics"].get("uplink_connected") == 0,
                 50,
                 "the agent to see its uplink down",
+                interval=EXEC_POLL,
             )
             time.sleep(max(0.0, 60 - (time.monotonic() - cut_at)))  # the cut's length
         finally:
@@ -141,7 +143,7 @@ def test_a_paused_stream_manager_container_loses_and_duplicates_nothing(
 ) -> None:
     # a worker that runs one of the topology's stream managers (the one with the most processes)
     worker = max(
-        cluster.compose("ps", "-q", "worker").split(),
+        cluster.containers("worker"),
         key=lambda c: len(docker("top", c).splitlines()),
     )
 

@@ -25,7 +25,7 @@ import pytest
 
 from .._workers import DEFAULT_PORTS
 from ..conftest import show_on_failure
-from ._compose import ComposeCluster, build_image, compose_cluster
+from ._compose import EXEC_POLL, ComposeCluster, build_image, compose_cluster
 from ._compose_rounds import SITES, docker, fault_round
 from ._support import wait_for
 
@@ -150,7 +150,7 @@ def _leader(cluster: ComposeCluster) -> tuple[str, str, int]:
                 return True
         return False
 
-    wait_for(one_leads, 120, "a master to lead")
+    wait_for(one_leads, 120, "a master to lead", interval=EXEC_POLL)
     name = str(got["name"])
     return name, next(m for m in MASTERS if m != name), int(got["epoch"])
 
@@ -189,7 +189,7 @@ def _epochs(cluster: ComposeCluster) -> dict[str, int]:
         out[site] = _exec(
             cluster.container(f"agent-{site}"), EPOCH.format(workdir="/var/lib/headwater/agent")
         )
-    for c in cluster.compose("ps", "-q", "worker").split():
+    for c in cluster.containers("worker"):
         host = docker("inspect", "-f", "{{.Config.Hostname}}", c).strip()
         out[host] = _exec(c, EPOCH.format(workdir=f"/var/lib/headwater/worker/{host}"))
     return out
@@ -253,19 +253,39 @@ def test_the_leader_killed_a_standby_leads_within_10_s_and_nothing_is_lost(
         # meanwhile a live edit, tried while no master leads: refused until one does
         editing = threading.Thread(target=lambda: edits.extend(_edit_until_taken(cluster, base)))
         editing.start()
-        wait_for(lambda: _said(cluster, new).get("role") == "leader", 60, f"{new} to lead")
+        wait_for(
+            lambda: _said(cluster, new).get("role") == "leader",
+            60,
+            f"{new} to lead",
+            interval=EXEC_POLL,
+        )
         took["failover_s"] = _serving_since(cluster.container(new), killed) - killed
         editing.join(180)
         # taken (or, its answer lost, refused as made already): the revisions say how often
         assert edits and (edits[-1].startswith("0: ") or _MADE in edits[-1]), edits
-        wait_for(lambda: _said(cluster, old).get("role") == "standby", 120, f"{old} standing by")
-        wait_for(lambda: _revisions(cluster)[-1]["status"] == "applied", 120, "the edit applied")
+        wait_for(
+            lambda: _said(cluster, old).get("role") == "standby",
+            120,
+            f"{old} standing by",
+            interval=EXEC_POLL,
+        )
+        wait_for(
+            lambda: _revisions(cluster)[-1]["status"] == "applied",
+            120,
+            "the edit applied",
+            interval=EXEC_POLL,
+        )
 
     fault_round(cluster, kill, rollups=False)
     print(f"the standby led {took['failover_s']:.1f} s after the leader was killed")
     print("the edit's tries:\n" + "\n".join(edits))
     assert took["failover_s"] < FAILOVER_S, took
-    wait_for(lambda: _all_attached(cluster, before), 60, "every node attached to the new leader")
+    wait_for(
+        lambda: _all_attached(cluster, before),
+        60,
+        "every node attached to the new leader",
+        interval=EXEC_POLL,
+    )
     # the standby's health check follows its redirect to the leader (init waits on `master`,
     # which may be the standby)
     health = "{{.State.Health.Status}}"
@@ -300,17 +320,32 @@ def test_the_leader_cut_off_from_zookeeper_steps_down_and_every_node_obeys_the_n
         cut_at = time.time()
         docker("network", "disconnect", network, container)
         try:
-            wait_for(lambda: _said(cluster, new).get("role") == "leader", 60, f"{new} to lead")
+            wait_for(
+                lambda: _said(cluster, new).get("role") == "leader",
+                60,
+                f"{new} to lead",
+                interval=EXEC_POLL,
+            )
             seen["failover_s"] = _serving_since(cluster.container(new), cut_at) - cut_at
             seen["epoch"] = int(_said(cluster, new)["epoch"])
             assert seen["epoch"] > epoch
         finally:
             docker("network", "connect", network, container)
-        wait_for(lambda: _said(cluster, old).get("role") == "standby", 180, f"{old} standing by")
+        wait_for(
+            lambda: _said(cluster, old).get("role") == "standby",
+            180,
+            f"{old} standing by",
+            interval=EXEC_POLL,
+        )
 
     fault_round(cluster, cut, rollups=False)
     print(f"the standby led {seen['failover_s']:.1f} s after the leader was cut off")
-    wait_for(lambda: _all_attached(cluster, before), 60, "every node attached to the new leader")
+    wait_for(
+        lambda: _all_attached(cluster, before),
+        60,
+        "every node attached to the new leader",
+        interval=EXEC_POLL,
+    )
     after = _records(cluster)
     assert {k: after[k] for k in ("topologies", "revisions", "tokens")} == {
         k: before[k] for k in ("topologies", "revisions", "tokens")
@@ -323,7 +358,7 @@ def test_a_worker_removed_with_its_disk_has_its_container_restored_from_the_shar
     cluster: ComposeCluster,
 ) -> None:
     keep = cluster.pinned("worker")  # the rounds read the landing zone through it
-    [gone] = [c for c in cluster.compose("ps", "-q", "worker").split() if c != keep]
+    [gone] = [c for c in cluster.containers("worker") if c != keep]
     host = docker("inspect", "-f", "{{.Config.Hostname}}", gone).strip()
     kept_host = docker("inspect", "-f", "{{.Config.Hostname}}", keep).strip()
     placed = _exec(keep, PLACED.format(token=_token(cluster)))

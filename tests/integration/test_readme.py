@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from .._workers import DEFAULT_PORTS
-from ._readme import ROOT, ReadmeShell, block, command_of, readme_blocks
+from ._readme import CLI_POLL, ROOT, ReadmeShell, block, command_of, readme_blocks
 from ._support import wait_for
 
 # the README runs its daemons on their default ports: one test at a time (DEFAULT_PORTS)
@@ -253,7 +253,7 @@ def test_the_iot_example_on_a_gateway_then_the_spark_loop(shell: ReadmeShell) ->
         rows = _landed(shell)
         return bool(len(rows) == published)
 
-    wait_for(landed_once, 120, "every acknowledged reading landed")
+    wait_for(landed_once, 120, "every acknowledged reading landed", interval=CLI_POLL)
     rows = _landed(shell)
     assert len({(r["sensor"], r["seq"]) for r in rows}) == published, "a reading landed twice"
     agent_log = shell.log_of("headwater agent")
