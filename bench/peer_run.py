@@ -103,6 +103,8 @@ class Sampler(threading.Thread):
                 parent_role = _role(parent.cmdline()) if parent else ""
                 if name == parent_role == "_forkserver":
                     name = "instance"  # a fork of the server: its command line
+                elif parent and name == parent_role == "container" and cmdline == parent.cmdline():
+                    continue  # forked, not exec'd yet (its fork server): counted once it is
                 if parent_role == "spark jvm":
                     if name == "spark jvm":
                         continue  # forked, not exec'd yet: the JVM's own pages
