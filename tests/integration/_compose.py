@@ -96,7 +96,7 @@ class ComposeCluster:
                 "--all",
                 "--no-trunc",
                 "--filter",
-                f"label=com.docker.compose.project={self.project}",
+                f"label=com.docker.compose.project={_label(self.project)}",
                 "--filter",
                 f"label=com.docker.compose.service={service}",
                 "--filter",
@@ -169,3 +169,9 @@ def compose_cluster(
         raise
     finally:
         cluster.down()
+
+
+def _label(project: str) -> str:
+    """The project's name as Compose v1 labels its containers with it (lower case, only
+    ``-``, ``_``, letters and digits)."""
+    return re.sub(r"[^-_a-z0-9]", "", project.lower())

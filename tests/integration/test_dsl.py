@@ -74,7 +74,7 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
 
     from headwater.cloud.local import LocalCluster
 
-    from ._support import dump_logs, kill_at_random_moments
+    from ._support import dump_logs, kill_at_random_moments, running_epoch
     from .test_exactly_once import KEYS, _produce
 
     n = 100_000
@@ -97,7 +97,9 @@ def test_windowed_pipeline_survives_random_sigkills_exactly(tmp_path: Path) -> N
         )
         wait_for(lambda: len(_rows(out)) >= len(want), 240, "every closed window at the sink")
         assert sorted(tuple(r) for r in _rows(out)) == want
+        # each kill opened a new epoch (the helper waits for it); the topology runs on
         assert epoch >= 1 + len(kills)
+        assert wait_for(lambda: running_epoch(cluster), 60, "the topology to run") >= epoch
     except BaseException:
         dump_logs(cluster.workdir)
         raise
