@@ -207,7 +207,9 @@ def stoppable_start() -> Iterator[None]:
     talks to a JVM that is gone, so their logs and warnings are off until it has passed.
     PySpark sets a SIGINT handler of its own while its context starts (one that calls the
     JVM: from inside a Py4J call, a reentrant read and a misleading error); a handler set
-    for SIGINT or SIGTERM within this block takes effect at its end instead."""
+    for SIGINT or SIGTERM within this block takes effect at its end instead. Once a stop
+    came, what leaves the block is ``StartupStopped``, even where PySpark's clean-up raised
+    an error of its own over it (a context's stop that calls the JVM killed here)."""
     if threading.current_thread() is not threading.main_thread() or _guarding:
         yield  # (inside another: that one stops what both started)
         return
@@ -216,7 +218,7 @@ def stoppable_start() -> Iterator[None]:
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
     quiet = contextlib.ExitStack()  # what on_stop silences, until the exception has passed
-    stopped = False
+    stopped = 0  # the signal that stopped the start, once one did
     real_signal = signal.signal
     entry: dict[int, Any] = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     later: dict[int, Any] = dict(entry)  # what each is to be once started
@@ -225,7 +227,7 @@ def stoppable_start() -> Iterator[None]:
         nonlocal stopped
         for sig in entry:  # a second Ctrl-C while it stops changes nothing
             real_signal(sig, signal.SIG_IGN)
-        stopped = True
+        stopped = signum
         _end_new_children(me, before)
         logging.disable(logging.CRITICAL)
         quiet.enter_context(warnings.catch_warnings())
@@ -247,6 +249,12 @@ def stoppable_start() -> Iterator[None]:
     _guarding.append(True)
     try:
         yield
+    except BaseException as exc:
+        if stopped and not isinstance(exc, StartupStopped):
+            # raised where PySpark cleans up after it (a context's stop, which calls the JVM
+            # killed here): its error replaced the stop, which is what happened
+            raise StartupStopped(stopped, "Spark's start-up") from exc
+        raise
     finally:
         _guarding.clear()
         signal.signal = real_signal

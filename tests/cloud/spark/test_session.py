@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
-from headwater.cloud.spark._session import SMALL_BYTES, SMALL_JOB, small_job_conf
+import pytest
+
+from headwater.cloud.spark._session import SMALL_BYTES, SMALL_JOB, small_job_conf, stoppable_start
+from headwater.common._exceptions import StartupStopped
 
 
 def test_a_small_input_run_embedded_gets_the_small_job_settings(tmp_path: Path) -> None:
@@ -21,3 +26,19 @@ def test_a_big_input_or_a_cluster_keeps_sparks_defaults(tmp_path: Path) -> None:
     assert small_job_conf(tmp_path) == {}
     assert small_job_conf(tmp_path.parent / "nothing-here") == SMALL_JOB
     assert small_job_conf(tmp_path.parent / "nothing-here", spark_master="spark://h:7077") == {}
+
+
+def test_a_stop_during_the_start_is_the_stop_whatever_the_clean_up_raised() -> None:
+    """A SIGTERM while Spark starts raises ``StartupStopped`` where the start was; PySpark's
+    clean-up on its way out may call the JVM just killed and raise its own error (seen under
+    load: ``ConnectionRefusedError``). What leaves the block is still the stop."""
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(StartupStopped) as stop, stoppable_start():
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0)  # (the handler runs before the next bytecode)
+        except StartupStopped:
+            raise ConnectionRefusedError(111, "Connection refused") from None
+    assert stop.value.signum == signal.SIGTERM
+    assert isinstance(stop.value.__cause__, ConnectionRefusedError)
+    assert signal.getsignal(signal.SIGTERM) is before
