@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import random
-import socket
 import threading
 from collections import deque
 from pathlib import Path
 
-from headwater.common._ports import free_ports
+from headwater.common._exceptions import HeadwaterError
+from headwater.common._ports import check_free, free_ports
 
 LOW = 10_000  # below: the ports of well-known services
 SLICE = 2_000  # a worker's ports: the range below 32768 holds 11 workers' slices
@@ -54,11 +54,10 @@ def worker_ports() -> range:
 
 
 def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
+    try:
+        check_free("127.0.0.1", port)  # a bind as servers make it (TIME_WAIT does not count)
+    except HeadwaterError:
+        return False
     return True
 
 
