@@ -4,10 +4,13 @@ Every master on the same ZooKeeper state joins the election (``Leadership``):
 an ephemeral sequential member znode under ``ROOT/election``, holding where the
 master answers (its gRPC and REST addresses). The member with the lowest sequence
 leads; each other watches the member just before its own, so a leader's end wakes
-one standby, not all (no herd). The winner takes the next leader epoch
-(``ROOT/leader-epoch``, raised by a compare-and-set, so two winners can never
-share one) before it issues an order, and stamps it on every order; nodes refuse
-orders stamped lower than the highest they obeyed (``common/node/_leader.py``).
+one standby, not all (no herd). A member whose create lost its reply with the
+connection is found again by its ephemeral owner, this session (as Curator's
+protected mode does), so a master never waits behind itself. The winner takes
+the next leader epoch (``ROOT/leader-epoch``, raised by a compare-and-set, so two
+winners can never share one) before it issues an order, and stamps it on every
+order; nodes refuse orders stamped lower than the highest they obeyed
+(``common/node/_leader.py``).
 
 Losing it: a leader whose ZooKeeper connection is suspended may already have been
 replaced (its session may expire while it cannot hear), so it steps down at once,
@@ -85,10 +88,7 @@ class Leadership:
         self.client.ensure_path(folder)
         members = sorted(c for c in self.client.get_children(folder) if c.startswith(MEMBER))
         if self._member not in members:  # first, or gone with a session that expired
-            created = self.client.create(
-                f"{folder}/{MEMBER}", json.dumps(self.me).encode(), ephemeral=True, sequence=True
-            )
-            self._member = created.rsplit("/", 1)[1]
+            self._member = self._own(folder, members) or self._join(folder)
             return False
         at = members.index(self._member)
         if at == 0:
@@ -100,6 +100,23 @@ class Leadership:
                 log.info("standby master: %s leads", self._describe(members[0]))
             self._wake.wait(RECHECK_S)  # the watch wakes it; a check now and then all the same
         return False
+
+    def _join(self, folder: str) -> str:
+        created = self.client.create(
+            f"{folder}/{MEMBER}", json.dumps(self.me).encode(), ephemeral=True, sequence=True
+        )
+        return str(created).rsplit("/", 1)[1]
+
+    def _own(self, folder: str, members: list[str]) -> str:
+        """A member this session made already ("" if none): a create whose reply a lost
+        connection swallowed is in ZooKeeper all the same, and a second member would wait
+        behind it, on itself, for as long as the session lives."""
+        session = self.client.client_id[0] if self.client.client_id else None
+        for member in members:
+            stat = self.client.exists(f"{folder}/{member}")
+            if stat is not None and stat.ephemeralOwner == session:
+                return member
+        return ""
 
     def _next_epoch(self) -> int:
         """One more than the last leader's epoch, by compare-and-set (a value a concurrent
