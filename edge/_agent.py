@@ -45,6 +45,7 @@ from headwater.common._sandbox import RunAs
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.node import Node
 from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
+from headwater.common.node._node import until_stopped
 from headwater.common.plan import domain_args, edge_part
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
 from headwater.common.runtime._procs import Proc
@@ -167,10 +168,14 @@ class Agent(Node):
             check_free("127.0.0.1", self.status_port, "--status-port")
         self.users.check()  # which user its topologies' code runs as: said once, after the ports
         if self.transport.secure and not has_credentials(self.tls_dir):
-            # first start: the local links need the certificate too (nothing to resume yet)
+            # first start: the local links need the certificate too (nothing to resume yet);
+            # a stop meanwhile ends the agent (it may never find or reach its master)
             if not self.master:
-                self.master = await find_master()
-            await self.enrol()
+                await self._look_for_master()
+            await until_stopped(self.stopping, self.enrol())
+            if self.stopping.is_set():
+                self.limits.close()
+                return
         self._server = grpc_server()
         pb_grpc.add_TopologyMasterServicer_to_server(
             TopologyDispatch(self.tms, self._own_container), self._server
@@ -196,12 +201,7 @@ class Agent(Node):
         if self.ingest is not None:
             self.ingest.start()
         if not self.master:
-            self.health.set(
-                "master",
-                DEGRADED,
-                f"no --master given: looking for one by zeroconf ({SERVICE}) on the LAN",
-            )
-            self.master = await find_master()  # the session clears it once the master answers
+            await self._look_for_master()
         retention = asyncio.get_running_loop().create_task(
             keep_trimmed(
                 self.ingest,
@@ -225,6 +225,13 @@ class Agent(Node):
             await self._server.stop(1.0)
             if self.ingest is not None:
                 await asyncio.get_running_loop().run_in_executor(None, self.ingest.stop)
+
+    async def _look_for_master(self) -> None:
+        """No ``--master``: zeroconf on the LAN until it answers (the session clears the address
+        once the master answers) or the agent is stopped (the address stays empty)."""
+        why = f"no --master given: looking for one by zeroconf ({SERVICE}) on the LAN"
+        self.health.set("master", DEGRADED, why)
+        self.master = await until_stopped(self.stopping, find_master()) or ""
 
     def _own_container(self, context: Any, topology: str, container: int | None) -> str | None:
         """Its local topology masters hear this agent's own containers only (its certificate)."""

@@ -10,7 +10,7 @@ leaves it: the master signs a CSR.
 
 from __future__ import annotations
 
-import socket
+import asyncio
 import ssl
 
 import grpc
@@ -28,17 +28,20 @@ from ._tokens import JoinToken
 JOIN_TIMEOUT_S = 15.0
 
 
-def presented_certificate(host: str, port: int, timeout: float = JOIN_TIMEOUT_S) -> bytes:
-    """The certificate a TLS server at ``host:port`` presents, unverified (PEM)."""
+async def presented_certificate(host: str, port: int, timeout: float = JOIN_TIMEOUT_S) -> bytes:
+    """The certificate a TLS server at ``host:port`` presents, unverified (PEM). On the event
+    loop, not blocking it: a node stopped while the master is out of reach stops at once."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(["h2"])
-    with (
-        socket.create_connection((host, port), timeout=timeout) as raw,
-        ctx.wrap_socket(raw) as tls,
-    ):
-        der = tls.getpeercert(binary_form=True)
+    _, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ctx), timeout)
+    try:
+        tls = writer.get_extra_info("ssl_object")
+        der = tls.getpeercert(binary_form=True) if tls is not None else None
+    finally:  # only its certificate was wanted: no TLS goodbye to wait for
+        writer.transport.abort()
+        await writer.wait_closed()
     if der is None:
         raise HeadwaterError(f"{host}:{port} presented no certificate")
     return ssl.DER_cert_to_PEM_cert(der).encode()
@@ -57,10 +60,11 @@ def _csr(node_id: str) -> tuple[bytes, bytes]:
 async def join(host: str, token: JoinToken, node_id: str) -> Credentials:
     """Enrol ``node_id`` with the master at ``host`` (its join port is in the token)."""
     try:
-        ca = presented_certificate(host, token.port)
-    except OSError as exc:
+        ca = await presented_certificate(host, token.port)
+    except OSError as exc:  # TimeoutError too
+        why = str(exc) or f"no answer in {JOIN_TIMEOUT_S:g} s"
         raise HeadwaterError(
-            f"cannot reach the master's join port {host}:{token.port}: {exc}"
+            f"cannot reach the master's join port {host}:{token.port}: {why}"
         ) from None
     if fingerprint(ca) != token.ca_fingerprint:
         raise HeadwaterError(

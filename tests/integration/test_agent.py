@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,10 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
+from headwater.common.security import ClusterCA, JoinToken, TokenStore
 from headwater.common.state import DurableLog
 
+from .._ports import free_port
 from ._daemons import Daemons
 from ._support import wait_for
 
@@ -86,3 +89,27 @@ def test_agent_finds_the_master_by_zeroconf(daemons: Daemons, netns_pair: tuple[
     view = wait_for(lambda: _agent(daemons, "gw-south"), 60, "the agent to find the master")
     assert view["online"] and view["labels"] == {"site": "south"}
     assert "found the master at 10.250.0.1:" in (daemons.tmp / "gw-south.log").read_text()
+
+
+@pytest.mark.parametrize("master", ["given", "zeroconf"])
+def test_an_agent_that_cannot_enrol_yet_stops_when_told(
+    daemons: Daemons, netns_pair: tuple[str, str], tmp_path: Path, master: str
+) -> None:
+    """Its first start waits for a master to enrol with, which may never come (a closed port;
+    no master on the LAN): SIGTERM ends that wait at once, with exit status 0."""
+    _, agent_ns = netns_pair  # no master in either namespace
+    ca = ClusterCA.open(tmp_path / "cluster")
+    raw = TokenStore(tmp_path / "cluster" / "tokens.json").create("agent")
+    token = str(JoinToken(free_port(), raw, ca.fingerprint))
+    if master == "given":
+        daemons.start_agent("gw-west", "--master", f"127.0.0.1:{free_port()}", "--join", token)
+        waiting = "cannot enrol: cannot reach the master's join port"
+    else:
+        daemons.start_agent("gw-west", "--join", token, netns=agent_ns)
+        waiting = "looking for one by zeroconf"
+    log = daemons.tmp / "gw-west.log"
+    wait_for(lambda: log.exists() and waiting in log.read_text(), 60, "the agent to wait")
+    proc = daemons.procs[-1]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0  # before, it waited on, until killed
+    assert not (daemons.tmp / "gw-west" / "tls" / "node.pem").exists()
