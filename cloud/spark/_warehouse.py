@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from headwater.common._exceptions import HeadwaterError
+from headwater.common.connectors._parts import fsync_dir
 
 DATA_FILE = "data.parquet"
 
@@ -116,19 +117,11 @@ def _upsert_partition(folder: Path, rows: pa.Table, key: Sequence[str]) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-    _fsync_dir(folder)
+    fsync_dir(folder)
 
 
 def _keys(table: pa.Table, key: Sequence[str]) -> Iterator[tuple[Any, ...]]:
     return zip(*(table.column(k).to_pylist() for k in key), strict=True)
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def read_table(table_dir: Path) -> pa.Table:
