@@ -42,10 +42,10 @@ from headwater.common._health import DEGRADED, FAILED
 from headwater.common._ids import name_problem
 from headwater.common._ports import check_free, grpc_server
 from headwater.common._sandbox import RunAs
+from headwater.common._stopping import until_stopped
 from headwater.common.control import TopologyDispatch, TopologyMaster
 from headwater.common.node import Node
 from headwater.common.node._limits import DEFAULT_LIMITS, TopologyLimits
-from headwater.common.node._node import until_stopped
 from headwater.common.plan import domain_args, edge_part
 from headwater.common.runtime._container_config import FOOTPRINT_ENV
 from headwater.common.runtime._procs import Proc

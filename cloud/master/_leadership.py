@@ -29,7 +29,6 @@ import asyncio
 import json
 import logging
 import threading
-import time
 from typing import Any
 
 log = logging.getLogger("headwater.master")
@@ -38,6 +37,10 @@ MEMBER = "member-"
 RETRY_S = 0.5  # ZooKeeper away: the campaign tries again this often
 RECHECK_S = 5.0
 RESIGN_S = 2.0  # the most a stopping master waits to leave the election
+
+
+class CampaignEnded(Exception):
+    """The campaign ended without leading: the master stopped while it stood by."""
 
 
 class Leadership:
@@ -55,13 +58,20 @@ class Leadership:
         self._member = ""
         self._seen = ""  # the leader a standby said it saw last
         self._wake = threading.Event()
+        self._quit = threading.Event()  # the master stopped: the campaign ends
         client.add_listener(self._state_changed)
 
     # -- the election ---------------------------------------------------------------
     async def won(self) -> int:
-        """Join the election and wait to lead; the leader epoch this master took."""
+        """Join the election and wait to lead; the leader epoch this master took. Cancelled
+        (the master stopped while it stood by), the campaign's thread ends too."""
         self._loop = asyncio.get_running_loop()
-        return await asyncio.to_thread(self._campaign)
+        try:
+            return await asyncio.to_thread(self._campaign)
+        except asyncio.CancelledError:
+            self._quit.set()
+            self._wake.set()
+            raise
 
     def _campaign(self) -> int:
         """Lead, however long it takes: ZooKeeper away (a connection lost, a session expired)
@@ -69,6 +79,8 @@ class Leadership:
         from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, SessionExpiredError
 
         while True:
+            if self._quit.is_set():
+                raise CampaignEnded("the master stopped before it led")
             try:
                 if self._step():
                     self.epoch = self._next_epoch()
@@ -77,7 +89,7 @@ class Leadership:
                 log.warning(
                     "election: ZooKeeper unavailable (%s); trying again", type(exc).__name__
                 )
-                time.sleep(RETRY_S)
+                self._quit.wait(RETRY_S)
         self.leading = True
         log.info("this master leads (leader epoch %d)", self.epoch)
         return self.epoch

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._ports import bind_grpc, check_free, claimed, grpc_server
+from headwater.common._stopping import until_stopped
 from headwater.common.security import TokenStore, Transport
 from headwater.common.state._store_args import SharedStore
 from headwater.common.statemgr import LocalStateManager, Record, StateManager, under
@@ -95,8 +96,17 @@ async def serve(
     if http_cert is not None and http_key is not None:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(http_cert, http_key)
+    stop = asyncio.Event()  # SIGTERM, Ctrl-C: from here on, standing by included
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     # standby masters (ZooKeeper state): nothing is bound for nodes until this one leads
-    leadership, http_port = await lead_first(state, (host, port), (http_host, http_port), tls)
+    led = await until_stopped(stop, lead_first(state, (host, port), (http_host, http_port), tls))
+    if led is None:
+        log.info("master stopping (it stood by)")
+        state.close()  # and with its ZooKeeper session, its place in the election
+        return
+    leadership, http_port = led
     async with contextlib.AsyncExitStack() as running:  # stops what started, in reverse
         running.callback(state.close)  # last: whatever stops before it may still save
         if leadership is not None:
@@ -207,10 +217,6 @@ async def serve(
 
             zc = await announce(host, bound, info["http"], __version__)  # type: ignore[arg-type]
             running.push_async_callback(zc.async_close)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
         if leadership is not None:  # a leader that may no longer lead stops at once
             lost = loop.create_task(leadership.lost.wait())
             lost.add_done_callback(lambda _: stop.set())

@@ -27,16 +27,13 @@ where its containers' stream managers read it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import socket
 import time
-from collections.abc import Awaitable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
 
 import grpc
 
@@ -68,24 +65,6 @@ from ._users import TopologyUsers
 log = logging.getLogger("headwater.node")
 RECONNECT = RetryPolicy()
 """Attaching to the master again: 0.2 s to 10 s, with full jitter."""
-T = TypeVar("T")
-
-
-async def until_stopped(stopping: asyncio.Event, work: Awaitable[T]) -> T | None:
-    """``work``'s result, or None once ``stopping`` is set first (``work`` is cancelled):
-    what a node waits on before it serves (a master to find, its first enrolment) may never
-    come, and must not outlast a SIGTERM or Ctrl-C."""
-    job = asyncio.ensure_future(work)
-    stop = asyncio.ensure_future(stopping.wait())
-    try:
-        await asyncio.wait((job, stop), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-        if not job.done():
-            job.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await job
-    return None if job.cancelled() else job.result()
 
 
 class Node:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kazoo.client import KazooClient
 
 from headwater._master_client import Client
 from headwater.common._exceptions import HeadwaterError
@@ -200,3 +201,27 @@ def test_a_leader_cut_off_from_zookeeper_stops_leading_at_once(
     zookeeper.start()  # back: b leads once a's session is over
     wait_for(lambda: _leads(daemons, b), 60, "master b to lead")
     assert _get(f"{b.http}/api/v1/leader", token)[1]["epoch"] == 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_standby_that_is_stopped_leaves_the_election_at_once(
+    daemons: Daemons, pair: tuple[_Master, _Master, str], zookeeper: ZooKeeper, sig: int
+) -> None:
+    a, b, token = pair
+    assert b.proc is not None
+    b.proc.send_signal(sig)
+    assert b.proc.wait(15) == 0  # before: Ctrl-C waited on the campaign's thread for ever
+    assert "master stopping (it stood by)" in (daemons.tmp / "b.log").read_text()
+    zk = KazooClient(
+        hosts=zookeeper.hosts, auth_data=[("digest", "headwater-master:correct-horse")]
+    )
+    zk.start(timeout=15)
+    try:
+        members = zk.get_children("/hw/election")
+        assert len(members) == 1  # a's: b's went with its session, not after its timeout
+        raw, _ = zk.get(f"/hw/election/{members[0]}")
+        assert json.loads(raw)["grpc"] == a.grpc
+    finally:
+        zk.stop()
+        zk.close()
+    assert _get(f"{a.http}/api/v1/leader", token)[1]["epoch"] == 1
