@@ -227,23 +227,22 @@ class Demo:
             flush=True,
         )
         ready = self.work / "master.json"
-        grpc, http, join = free_ports(3)
         self._daemon(
             "master",
             "master",
             "--host",
             "127.0.0.1",
             "--port",
-            str(grpc),
+            "0",
             "--http-port",
-            str(http),
+            "0",
             "--state-dir",
             str(self.work / "master"),
             "--ready-file",
             str(ready),
             "--no-advertise",
             "--join-port",
-            str(join),
+            "0",
         )
         info = wait_until(
             lambda: ready.exists() and json.loads(ready.read_text()), "starting the master"
