@@ -12,6 +12,7 @@ keeps its parts in one folder, ``LandingSink`` in many partition folders.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from collections.abc import Callable
@@ -32,11 +33,15 @@ def pending_name(checkpoint: int, task: int, ext: str) -> str:
 
 
 def fsync_dir(path: Path) -> None:
-    """Make the folder's entries (a create, a rename) durable."""
+    """Make the folder's entries (a create, a rename) durable. A file system that cannot
+    fsync a folder (EINVAL) is let be; any other error (EIO) is raised: the write is not
+    known to be durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
     finally:
         os.close(fd)
 
