@@ -123,7 +123,8 @@ async def run_bounded(
         tasks.add(asyncio.create_task(_feed(proc.stdin, stdin)))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), limits.time_s)
+        async with asyncio.timeout(limits.time_s):
+            await proc.wait()
     except TimeoutError:
         timed_out = True
     finally:

@@ -65,7 +65,8 @@ async def find_master(timeout: float | None = None) -> str:
 
     browser = AsyncServiceBrowser(zc.zeroconf, [SERVICE], handlers=[on_change])
     try:
-        address = await asyncio.wait_for(found.get(), timeout)
+        async with asyncio.timeout(timeout):
+            address = await found.get()
         log.info("found the master at %s by zeroconf", address)
         return address
     finally:

@@ -5,7 +5,7 @@ Ctrl-C."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import inspect
 from collections.abc import Awaitable
 from typing import TypeVar
 
@@ -13,8 +13,13 @@ T = TypeVar("T")
 
 
 async def until_stopped(stopping: asyncio.Event, work: Awaitable[T]) -> T | None:
-    """``work``'s result, or None once ``stopping`` is set first (``work`` is cancelled, and
-    waited for: what it holds is let go before this returns)."""
+    """``work``'s result, or None once ``stopping`` is set first: ``work`` is then cancelled
+    and waited for (never started, if the stop came before). An error ``work`` raises, even
+    while it is cancelled, is raised here."""
+    if stopping.is_set():
+        if inspect.iscoroutine(work):
+            work.close()  # never awaited: no warning that it was not
+        return None
     job = asyncio.ensure_future(work)
     stop = asyncio.ensure_future(stopping.wait())
     try:
@@ -23,6 +28,5 @@ async def until_stopped(stopping: asyncio.Event, work: Awaitable[T]) -> T | None
         stop.cancel()
         if not job.done():
             job.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await job
+            await asyncio.wait((job,))  # (a cancellation of this wait is not swallowed)
     return None if job.cancelled() else job.result()

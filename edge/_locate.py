@@ -40,7 +40,8 @@ class Locator:
             at = (self._at + step) % len(self.channels)
             channel = self.channels[at]
             try:
-                await asyncio.wait_for(channel.channel_ready(), LOCATE_TIMEOUT_S)
+                async with asyncio.timeout(LOCATE_TIMEOUT_S):
+                    await channel.channel_ready()
                 where = await pb_grpc.ClusterStub(channel).LocateReceiver(
                     query, timeout=LOCATE_TIMEOUT_S
                 )

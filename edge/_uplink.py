@@ -311,7 +311,8 @@ class Uplink:
             if not sent:
                 wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wake.wait(), timeout=0.5)
+                    async with asyncio.timeout(0.5):
+                        await wake.wait()
 
     def _on_feedback(self, fb: pb.UplinkFeedback) -> None:
         self.last_feedback[fb.component] = time.monotonic()

@@ -233,7 +233,8 @@ class DockerScheduler:
             self._kick.clear()
             await self.reconcile()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self.period_s)
+                async with asyncio.timeout(self.period_s):
+                    await self._kick.wait()
 
     async def reconcile(self) -> PassResult | None:
         """One pass: Docker is made what the deployments say. None if Docker failed."""

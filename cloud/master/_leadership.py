@@ -26,6 +26,7 @@ whose default ACL is the master's (the state manager's).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -63,15 +64,40 @@ class Leadership:
 
     # -- the election ---------------------------------------------------------------
     async def won(self) -> int:
-        """Join the election and wait to lead; the leader epoch this master took. Cancelled
-        (the master stopped while it stood by), the campaign's thread ends too."""
-        self._loop = asyncio.get_running_loop()
+        """Join the election and wait to lead; the leader epoch this master took. The campaign
+        runs on a daemon thread of its own (a master that stops never waits for it to end);
+        cancelled (the master stopped while it stood by), it ends."""
+        loop = self._loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[int] = loop.create_future()
+
+        def settle(epoch: int, exc: Exception | None) -> None:  # on the loop
+            if outcome.done():  # cancelled meanwhile
+                return
+            if exc is None:
+                outcome.set_result(epoch)
+            else:
+                outcome.set_exception(exc)
+
+        def campaign() -> None:
+            epoch, exc = 0, None
+            try:
+                epoch = self._campaign()
+            except Exception as failed:  # handed to the master waiting for it
+                exc = failed
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(settle, epoch, exc)
+
+        threading.Thread(target=campaign, name="election", daemon=True).start()
         try:
-            return await asyncio.to_thread(self._campaign)
+            return await outcome
         except asyncio.CancelledError:
-            self._quit.set()
-            self._wake.set()
+            self.end_campaign()
             raise
+
+    def end_campaign(self) -> None:
+        """Stop campaigning (the master stops): the campaign's thread ends at its next step."""
+        self._quit.set()
+        self._wake.set()
 
     def _campaign(self) -> int:
         """Lead, however long it takes: ZooKeeper away (a connection lost, a session expired)
@@ -90,6 +116,8 @@ class Leadership:
                     "election: ZooKeeper unavailable (%s); trying again", type(exc).__name__
                 )
                 self._quit.wait(RETRY_S)
+        if self._quit.is_set():  # won as it stopped: it never leads
+            raise CampaignEnded("the master stopped as it won")
         self.leading = True
         log.info("this master leads (leader epoch %d)", self.epoch)
         return self.epoch
@@ -123,7 +151,11 @@ class Leadership:
         """A member this session made already ("" if none): a create whose reply a lost
         connection swallowed is in ZooKeeper all the same, and a second member would wait
         behind it, on itself, for as long as the session lives."""
-        session = self.client.client_id[0] if self.client.client_id else None
+        from kazoo.exceptions import ConnectionLoss
+
+        if self.client.client_id is None:  # suspended: which session is this one's is unknown
+            raise ConnectionLoss("no session to recognise this master's own member by")
+        session = self.client.client_id[0]
         for member in members:
             stat = self.client.exists(f"{folder}/{member}")
             if stat is not None and stat.ephemeralOwner == session:

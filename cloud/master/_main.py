@@ -102,7 +102,9 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     # standby masters (ZooKeeper state): nothing is bound for nodes until this one leads
     led = await until_stopped(stop, lead_first(state, (host, port), (http_host, http_port), tls))
-    if led is None:
+    if led is None or stop.is_set():  # (or it won as it was stopped: it steps down at once)
+        if led is not None and led[0] is not None:
+            led[0].resign()
         log.info("master stopping (it stood by)")
         state.close()  # and with its ZooKeeper session, its place in the election
         return

@@ -107,7 +107,8 @@ class NodeLogs:
         )
         try:
             self.master.nodes.send(node, pb.NodeCommand(send_logs=order))
-            reply = await asyncio.wait_for(future, self.timeout_s)
+            async with asyncio.timeout(self.timeout_s):
+                reply = await future
         except TimeoutError:
             raise LogsError(
                 504,

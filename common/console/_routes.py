@@ -156,11 +156,14 @@ def _events_handler(
             while True:
                 still = caller(request)
                 if isinstance(still, str):
-                    await asyncio.wait_for(resp.write(_event("end", {"error": still})), 1.0)
+                    async with asyncio.timeout(1.0):
+                        await resp.write(_event("end", {"error": still}))
                     break
-                await asyncio.wait_for(resp.write(event_of(topology)), WRITE_TIMEOUT_S)
+                async with asyncio.timeout(WRITE_TIMEOUT_S):
+                    await resp.write(event_of(topology))
                 try:  # a stream never ends by itself: it must not hold the shutdown up
-                    await asyncio.wait_for(closing.wait(), INTERVAL_S)
+                    async with asyncio.timeout(INTERVAL_S):
+                        await closing.wait()
                     break
                 except TimeoutError:
                     pass

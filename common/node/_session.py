@@ -177,4 +177,5 @@ class MasterSession:
                 self.health.clear("master")  # it answered: say so at once
                 continue
             with contextlib.suppress(TimeoutError):  # the beat, or an order before it
-                await asyncio.wait_for(self._soon.wait(), self.beat)
+                async with asyncio.timeout(self.beat):
+                    await self._soon.wait()

@@ -11,6 +11,7 @@ leaves it: the master signs a CSR.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 
 import grpc
@@ -35,13 +36,15 @@ async def presented_certificate(host: str, port: int, timeout: float = JOIN_TIME
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
     ctx.set_alpn_protocols(["h2"])
-    _, writer = await asyncio.wait_for(asyncio.open_connection(host, port, ssl=ctx), timeout)
+    async with asyncio.timeout(timeout):  # (3.11's wait_for can swallow a cancellation)
+        _, writer = await asyncio.open_connection(host, port, ssl=ctx)
     try:
         tls = writer.get_extra_info("ssl_object")
         der = tls.getpeercert(binary_form=True) if tls is not None else None
     finally:  # only its certificate was wanted: no TLS goodbye to wait for
         writer.transport.abort()
-        await writer.wait_closed()
+        with contextlib.suppress(OSError):  # (lost with an error already: the same end)
+            await writer.wait_closed()
     if der is None:
         raise HeadwaterError(f"{host}:{port} presented no certificate")
     return ssl.DER_cert_to_PEM_cert(der).encode()
@@ -59,6 +62,8 @@ def _csr(node_id: str) -> tuple[bytes, bytes]:
 
 async def join(host: str, token: JoinToken, node_id: str) -> Credentials:
     """Enrol ``node_id`` with the master at ``host`` (its join port is in the token)."""
+    if not host:
+        raise HeadwaterError("no master to enrol with: give --master HOST:PORT, or find one")
     try:
         ca = await presented_certificate(host, token.port)
     except OSError as exc:  # TimeoutError too

@@ -73,7 +73,8 @@ def test_a_member_whose_reply_was_lost_is_taken_up_not_joined_again(
         assert mine.get_children(FOLDER) == [lost]  # taken up, not a second one
         assert leadership.leader() == {"grpc": "10.0.0.2:2"}
     finally:
-        mine.stop()  # a campaign still waiting ends with the session
+        leadership.end_campaign()  # one still waiting (a failure) ends
+        thread.join(30)
 
 
 def test_a_member_of_another_session_is_never_taken_for_its_own(
@@ -91,4 +92,5 @@ def test_a_member_of_another_session_is_never_taken_for_its_own(
         thread.join(30)
         assert won == [1]
     finally:
-        mine.stop()
+        leadership.end_campaign()  # one still waiting (a failure) ends
+        thread.join(30)
