@@ -28,6 +28,7 @@ from pathlib import Path
 
 from google.protobuf import json_format
 
+from headwater.common._durable import fsync_dir
 from headwater.common._exceptions import HeadwaterError
 from headwater.common._health import DEGRADED, Health
 from headwater.common.wire.proto import runtime_pb2 as pb
@@ -82,11 +83,7 @@ class OrderBook:
             f.flush()
             os.fsync(f.fileno())
         tmp.replace(self.path)
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        fsync_dir(self.path.parent)
 
 
 def keep(

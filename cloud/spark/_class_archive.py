@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from headwater.common.connectors._parts import fsync_dir
+from headwater.common._durable import fsync_dir
 
 ENV = "HEADWATER_SPARK_CLASS_ARCHIVE"
 log = logging.getLogger(__name__)

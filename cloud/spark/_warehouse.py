@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from headwater.common._durable import fsync_dir
 from headwater.common._exceptions import HeadwaterError
-from headwater.common.connectors._parts import fsync_dir
 
 DATA_FILE = "data.parquet"
 

@@ -15,9 +15,10 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
+from .._durable import fsync_dir
 from ..api import Bolt, Context, Tuple
 from ._columns import write_columns
-from ._parts import fsync_dir, pending_name, publish, roll_back, write_durably
+from ._parts import pending_name, publish, roll_back, write_durably
 
 
 class TransactionalFileSink(Bolt):

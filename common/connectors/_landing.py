@@ -39,6 +39,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._durable import fsync_dir
 from ..api import Bolt, Context, Tuple
 from ._landing_columns import (
     NULL_PARTITION,
@@ -52,7 +53,7 @@ from ._landing_columns import (
     settle_schema,
 )
 from ._landing_commits import LandingCommits
-from ._parts import fsync_dir, pending_name, write_durably
+from ._parts import pending_name, write_durably
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -22,8 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from .._durable import fsync_dir
 from ._landing_read import published_seqs
-from ._parts import fsync_dir, pending_name, roll_back, write_durably
+from ._parts import pending_name, roll_back, write_durably
 
 _SEALED = re.compile(r"^\.(pending|commit)-(\d+)-(\d+)\.json$")
 

@@ -12,12 +12,13 @@ keeps its parts in one folder, ``LandingSink`` in many partition folders.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
+
+from .._durable import fsync_dir
 
 PENDING = re.compile(r"^\.part-(\d+)-(\d+)\.(\w+)\.pending$")
 FINAL = re.compile(r"^part-(\d+)-(\d+)\.(\w+)$")
@@ -30,20 +31,6 @@ def final_name(checkpoint: int, task: int, ext: str) -> str:
 
 def pending_name(checkpoint: int, task: int, ext: str) -> str:
     return f".{final_name(checkpoint, task, ext)}.pending"
-
-
-def fsync_dir(path: Path) -> None:
-    """Make the folder's entries (a create, a rename) durable. A file system that cannot
-    fsync a folder (EINVAL) is let be; any other error (EIO) is raised: the write is not
-    known to be durable."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError as exc:
-        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
-            raise
-    finally:
-        os.close(fd)
 
 
 def write_durably(path: Path, write: Callable[[IO[bytes]], None]) -> None:

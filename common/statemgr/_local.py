@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Hashable
 from pathlib import Path
 
+from .._durable import fsync_dir
 from ._base import (
     MAX_RECORD_BYTES,
     Record,
@@ -73,11 +74,7 @@ class LocalStateManager:
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
-            folder = os.open(file.parent, os.O_RDONLY)
-            try:
-                os.fsync(folder)
-            finally:
-                os.close(folder)
+            fsync_dir(file.parent)
         except OSError as exc:
             raise _unavailable("save", file, exc) from exc
 
